@@ -1,0 +1,3 @@
+//! A thread: one continuing conversation with its own serial submission loop.
+
+pub mod state;

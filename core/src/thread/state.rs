@@ -1,0 +1,181 @@
+//! Thread state as a projection of events: `state = fold(events)`. One reducer, applied
+//! by the live submission loop to every event it emits and by resume to every event it
+//! reads back, so both build the same state.
+//!
+//! Architecture invariant: nothing else mutates a `ThreadState`. Status, history, the
+//! active turn, settings and usage change only here, in response to an event.
+
+use std::sync::Arc;
+
+use rein_protocol::{
+    AgentStatus, Event, EventMsg, Item, SessionId, TaskKind, ThreadId, ThreadSettings, TokenUsage,
+    TurnAbortReason, TurnId,
+};
+
+/// One turn as history sees it: where its items begin.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TurnRecord {
+    pub id: TurnId,
+    pub kind: TaskKind,
+    /// Index into `history` of the turn's first item.
+    pub history_start: usize,
+    pub status: TurnStatus,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TurnStatus {
+    Running,
+    Completed,
+    Aborted(TurnAbortReason),
+    Failed,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct ActiveTurn {
+    pub id: TurnId,
+    pub kind: TaskKind,
+    /// Settings captured at turn start.
+    pub settings: ThreadSettings,
+}
+
+#[derive(Clone, Debug, PartialEq, Default)]
+pub struct ThreadState {
+    pub thread_id: Option<ThreadId>,
+    pub session_id: Option<SessionId>,
+    pub forked_from: Option<ThreadId>,
+    pub settings: Option<ThreadSettings>,
+    pub status: AgentStatus,
+    /// The model-visible history, in order.
+    pub history: Vec<Arc<Item>>,
+    pub turns: Vec<TurnRecord>,
+    pub active_turn: Option<ActiveTurn>,
+    /// The last turn that was aborted, while no later turn has started: what `Recover`
+    /// restarts.
+    pub recoverable_turn: Option<TurnId>,
+    pub usage: TokenUsage,
+    /// Sequence number of the last event applied.
+    pub last_seq: Option<u64>,
+}
+
+impl ThreadState {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Fold a whole event sequence.
+    pub fn from_events<'a>(events: impl IntoIterator<Item = &'a Event>) -> Self {
+        let mut state = Self::new();
+        for event in events {
+            state.apply(event);
+        }
+        state
+    }
+
+    pub fn is_idle(&self) -> bool {
+        self.active_turn.is_none()
+    }
+
+    /// The next sequence number to assign.
+    pub fn next_seq(&self) -> u64 {
+        self.last_seq.map_or(0, |s| s + 1)
+    }
+
+    /// The reducer.
+    pub fn apply(&mut self, event: &Event) {
+        self.last_seq = Some(event.seq);
+        if self.thread_id.is_none() {
+            self.thread_id = Some(event.thread_id);
+        }
+        match &event.msg {
+            EventMsg::ThreadConfigured {
+                session_id,
+                settings,
+                forked_from,
+            } => {
+                self.session_id = Some(*session_id);
+                self.settings = Some(settings.clone());
+                self.forked_from = *forked_from;
+            }
+            EventMsg::SettingsChanged { settings } => self.settings = Some(settings.clone()),
+            EventMsg::TurnStarted { kind, settings, .. } => {
+                if let Some(id) = event.turn_id {
+                    self.active_turn = Some(ActiveTurn {
+                        id,
+                        kind: *kind,
+                        settings: settings.clone(),
+                    });
+                    self.recoverable_turn = None;
+                    self.status = AgentStatus::Running;
+                    match self.turns.last_mut() {
+                        // A recovered turn continues its record rather than opening a new one.
+                        Some(last) if last.id == id => last.status = TurnStatus::Running,
+                        _ => self.turns.push(TurnRecord {
+                            id,
+                            kind: *kind,
+                            history_start: self.history.len(),
+                            status: TurnStatus::Running,
+                        }),
+                    }
+                }
+            }
+            EventMsg::TurnCompleted { .. } => {
+                self.end_turn(event.turn_id, TurnStatus::Completed);
+                self.status = AgentStatus::Completed;
+            }
+            EventMsg::TurnAborted { reason } => {
+                self.end_turn(event.turn_id, TurnStatus::Aborted(*reason));
+                self.recoverable_turn = event.turn_id;
+                self.status = AgentStatus::Interrupted;
+            }
+            EventMsg::TurnFailed { .. } => {
+                self.end_turn(event.turn_id, TurnStatus::Failed);
+                self.status = AgentStatus::Errored;
+            }
+            EventMsg::ItemCompleted { item } => self.history.push(Arc::new(item.clone())),
+            EventMsg::TokenCount { total, .. } => self.usage = *total,
+            EventMsg::RolledBack { turns } => self.roll_back(*turns as usize),
+            EventMsg::ShutdownComplete => {
+                self.active_turn = None;
+                self.status = AgentStatus::Shutdown;
+            }
+            EventMsg::ItemStarted { .. }
+            | EventMsg::AgentMessageDelta { .. }
+            | EventMsg::ReasoningDelta { .. }
+            | EventMsg::ToolCallBegin { .. }
+            | EventMsg::ToolOutputDelta { .. }
+            | EventMsg::ToolCallEnd { .. }
+            | EventMsg::ApprovalRequested { .. }
+            | EventMsg::ApprovalResolved { .. }
+            | EventMsg::PlanUpdated { .. }
+            | EventMsg::StreamRetry { .. }
+            | EventMsg::Warning { .. }
+            | EventMsg::Error { .. } => {}
+        }
+    }
+
+    fn end_turn(&mut self, id: Option<TurnId>, status: TurnStatus) {
+        if let Some(record) = self.turns.iter_mut().rev().find(|t| Some(t.id) == id) {
+            record.status = status;
+        }
+        if self.active_turn.as_ref().map(|t| t.id) == id {
+            self.active_turn = None;
+        }
+    }
+
+    fn roll_back(&mut self, turns: usize) {
+        let keep = self.turns.len().saturating_sub(turns);
+        if let Some(first_dropped) = self.turns.get(keep) {
+            self.history.truncate(first_dropped.history_start);
+        }
+        self.turns.truncate(keep);
+        self.recoverable_turn = None;
+    }
+
+    /// The last agent message of the history, if any.
+    pub fn last_agent_message(&self) -> Option<&str> {
+        self.history.iter().rev().find_map(|i| match i.as_ref() {
+            Item::AgentMessage { text, .. } => Some(text.as_str()),
+            _ => None,
+        })
+    }
+}

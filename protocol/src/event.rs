@@ -1,0 +1,225 @@
+//! Events: everything a thread tells its clients. Every event carries the thread id, the
+//! turn it belongs to (if any) and a per-thread sequence number that increases by one.
+
+use std::path::PathBuf;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::ids::{ItemId, SessionId, ThreadId, TurnId};
+use crate::items::Item;
+use crate::settings::ThreadSettings;
+use crate::status::TokenUsage;
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Event {
+    pub thread_id: ThreadId,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub turn_id: Option<TurnId>,
+    /// Per-thread, strictly increasing by one from 0.
+    pub seq: u64,
+    /// Milliseconds since the Unix epoch.
+    pub timestamp_ms: u64,
+    pub msg: EventMsg,
+}
+
+/// What kind of work a turn runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum TaskKind {
+    Regular,
+    Review,
+    Compact,
+}
+
+/// Why a turn ended without completing.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum TurnAbortReason {
+    /// The user interrupted.
+    Interrupted,
+    /// The turn's wall-time or token budget was spent; resumable once budget is added.
+    BudgetLimited,
+    /// A new turn displaced it.
+    Replaced,
+    ReviewEnded,
+}
+
+/// Machine-readable error codes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ErrorCode {
+    ModelUnavailable,
+    ModelBadRequest,
+    Unauthorized,
+    ContextWindowExceeded,
+    RateLimited,
+    StreamInterrupted,
+    ToolFailed,
+    RolloutWrite,
+    Internal,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum EventMsg {
+    /// First event of every thread: who it is and what it runs with.
+    ThreadConfigured {
+        session_id: SessionId,
+        settings: ThreadSettings,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        forked_from: Option<ThreadId>,
+    },
+    /// Settings changed (carried by an accepted input).
+    SettingsChanged {
+        settings: ThreadSettings,
+    },
+    TurnStarted {
+        kind: TaskKind,
+        /// The settings captured for this turn.
+        settings: ThreadSettings,
+        /// Set when this turn restarts an interrupted one with the same id.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        recovered: bool,
+    },
+    TurnCompleted {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        last_agent_message: Option<String>,
+    },
+    TurnAborted {
+        reason: TurnAbortReason,
+    },
+    /// The turn ended because of an error (the `Error` event before it says which).
+    TurnFailed {
+        code: ErrorCode,
+        message: String,
+    },
+    /// An item began (e.g. the model started a message). Not part of history yet.
+    ItemStarted {
+        item_id: ItemId,
+        kind: ItemKind,
+    },
+    /// An item is complete and part of the model-visible history from now on.
+    ItemCompleted {
+        item: Item,
+    },
+    AgentMessageDelta {
+        item_id: ItemId,
+        delta: String,
+    },
+    ReasoningDelta {
+        item_id: ItemId,
+        delta: String,
+    },
+    ToolCallBegin {
+        call_id: String,
+        name: String,
+        arguments: String,
+    },
+    /// Output a running tool produced so far (e.g. a command's stdout).
+    ToolOutputDelta {
+        call_id: String,
+        delta: String,
+    },
+    ToolCallEnd {
+        call_id: String,
+        success: bool,
+        duration_ms: u64,
+    },
+    ApprovalRequested {
+        approval_id: String,
+        call_id: String,
+        request: ApprovalRequest,
+    },
+    /// An approval request was answered or cancelled.
+    ApprovalResolved {
+        approval_id: String,
+        outcome: ApprovalOutcome,
+    },
+    /// Usage of one response and the thread's running total.
+    TokenCount {
+        last: TokenUsage,
+        total: TokenUsage,
+    },
+    PlanUpdated {
+        plan: Vec<PlanStep>,
+    },
+    /// A sampling request is retried after a recoverable failure.
+    StreamRetry {
+        attempt: u32,
+        max_attempts: u32,
+        message: String,
+    },
+    /// The last `turns` turns were dropped from model-visible history.
+    RolledBack {
+        turns: u32,
+    },
+    Warning {
+        message: String,
+    },
+    Error {
+        code: ErrorCode,
+        message: String,
+    },
+    /// Last event of a thread.
+    ShutdownComplete,
+}
+
+impl EventMsg {
+    /// Streaming deltas are not persisted: their content is in the completed item.
+    pub fn is_delta(&self) -> bool {
+        matches!(
+            self,
+            EventMsg::AgentMessageDelta { .. }
+                | EventMsg::ReasoningDelta { .. }
+                | EventMsg::ToolOutputDelta { .. }
+        )
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ItemKind {
+    AgentMessage,
+    Reasoning,
+}
+
+/// What a tool asks permission to do.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum ApprovalRequest {
+    Command {
+        command: Vec<String>,
+        cwd: PathBuf,
+        reason: String,
+    },
+    Patch {
+        files: Vec<PathBuf>,
+        reason: String,
+    },
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ApprovalOutcome {
+    Approved,
+    ApprovedForSession,
+    Denied,
+    Aborted,
+    /// The turn ended (interrupt, shutdown) before an answer came.
+    Cancelled,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct PlanStep {
+    pub step: String,
+    pub status: PlanStepStatus,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum PlanStepStatus {
+    Pending,
+    InProgress,
+    Completed,
+}

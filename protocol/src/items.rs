@@ -1,0 +1,127 @@
+//! History items: exactly what the model saw and said. The thread's history is a list of
+//! these; the model request is built from it and the rollout stores it verbatim.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::ids::ItemId;
+
+/// One part of a user's input.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum InputPart {
+    Text {
+        text: String,
+    },
+    /// An image by URL or `data:` URL.
+    Image {
+        url: String,
+    },
+}
+
+impl InputPart {
+    pub fn text(text: impl Into<String>) -> Self {
+        Self::Text { text: text.into() }
+    }
+
+    /// Whether the part carries nothing the model could read.
+    pub fn is_blank(&self) -> bool {
+        match self {
+            InputPart::Text { text } => text.trim().is_empty(),
+            InputPart::Image { url } => url.trim().is_empty(),
+        }
+    }
+}
+
+/// Why a message is in history; the model provider maps this to a role.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum MessageRole {
+    User,
+    Assistant,
+    /// Instructions injected by the harness (stop hooks, interruption markers).
+    Developer,
+}
+
+/// One model-visible history item.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Item {
+    /// A message from the user (a started turn's input, or a steer drained at a step boundary).
+    UserMessage { id: ItemId, content: Vec<InputPart> },
+    /// Text the model produced. `partial` is set when the turn was interrupted mid-stream.
+    AgentMessage {
+        id: ItemId,
+        text: String,
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        partial: bool,
+    },
+    /// The model's reasoning summary / text.
+    Reasoning {
+        id: ItemId,
+        text: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        encrypted_content: Option<String>,
+    },
+    /// A function call issued by the model; `arguments` is the raw JSON text it sent.
+    ToolCall {
+        id: ItemId,
+        call_id: String,
+        name: String,
+        arguments: String,
+    },
+    /// The result of a tool call, fed back to the model.
+    ToolOutput {
+        id: ItemId,
+        call_id: String,
+        output: String,
+        success: bool,
+    },
+    /// An instruction the harness adds to history (e.g. a stop hook's veto).
+    DeveloperMessage { id: ItemId, text: String },
+    /// Marks where a turn was interrupted; the model reads it on the next request.
+    Interruption { id: ItemId, text: String },
+}
+
+impl Item {
+    pub fn id(&self) -> &ItemId {
+        match self {
+            Item::UserMessage { id, .. }
+            | Item::AgentMessage { id, .. }
+            | Item::Reasoning { id, .. }
+            | Item::ToolCall { id, .. }
+            | Item::ToolOutput { id, .. }
+            | Item::DeveloperMessage { id, .. }
+            | Item::Interruption { id, .. } => id,
+        }
+    }
+
+    pub fn user_text(text: impl Into<String>) -> Self {
+        Item::UserMessage {
+            id: ItemId::new(),
+            content: vec![InputPart::text(text)],
+        }
+    }
+
+    /// The plain text of a user or agent message, if this is one.
+    pub fn message_text(&self) -> Option<String> {
+        match self {
+            Item::UserMessage { content, .. } => Some(
+                content
+                    .iter()
+                    .filter_map(|p| match p {
+                        InputPart::Text { text } => Some(text.as_str()),
+                        InputPart::Image { .. } => None,
+                    })
+                    .collect::<Vec<_>>()
+                    .join("\n"),
+            ),
+            Item::AgentMessage { text, .. } => Some(text.clone()),
+            _ => None,
+        }
+    }
+}
+
+/// The text of the marker appended to history when a turn is interrupted.
+pub const INTERRUPTION_MARKER: &str =
+    "<turn_aborted>The user interrupted the previous turn. Output above may be incomplete.</turn_aborted>";

@@ -1,0 +1,29 @@
+//! rein's wire types: what clients send to the kernel ([`Op`]) and what the kernel sends
+//! back ([`Event`]), with the ids, history items and settings they carry.
+//!
+//! Architecture invariant: this crate is pure data. It depends on serde, schemars and
+//! uuid only — no tokio, no I/O — so any client can use it.
+
+pub mod event;
+pub mod ids;
+pub mod items;
+pub mod op;
+pub mod schema;
+pub mod script;
+pub mod settings;
+pub mod status;
+
+pub use event::{
+    ApprovalOutcome, ApprovalRequest, ErrorCode, Event, EventMsg, ItemKind, PlanStep,
+    PlanStepStatus, TaskKind, TurnAbortReason,
+};
+pub use ids::{ItemId, SessionId, SubmissionId, ThreadId, TurnId};
+pub use items::{InputPart, Item, MessageRole, INTERRUPTION_MARKER};
+pub use op::{
+    ApprovalDecision, InputMode, InputOutcome, InterruptOutcome, Op, OpResult, RejectReason,
+    Submission,
+};
+pub use settings::{
+    ApprovalPolicy, ReasoningEffort, SandboxPolicy, SettingsChange, ThreadSettings, TurnBudget,
+};
+pub use status::{AgentStatus, TokenUsage};

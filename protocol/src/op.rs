@@ -1,0 +1,169 @@
+//! Ops: everything a client sends to a thread. Four kinds, as the runtime contract names
+//! them: input, control, approval answers, maintenance.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::ids::{SubmissionId, TurnId};
+use crate::items::InputPart;
+use crate::settings::SettingsChange;
+
+/// An `Op` with the id it was submitted under. A user turn started by this submission
+/// takes the submission id as its turn id.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Submission {
+    pub id: SubmissionId,
+    pub op: Op,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Op {
+    // --- input ---
+    /// User input, routed by `mode` (start a turn, steer the running one, or reject).
+    UserInput {
+        items: Vec<InputPart>,
+        #[serde(default)]
+        mode: InputMode,
+        /// Applied only if the input is accepted, all or nothing.
+        #[serde(default, skip_serializing_if = "SettingsChange::is_empty")]
+        settings: SettingsChange,
+    },
+    /// Restart the interrupted turn with the same turn id and no new input.
+    Recover,
+
+    // --- control ---
+    /// Abort the active turn (turn the page: partial output is kept, a marker appended).
+    Interrupt,
+    /// Abort whatever runs, release everything, emit `ShutdownComplete`.
+    Shutdown,
+    /// Kill background processes the agent started.
+    CleanBackgroundTerminals,
+
+    // --- approval answers ---
+    /// The answer to an `ApprovalRequested` event.
+    ApprovalAnswer {
+        approval_id: String,
+        decision: ApprovalDecision,
+    },
+
+    // --- maintenance ---
+    /// Drop the last `turns` turns from the model-visible history (append-only: a marker).
+    Rollback { turns: u32 },
+}
+
+impl Op {
+    pub fn user_text(text: impl Into<String>) -> Self {
+        Op::UserInput {
+            items: vec![InputPart::text(text)],
+            mode: InputMode::StartOrSteer,
+            settings: SettingsChange::default(),
+        }
+    }
+}
+
+/// How an input is routed when it arrives.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(tag = "mode", content = "turn_id", rename_all = "snake_case")]
+pub enum InputMode {
+    /// Start a turn only when idle; otherwise reject.
+    StartIfIdle,
+    /// Start when idle, steer the running turn when busy.
+    #[default]
+    StartOrSteer,
+    /// Steer only this turn; reject if it is not the running regular turn.
+    Steer(TurnId),
+}
+
+/// A user's answer to an approval request.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ApprovalDecision {
+    Approve,
+    /// Approve, and remember the approval for the rest of this thread.
+    ApproveForSession,
+    Deny,
+    /// Deny and interrupt the turn.
+    Abort,
+}
+
+/// Where an input went. Returned to the submitter; a rejection records nothing.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(tag = "outcome", rename_all = "snake_case")]
+pub enum InputOutcome {
+    Started { turn_id: TurnId },
+    Steered { turn_id: TurnId },
+    Rejected { reason: RejectReason },
+}
+
+/// Why an input was not submitted.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(tag = "reason", rename_all = "snake_case")]
+pub enum RejectReason {
+    EmptyInput,
+    /// `StartIfIdle` while a turn is running.
+    Busy {
+        active_turn: TurnId,
+    },
+    /// `Steer(id)` but that turn is not the one running.
+    TurnMismatch {
+        expected: TurnId,
+        active: Option<TurnId>,
+    },
+    /// The running turn is a review or compaction, which do not accept steers.
+    NotSteerable {
+        active_turn: TurnId,
+    },
+    /// The settings change carried by the input is invalid.
+    InvalidSettings {
+        message: String,
+    },
+    /// Recover without an interrupted turn to recover.
+    NothingToRecover,
+    ShuttingDown,
+}
+
+impl std::fmt::Display for RejectReason {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            RejectReason::EmptyInput => f.write_str("input is empty"),
+            RejectReason::Busy { active_turn } => {
+                write!(f, "a turn is already running ({active_turn})")
+            }
+            RejectReason::TurnMismatch { expected, active } => match active {
+                Some(a) => write!(f, "turn {expected} is not the active turn ({a})"),
+                None => write!(f, "turn {expected} is not running; no turn is active"),
+            },
+            RejectReason::NotSteerable { active_turn } => {
+                write!(f, "the active turn {active_turn} does not accept steering")
+            }
+            RejectReason::InvalidSettings { message } => write!(f, "invalid settings: {message}"),
+            RejectReason::NothingToRecover => f.write_str("no interrupted turn to recover"),
+            RejectReason::ShuttingDown => f.write_str("the thread is shutting down"),
+        }
+    }
+}
+
+/// The immediate answer to `Op::Interrupt`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(tag = "outcome", rename_all = "snake_case")]
+pub enum InterruptOutcome {
+    /// The turn is being aborted; `TurnAborted` follows.
+    Interrupting { turn_id: TurnId },
+    /// Nothing was running.
+    Idle,
+}
+
+/// The immediate answer to any submission.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum OpResult {
+    Input(InputOutcome),
+    Interrupt(InterruptOutcome),
+    /// The op was accepted and is being (or has been) carried out.
+    Accepted,
+    /// The op was refused; nothing changed.
+    Refused {
+        message: String,
+    },
+}

@@ -1,0 +1,30 @@
+//! JSON Schema of the wire types, generated from the code. `schema/` in the repository
+//! holds the output; a test fails when the two drift apart.
+
+use schemars::{schema_for, Schema};
+
+use crate::{Event, Op, OpResult, Submission};
+
+/// Every root type with the file name its schema is written to.
+pub fn all() -> Vec<(&'static str, Schema)> {
+    vec![
+        ("Submission.json", schema_for!(Submission)),
+        ("Op.json", schema_for!(Op)),
+        ("OpResult.json", schema_for!(OpResult)),
+        ("Event.json", schema_for!(Event)),
+        ("Script.json", schema_for!(crate::script::Script)),
+    ]
+}
+
+/// The schema files as pretty JSON text, ending with a newline.
+pub fn rendered() -> Vec<(&'static str, String)> {
+    all()
+        .into_iter()
+        .map(|(name, schema)| {
+            let mut text = serde_json::to_string_pretty(&schema)
+                .unwrap_or_else(|e| format!("{{\"error\":\"{e}\"}}"));
+            text.push('\n');
+            (name, text)
+        })
+        .collect()
+}

@@ -1,0 +1,180 @@
+//! The script format of rein's scripted model. One format serves both faces of the
+//! scripted model: the in-process provider (demo, kernel tests) and the HTTP mock model
+//! server (end-to-end tests, benchmarks). See `docs/scripted-model.md`.
+//!
+//! ```json
+//! { "replies": [
+//!     { "text": "Let me look.", "tool_calls": [{ "name": "shell", "arguments": { "command": ["ls"] } }] },
+//!     { "text": "Done.", "deltas": 3, "delay_ms": 5 },
+//!     { "fault": { "type": "http_error", "status": 500 } }
+//!   ],
+//!   "when_exhausted": "repeat_last" }
+//! ```
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::status::TokenUsage;
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Script {
+    /// One entry per sampling request, in order.
+    pub replies: Vec<ScriptedReply>,
+    #[serde(default)]
+    pub when_exhausted: WhenExhausted,
+}
+
+/// What the scripted model answers once every reply has been used.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum WhenExhausted {
+    /// Answer with the last reply again (an empty script answers a fixed text).
+    #[default]
+    RepeatLast,
+    /// Fail the request with a bad-request error.
+    Error,
+    /// Answer with the text of the last user message, prefixed by "echo: ".
+    Echo,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ScriptedReply {
+    /// Reasoning text streamed before the answer.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reasoning: Option<String>,
+    /// Assistant text.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub text: Option<String>,
+    /// Into how many deltas `text` is split (at least 1).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deltas: Option<u32>,
+    /// Delay before each streamed event, in milliseconds.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub delay_ms: u64,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tool_calls: Vec<ScriptedToolCall>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usage: Option<TokenUsage>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fault: Option<Fault>,
+}
+
+fn is_zero(v: &u64) -> bool {
+    *v == 0
+}
+
+impl ScriptedReply {
+    pub fn text(text: impl Into<String>) -> Self {
+        Self {
+            text: Some(text.into()),
+            ..Self::default()
+        }
+    }
+
+    pub fn tool_call(name: impl Into<String>, arguments: serde_json::Value) -> Self {
+        Self {
+            tool_calls: vec![ScriptedToolCall {
+                call_id: None,
+                name: name.into(),
+                arguments,
+            }],
+            ..Self::default()
+        }
+    }
+
+    pub fn with_deltas(mut self, n: u32) -> Self {
+        self.deltas = Some(n);
+        self
+    }
+
+    pub fn with_fault(mut self, fault: Fault) -> Self {
+        self.fault = Some(fault);
+        self
+    }
+
+    pub fn with_tool_call(mut self, name: impl Into<String>, arguments: serde_json::Value) -> Self {
+        self.tool_calls.push(ScriptedToolCall {
+            call_id: None,
+            name: name.into(),
+            arguments,
+        });
+        self
+    }
+
+    /// `text` cut into `deltas` pieces on character boundaries.
+    pub fn text_deltas(&self) -> Vec<String> {
+        let Some(text) = &self.text else {
+            return Vec::new();
+        };
+        let chars: Vec<char> = text.chars().collect();
+        let n = (self.deltas.unwrap_or(1).max(1) as usize).min(chars.len().max(1));
+        let size = chars.len().div_ceil(n).max(1);
+        chars
+            .chunks(size)
+            .map(|c| c.iter().collect())
+            .collect::<Vec<String>>()
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ScriptedToolCall {
+    /// Defaults to `call_<reply index>_<call index>`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub call_id: Option<String>,
+    pub name: String,
+    /// The arguments object; sent to the kernel as its JSON text.
+    pub arguments: serde_json::Value,
+}
+
+/// A failure the scripted model injects instead of (or in the middle of) a reply.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Fault {
+    /// Fail the request with this HTTP status before streaming anything.
+    HttpError {
+        status: u16,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        message: Option<String>,
+    },
+    /// 429 with a `Retry-After` of this many milliseconds.
+    RateLimited { retry_after_ms: u64 },
+    /// Stream this many events of the reply, then cut the connection.
+    CutAfter { events: u32 },
+    /// Stream the reply's deltas, then never complete (until the client goes away).
+    Hang,
+    /// Fail with "context window exceeded".
+    ContextWindowExceeded,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn text_splits_into_requested_deltas() {
+        let r = ScriptedReply::text("Hello world").with_deltas(3);
+        let d = r.text_deltas();
+        assert_eq!(d.len(), 3);
+        assert_eq!(d.concat(), "Hello world");
+    }
+
+    #[test]
+    fn more_deltas_than_chars_gives_one_per_char() {
+        let r = ScriptedReply::text("hi").with_deltas(10);
+        assert_eq!(r.text_deltas(), vec!["h", "i"]);
+    }
+
+    #[test]
+    fn script_parses_from_documented_json() {
+        let s: Script = serde_json::from_str(
+            r#"{"replies":[{"text":"a","deltas":2},{"tool_calls":[{"name":"shell","arguments":{"command":["ls"]}}]},{"fault":{"type":"rate_limited","retry_after_ms":10}}],"when_exhausted":"echo"}"#,
+        )
+        .unwrap();
+        assert_eq!(s.replies.len(), 3);
+        assert_eq!(s.when_exhausted, WhenExhausted::Echo);
+        assert_eq!(
+            s.replies[2].fault,
+            Some(Fault::RateLimited { retry_after_ms: 10 })
+        );
+    }
+}
