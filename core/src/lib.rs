@@ -1,9 +1,18 @@
-//! rein's kernel. A [`ThreadManager`](manager::ThreadManager) owns threads; each thread
-//! runs one serial submission loop that takes [`Op`](rein_protocol::Op)s from a bounded
-//! queue and emits [`Event`](rein_protocol::Event)s. Turns, tasks and steps are spawned
-//! from the loop. See ARCHITECTURE.md for the map and `runtime-model.md` for the contract.
+//! rein's kernel. A [`ThreadManager`] owns threads; each thread runs one serial
+//! submission loop that takes [`Op`](rein_protocol::Op)s from a bounded queue and emits
+//! [`Event`](rein_protocol::Event)s. Turns, tasks and steps are spawned from the loop.
+//! See ARCHITECTURE.md for the map and `runtime-model.md` for the contract.
 
+pub mod config;
+pub mod error;
+pub mod manager;
 pub mod model;
 pub mod recorder;
 pub mod thread;
 pub mod tools;
+pub mod turn;
+
+pub use config::KernelConfig;
+pub use error::{KernelError, ThreadError};
+pub use manager::{KernelServices, NewThread, ThreadManager, ThreadOptions, ThreadStart};
+pub use thread::{EventStream, ThreadHandle};

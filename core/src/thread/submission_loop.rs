@@ -1,0 +1,593 @@
+//! The submission loop: the only code that touches a thread's state. It takes Ops one at
+//! a time from the bounded queue, routes input, spawns turns, and folds everything spawned
+//! work reports back (through the task channel) into events. Heavy work never runs here,
+//! so an interrupt or an approval answer is handled while a turn streams.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use rein_protocol::{
+    ApprovalDecision, ApprovalOutcome, EventMsg, InputMode, InputOutcome, InputPart,
+    InterruptOutcome, Item, ItemId, Op, OpResult, RejectReason, SettingsChange, Submission,
+    SubmissionId, TaskKind, ThreadId, ThreadSettings, TurnAbortReason, TurnId, INTERRUPTION_MARKER,
+};
+use tokio::sync::{mpsc, oneshot};
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::AbortOnDropHandle;
+
+use super::emitter::Emitter;
+use super::handle::LoopMsg;
+use super::open_items::OpenItems;
+use super::router::{self, Input, Route};
+use super::state::ThreadState;
+use crate::manager::KernelServices;
+use crate::turn::pending::{PendingEntry, PendingInput};
+use crate::turn::sink::{RunId, TaskMsg, TaskMsgKind, TurnSink};
+use crate::turn::task::RegularTask;
+use crate::turn::{TaskOutcome, TurnContext};
+
+/// The turn the loop is running, as only the loop sees it.
+struct RunningTurn {
+    id: TurnId,
+    run: RunId,
+    cancel: CancellationToken,
+    handle: AbortOnDropHandle<()>,
+    /// When the wall-time budget runs out.
+    deadline: Option<Instant>,
+    tokens_used: u64,
+    open: OpenItems,
+}
+
+struct ParkedApproval {
+    run: RunId,
+    reply: oneshot::Sender<ApprovalDecision>,
+}
+
+pub(crate) struct SubmissionLoop {
+    thread_id: ThreadId,
+    state: ThreadState,
+    emitter: Emitter,
+    services: Arc<KernelServices>,
+    inbox: async_channel::Receiver<LoopMsg>,
+    task_tx: mpsc::UnboundedSender<TaskMsg>,
+    task_rx: mpsc::UnboundedReceiver<TaskMsg>,
+    running: Option<RunningTurn>,
+    pending: PendingInput,
+    approvals: HashMap<String, ParkedApproval>,
+    next_run: RunId,
+}
+
+enum Flow {
+    Continue,
+    Exit,
+}
+
+async fn sleep_until(deadline: Option<Instant>) {
+    match deadline {
+        Some(d) => tokio::time::sleep_until(d).await,
+        None => std::future::pending().await,
+    }
+}
+
+impl SubmissionLoop {
+    pub(crate) fn new(
+        state: ThreadState,
+        emitter: Emitter,
+        services: Arc<KernelServices>,
+        inbox: async_channel::Receiver<LoopMsg>,
+    ) -> Self {
+        let (task_tx, task_rx) = mpsc::unbounded_channel();
+        let thread_id = state.thread_id.unwrap_or_default();
+        Self {
+            thread_id,
+            state,
+            emitter,
+            services,
+            inbox,
+            task_tx,
+            task_rx,
+            running: None,
+            pending: PendingInput::default(),
+            approvals: HashMap::new(),
+            next_run: 0,
+        }
+    }
+
+    pub(crate) fn emit(&mut self, turn_id: Option<TurnId>, msg: EventMsg) {
+        self.emitter.emit(&mut self.state, turn_id, msg);
+    }
+
+    pub(crate) async fn run(mut self) {
+        loop {
+            let deadline = self.running.as_ref().and_then(|r| r.deadline);
+            let flow = tokio::select! {
+                msg = self.inbox.recv() => match msg {
+                    Ok(LoopMsg::Submit { submission, reply }) => self.on_submission(submission, reply).await,
+                    Ok(LoopMsg::Snapshot(tx)) => {
+                        let _ = tx.send(self.state.clone());
+                        Flow::Continue
+                    }
+                    // Every handle is gone: nobody can talk to this thread any more.
+                    Err(_) => {
+                        self.shut_down().await;
+                        Flow::Exit
+                    }
+                },
+                Some(msg) = self.task_rx.recv() => {
+                    self.on_task_msg(msg).await;
+                    Flow::Continue
+                }
+                () = sleep_until(deadline) => {
+                    self.abort_turn(TurnAbortReason::BudgetLimited).await;
+                    Flow::Continue
+                }
+            };
+            if let Flow::Exit = flow {
+                return;
+            }
+        }
+    }
+
+    async fn on_submission(
+        &mut self,
+        Submission { id, op }: Submission,
+        reply: Option<oneshot::Sender<OpResult>>,
+    ) -> Flow {
+        let (result, flow) = match op {
+            Op::UserInput {
+                items,
+                mode,
+                settings,
+            } => (
+                OpResult::Input(self.on_input(id, items, mode, &settings)),
+                Flow::Continue,
+            ),
+            Op::Recover => (OpResult::Input(self.on_recover()), Flow::Continue),
+            Op::Interrupt => {
+                let outcome = match &self.running {
+                    Some(turn) => InterruptOutcome::Interrupting { turn_id: turn.id },
+                    None => InterruptOutcome::Idle,
+                };
+                // Answer first: the caller learns at once whether there was anything to stop.
+                if let Some(reply) = reply {
+                    let _ = reply.send(OpResult::Interrupt(outcome));
+                }
+                self.abort_turn(TurnAbortReason::Interrupted).await;
+                return Flow::Continue;
+            }
+            Op::Shutdown => {
+                self.shut_down().await;
+                if let Some(reply) = reply {
+                    let _ = reply.send(OpResult::Accepted);
+                }
+                return Flow::Exit;
+            }
+            Op::CleanBackgroundTerminals => {
+                for tool in self.services.tools.iter() {
+                    tool.clean_background(self.thread_id);
+                }
+                (OpResult::Accepted, Flow::Continue)
+            }
+            Op::ApprovalAnswer {
+                approval_id,
+                decision,
+            } => (
+                self.on_approval_answer(&approval_id, decision).await,
+                Flow::Continue,
+            ),
+            Op::Rollback { turns } => (self.on_rollback(turns), Flow::Continue),
+        };
+        if let Some(reply) = reply {
+            let _ = reply.send(result);
+        }
+        flow
+    }
+
+    fn validate(&self, settings: &ThreadSettings) -> Result<(), String> {
+        self.services
+            .models
+            .client(&settings.model)
+            .map(|_| ())
+            .map_err(|e| e.to_string())?;
+        if !settings.cwd.is_absolute() {
+            return Err(format!(
+                "cwd must be an absolute path: {}",
+                settings.cwd.display()
+            ));
+        }
+        Ok(())
+    }
+
+    fn on_input(
+        &mut self,
+        id: SubmissionId,
+        items: Vec<InputPart>,
+        mode: InputMode,
+        change: &SettingsChange,
+    ) -> InputOutcome {
+        let route = router::route(
+            &self.state,
+            Input {
+                items: &items,
+                mode,
+                change,
+            },
+            |s| self.validate(s),
+        );
+        match route {
+            Route::Reject(reason) => InputOutcome::Rejected { reason },
+            Route::Start { settings } => {
+                self.apply_settings(settings);
+                let turn_id = TurnId::from(id);
+                let mut inputs = self.pending.take_all();
+                inputs.push(PendingEntry {
+                    submission: id,
+                    items,
+                });
+                match self.start_turn(turn_id, inputs, false) {
+                    Ok(()) => InputOutcome::Started { turn_id },
+                    Err(reason) => InputOutcome::Rejected { reason },
+                }
+            }
+            Route::Steer { turn_id, settings } => {
+                self.apply_settings(settings);
+                self.pending.push(PendingEntry {
+                    submission: id,
+                    items,
+                });
+                InputOutcome::Steered { turn_id }
+            }
+        }
+    }
+
+    fn apply_settings(&mut self, settings: Option<ThreadSettings>) {
+        if let Some(settings) = settings {
+            if self.state.settings.as_ref() != Some(&settings) {
+                self.emit(None, EventMsg::SettingsChanged { settings });
+            }
+        }
+    }
+
+    fn on_recover(&mut self) -> InputOutcome {
+        let Some(turn_id) = self.state.recoverable_turn.filter(|_| self.state.is_idle()) else {
+            return InputOutcome::Rejected {
+                reason: RejectReason::NothingToRecover,
+            };
+        };
+        let inputs = self.pending.take_all();
+        match self.start_turn(turn_id, inputs, true) {
+            Ok(()) => InputOutcome::Started { turn_id },
+            Err(reason) => InputOutcome::Rejected { reason },
+        }
+    }
+
+    /// Emit the turn's opening events and spawn its task.
+    fn start_turn(
+        &mut self,
+        turn_id: TurnId,
+        inputs: Vec<PendingEntry>,
+        recovered: bool,
+    ) -> Result<(), RejectReason> {
+        let Some(settings) = self.state.settings.clone() else {
+            return Err(RejectReason::InvalidSettings {
+                message: "the thread has no settings".into(),
+            });
+        };
+        let model = self.services.models.client(&settings.model).map_err(|e| {
+            RejectReason::InvalidSettings {
+                message: e.to_string(),
+            }
+        })?;
+        self.emit(
+            Some(turn_id),
+            EventMsg::TurnStarted {
+                kind: TaskKind::Regular,
+                settings: settings.clone(),
+                recovered,
+            },
+        );
+        for entry in inputs {
+            self.emit(
+                Some(turn_id),
+                EventMsg::ItemCompleted {
+                    item: Item::UserMessage {
+                        id: ItemId::new(),
+                        content: entry.items,
+                    },
+                },
+            );
+        }
+        let run = self.next_run;
+        self.next_run += 1;
+        let cancel = CancellationToken::new();
+        let sink = TurnSink::new(run, turn_id, self.task_tx.clone());
+        let deadline = settings
+            .budget
+            .max_wall_time_ms
+            .map(|ms| Instant::now() + std::time::Duration::from_millis(ms));
+        let task = RegularTask {
+            turn: TurnContext {
+                thread_id: self.thread_id,
+                turn_id,
+                settings: Arc::new(settings),
+                model,
+                tools: Arc::clone(&self.services.tools),
+                parallel_tool_calls: self.services.config.parallel_tool_calls,
+            },
+            history: self.state.history.clone(),
+            pending: self.pending.clone(),
+            sink: sink.clone(),
+            cancel: cancel.clone(),
+            stop_hooks: Arc::clone(&self.services.stop_hooks),
+            max_stop_hook_vetoes: self.services.config.max_stop_hook_vetoes,
+        };
+        let handle = AbortOnDropHandle::new(tokio::spawn(async move {
+            let outcome = task.run().await;
+            sink.finished(outcome);
+        }));
+        self.running = Some(RunningTurn {
+            id: turn_id,
+            run,
+            cancel,
+            handle,
+            deadline,
+            tokens_used: 0,
+            open: OpenItems::default(),
+        });
+        Ok(())
+    }
+
+    async fn on_task_msg(&mut self, msg: TaskMsg) {
+        if let Some(outcome) = self.absorb(msg) {
+            self.finish_turn(outcome).await;
+        } else if self.over_token_budget() {
+            self.abort_turn(TurnAbortReason::BudgetLimited).await;
+        }
+    }
+
+    /// Fold one message of the running task into events. Returns the task's outcome when
+    /// the message says it finished. Messages of runs already closed are dropped.
+    fn absorb(&mut self, TaskMsg { run, kind }: TaskMsg) -> Option<TaskOutcome> {
+        let turn = self.running.as_mut().filter(|t| t.run == run)?;
+        let turn_id = turn.id;
+        match kind {
+            TaskMsgKind::Emit(msg) => {
+                turn.open.observe(&msg);
+                self.emit(Some(turn_id), msg);
+            }
+            TaskMsgKind::Usage(last) => {
+                turn.tokens_used += last.total_tokens;
+                let mut total = self.state.usage;
+                total.add(&last);
+                self.emit(Some(turn_id), EventMsg::TokenCount { last, total });
+            }
+            TaskMsgKind::Approval {
+                call_id,
+                request,
+                reply,
+            } => {
+                if turn.cancel.is_cancelled() {
+                    return None; // dropping `reply` tells the tool it was cancelled
+                }
+                let approval_id = ItemId::new().0;
+                self.approvals
+                    .insert(approval_id.clone(), ParkedApproval { run, reply });
+                self.emit(
+                    Some(turn_id),
+                    EventMsg::ApprovalRequested {
+                        approval_id,
+                        call_id,
+                        request,
+                    },
+                );
+            }
+            TaskMsgKind::Finished(outcome) => return Some(outcome),
+        }
+        None
+    }
+
+    fn over_token_budget(&self) -> bool {
+        let (Some(turn), Some(settings)) = (&self.running, &self.state.active_turn) else {
+            return false;
+        };
+        matches!(settings.settings.budget.max_tokens, Some(max) if turn.tokens_used >= max)
+    }
+
+    async fn finish_turn(&mut self, outcome: TaskOutcome) {
+        let Some(turn) = self.running.take() else {
+            return;
+        };
+        self.cancel_approvals(turn.run, turn.id);
+        match outcome {
+            TaskOutcome::Completed { last_agent_message } => {
+                self.emit(
+                    Some(turn.id),
+                    EventMsg::TurnCompleted { last_agent_message },
+                );
+                self.start_leftover_turn();
+            }
+            TaskOutcome::Failed { code, message } => {
+                self.emit(
+                    Some(turn.id),
+                    EventMsg::Error {
+                        code,
+                        message: message.clone(),
+                    },
+                );
+                self.emit(Some(turn.id), EventMsg::TurnFailed { code, message });
+            }
+            TaskOutcome::Cancelled => {
+                // Only an abort cancels a task, and an abort waits for the task itself;
+                // a stray report of cancellation still closes the turn properly.
+                self.running = Some(turn);
+                self.abort_turn(TurnAbortReason::Interrupted).await;
+            }
+        }
+    }
+
+    /// Steers that arrived after the task's last look are never dropped: they start the
+    /// next turn, under the id of the first of them.
+    fn start_leftover_turn(&mut self) {
+        let leftovers = self.pending.take_all();
+        let Some(first) = leftovers.first() else {
+            return;
+        };
+        let turn_id = TurnId::from(first.submission);
+        if let Err(reason) = self.start_turn(turn_id, leftovers, false) {
+            self.emit(
+                None,
+                EventMsg::Warning {
+                    message: format!("queued input could not start a turn: {reason}"),
+                },
+            );
+        }
+    }
+
+    /// Turn the page: cancel, give the work a grace period, abort what is left, keep
+    /// partial output, close open tool calls, append the marker, then `TurnAborted`.
+    async fn abort_turn(&mut self, reason: TurnAbortReason) {
+        let Some(run) = self.running.as_ref().map(|t| t.run) else {
+            return;
+        };
+        if let Some(turn) = &self.running {
+            turn.cancel.cancel();
+        }
+        let grace = Instant::now() + self.services.config.interrupt_grace;
+        let finished_in_grace = loop {
+            match tokio::time::timeout_at(grace, self.task_rx.recv()).await {
+                Ok(Some(msg)) => {
+                    if msg.run == run && matches!(msg.kind, TaskMsgKind::Finished(_)) {
+                        break true;
+                    }
+                    self.absorb(msg);
+                }
+                Ok(None) | Err(_) => break false,
+            }
+        };
+        let Some(mut turn) = self.running.take() else {
+            return;
+        };
+        if !finished_in_grace {
+            turn.handle.abort();
+            // Wait (briefly) for the abort to land so nothing of this run is still sending.
+            let _ =
+                tokio::time::timeout(self.services.config.interrupt_grace, &mut turn.handle).await;
+            while let Ok(msg) = self.task_rx.try_recv() {
+                if msg.run == run {
+                    if let TaskMsgKind::Emit(m) = &msg.kind {
+                        turn.open.observe(m);
+                        self.emit(Some(turn.id), m.clone());
+                    }
+                }
+            }
+        }
+        let turn_id = turn.id;
+        self.cancel_approvals(run, turn_id);
+        for item in std::mem::take(&mut turn.open).closing_items() {
+            self.emit(Some(turn_id), EventMsg::ItemCompleted { item });
+        }
+        self.emit(
+            Some(turn_id),
+            EventMsg::ItemCompleted {
+                item: Item::Interruption {
+                    id: ItemId::new(),
+                    text: INTERRUPTION_MARKER.into(),
+                },
+            },
+        );
+        self.emit(Some(turn_id), EventMsg::TurnAborted { reason });
+    }
+
+    fn cancel_approvals(&mut self, run: RunId, turn_id: TurnId) {
+        let ids: Vec<String> = self
+            .approvals
+            .iter()
+            .filter(|(_, a)| a.run == run)
+            .map(|(id, _)| id.clone())
+            .collect();
+        for approval_id in ids {
+            self.approvals.remove(&approval_id);
+            self.emit(
+                Some(turn_id),
+                EventMsg::ApprovalResolved {
+                    approval_id,
+                    outcome: ApprovalOutcome::Cancelled,
+                },
+            );
+        }
+    }
+
+    async fn on_approval_answer(
+        &mut self,
+        approval_id: &str,
+        decision: ApprovalDecision,
+    ) -> OpResult {
+        let Some(parked) = self.approvals.remove(approval_id) else {
+            return OpResult::Refused {
+                message: format!("no pending approval with id {approval_id}"),
+            };
+        };
+        let turn_id = self.running.as_ref().map(|t| t.id);
+        let outcome = match decision {
+            ApprovalDecision::Approve => ApprovalOutcome::Approved,
+            ApprovalDecision::ApproveForSession => ApprovalOutcome::ApprovedForSession,
+            ApprovalDecision::Deny => ApprovalOutcome::Denied,
+            ApprovalDecision::Abort => ApprovalOutcome::Aborted,
+        };
+        self.emit(
+            turn_id,
+            EventMsg::ApprovalResolved {
+                approval_id: approval_id.to_owned(),
+                outcome,
+            },
+        );
+        let _ = parked.reply.send(decision);
+        if decision == ApprovalDecision::Abort {
+            self.abort_turn(TurnAbortReason::Interrupted).await;
+        }
+        OpResult::Accepted
+    }
+
+    fn on_rollback(&mut self, turns: u32) -> OpResult {
+        if let Some(turn) = &self.running {
+            return OpResult::Refused {
+                message: format!(
+                    "turn {} is running; interrupt it before rolling back",
+                    turn.id
+                ),
+            };
+        }
+        let available = self.state.turns.len();
+        if turns == 0 || turns as usize > available {
+            return OpResult::Refused {
+                message: format!("cannot roll back {turns} turns; the thread has {available}"),
+            };
+        }
+        self.emit(None, EventMsg::RolledBack { turns });
+        OpResult::Accepted
+    }
+
+    /// From any state: abort what runs, release everything, say goodbye, stop taking Ops.
+    async fn shut_down(&mut self) {
+        self.abort_turn(TurnAbortReason::Interrupted).await;
+        for tool in self.services.tools.iter() {
+            tool.on_thread_shutdown(self.thread_id);
+        }
+        self.emit(None, EventMsg::ShutdownComplete);
+        self.emitter.sync();
+        self.emitter.bus().close();
+        self.inbox.close();
+        // Ops that were queued behind the shutdown get a clear answer instead of silence.
+        while let Ok(msg) = self.inbox.try_recv() {
+            if let LoopMsg::Submit {
+                reply: Some(reply), ..
+            } = msg
+            {
+                let _ = reply.send(OpResult::Refused {
+                    message: RejectReason::ShuttingDown.to_string(),
+                });
+            }
+        }
+    }
+}

@@ -1,0 +1,43 @@
+//! A turn and what runs inside it. The loop captures a [`TurnContext`] when a turn starts
+//! and spawns its task; the task runs steps (one sampling request each) until a final
+//! answer, an error or cancellation. Spawned work talks back to the loop only through a
+//! [`sink::TurnSink`]: it never touches thread state.
+
+pub(crate) mod pending;
+pub(crate) mod sink;
+pub(crate) mod step;
+pub mod stop_hook;
+pub(crate) mod task;
+pub(crate) mod tool_runner;
+
+use std::sync::Arc;
+
+use rein_protocol::{ErrorCode, ThreadId, ThreadSettings, TurnId};
+
+use crate::model::ModelClient;
+use crate::tools::ToolSet;
+
+/// Fixed for the whole turn.
+#[derive(Clone)]
+pub(crate) struct TurnContext {
+    pub thread_id: ThreadId,
+    pub turn_id: TurnId,
+    pub settings: Arc<ThreadSettings>,
+    pub model: Arc<dyn ModelClient>,
+    pub tools: Arc<ToolSet>,
+    pub parallel_tool_calls: bool,
+}
+
+/// How a task ended, as the task itself saw it.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) enum TaskOutcome {
+    Completed {
+        last_agent_message: Option<String>,
+    },
+    Failed {
+        code: ErrorCode,
+        message: String,
+    },
+    /// The task noticed its cancellation token and stopped.
+    Cancelled,
+}

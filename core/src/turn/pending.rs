@@ -1,0 +1,35 @@
+//! The pending-input queue (the mailbox) of a thread: steers wait here until the running
+//! task drains them at its next step boundary. The loop owns it and shares it with the
+//! task, so a task that is hard-aborted cannot take accepted input down with it.
+
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use rein_protocol::{InputPart, SubmissionId};
+
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct PendingEntry {
+    pub submission: SubmissionId,
+    pub items: Vec<InputPart>,
+}
+
+#[derive(Clone, Default)]
+pub(crate) struct PendingInput(Arc<Mutex<VecDeque<PendingEntry>>>);
+
+impl PendingInput {
+    fn lock(&self) -> MutexGuard<'_, VecDeque<PendingEntry>> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    pub(crate) fn push(&self, entry: PendingEntry) {
+        self.lock().push_back(entry);
+    }
+
+    pub(crate) fn take_all(&self) -> Vec<PendingEntry> {
+        self.lock().drain(..).collect()
+    }
+
+    pub(crate) fn is_empty(&self) -> bool {
+        self.lock().is_empty()
+    }
+}

@@ -1,0 +1,204 @@
+//! One Step: freeze a [`StepContext`], build the request from history, stream the reply
+//! (retrying recoverable failures), and turn it into history items.
+//!
+//! Items of a reply are emitted as completed only once the whole reply has arrived, so a
+//! retried request never leaves a duplicate or half item in history; clients still see
+//! the text live through deltas.
+
+use std::sync::Arc;
+
+use futures::StreamExt;
+use rein_protocol::{EventMsg, Item, ItemId, ItemKind, ThreadSettings};
+use tokio_util::sync::CancellationToken;
+
+use super::sink::TurnSink;
+use super::TurnContext;
+use crate::model::{ModelClient, ModelError, ModelEvent, ModelRequest};
+use crate::tools::{ToolCall, ToolSet};
+
+/// What one sampling request is allowed to see and use. The tools offered to the model
+/// are exactly the tools that run its calls.
+pub(crate) struct StepContext {
+    pub model: Arc<dyn ModelClient>,
+    pub tools: Arc<ToolSet>,
+    pub settings: Arc<ThreadSettings>,
+    pub parallel_tool_calls: bool,
+    pub prompt_cache_key: String,
+}
+
+impl StepContext {
+    pub(crate) fn freeze(turn: &TurnContext) -> Self {
+        Self {
+            model: Arc::clone(&turn.model),
+            tools: Arc::clone(&turn.tools),
+            settings: Arc::clone(&turn.settings),
+            parallel_tool_calls: turn.parallel_tool_calls,
+            prompt_cache_key: turn.thread_id.to_string(),
+        }
+    }
+
+    pub(crate) fn request(&self, history: &[Arc<Item>]) -> ModelRequest {
+        ModelRequest {
+            model: self.settings.model.clone(),
+            instructions: self.settings.instructions.clone(),
+            input: history.to_vec(),
+            tools: self.tools.specs(),
+            parallel_tool_calls: self.parallel_tool_calls,
+            reasoning_effort: self.settings.reasoning_effort,
+            prompt_cache_key: self.prompt_cache_key.clone(),
+        }
+    }
+}
+
+/// A complete reply: its items in order and the tool calls among them.
+#[derive(Default)]
+pub(crate) struct Reply {
+    pub items: Vec<Item>,
+    pub calls: Vec<ToolCall>,
+    pub text: Option<String>,
+}
+
+pub(crate) enum SampleError {
+    Cancelled,
+    Model(ModelError),
+}
+
+/// Stream one request, retrying recoverable failures with backoff. Each retry is rebuilt
+/// from the same history, which the failed attempt did not touch.
+pub(crate) async fn sample(
+    step: &StepContext,
+    history: &[Arc<Item>],
+    sink: &TurnSink,
+    cancel: &CancellationToken,
+) -> Result<Reply, SampleError> {
+    let policy = step.model.retry_policy();
+    let mut attempt = 0;
+    loop {
+        match sample_once(step, history, sink, cancel).await {
+            Err(SampleError::Model(e)) if e.is_retryable() && attempt < policy.max_retries => {
+                attempt += 1;
+                sink.emit(EventMsg::StreamRetry {
+                    attempt,
+                    max_attempts: policy.max_retries,
+                    message: e.to_string(),
+                });
+                let delay = policy.delay(attempt, e.retry_after());
+                tokio::select! {
+                    () = cancel.cancelled() => return Err(SampleError::Cancelled),
+                    () = tokio::time::sleep(delay) => {}
+                }
+            }
+            other => return other,
+        }
+    }
+}
+
+/// Accumulates one streamed reply.
+#[derive(Default)]
+struct ReplyBuilder {
+    reasoning: Option<(ItemId, String)>,
+    message: Option<(ItemId, String)>,
+    calls: Vec<ToolCall>,
+}
+
+impl ReplyBuilder {
+    fn on_text(&mut self, delta: String, sink: &TurnSink) {
+        let (id, text) = self.message.get_or_insert_with(|| {
+            let id = ItemId::new();
+            sink.emit(EventMsg::ItemStarted {
+                item_id: id.clone(),
+                kind: ItemKind::AgentMessage,
+            });
+            (id, String::new())
+        });
+        text.push_str(&delta);
+        sink.emit(EventMsg::AgentMessageDelta {
+            item_id: id.clone(),
+            delta,
+        });
+    }
+
+    fn on_reasoning(&mut self, delta: String, sink: &TurnSink) {
+        let (id, text) = self.reasoning.get_or_insert_with(|| {
+            let id = ItemId::new();
+            sink.emit(EventMsg::ItemStarted {
+                item_id: id.clone(),
+                kind: ItemKind::Reasoning,
+            });
+            (id, String::new())
+        });
+        text.push_str(&delta);
+        sink.emit(EventMsg::ReasoningDelta {
+            item_id: id.clone(),
+            delta,
+        });
+    }
+
+    fn finish(self) -> Reply {
+        let mut items = Vec::new();
+        if let Some((id, text)) = self.reasoning {
+            items.push(Item::Reasoning {
+                id,
+                text,
+                encrypted_content: None,
+            });
+        }
+        let text = self.message.as_ref().map(|(_, t)| t.clone());
+        if let Some((id, text)) = self.message {
+            items.push(Item::AgentMessage {
+                id,
+                text,
+                partial: false,
+            });
+        }
+        for call in &self.calls {
+            items.push(Item::ToolCall {
+                id: ItemId::new(),
+                call_id: call.call_id.clone(),
+                name: call.name.clone(),
+                arguments: call.arguments.clone(),
+            });
+        }
+        Reply {
+            items,
+            calls: self.calls,
+            text,
+        }
+    }
+}
+
+async fn sample_once(
+    step: &StepContext,
+    history: &[Arc<Item>],
+    sink: &TurnSink,
+    cancel: &CancellationToken,
+) -> Result<Reply, SampleError> {
+    let mut stream = step.model.stream(step.request(history));
+    let mut reply = ReplyBuilder::default();
+    loop {
+        let next = tokio::select! {
+            // Dropping the stream on cancel closes the request at once.
+            () = cancel.cancelled() => return Err(SampleError::Cancelled),
+            next = stream.next() => next,
+        };
+        match next {
+            Some(Ok(ModelEvent::TextDelta(d))) => reply.on_text(d, sink),
+            Some(Ok(ModelEvent::ReasoningDelta(d))) => reply.on_reasoning(d, sink),
+            Some(Ok(ModelEvent::ToolCall {
+                call_id,
+                name,
+                arguments,
+            })) => reply.calls.push(ToolCall {
+                call_id,
+                name,
+                arguments,
+            }),
+            Some(Ok(ModelEvent::Completed { usage })) => {
+                sink.usage(usage);
+                return Ok(reply.finish());
+            }
+            Some(Err(e)) => return Err(SampleError::Model(e)),
+            None => return Err(SampleError::Model(ModelError::StreamCut)),
+        }
+    }
+}
