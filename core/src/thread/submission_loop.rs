@@ -35,7 +35,6 @@ struct RunningTurn {
     handle: AbortOnDropHandle<()>,
     /// When the wall-time budget runs out.
     deadline: Option<Instant>,
-    tokens_used: u64,
     open: OpenItems,
 }
 
@@ -332,7 +331,6 @@ impl SubmissionLoop {
             cancel,
             handle,
             deadline,
-            tokens_used: 0,
             open: OpenItems::default(),
         });
         Ok(())
@@ -340,9 +338,7 @@ impl SubmissionLoop {
 
     async fn on_task_msg(&mut self, msg: TaskMsg) {
         if let Some(outcome) = self.absorb(msg) {
-            self.finish_turn(outcome).await;
-        } else if self.over_token_budget() {
-            self.abort_turn(TurnAbortReason::BudgetLimited).await;
+            self.finish_turn(outcome);
         }
     }
 
@@ -357,7 +353,6 @@ impl SubmissionLoop {
                 self.emit(Some(turn_id), msg);
             }
             TaskMsgKind::Usage(last) => {
-                turn.tokens_used += last.total_tokens;
                 let mut total = self.state.usage;
                 total.add(&last);
                 self.emit(Some(turn_id), EventMsg::TokenCount { last, total });
@@ -387,14 +382,7 @@ impl SubmissionLoop {
         None
     }
 
-    fn over_token_budget(&self) -> bool {
-        let (Some(turn), Some(settings)) = (&self.running, &self.state.active_turn) else {
-            return false;
-        };
-        matches!(settings.settings.budget.max_tokens, Some(max) if turn.tokens_used >= max)
-    }
-
-    async fn finish_turn(&mut self, outcome: TaskOutcome) {
+    fn finish_turn(&mut self, outcome: TaskOutcome) {
         let Some(turn) = self.running.take() else {
             return;
         };
@@ -417,12 +405,12 @@ impl SubmissionLoop {
                 );
                 self.emit(Some(turn.id), EventMsg::TurnFailed { code, message });
             }
-            TaskOutcome::Cancelled => {
-                // Only an abort cancels a task, and an abort waits for the task itself;
-                // a stray report of cancellation still closes the turn properly.
-                self.running = Some(turn);
-                self.abort_turn(TurnAbortReason::Interrupted).await;
+            TaskOutcome::BudgetExhausted => {
+                self.close_aborted(turn, TurnAbortReason::BudgetLimited)
             }
+            // Only an abort cancels a task, and an abort consumes the task's report itself;
+            // should one slip through, the turn still closes properly.
+            TaskOutcome::Cancelled => self.close_aborted(turn, TurnAbortReason::Interrupted),
         }
     }
 
@@ -482,9 +470,14 @@ impl SubmissionLoop {
                 }
             }
         }
+        self.close_aborted(turn, reason);
+    }
+
+    /// Keep partial output, close open tool calls, append the marker, emit `TurnAborted`.
+    fn close_aborted(&mut self, turn: RunningTurn, reason: TurnAbortReason) {
         let turn_id = turn.id;
-        self.cancel_approvals(run, turn_id);
-        for item in std::mem::take(&mut turn.open).closing_items() {
+        self.cancel_approvals(turn.run, turn_id);
+        for item in turn.open.closing_items() {
             self.emit(Some(turn_id), EventMsg::ItemCompleted { item });
         }
         self.emit(

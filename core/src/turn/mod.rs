@@ -40,4 +40,6 @@ pub(crate) enum TaskOutcome {
     },
     /// The task noticed its cancellation token and stopped.
     Cancelled,
+    /// The turn's token budget is spent.
+    BudgetExhausted,
 }

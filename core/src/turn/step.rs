@@ -8,7 +8,7 @@
 use std::sync::Arc;
 
 use futures::StreamExt;
-use rein_protocol::{EventMsg, Item, ItemId, ItemKind, ThreadSettings};
+use rein_protocol::{EventMsg, Item, ItemId, ItemKind, ThreadSettings, TokenUsage};
 use tokio_util::sync::CancellationToken;
 
 use super::sink::TurnSink;
@@ -54,6 +54,7 @@ impl StepContext {
 #[derive(Default)]
 pub(crate) struct Reply {
     pub items: Vec<Item>,
+    pub usage: TokenUsage,
     pub calls: Vec<ToolCall>,
     pub text: Option<String>,
 }
@@ -134,7 +135,7 @@ impl ReplyBuilder {
         });
     }
 
-    fn finish(self) -> Reply {
+    fn finish(self, usage: TokenUsage) -> Reply {
         let mut items = Vec::new();
         if let Some((id, text)) = self.reasoning {
             items.push(Item::Reasoning {
@@ -161,6 +162,7 @@ impl ReplyBuilder {
         }
         Reply {
             items,
+            usage,
             calls: self.calls,
             text,
         }
@@ -195,7 +197,7 @@ async fn sample_once(
             }),
             Some(Ok(ModelEvent::Completed { usage })) => {
                 sink.usage(usage);
-                return Ok(reply.finish());
+                return Ok(reply.finish(usage));
             }
             Some(Err(e)) => return Err(SampleError::Model(e)),
             None => return Err(SampleError::Model(ModelError::StreamCut)),

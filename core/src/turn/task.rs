@@ -45,6 +45,7 @@ impl RegularTask {
     pub(crate) async fn run(mut self) -> TaskOutcome {
         let mut vetoes = 0;
         let mut last_agent_message = None;
+        let mut tokens_used = 0;
         loop {
             self.drain_pending();
             if self.cancel.is_cancelled() {
@@ -61,6 +62,7 @@ impl RegularTask {
                     }
                 }
             };
+            tokens_used += reply.usage.total_tokens;
             if reply.text.is_some() {
                 last_agent_message.clone_from(&reply.text);
             }
@@ -89,6 +91,9 @@ impl RegularTask {
                 if self.cancel.is_cancelled() {
                     return TaskOutcome::Cancelled;
                 }
+                if self.over_budget(tokens_used) {
+                    return TaskOutcome::BudgetExhausted;
+                }
                 continue;
             }
             // A steer that arrived while the final answer streamed still deserves an answer.
@@ -106,6 +111,10 @@ impl RegularTask {
                 None => return TaskOutcome::Completed { last_agent_message },
             }
         }
+    }
+
+    fn over_budget(&self, tokens_used: u64) -> bool {
+        matches!(self.turn.settings.budget.max_tokens, Some(max) if tokens_used >= max)
     }
 
     /// The instruction of the first hook that vetoes stopping, unless the veto guard says

@@ -1,0 +1,259 @@
+//! Thread lifecycle: shutdown from every status, implicit shutdown when handles are gone,
+//! backpressure of the bounded queue, and state as a pure fold of the events.
+#![allow(clippy::unwrap_used)]
+
+mod support;
+
+use std::sync::atomic::Ordering;
+use std::sync::{mpsc as std_mpsc, Arc, Mutex};
+
+use rein_core::model::scripted::ScriptedModel;
+use rein_core::recorder::{EventRecorder, RecorderError};
+use rein_core::thread::state::ThreadState;
+use rein_core::{KernelConfig, ThreadError, ThreadManager, ThreadOptions};
+use rein_protocol::script::{Fault, ScriptedReply};
+use rein_protocol::{AgentStatus, Event, EventMsg, InputOutcome, Op, OpResult};
+use serde_json::json;
+use support::*;
+
+/// Drive a fresh thread into `status`, then shut it down and check the goodbye.
+async fn shutdown_from(status: AgentStatus) {
+    let model = ScriptedModel::replies(vec![match status {
+        AgentStatus::Running | AgentStatus::Interrupted => {
+            ScriptedReply::text("x").with_fault(Fault::Hang)
+        }
+        AgentStatus::Errored => ScriptedReply::default().with_fault(Fault::HttpError {
+            status: 401,
+            message: None,
+        }),
+        _ => ScriptedReply::text("ok"),
+    }]);
+    let m = manager(model, vec![]);
+    let mut t = start(&m);
+    if status != AgentStatus::PendingInit {
+        t.handle.submit(Op::user_text("go")).await.unwrap();
+        if status == AgentStatus::Running {
+            until(&mut t.events, |e| {
+                matches!(e.msg, EventMsg::AgentMessageDelta { .. })
+            })
+            .await;
+        } else {
+            if status == AgentStatus::Interrupted {
+                until(&mut t.events, |e| {
+                    matches!(e.msg, EventMsg::AgentMessageDelta { .. })
+                })
+                .await;
+                t.handle.submit(Op::Interrupt).await.unwrap();
+            }
+            until(&mut t.events, is_turn_end).await;
+        }
+    }
+    assert_eq!(
+        t.handle.state().await.unwrap().status,
+        status,
+        "set-up reached {status:?}"
+    );
+    assert_eq!(
+        t.handle.submit(Op::Shutdown).await.unwrap(),
+        OpResult::Accepted
+    );
+    let rest = collect_all(&mut t.events).await;
+    assert_eq!(
+        rest.last().unwrap().msg,
+        EventMsg::ShutdownComplete,
+        "from {status:?}"
+    );
+    if status == AgentStatus::Running {
+        assert!(rest
+            .iter()
+            .any(|e| matches!(e.msg, EventMsg::TurnAborted { .. })));
+    }
+    assert_eq!(
+        t.handle.submit(Op::user_text("more")).await,
+        Err(ThreadError::Closed(t.handle.id()))
+    );
+    assert!(m.list_loaded().is_empty());
+}
+
+async fn collect_all(events: &mut rein_core::EventStream) -> Vec<Arc<Event>> {
+    let mut out = Vec::new();
+    while let Some(e) = events.recv().await {
+        out.push(e);
+    }
+    out
+}
+
+#[tokio::test]
+async fn shutdown_works_from_every_status() {
+    for status in [
+        AgentStatus::PendingInit,
+        AgentStatus::Running,
+        AgentStatus::Completed,
+        AgentStatus::Interrupted,
+        AgentStatus::Errored,
+    ] {
+        shutdown_from(status).await;
+    }
+}
+
+#[tokio::test]
+async fn dropping_every_handle_ends_the_loop_and_cleans_up() {
+    let model = ScriptedModel::replies(vec![ScriptedReply::tool_call("stubborn", json!({}))]);
+    let tool = Arc::new(StubbornTool::default());
+    let m = manager(model, vec![tool.clone()]);
+    let mut t = start(&m);
+    let id = t.handle.id();
+    t.handle.submit(Op::user_text("go")).await.unwrap();
+    tool.started.notified().await;
+    assert_eq!(m.list_loaded(), vec![id]);
+    drop(t.handle);
+    let rest = collect_all(&mut t.events).await;
+    assert!(rest
+        .iter()
+        .any(|e| matches!(e.msg, EventMsg::TurnAborted { .. })));
+    assert_eq!(rest.last().unwrap().msg, EventMsg::ShutdownComplete);
+    assert!(
+        tool.dropped.load(Ordering::SeqCst),
+        "the running call was released"
+    );
+    assert_eq!(
+        tool.shutdowns.load(Ordering::SeqCst),
+        1,
+        "tools were told the thread ended"
+    );
+    assert!(m.get(id).is_none());
+    assert!(m.list_loaded().is_empty());
+}
+
+/// A recorder that, once armed, blocks the loop inside `record` until released: a stand-in
+/// for a slow disk that lets the test fill the queue deterministically.
+struct BlockingRecorder {
+    gate: Arc<Mutex<Option<std_mpsc::Receiver<()>>>>,
+    recorded: Arc<Mutex<Vec<Event>>>,
+}
+
+impl EventRecorder for BlockingRecorder {
+    fn record(&mut self, event: &Event) -> Result<(), RecorderError> {
+        let armed = self.gate.lock().unwrap().take();
+        if let Some(rx) = armed {
+            let _ = rx.recv();
+        }
+        self.recorded.lock().unwrap().push(event.clone());
+        Ok(())
+    }
+
+    fn sync(&mut self) -> Result<(), RecorderError> {
+        Ok(())
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_full_queue_applies_backpressure_without_losing_an_op() {
+    let model = ScriptedModel::echo();
+    let m = ThreadManager::builder(catalog(model.clone()))
+        .config(KernelConfig {
+            op_queue_capacity: 2,
+            ..fast_config()
+        })
+        .build();
+    let gate = Arc::new(Mutex::new(None));
+    let recorded = Arc::new(Mutex::new(Vec::new()));
+    let recorder = BlockingRecorder {
+        gate: gate.clone(),
+        recorded: recorded.clone(),
+    };
+    let mut t = m
+        .create_thread(ThreadOptions::new(settings()).with_recorder(Box::new(recorder)))
+        .unwrap();
+    let (release, rx) = std_mpsc::channel();
+    *gate.lock().unwrap() = Some(rx);
+
+    // The loop takes op 1 and blocks recording its first event.
+    t.handle.enqueue(Op::user_text("m1")).await.unwrap();
+    while gate.lock().unwrap().is_some() {
+        tokio::task::yield_now().await;
+    }
+    // Ops 2 and 3 fill the queue; op 4 must wait, not be dropped.
+    t.handle.enqueue(Op::user_text("m2")).await.unwrap();
+    t.handle.enqueue(Op::user_text("m3")).await.unwrap();
+    assert_eq!(t.handle.queued(), 2);
+    let h = t.handle.clone();
+    let mut fourth = Box::pin(async move { h.enqueue(Op::user_text("m4")).await });
+    assert!(
+        futures::poll!(&mut fourth).is_pending(),
+        "a full queue makes submit wait"
+    );
+    release.send(()).unwrap();
+    fourth.await.unwrap();
+
+    // Every input reaches history, in order.
+    loop {
+        let state = t.handle.state().await.unwrap();
+        if user_texts(&state.history).len() == 4 && state.is_idle() {
+            assert_eq!(user_texts(&state.history), vec!["m1", "m2", "m3", "m4"]);
+            break;
+        }
+        until(&mut t.events, is_turn_end).await;
+    }
+}
+
+#[tokio::test]
+async fn status_and_state_are_a_fold_of_the_events() {
+    let model = ScriptedModel::replies(vec![
+        ScriptedReply::text("one"),
+        ScriptedReply::text("two").with_fault(Fault::Hang),
+        ScriptedReply::tool_call("order", json!({"name": "a"})),
+        ScriptedReply::text("three"),
+    ]);
+    let m = manager(model, vec![Arc::new(OrderTool::default())]);
+    let mut t = start(&m);
+    let mut seen: Vec<Arc<Event>> = Vec::new();
+    t.handle.submit(Op::user_text("first")).await.unwrap();
+    seen.extend(t.events.collect_until(is_turn_end).await);
+    t.handle.submit(Op::user_text("second")).await.unwrap();
+    seen.extend(
+        t.events
+            .collect_until(|e| matches!(e.msg, EventMsg::AgentMessageDelta { .. }))
+            .await,
+    );
+    t.handle.submit(Op::Interrupt).await.unwrap();
+    seen.extend(t.events.collect_until(is_turn_end).await);
+    let res = t.handle.submit(Op::Recover).await.unwrap();
+    assert!(matches!(res, OpResult::Input(InputOutcome::Started { .. })));
+    seen.extend(t.events.collect_until(is_turn_end).await);
+
+    let live = t.handle.state().await.unwrap();
+    let folded = ThreadState::from_events(seen.iter().map(|e| e.as_ref()));
+    assert_eq!(folded, live);
+    assert_eq!(folded.status, AgentStatus::Completed);
+    assert_eq!(
+        folded.turns.len(),
+        2,
+        "the recovered turn continues its record"
+    );
+}
+
+#[tokio::test]
+async fn rollback_drops_the_last_turns_from_model_visible_history() {
+    let model = ScriptedModel::echo();
+    let m = manager(model.clone(), vec![]);
+    let mut t = start(&m);
+    for text in ["a", "b", "c"] {
+        t.handle.submit(Op::user_text(text)).await.unwrap();
+        until(&mut t.events, is_turn_end).await;
+    }
+    assert_eq!(
+        t.handle.submit(Op::Rollback { turns: 2 }).await.unwrap(),
+        OpResult::Accepted
+    );
+    let state = t.handle.state().await.unwrap();
+    assert_eq!(user_texts(&state.history), vec!["a"]);
+    assert!(matches!(
+        t.handle.submit(Op::Rollback { turns: 5 }).await.unwrap(),
+        OpResult::Refused { .. }
+    ));
+    t.handle.submit(Op::user_text("d")).await.unwrap();
+    until(&mut t.events, is_turn_end).await;
+    let last = model.requests().pop().unwrap();
+    assert_eq!(request_user_texts(&last), vec!["a", "d"]);
+}
