@@ -3,6 +3,8 @@
 //! [`Event`](rein_protocol::Event)s. Turns, tasks and steps are spawned from the loop.
 //! See ARCHITECTURE.md for the map and `runtime-model.md` for the contract.
 
+#![cfg_attr(test, allow(clippy::unwrap_used))]
+
 pub mod config;
 pub mod error;
 pub mod manager;

@@ -4,6 +4,8 @@
 //! Architecture invariant: this crate is pure data. It depends on serde, schemars and
 //! uuid only — no tokio, no I/O — so any client can use it.
 
+#![cfg_attr(test, allow(clippy::unwrap_used))]
+
 pub mod event;
 pub mod ids;
 pub mod items;
