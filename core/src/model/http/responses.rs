@@ -42,11 +42,7 @@ impl ModelClient for ResponsesClient {
             Err(e) => return futures::stream::once(async move { Err(e) }).boxed(),
         };
         let builder = self.endpoint.post(&self.http, "responses", body);
-        sse_stream(
-            builder,
-            ResponsesDecoder,
-            self.endpoint.stream_idle_timeout,
-        )
+        sse_stream(builder, ResponsesDecoder, self.endpoint.stream_idle_timeout)
     }
 
     fn retry_policy(&self) -> RetryPolicy {

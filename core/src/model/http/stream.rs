@@ -133,7 +133,6 @@ async fn next<D: WireDecoder>(
             }
             Ok(Some(Err(e))) => {
                 tracing::debug!(error = %describe(e), "model stream broke");
-                r.pending.clear();
                 return Some((Err(ModelError::StreamCut), State::Done));
             }
             Ok(Some(Ok(chunk))) => feed(&mut r, chunk.as_ref()),
