@@ -3,6 +3,7 @@
 //! queue and emits [`Event`](rein_protocol::Event)s. Turns, tasks and steps are spawned
 //! from the loop. See ARCHITECTURE.md for the map and `runtime-model.md` for the contract.
 
+pub mod config;
 pub mod model;
 pub mod recorder;
 pub mod thread;
