@@ -1,1 +1,122 @@
-fn main() {}
+//! SSE parsing plus event mapping throughput, in deltas per second, for both wire formats
+//! (in-process, fed in socket-sized chunks), and one whole streamed turn over loopback
+//! against the mock model server. Run briefly:
+//! `cargo bench -p rein-core --bench sse_parse -- --warm-up-time 1 --measurement-time 3`
+#![allow(clippy::unwrap_used)]
+
+use std::collections::VecDeque;
+use std::sync::Arc;
+
+use criterion::{criterion_group, criterion_main, Criterion, Throughput};
+use futures::StreamExt;
+use rein_core::model::http::chat::ChatDecoder;
+use rein_core::model::http::responses::ResponsesDecoder;
+use rein_core::model::http::sse::SseParser;
+use rein_core::model::http::stream::WireDecoder;
+use rein_core::model::http::{http_client, Endpoint, ResponsesClient};
+use rein_core::model::{ModelClient, ModelEvent, ModelRequest};
+use rein_protocol::script::{Script, ScriptedReply, WhenExhausted};
+use rein_protocol::Item;
+
+const DELTAS: usize = 10_000;
+const CHUNK: usize = 4096;
+
+fn responses_stream() -> Vec<u8> {
+    let mut out = Vec::new();
+    for i in 0..DELTAS {
+        out.extend_from_slice(
+            format!(
+                "event: response.output_text.delta\ndata: {{\"type\":\"response.output_text.delta\",\"sequence_number\":{i},\"item_id\":\"msg_0\",\"output_index\":0,\"content_index\":0,\"delta\":\"word{i} \"}}\n\n"
+            )
+            .as_bytes(),
+        );
+    }
+    out
+}
+
+fn chat_stream() -> Vec<u8> {
+    let mut out = Vec::new();
+    for i in 0..DELTAS {
+        out.extend_from_slice(
+            format!(
+                "data: {{\"id\":\"chatcmpl-1\",\"object\":\"chat.completion.chunk\",\"created\":1,\"model\":\"m\",\"choices\":[{{\"index\":0,\"delta\":{{\"content\":\"word{i} \"}},\"finish_reason\":null}}]}}\n\n"
+            )
+            .as_bytes(),
+        );
+    }
+    out
+}
+
+fn parse_all<D: WireDecoder>(bytes: &[u8], mut decoder: D) -> usize {
+    let mut parser = SseParser::new();
+    let mut out = VecDeque::new();
+    let mut deltas = 0;
+    for chunk in bytes.chunks(CHUNK) {
+        parser
+            .feed(chunk, &mut |event| {
+                decoder.on_event(&event, &mut out).unwrap();
+            })
+            .unwrap();
+        deltas += out
+            .drain(..)
+            .filter(|e| matches!(e, ModelEvent::TextDelta(_)))
+            .count();
+    }
+    deltas
+}
+
+fn in_process(c: &mut Criterion) {
+    let mut group = c.benchmark_group("sse_parse_and_map");
+    group.throughput(Throughput::Elements(DELTAS as u64));
+    let responses = responses_stream();
+    group.bench_function("responses", |b| {
+        b.iter(|| assert_eq!(parse_all(&responses, ResponsesDecoder), DELTAS))
+    });
+    let chat = chat_stream();
+    group.bench_function("chat", |b| {
+        b.iter(|| assert_eq!(parse_all(&chat, ChatDecoder::default()), DELTAS))
+    });
+    group.finish();
+}
+
+fn loopback(c: &mut Criterion) {
+    const TURN_DELTAS: u32 = 1000;
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let text: String = (0..TURN_DELTAS).map(|i| format!("w{i:04} ")).collect();
+    let mock = rt.block_on(async {
+        rein_mock_model::serve(
+            Script {
+                replies: vec![ScriptedReply::text(text).with_deltas(TURN_DELTAS)],
+                when_exhausted: WhenExhausted::RepeatLast,
+            },
+            "127.0.0.1:0".parse().unwrap(),
+            None,
+        )
+        .await
+        .unwrap()
+    });
+    let client = ResponsesClient::new(http_client().unwrap(), Endpoint::new(mock.base_url()));
+    let request = ModelRequest {
+        model: "mock-model".into(),
+        instructions: String::new(),
+        input: vec![Arc::new(Item::user_text("go"))],
+        tools: Arc::from(Vec::new()),
+        parallel_tool_calls: false,
+        reasoning_effort: None,
+        prompt_cache_key: "bench".into(),
+    };
+    let mut group = c.benchmark_group("loopback_turn");
+    group.throughput(Throughput::Elements(u64::from(TURN_DELTAS)));
+    group.bench_function("responses_1000_deltas", |b| {
+        b.iter(|| {
+            rt.block_on(async {
+                let events: Vec<_> = client.stream(request.clone()).collect().await;
+                assert_eq!(events.len(), TURN_DELTAS as usize + 1);
+            })
+        })
+    });
+    group.finish();
+}
+
+criterion_group!(benches, in_process, loopback);
+criterion_main!(benches);
