@@ -409,3 +409,25 @@ async fn connection_reset_mid_body_is_a_stream_cut() {
     );
     server.await.unwrap();
 }
+
+#[tokio::test]
+async fn sequential_turns_reuse_one_connection() {
+    for api in BOTH {
+        let mock = server(vec![
+            ScriptedReply::text("one").with_deltas(2),
+            ScriptedReply::tool_call("shell", serde_json::json!({})),
+            ScriptedReply::text("three"),
+        ])
+        .await;
+        let c = client(api, Endpoint::new(mock.base_url()));
+        for _ in 0..3 {
+            let events = turn(c.as_ref(), "x").await;
+            assert!(matches!(
+                events.last(),
+                Some(Ok(ModelEvent::Completed { .. }))
+            ));
+        }
+        assert_eq!(mock.requests().len(), 3);
+        assert_eq!(mock.connections_accepted(), 1, "{api:?}");
+    }
+}

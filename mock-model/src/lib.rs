@@ -125,6 +125,7 @@ pub async fn serve(
         log,
         requests: Mutex::new(Vec::new()),
         abandoned: AtomicUsize::new(0),
+        connections: AtomicUsize::new(0),
         changed: Notify::new(),
     });
     let (stop, stopped) = oneshot::channel();
@@ -149,6 +150,7 @@ async fn accept_loop(
             _ = &mut stopped => break,
             accepted = listener.accept() => {
                 let Ok((stream, _)) = accepted else { continue };
+                shared.connections.fetch_add(1, Ordering::SeqCst);
                 let shared = Arc::clone(&shared);
                 connections.spawn(async move {
                     let service = service_fn(move |req| server::handle(Arc::clone(&shared), req));
@@ -182,6 +184,11 @@ impl MockServer {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .clone()
+    }
+
+    /// How many TCP connections were accepted (clients that pool connections reuse one).
+    pub fn connections_accepted(&self) -> usize {
+        self.shared.connections.load(Ordering::SeqCst)
     }
 
     /// How many reply streams ended because the client went away before the reply did.

@@ -33,6 +33,7 @@ pub(crate) struct Shared {
     pub(crate) log: Option<Mutex<std::fs::File>>,
     pub(crate) requests: Mutex<Vec<RecordedRequest>>,
     pub(crate) abandoned: AtomicUsize,
+    pub(crate) connections: AtomicUsize,
     pub(crate) changed: Notify,
 }
 

@@ -8,6 +8,7 @@
 //! never retries; the kernel retries with the client's [`RetryPolicy`].
 
 pub mod chat;
+mod chat_request;
 pub mod errors;
 pub mod responses;
 pub mod sse;
@@ -43,8 +44,9 @@ impl fmt::Debug for ApiKey {
     }
 }
 
-/// Where and how to reach one model server.
-#[derive(Clone, Debug, PartialEq)]
+/// Where and how to reach one model server. Its `Debug` shows header and parameter names
+/// but not their values, which may be credentials too (e.g. an `api-key` header).
+#[derive(Clone, PartialEq)]
 pub struct Endpoint {
     /// Up to and including the API version, e.g. `https://api.openai.com/v1`.
     pub base_url: String,
@@ -60,6 +62,23 @@ pub struct Endpoint {
     pub request_retry: RetryPolicy,
     /// Retries of a stream that broke after it started (cut, idle timeout).
     pub stream_retry: RetryPolicy,
+}
+
+impl fmt::Debug for Endpoint {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let names = |pairs: &[(String, String)]| -> Vec<String> {
+            pairs.iter().map(|(k, _)| k.clone()).collect()
+        };
+        f.debug_struct("Endpoint")
+            .field("base_url", &self.base_url)
+            .field("api_key", &self.api_key)
+            .field("headers", &names(&self.headers))
+            .field("query_params", &names(&self.query_params))
+            .field("stream_idle_timeout", &self.stream_idle_timeout)
+            .field("request_retry", &self.request_retry)
+            .field("stream_retry", &self.stream_retry)
+            .finish()
+    }
 }
 
 impl Endpoint {
@@ -143,10 +162,14 @@ mod tests {
 
     #[test]
     fn api_key_is_redacted_in_debug() {
-        let endpoint = Endpoint::new("http://x").with_api_key(ApiKey::new("sk-secret-123"));
+        let mut endpoint = Endpoint::new("http://x").with_api_key(ApiKey::new("sk-secret-123"));
+        endpoint
+            .headers
+            .push(("api-key".into(), "hdr-secret".into()));
         let shown = format!("{endpoint:?}");
         assert!(!shown.contains("sk-secret-123"), "{shown}");
-        assert!(shown.contains("redacted"));
+        assert!(!shown.contains("hdr-secret"), "{shown}");
+        assert!(shown.contains("redacted") && shown.contains("api-key"));
     }
 
     #[test]

@@ -35,6 +35,7 @@ enum State<D> {
         decoder: D,
     },
     Reading(Reading<D>),
+    Draining(Leftover),
     Done,
 }
 
@@ -70,6 +71,12 @@ pub fn sse_stream<D: WireDecoder>(
                 Err(e) => Some((Err(e), State::Done)),
             },
             State::Reading(reading) => next(reading, idle_timeout).await,
+            State::Draining(mut leftover) => {
+                if let Some(body) = leftover.0.take() {
+                    drain(body).await;
+                }
+                None
+            }
             State::Done => None,
         }
     })
@@ -112,7 +119,12 @@ async fn next<D: WireDecoder>(
     loop {
         if let Some(event) = r.pending.pop_front() {
             if matches!(event, ModelEvent::Completed { .. }) {
-                return Some((Ok(event), State::Done));
+                let next = if r.ended {
+                    State::Done
+                } else {
+                    State::Draining(Leftover(Some(r.body)))
+                };
+                return Some((Ok(event), next));
             }
             return Some((Ok(event), State::Reading(r)));
         }
@@ -136,6 +148,30 @@ async fn next<D: WireDecoder>(
                 return Some((Err(ModelError::StreamCut), State::Done));
             }
             Ok(Some(Ok(chunk))) => feed(&mut r, chunk.as_ref()),
+        }
+    }
+}
+
+/// After `Completed` the server only has the end of the body left to send. Reading it
+/// returns the connection to the pool — a new TLS handshake per request would cost more
+/// than parsing the whole stream — without holding back the `Completed` event: the stream
+/// reads it when polled once more, or in the background if it is dropped first. A server
+/// that keeps talking past the grace period is cut off.
+struct Leftover(Option<Body>);
+
+const DRAIN_GRACE: Duration = Duration::from_secs(2);
+
+async fn drain(mut body: Body) {
+    let rest = async { while let Some(Ok(_)) = body.next().await {} };
+    let _ = tokio::time::timeout(DRAIN_GRACE, rest).await;
+}
+
+impl Drop for Leftover {
+    fn drop(&mut self) {
+        if let Some(body) = self.0.take() {
+            if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+                runtime.spawn(drain(body));
+            }
         }
     }
 }
