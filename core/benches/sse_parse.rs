@@ -118,5 +118,73 @@ fn loopback(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, in_process, loopback);
+/// Time from a delta's bytes being written to the socket to the client stream yielding
+/// it: a raw server holds one response open and writes one event each time it is told.
+fn first_byte_to_event(c: &mut Criterion) {
+    use std::time::{Duration, Instant};
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let (go_tx, mut go_rx) = tokio::sync::mpsc::unbounded_channel::<oneshot_instant::Sender>();
+    let addr = rt.block_on(async {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        tokio::spawn(async move {
+            let (mut socket, _) = listener.accept().await.unwrap();
+            let mut buf = vec![0u8; 64 * 1024];
+            let mut seen = Vec::new();
+            while !seen.windows(4).any(|w| w == b"\r\n\r\n") {
+                let n = socket.read(&mut buf).await.unwrap();
+                seen.extend_from_slice(&buf[..n]);
+            }
+            socket
+                .write_all(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n")
+                .await
+                .unwrap();
+            let event = "data: {\"type\":\"response.output_text.delta\",\"delta\":\"x\"}\n\n";
+            let chunk = format!("{:x}\r\n{event}\r\n", event.len());
+            while let Some(sent_at) = go_rx.recv().await {
+                let _ = sent_at.send(Instant::now());
+                socket.write_all(chunk.as_bytes()).await.unwrap();
+            }
+        });
+        addr
+    });
+    let client = ResponsesClient::new(
+        http_client().unwrap(),
+        Endpoint::new(format!("http://{addr}/v1")),
+    );
+    let request = ModelRequest {
+        model: "m".into(),
+        instructions: String::new(),
+        input: Vec::new(),
+        tools: Arc::from(Vec::new()),
+        parallel_tool_calls: false,
+        reasoning_effort: None,
+        prompt_cache_key: "bench".into(),
+    };
+    let mut stream = client.stream(request);
+    c.bench_function("first_byte_to_event", |b| {
+        b.iter_custom(|iters| {
+            rt.block_on(async {
+                let mut total = Duration::ZERO;
+                for _ in 0..iters {
+                    let (tx, rx) = tokio::sync::oneshot::channel();
+                    go_tx.send(tx).unwrap();
+                    let event = stream.next().await;
+                    let received = Instant::now();
+                    assert!(matches!(event, Some(Ok(ModelEvent::TextDelta(_)))));
+                    total += received - rx.await.unwrap();
+                }
+                total
+            })
+        })
+    });
+}
+
+mod oneshot_instant {
+    pub type Sender = tokio::sync::oneshot::Sender<std::time::Instant>;
+}
+
+criterion_group!(benches, in_process, loopback, first_byte_to_event);
 criterion_main!(benches);
