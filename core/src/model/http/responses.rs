@@ -55,9 +55,14 @@ struct Body<'a> {
     model: &'a str,
     instructions: &'a str,
     input: Vec<InputItem<'a>>,
+    // Compatible servers differ on tool options without tools; leaving them out is
+    // accepted everywhere.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
     tools: Vec<FunctionTool<'a>>,
-    tool_choice: &'static str,
-    parallel_tool_calls: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tool_choice: Option<&'static str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    parallel_tool_calls: Option<bool>,
     #[serde(skip_serializing_if = "Option::is_none")]
     reasoning: Option<Reasoning>,
     store: bool,
@@ -176,6 +181,7 @@ fn input_item(item: &Item) -> Option<InputItem<'_>> {
 /// The request body for `request`. Deterministic: the same request gives the same bytes,
 /// which keeps the provider's prompt cache warm and makes requests comparable in tests.
 pub fn request_body(request: &ModelRequest) -> Result<Vec<u8>, ModelError> {
+    let has_tools = !request.tools.is_empty();
     let body = Body {
         model: &request.model,
         instructions: &request.instructions,
@@ -191,8 +197,8 @@ pub fn request_body(request: &ModelRequest) -> Result<Vec<u8>, ModelError> {
                 parameters: &t.parameters,
             })
             .collect(),
-        tool_choice: "auto",
-        parallel_tool_calls: request.parallel_tool_calls,
+        tool_choice: has_tools.then_some("auto"),
+        parallel_tool_calls: has_tools.then_some(request.parallel_tool_calls),
         reasoning: request.reasoning_effort.map(|effort| Reasoning {
             effort,
             summary: "auto",
