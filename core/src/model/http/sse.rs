@@ -33,6 +33,8 @@ pub struct SseParser {
     has_data: bool,
     /// The previous chunk ended in `\r`: a `\n` opening the next chunk belongs to it.
     after_cr: bool,
+    /// Bytes seen so far, up to 3: a UTF-8 byte order mark may open the stream.
+    started: usize,
     max_event_bytes: usize,
 }
 
@@ -54,6 +56,7 @@ impl SseParser {
             data: String::new(),
             has_data: false,
             after_cr: false,
+            started: 0,
             max_event_bytes,
         }
     }
@@ -64,6 +67,7 @@ impl SseParser {
         mut chunk: &[u8],
         on_event: &mut impl FnMut(SseEvent),
     ) -> Result<(), SseTooLarge> {
+        chunk = self.skip_bom(chunk);
         if self.after_cr {
             self.after_cr = false;
             if let Some(rest) = chunk.strip_prefix(b"\n") {
@@ -102,6 +106,27 @@ impl SseParser {
         self.line.clear();
         self.reset_event();
         unfinished
+    }
+
+    /// Drops a leading byte order mark, even one split across chunks.
+    fn skip_bom<'c>(&mut self, chunk: &'c [u8]) -> &'c [u8] {
+        const BOM: &[u8] = b"\xef\xbb\xbf";
+        let mut chunk = chunk;
+        while self.started < BOM.len() {
+            match chunk.first() {
+                Some(&b) if b == BOM[self.started] => {
+                    chunk = &chunk[1..];
+                    self.started += 1;
+                }
+                Some(_) => {
+                    // Not a BOM after all: give back the bytes taken for one.
+                    self.line.extend_from_slice(&BOM[..self.started]);
+                    self.started = BOM.len();
+                }
+                None => return chunk,
+            }
+        }
+        chunk
     }
 
     fn check_size(&self) -> Result<(), SseTooLarge> {
@@ -211,6 +236,15 @@ mod tests {
         }
         let bytes: Vec<&[u8]> = text.chunks(1).collect();
         assert_eq!(parse_chunks(&bytes), whole);
+    }
+
+    #[test]
+    fn a_leading_byte_order_mark_is_ignored() {
+        assert_eq!(
+            parse_chunks(&[b"\xef\xbb", b"\xbfdata: a\n\n"]),
+            vec![ev("", "a")]
+        );
+        assert_eq!(parse_chunks(&[b"data: b\n\n"]), vec![ev("", "b")]);
     }
 
     #[test]
