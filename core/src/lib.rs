@@ -7,6 +7,7 @@
 
 pub mod config;
 pub mod error;
+pub mod kernel_config;
 pub mod manager;
 pub mod model;
 pub mod recorder;
@@ -14,7 +15,7 @@ pub mod thread;
 pub mod tools;
 pub mod turn;
 
-pub use config::KernelConfig;
 pub use error::{KernelError, ThreadError};
+pub use kernel_config::KernelConfig;
 pub use manager::{KernelServices, NewThread, ThreadManager, ThreadOptions, ThreadStart};
 pub use thread::{EventStream, ThreadHandle};

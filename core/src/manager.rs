@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex, MutexGuard, Weak};
 
 use rein_protocol::{Event, EventMsg, SessionId, ThreadId, ThreadSettings};
 
-use crate::config::KernelConfig;
+use crate::kernel_config::KernelConfig;
 use crate::error::KernelError;
 use crate::model::ModelCatalog;
 use crate::recorder::{EventRecorder, NullRecorder};

@@ -6,6 +6,8 @@
 //! history and events are the kernel's (see `turn/step.rs`), so every provider behaves
 //! the same under faults.
 
+pub mod catalog;
+pub mod http;
 pub mod scripted;
 
 use std::collections::BTreeMap;

@@ -1,0 +1,73 @@
+//! What can be wrong with the configuration. Each message says what to set, and where.
+
+use std::path::PathBuf;
+
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("could not read {}: {source}", path.display())]
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("{} is not valid: {source}", path.display())]
+    Parse {
+        path: PathBuf,
+        source: toml::de::Error,
+    },
+    #[error("bad override `-c {arg}`: {problem}")]
+    Override {
+        arg: String,
+        problem: OverrideProblem,
+    },
+    #[error(
+        "unknown model provider `{id}`: set `model_provider` to one of {known}, \
+         or define [model_providers.{id}] with a `base_url` in {}",
+        config_path.display()
+    )]
+    UnknownProvider {
+        id: String,
+        known: String,
+        config_path: PathBuf,
+    },
+    #[error(
+        "unknown profile `{name}`: define [profiles.{name}] in {} (known: {known})",
+        config_path.display()
+    )]
+    UnknownProfile {
+        name: String,
+        known: String,
+        config_path: PathBuf,
+    },
+    #[error("the model provider `{provider}` needs an API key: set the environment variable {env_key}{}",
+        instructions.as_deref().map(|i| format!(" ({i})")).unwrap_or_default())]
+    MissingApiKey {
+        provider: String,
+        env_key: String,
+        instructions: Option<String>,
+    },
+    #[error(
+        "the model provider `{provider}` has no base_url: set model_providers.{provider}.base_url"
+    )]
+    MissingBaseUrl { provider: String },
+    #[error("the model provider `{provider}` has an invalid base_url `{url}`: {reason}")]
+    InvalidBaseUrl {
+        provider: String,
+        url: String,
+        reason: String,
+    },
+    #[error("the model provider `{provider}` has an invalid HTTP header `{name}` in http_headers")]
+    InvalidHeader { provider: String, name: String },
+    #[error("could not set up the HTTP client: {0}")]
+    HttpClient(#[source] reqwest::Error),
+}
+
+/// Why a `-c key=value` argument was refused.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum OverrideProblem {
+    #[error("expected key=value")]
+    MissingEquals,
+    #[error("the key must be dot-separated names, e.g. model_providers.ollama.base_url")]
+    BadKey,
+    #[error("`{key}` is a value, not a table")]
+    NotATable { key: String },
+}

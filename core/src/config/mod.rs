@@ -1,0 +1,223 @@
+//! rein's configuration for model providers: `$REIN_HOME/config.toml`, refined by a
+//! profile and by `-c key=value` overrides, resolved into a [`ModelConfig`] — which model
+//! to run, on which provider, and what to fall back to.
+//!
+//! ```toml
+//! model = "gpt-5"
+//! model_provider = "openai"
+//! model_context_window = 272000
+//! profile = "local"                  # optional: the profile used by default
+//!
+//! [model_providers.vllm]
+//! name = "vLLM"
+//! base_url = "http://127.0.0.1:8000/v1"
+//! wire_api = "chat"                  # or "responses"
+//! env_key = "VLLM_API_KEY"           # omit for servers without keys
+//! http_headers = { "X-Team" = "core" }
+//! query_params = { "api-version" = "2025-04-01" }
+//! request_max_retries = 4
+//! stream_max_retries = 5
+//! stream_idle_timeout_ms = 300000
+//!
+//! [profiles.local]
+//! model = "qwen3-coder"
+//! model_provider = "ollama"
+//! fallback_model = "gpt-5-mini"
+//! fallback_provider = "openai"       # defaults to the profile's provider
+//! ```
+//!
+//! Architecture invariant: the environment is passed in (`env`), never read here, so tests
+//! need no `std::env::set_var` and keys stay where the caller keeps them.
+
+pub mod error;
+pub mod overrides;
+pub mod provider;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use rein_protocol::ReasoningEffort;
+use serde::Deserialize;
+
+pub use error::{ConfigError, OverrideProblem};
+pub use overrides::Override;
+pub use provider::{ProviderInfo, ProviderToml, WireApi};
+
+/// The model used when neither the file nor a profile names one.
+pub const DEFAULT_MODEL: &str = "gpt-5";
+pub const DEFAULT_PROVIDER: &str = "openai";
+
+/// The file as written (after overrides). Keys rein does not know are ignored, so one
+/// file can carry settings for other parts of rein.
+#[derive(Clone, Debug, Default, Deserialize)]
+pub struct ConfigToml {
+    pub model: Option<String>,
+    pub model_provider: Option<String>,
+    pub model_context_window: Option<u64>,
+    pub model_reasoning_effort: Option<ReasoningEffort>,
+    pub profile: Option<String>,
+    #[serde(default)]
+    pub model_providers: BTreeMap<String, ProviderToml>,
+    #[serde(default)]
+    pub profiles: BTreeMap<String, ProfileToml>,
+}
+
+#[derive(Clone, Debug, Default, Deserialize)]
+pub struct ProfileToml {
+    pub model: Option<String>,
+    pub model_provider: Option<String>,
+    pub model_context_window: Option<u64>,
+    pub model_reasoning_effort: Option<ReasoningEffort>,
+    pub fallback_model: Option<String>,
+    pub fallback_provider: Option<String>,
+}
+
+/// The model to try once when the main one fails recoverably after its retries.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Fallback {
+    pub model: String,
+    pub provider: String,
+}
+
+/// The resolved model configuration.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ModelConfig {
+    pub model: String,
+    pub provider: String,
+    pub context_window: Option<u64>,
+    pub reasoning_effort: Option<ReasoningEffort>,
+    pub fallback: Option<Fallback>,
+    /// The active profile, if any.
+    pub profile: Option<String>,
+    /// Every known provider: built-ins refined by the file, plus the file's own.
+    pub providers: BTreeMap<String, ProviderInfo>,
+    /// Where the configuration was read from (it need not exist).
+    pub config_path: PathBuf,
+}
+
+/// What to load: where, which profile, which overrides.
+#[derive(Clone, Debug, Default)]
+pub struct LoadOptions {
+    /// `$REIN_HOME`; the file is `config.toml` inside it.
+    pub home: PathBuf,
+    /// Overrides the file's `profile` key.
+    pub profile: Option<String>,
+    /// `-c key=value` arguments, applied in order.
+    pub overrides: Vec<String>,
+}
+
+/// `$REIN_HOME`, else `~/.rein`.
+pub fn rein_home(env: &dyn Fn(&str) -> Option<String>) -> Option<PathBuf> {
+    if let Some(home) = env("REIN_HOME").filter(|h| !h.is_empty()) {
+        return Some(PathBuf::from(home));
+    }
+    env("HOME")
+        .filter(|h| !h.is_empty())
+        .map(|h| Path::new(&h).join(".rein"))
+}
+
+/// Read `config.toml` from `options.home` (a missing file means defaults) and resolve it.
+pub fn load(
+    options: &LoadOptions,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<ModelConfig, ConfigError> {
+    let path = options.home.join("config.toml");
+    let text = match std::fs::read_to_string(&path) {
+        Ok(text) => text,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
+        Err(source) => return Err(ConfigError::Read { path, source }),
+    };
+    resolve(&text, &path, options, env)
+}
+
+/// Resolve configuration `text` as if read from `path`.
+pub fn resolve(
+    text: &str,
+    path: &Path,
+    options: &LoadOptions,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<ModelConfig, ConfigError> {
+    let parse_error = |source| ConfigError::Parse {
+        path: path.to_owned(),
+        source,
+    };
+    let mut table: toml::Table = toml::from_str(text).map_err(parse_error)?;
+    for arg in &options.overrides {
+        Override::parse(arg)?.apply(&mut table, arg)?;
+    }
+    let file: ConfigToml = toml::Value::Table(table).try_into().map_err(parse_error)?;
+    let mut providers = ProviderInfo::built_ins(env);
+    for (id, t) in &file.model_providers {
+        let p = ProviderInfo::from_toml(id, providers.get(id), t)?;
+        providers.insert(id.clone(), p);
+    }
+    let profile_name = options.profile.clone().or_else(|| file.profile.clone());
+    let profile = match &profile_name {
+        None => ProfileToml::default(),
+        Some(name) => {
+            file.profiles
+                .get(name)
+                .cloned()
+                .ok_or_else(|| ConfigError::UnknownProfile {
+                    name: name.clone(),
+                    known: join_keys(&file.profiles),
+                    config_path: path.to_owned(),
+                })?
+        }
+    };
+    let provider = profile
+        .model_provider
+        .or(file.model_provider)
+        .unwrap_or_else(|| DEFAULT_PROVIDER.into());
+    let known = |id: &str| -> Result<(), ConfigError> {
+        if providers.contains_key(id) {
+            Ok(())
+        } else {
+            Err(ConfigError::UnknownProvider {
+                id: id.to_owned(),
+                known: join_keys(&providers),
+                config_path: path.to_owned(),
+            })
+        }
+    };
+    known(&provider)?;
+    let fallback = match profile.fallback_model {
+        None => None,
+        Some(model) => {
+            let fallback_provider = profile
+                .fallback_provider
+                .unwrap_or_else(|| provider.clone());
+            known(&fallback_provider)?;
+            Some(Fallback {
+                model,
+                provider: fallback_provider,
+            })
+        }
+    };
+    Ok(ModelConfig {
+        model: profile
+            .model
+            .or(file.model)
+            .unwrap_or_else(|| DEFAULT_MODEL.into()),
+        provider,
+        context_window: profile.model_context_window.or(file.model_context_window),
+        reasoning_effort: profile
+            .model_reasoning_effort
+            .or(file.model_reasoning_effort),
+        fallback,
+        profile: profile_name,
+        providers,
+        config_path: path.to_owned(),
+    })
+}
+
+fn join_keys<V>(map: &BTreeMap<String, V>) -> String {
+    if map.is_empty() {
+        return "none".into();
+    }
+    map.keys().cloned().collect::<Vec<_>>().join(", ")
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests;

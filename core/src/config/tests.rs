@@ -1,0 +1,290 @@
+//! Configuration parsing: defaults, providers, profiles, overrides and the errors that say
+//! what to set.
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use pretty_assertions::assert_eq;
+
+use super::*;
+use crate::model::catalog::ProviderCatalog;
+use crate::model::ModelCatalog;
+
+fn env_of(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
+    let map: HashMap<String, String> = pairs
+        .iter()
+        .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+        .collect();
+    move |k| map.get(k).cloned()
+}
+
+fn resolve_with(text: &str, options: LoadOptions) -> Result<ModelConfig, ConfigError> {
+    resolve(
+        text,
+        Path::new("/home/u/.rein/config.toml"),
+        &options,
+        &env_of(&[]),
+    )
+}
+
+fn opts(profile: Option<&str>, overrides: &[&str]) -> LoadOptions {
+    LoadOptions {
+        home: PathBuf::from("/home/u/.rein"),
+        profile: profile.map(str::to_owned),
+        overrides: overrides.iter().map(|s| (*s).to_owned()).collect(),
+    }
+}
+
+const FILE: &str = r#"
+model = "gpt-5"
+model_provider = "openai"
+model_context_window = 272000
+some_other_section_key = true
+
+[model_providers.vllm]
+name = "vLLM"
+base_url = "http://127.0.0.1:8000/v1"
+wire_api = "chat"
+env_key = "VLLM_KEY"
+http_headers = { "X-Team" = "core" }
+query_params = { "api-version" = "2025" }
+request_max_retries = 2
+stream_max_retries = 7
+stream_idle_timeout_ms = 1500
+
+[model_providers.ollama]
+base_url = "http://10.0.0.5:11434/v1"
+
+[profiles.local]
+model = "qwen3-coder"
+model_provider = "ollama"
+fallback_model = "gpt-5-mini"
+fallback_provider = "openai"
+
+[profiles.same]
+model = "m1"
+model_provider = "vllm"
+fallback_model = "m2"
+"#;
+
+#[test]
+fn empty_file_gives_the_defaults() {
+    let c = resolve_with("", opts(None, &[])).unwrap();
+    assert_eq!(c.model, DEFAULT_MODEL);
+    assert_eq!(c.provider, "openai");
+    assert_eq!(c.fallback, None);
+    assert_eq!(
+        c.providers.keys().cloned().collect::<Vec<_>>(),
+        vec!["lmstudio", "ollama", "openai"]
+    );
+    assert_eq!(c.providers["ollama"].base_url, "http://127.0.0.1:11434/v1");
+    assert_eq!(c.providers["ollama"].wire_api, WireApi::Chat);
+    assert_eq!(c.providers["ollama"].env_key, None);
+}
+
+#[test]
+fn provider_tables_define_and_refine_providers() {
+    let c = resolve_with(FILE, opts(None, &[])).unwrap();
+    assert_eq!(c.context_window, Some(272_000));
+    let vllm = &c.providers["vllm"];
+    assert_eq!(vllm.name, "vLLM");
+    assert_eq!(vllm.wire_api, WireApi::Chat);
+    assert_eq!(vllm.env_key.as_deref(), Some("VLLM_KEY"));
+    assert_eq!(vllm.http_headers, vec![("X-Team".into(), "core".into())]);
+    assert_eq!(
+        vllm.query_params,
+        vec![("api-version".into(), "2025".into())]
+    );
+    let endpoint = vllm.endpoint(&env_of(&[("VLLM_KEY", "k")])).unwrap();
+    assert_eq!(endpoint.request_retry.max_retries, 2);
+    assert_eq!(endpoint.stream_retry.max_retries, 7);
+    assert_eq!(endpoint.retry_policy().max_retries, 7);
+    assert_eq!(endpoint.stream_idle_timeout, Duration::from_millis(1500));
+    // Refining a built-in keeps what the table does not say.
+    assert_eq!(c.providers["ollama"].base_url, "http://10.0.0.5:11434/v1");
+    assert_eq!(c.providers["ollama"].wire_api, WireApi::Chat);
+}
+
+#[test]
+fn profile_chooses_model_provider_and_fallback() {
+    let c = resolve_with(FILE, opts(Some("local"), &[])).unwrap();
+    assert_eq!(c.model, "qwen3-coder");
+    assert_eq!(c.provider, "ollama");
+    assert_eq!(c.profile.as_deref(), Some("local"));
+    assert_eq!(
+        c.fallback,
+        Some(Fallback {
+            model: "gpt-5-mini".into(),
+            provider: "openai".into()
+        })
+    );
+    // The profile's file default and a fallback on the profile's own provider.
+    let text = format!("profile = \"same\"\n{FILE}");
+    let c = resolve_with(&text, opts(None, &[])).unwrap();
+    assert_eq!(
+        c.fallback,
+        Some(Fallback {
+            model: "m2".into(),
+            provider: "vllm".into()
+        })
+    );
+}
+
+#[test]
+fn overrides_win_over_file_and_create_tables() {
+    let c = resolve_with(
+        FILE,
+        opts(
+            Some("local"),
+            &[
+                "profiles.local.model=override-model",
+                "model_providers.ollama.stream_idle_timeout_ms=5",
+                "model_providers.extra.base_url=http://127.0.0.1:9/v1",
+            ],
+        ),
+    )
+    .unwrap();
+    assert_eq!(c.model, "override-model");
+    assert_eq!(
+        c.providers["ollama"].stream_idle_timeout,
+        Duration::from_millis(5)
+    );
+    assert_eq!(c.providers["extra"].wire_api, WireApi::Responses);
+    let c = resolve_with(
+        FILE,
+        opts(None, &["model=gpt-x", "model_context_window=1000"]),
+    )
+    .unwrap();
+    assert_eq!(c.model, "gpt-x");
+    assert_eq!(c.context_window, Some(1000));
+}
+
+#[test]
+fn unknown_provider_says_what_to_set() {
+    let err = resolve_with("model_provider = \"nope\"", opts(None, &[])).unwrap_err();
+    let msg = err.to_string();
+    assert!(matches!(err, ConfigError::UnknownProvider { ref id, .. } if id == "nope"));
+    assert!(
+        msg.contains("set `model_provider` to one of lmstudio, ollama, openai"),
+        "{msg}"
+    );
+    assert!(msg.contains("[model_providers.nope]"), "{msg}");
+    assert!(msg.contains("/home/u/.rein/config.toml"), "{msg}");
+    let err = resolve_with(
+        "[profiles.p]\nfallback_model = \"x\"\nfallback_provider = \"gone\"",
+        opts(Some("p"), &[]),
+    )
+    .unwrap_err();
+    assert!(matches!(err, ConfigError::UnknownProvider { ref id, .. } if id == "gone"));
+}
+
+#[test]
+fn unknown_profile_and_bad_values_are_reported() {
+    let err = resolve_with(FILE, opts(Some("missing"), &[])).unwrap_err();
+    assert!(err.to_string().contains("[profiles.missing]"), "{err}");
+    assert!(err.to_string().contains("local, same"), "{err}");
+    let err = resolve_with("[model_providers.x]\nname = \"X\"", opts(None, &[])).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "the model provider `x` has no base_url: set model_providers.x.base_url"
+    );
+    let err = resolve_with("model = [", opts(None, &[])).unwrap_err();
+    assert!(matches!(err, ConfigError::Parse { .. }));
+    let err = resolve_with("", opts(None, &["model_context_window=\"many\""])).unwrap_err();
+    assert!(matches!(err, ConfigError::Parse { .. }), "{err}");
+    let err = resolve_with(
+        "[model_providers.x]\nbase_url = \"ftp://h\"",
+        opts(None, &[]),
+    )
+    .unwrap_err();
+    assert!(matches!(err, ConfigError::InvalidBaseUrl { .. }), "{err}");
+    let err = resolve_with(
+        "[model_providers.x]\nbase_url = \"http://h\"\nhttp_headers = { \"bad header\" = \"v\" }",
+        opts(None, &[]),
+    )
+    .unwrap_err();
+    assert!(matches!(err, ConfigError::InvalidHeader { .. }), "{err}");
+}
+
+#[test]
+fn missing_api_key_names_the_variable() {
+    let c = resolve_with("", opts(None, &[])).unwrap();
+    let err = ProviderCatalog::from_config(&c, &env_of(&[]))
+        .err()
+        .unwrap();
+    assert!(
+        err.to_string().starts_with(
+            "the model provider `openai` needs an API key: set the environment variable OPENAI_API_KEY"
+        ),
+        "{err}"
+    );
+    let err = ProviderCatalog::from_config(&c, &env_of(&[("OPENAI_API_KEY", "  ")]))
+        .err()
+        .unwrap();
+    assert!(matches!(err, ConfigError::MissingApiKey { .. }));
+}
+
+#[test]
+fn catalog_routes_models_to_their_providers() {
+    let c = resolve_with(FILE, opts(Some("local"), &[])).unwrap();
+    // The main provider (ollama) needs no key, the fallback (openai) does.
+    assert!(matches!(
+        ProviderCatalog::from_config(&c, &env_of(&[])),
+        Err(ConfigError::MissingApiKey { .. })
+    ));
+    let catalog = ProviderCatalog::from_config(&c, &env_of(&[("OPENAI_API_KEY", "sk-1")])).unwrap();
+    let models = catalog.models();
+    assert_eq!(
+        models
+            .iter()
+            .map(|m| (m.id.as_str(), m.provider.as_str()))
+            .collect::<Vec<_>>(),
+        vec![("gpt-5-mini", "openai"), ("qwen3-coder", "ollama")]
+    );
+    assert_eq!(
+        catalog.fallback().map(|f| f.model.as_str()),
+        Some("gpt-5-mini")
+    );
+    assert!(catalog.client("any-other-model").is_ok());
+    let debug = format!("{c:?}");
+    assert!(!debug.contains("sk-1"));
+}
+
+#[test]
+fn openai_base_url_moves_the_builtin() {
+    let c = resolve(
+        "",
+        Path::new("c.toml"),
+        &opts(None, &[]),
+        &env_of(&[("OPENAI_BASE_URL", "http://127.0.0.1:5/v1")]),
+    )
+    .unwrap();
+    assert_eq!(c.providers["openai"].base_url, "http://127.0.0.1:5/v1");
+}
+
+#[test]
+fn load_reads_config_toml_from_home_and_tolerates_its_absence() {
+    let dir = tempfile::tempdir().unwrap();
+    let options = LoadOptions {
+        home: dir.path().to_owned(),
+        ..LoadOptions::default()
+    };
+    assert_eq!(load(&options, &env_of(&[])).unwrap().model, DEFAULT_MODEL);
+    std::fs::write(dir.path().join("config.toml"), "model = \"from-file\"").unwrap();
+    let c = load(&options, &env_of(&[])).unwrap();
+    assert_eq!(c.model, "from-file");
+    assert_eq!(c.config_path, dir.path().join("config.toml"));
+}
+
+#[test]
+fn rein_home_prefers_the_variable() {
+    assert_eq!(
+        rein_home(&env_of(&[("REIN_HOME", "/r"), ("HOME", "/h")])),
+        Some(PathBuf::from("/r"))
+    );
+    assert_eq!(
+        rein_home(&env_of(&[("HOME", "/h")])),
+        Some(PathBuf::from("/h/.rein"))
+    );
+    assert_eq!(rein_home(&env_of(&[])), None);
+}

@@ -1,0 +1,108 @@
+//! The [`ModelCatalog`] built from a [`ModelConfig`]: one HTTP client per provider in use
+//! (sharing one connection pool), the configured model and its fallback routed to their
+//! providers, and any other model name served by the main provider — model servers accept
+//! any name they host, so a `/model` switch needs no configuration.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use super::http::{http_client, ChatClient, ResponsesClient};
+use super::{ModelCatalog, ModelClient, ModelInfo, UnknownModel};
+use crate::config::{ConfigError, Fallback, ModelConfig, WireApi};
+
+pub struct ProviderCatalog {
+    main: Arc<dyn ModelClient>,
+    main_provider: String,
+    routes: BTreeMap<String, (ModelInfo, Arc<dyn ModelClient>)>,
+    fallback: Option<Fallback>,
+}
+
+impl ProviderCatalog {
+    /// Build the clients of the main and fallback providers. Fails when a provider in use
+    /// lacks its API key, with an error that names the variable to set.
+    pub fn from_config(
+        config: &ModelConfig,
+        env: &dyn Fn(&str) -> Option<String>,
+    ) -> Result<Self, ConfigError> {
+        let http = http_client().map_err(ConfigError::HttpClient)?;
+        let mut clients: BTreeMap<String, Arc<dyn ModelClient>> = BTreeMap::new();
+        let mut client_for = |provider: &str| -> Result<Arc<dyn ModelClient>, ConfigError> {
+            if let Some(c) = clients.get(provider) {
+                return Ok(Arc::clone(c));
+            }
+            let info =
+                config
+                    .providers
+                    .get(provider)
+                    .ok_or_else(|| ConfigError::UnknownProvider {
+                        id: provider.to_owned(),
+                        known: config
+                            .providers
+                            .keys()
+                            .cloned()
+                            .collect::<Vec<_>>()
+                            .join(", "),
+                        config_path: config.config_path.clone(),
+                    })?;
+            let endpoint = info.endpoint(env)?;
+            let client: Arc<dyn ModelClient> = match info.wire_api {
+                WireApi::Responses => Arc::new(ResponsesClient::new(http.clone(), endpoint)),
+                WireApi::Chat => Arc::new(ChatClient::new(http.clone(), endpoint)),
+            };
+            clients.insert(provider.to_owned(), Arc::clone(&client));
+            Ok(client)
+        };
+        let main = client_for(&config.provider)?;
+        let mut routes = BTreeMap::new();
+        routes.insert(
+            config.model.clone(),
+            (
+                ModelInfo {
+                    id: config.model.clone(),
+                    provider: config.provider.clone(),
+                    context_window: config.context_window,
+                },
+                Arc::clone(&main),
+            ),
+        );
+        if let Some(fb) = &config.fallback {
+            let client = client_for(&fb.provider)?;
+            routes.entry(fb.model.clone()).or_insert((
+                ModelInfo {
+                    id: fb.model.clone(),
+                    provider: fb.provider.clone(),
+                    context_window: None,
+                },
+                client,
+            ));
+        }
+        Ok(Self {
+            main,
+            main_provider: config.provider.clone(),
+            routes,
+            fallback: config.fallback.clone(),
+        })
+    }
+
+    /// The model to reroute to once the main one has failed recoverably.
+    pub fn fallback(&self) -> Option<&Fallback> {
+        self.fallback.as_ref()
+    }
+
+    pub fn main_provider(&self) -> &str {
+        &self.main_provider
+    }
+}
+
+impl ModelCatalog for ProviderCatalog {
+    fn client(&self, model: &str) -> Result<Arc<dyn ModelClient>, UnknownModel> {
+        Ok(self
+            .routes
+            .get(model)
+            .map_or_else(|| Arc::clone(&self.main), |(_, c)| Arc::clone(c)))
+    }
+
+    fn models(&self) -> Vec<ModelInfo> {
+        self.routes.values().map(|(i, _)| i.clone()).collect()
+    }
+}

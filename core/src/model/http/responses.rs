@@ -1,0 +1,530 @@
+//! OpenAI's Responses API (`POST {base_url}/responses`, streamed): how a [`ModelRequest`]
+//! becomes a request body, and how the stream's events become [`ModelEvent`]s.
+
+use std::borrow::Cow;
+use std::collections::VecDeque;
+use std::sync::Arc;
+
+use futures::StreamExt;
+use rein_protocol::{InputPart, Item, ReasoningEffort, TokenUsage};
+use serde::{Deserialize, Serialize};
+
+use super::errors::{error_for_stream_failure, malformed, ApiErrorBody};
+use super::sse::SseEvent;
+use super::stream::{sse_stream, WireDecoder};
+use super::Endpoint;
+use crate::model::{ModelClient, ModelError, ModelEvent, ModelRequest, ModelStream, RetryPolicy};
+
+/// A client for one Responses API server.
+#[derive(Clone, Debug)]
+pub struct ResponsesClient {
+    http: reqwest::Client,
+    endpoint: Arc<Endpoint>,
+}
+
+impl ResponsesClient {
+    pub fn new(http: reqwest::Client, endpoint: Endpoint) -> Self {
+        Self {
+            http,
+            endpoint: Arc::new(endpoint),
+        }
+    }
+
+    pub fn endpoint(&self) -> &Endpoint {
+        &self.endpoint
+    }
+}
+
+impl ModelClient for ResponsesClient {
+    fn stream(&self, request: ModelRequest) -> ModelStream {
+        let body = match request_body(&request) {
+            Ok(body) => body,
+            Err(e) => return futures::stream::once(async move { Err(e) }).boxed(),
+        };
+        let builder = self.endpoint.post(&self.http, "responses", body);
+        sse_stream(builder, ResponsesDecoder, self.endpoint.stream_idle_timeout)
+    }
+
+    fn retry_policy(&self) -> RetryPolicy {
+        self.endpoint.retry_policy()
+    }
+}
+
+#[derive(Serialize)]
+struct Body<'a> {
+    model: &'a str,
+    instructions: &'a str,
+    input: Vec<InputItem<'a>>,
+    // Compatible servers differ on tool options without tools; leaving them out is
+    // accepted everywhere.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    tools: Vec<FunctionTool<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tool_choice: Option<&'static str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    parallel_tool_calls: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    reasoning: Option<Reasoning>,
+    store: bool,
+    stream: bool,
+    include: Vec<&'static str>,
+    prompt_cache_key: &'a str,
+}
+
+#[derive(Serialize)]
+struct Reasoning {
+    effort: ReasoningEffort,
+    summary: &'static str,
+}
+
+#[derive(Serialize)]
+struct FunctionTool<'a> {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    name: &'a str,
+    description: &'a str,
+    strict: bool,
+    parameters: &'a serde_json::Value,
+}
+
+#[derive(Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+enum InputItem<'a> {
+    Message {
+        role: &'static str,
+        content: Vec<Content<'a>>,
+    },
+    Reasoning {
+        summary: Vec<Summary<'a>>,
+        encrypted_content: &'a str,
+    },
+    FunctionCall {
+        call_id: &'a str,
+        name: &'a str,
+        arguments: &'a str,
+    },
+    FunctionCallOutput {
+        call_id: &'a str,
+        output: &'a str,
+    },
+}
+
+#[derive(Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+enum Content<'a> {
+    InputText { text: &'a str },
+    InputImage { image_url: &'a str },
+    OutputText { text: &'a str },
+}
+
+#[derive(Serialize)]
+struct Summary<'a> {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    text: &'a str,
+}
+
+fn input_item(item: &Item) -> Option<InputItem<'_>> {
+    Some(match item {
+        Item::UserMessage { content, .. } => InputItem::Message {
+            role: "user",
+            content: content
+                .iter()
+                .map(|part| match part {
+                    InputPart::Text { text } => Content::InputText { text },
+                    InputPart::Image { url } => Content::InputImage { image_url: url },
+                })
+                .collect(),
+        },
+        Item::AgentMessage { text, .. } => InputItem::Message {
+            role: "assistant",
+            content: vec![Content::OutputText { text }],
+        },
+        // With `store: false` the server keeps no reasoning; only its encrypted form can be
+        // sent back, and a summary alone would be rejected.
+        Item::Reasoning {
+            text,
+            encrypted_content,
+            ..
+        } => InputItem::Reasoning {
+            summary: vec![Summary {
+                kind: "summary_text",
+                text,
+            }],
+            encrypted_content: encrypted_content.as_deref()?,
+        },
+        Item::ToolCall {
+            call_id,
+            name,
+            arguments,
+            ..
+        } => InputItem::FunctionCall {
+            call_id,
+            name,
+            arguments,
+        },
+        Item::ToolOutput {
+            call_id, output, ..
+        } => InputItem::FunctionCallOutput { call_id, output },
+        Item::DeveloperMessage { text, .. } => InputItem::Message {
+            role: "developer",
+            content: vec![Content::InputText { text }],
+        },
+        // The model reads the marker as something the user did.
+        Item::Interruption { text, .. } => InputItem::Message {
+            role: "user",
+            content: vec![Content::InputText { text }],
+        },
+    })
+}
+
+/// The request body for `request`. Deterministic: the same request gives the same bytes,
+/// which keeps the provider's prompt cache warm and makes requests comparable in tests.
+pub fn request_body(request: &ModelRequest) -> Result<Vec<u8>, ModelError> {
+    let has_tools = !request.tools.is_empty();
+    let body = Body {
+        model: &request.model,
+        instructions: &request.instructions,
+        input: request.input.iter().filter_map(|i| input_item(i)).collect(),
+        tools: request
+            .tools
+            .iter()
+            .map(|t| FunctionTool {
+                kind: "function",
+                name: &t.name,
+                description: &t.description,
+                strict: false,
+                parameters: &t.parameters,
+            })
+            .collect(),
+        tool_choice: has_tools.then_some("auto"),
+        parallel_tool_calls: has_tools.then_some(request.parallel_tool_calls),
+        reasoning: request.reasoning_effort.map(|effort| Reasoning {
+            effort,
+            summary: "auto",
+        }),
+        store: false,
+        stream: true,
+        include: if request.reasoning_effort.is_some() {
+            vec!["reasoning.encrypted_content"]
+        } else {
+            Vec::new()
+        },
+        prompt_cache_key: &request.prompt_cache_key,
+    };
+    // Only strings, numbers and JSON values go in, which always serialize; the status is
+    // 0 because the request never left.
+    serde_json::to_vec(&body).map_err(|e| ModelError::BadRequest {
+        status: 0,
+        message: format!("could not encode the request: {e}"),
+    })
+}
+
+#[derive(Deserialize)]
+struct Frame<'a> {
+    #[serde(rename = "type", borrow)]
+    kind: Cow<'a, str>,
+    #[serde(default)]
+    delta: Option<String>,
+    #[serde(default)]
+    item: Option<OutputItem>,
+    #[serde(default)]
+    response: Option<ResponseObject>,
+    /// Set on a top-level `error` event.
+    #[serde(default)]
+    code: Option<serde_json::Value>,
+    #[serde(default)]
+    message: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+enum OutputItem {
+    FunctionCall {
+        call_id: String,
+        name: String,
+        arguments: String,
+    },
+    #[serde(other)]
+    Other,
+}
+
+#[derive(Deserialize)]
+struct ResponseObject {
+    #[serde(default)]
+    usage: Option<Usage>,
+    #[serde(default)]
+    error: Option<ApiErrorBody>,
+    #[serde(default)]
+    incomplete_details: Option<IncompleteDetails>,
+}
+
+#[derive(Deserialize)]
+struct IncompleteDetails {
+    #[serde(default)]
+    reason: Option<String>,
+}
+
+#[derive(Deserialize, Default)]
+struct Usage {
+    #[serde(default)]
+    input_tokens: u64,
+    #[serde(default)]
+    input_tokens_details: Option<InputDetails>,
+    #[serde(default)]
+    output_tokens: u64,
+    #[serde(default)]
+    output_tokens_details: Option<OutputDetails>,
+    #[serde(default)]
+    total_tokens: u64,
+}
+
+#[derive(Deserialize)]
+struct InputDetails {
+    #[serde(default)]
+    cached_tokens: u64,
+}
+
+#[derive(Deserialize)]
+struct OutputDetails {
+    #[serde(default)]
+    reasoning_tokens: u64,
+}
+
+impl From<Usage> for TokenUsage {
+    fn from(u: Usage) -> Self {
+        TokenUsage {
+            input_tokens: u.input_tokens,
+            cached_input_tokens: u.input_tokens_details.map_or(0, |d| d.cached_tokens),
+            output_tokens: u.output_tokens,
+            reasoning_output_tokens: u.output_tokens_details.map_or(0, |d| d.reasoning_tokens),
+            total_tokens: u.total_tokens,
+        }
+    }
+}
+
+/// Decodes a Responses event stream.
+#[derive(Debug, Default)]
+pub struct ResponsesDecoder;
+
+/// Event names that carry something the kernel uses; others are skipped unparsed.
+fn is_relevant(name: &str) -> bool {
+    matches!(
+        name,
+        "response.output_text.delta"
+            | "response.reasoning_summary_text.delta"
+            | "response.reasoning_text.delta"
+            | "response.output_item.done"
+            | "response.completed"
+            | "response.failed"
+            | "response.incomplete"
+            | "error"
+    )
+}
+
+impl WireDecoder for ResponsesDecoder {
+    fn on_event(
+        &mut self,
+        event: &SseEvent,
+        out: &mut VecDeque<ModelEvent>,
+    ) -> Result<(), ModelError> {
+        if !event.event.is_empty() && !is_relevant(&event.event) {
+            return Ok(());
+        }
+        let frame: Frame<'_> = match serde_json::from_str(&event.data) {
+            Ok(frame) => frame,
+            Err(_) if event.data.trim() == "[DONE]" => return Ok(()),
+            Err(e) => return Err(malformed(format_args!("{e} in `{}`", event.event))),
+        };
+        match frame.kind.as_ref() {
+            "response.output_text.delta" => {
+                if let Some(delta) = frame.delta.filter(|d| !d.is_empty()) {
+                    out.push_back(ModelEvent::TextDelta(delta));
+                }
+            }
+            "response.reasoning_summary_text.delta" | "response.reasoning_text.delta" => {
+                if let Some(delta) = frame.delta.filter(|d| !d.is_empty()) {
+                    out.push_back(ModelEvent::ReasoningDelta(delta));
+                }
+            }
+            "response.output_item.done" => {
+                if let Some(OutputItem::FunctionCall {
+                    call_id,
+                    name,
+                    arguments,
+                }) = frame.item
+                {
+                    out.push_back(ModelEvent::ToolCall {
+                        call_id,
+                        name,
+                        arguments,
+                    });
+                }
+            }
+            "response.completed" => {
+                let usage = frame.response.and_then(|r| r.usage).unwrap_or_default();
+                out.push_back(ModelEvent::Completed {
+                    usage: usage.into(),
+                });
+            }
+            "response.failed" => {
+                let error = frame.response.and_then(|r| r.error).unwrap_or_default();
+                return Err(error_for_stream_failure(&error));
+            }
+            "response.incomplete" => {
+                let reason = frame
+                    .response
+                    .and_then(|r| r.incomplete_details)
+                    .and_then(|d| d.reason)
+                    .unwrap_or_else(|| "unknown".into());
+                // Sending the same request again ends the same way (e.g. max_output_tokens).
+                return Err(ModelError::BadRequest {
+                    status: 200,
+                    message: format!("the response is incomplete: {reason}"),
+                });
+            }
+            "error" => {
+                return Err(error_for_stream_failure(&ApiErrorBody {
+                    code: frame.code,
+                    message: frame.message,
+                    kind: None,
+                }));
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+
+    fn on_end(&mut self, _out: &mut VecDeque<ModelEvent>) -> Result<(), ModelError> {
+        // `response.completed` ends the stream before the body does, so reaching the end
+        // of the body means it never came.
+        Err(ModelError::StreamCut)
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use crate::tools::ToolSpec;
+    use pretty_assertions::assert_eq;
+    use rein_protocol::ItemId;
+
+    fn sample_request() -> ModelRequest {
+        ModelRequest {
+            model: "gpt-test".into(),
+            instructions: "be brief".into(),
+            input: vec![
+                Arc::new(Item::user_text("list files")),
+                Arc::new(Item::ToolCall {
+                    id: ItemId::from("i2"),
+                    call_id: "c1".into(),
+                    name: "shell".into(),
+                    arguments: r#"{"command":["ls"]}"#.into(),
+                }),
+                Arc::new(Item::ToolOutput {
+                    id: ItemId::from("i3"),
+                    call_id: "c1".into(),
+                    output: "a.txt".into(),
+                    success: true,
+                }),
+                Arc::new(Item::Reasoning {
+                    id: ItemId::from("i4"),
+                    text: "no secret".into(),
+                    encrypted_content: None,
+                }),
+            ],
+            tools: Arc::from(vec![ToolSpec {
+                name: "shell".into(),
+                description: "run".into(),
+                parameters: serde_json::json!({"type": "object"}),
+            }]),
+            parallel_tool_calls: true,
+            reasoning_effort: Some(ReasoningEffort::Low),
+            prompt_cache_key: "thread-1".into(),
+        }
+    }
+
+    #[test]
+    fn body_maps_history_tools_and_options() {
+        let body: serde_json::Value =
+            serde_json::from_slice(&request_body(&sample_request()).unwrap()).unwrap();
+        assert_eq!(
+            body,
+            serde_json::json!({
+                "model": "gpt-test",
+                "instructions": "be brief",
+                "input": [
+                    {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "list files"}]},
+                    {"type": "function_call", "call_id": "c1", "name": "shell", "arguments": "{\"command\":[\"ls\"]}"},
+                    {"type": "function_call_output", "call_id": "c1", "output": "a.txt"}
+                ],
+                "tools": [{"type": "function", "name": "shell", "description": "run", "strict": false, "parameters": {"type": "object"}}],
+                "tool_choice": "auto",
+                "parallel_tool_calls": true,
+                "reasoning": {"effort": "low", "summary": "auto"},
+                "store": false,
+                "stream": true,
+                "include": ["reasoning.encrypted_content"],
+                "prompt_cache_key": "thread-1"
+            })
+        );
+    }
+
+    #[test]
+    fn same_request_gives_identical_bytes() {
+        let r = sample_request();
+        assert_eq!(request_body(&r).unwrap(), request_body(&r.clone()).unwrap());
+    }
+
+    fn decode(events: &[(&str, serde_json::Value)]) -> (Vec<ModelEvent>, Option<ModelError>) {
+        let mut d = ResponsesDecoder;
+        let mut out = VecDeque::new();
+        for (name, data) in events {
+            let ev = SseEvent {
+                event: (*name).into(),
+                data: data.to_string(),
+            };
+            if let Err(e) = d.on_event(&ev, &mut out) {
+                return (out.into(), Some(e));
+            }
+        }
+        (out.into(), None)
+    }
+
+    #[test]
+    fn failed_with_context_length_maps_to_context_window_exceeded() {
+        let (_, err) = decode(&[(
+            "response.failed",
+            serde_json::json!({"type": "response.failed", "response": {"error": {"code": "context_length_exceeded", "message": "too long"}}}),
+        )]);
+        assert_eq!(
+            err,
+            Some(ModelError::ContextWindowExceeded("too long".into()))
+        );
+    }
+
+    #[test]
+    fn completed_carries_cached_and_reasoning_tokens() {
+        let (events, err) = decode(&[(
+            "response.completed",
+            serde_json::json!({"type": "response.completed", "response": {"usage": {
+                "input_tokens": 10, "input_tokens_details": {"cached_tokens": 4},
+                "output_tokens": 6, "output_tokens_details": {"reasoning_tokens": 2},
+                "total_tokens": 16}}}),
+        )]);
+        assert_eq!(err, None);
+        assert_eq!(
+            events,
+            vec![ModelEvent::Completed {
+                usage: TokenUsage {
+                    input_tokens: 10,
+                    cached_input_tokens: 4,
+                    output_tokens: 6,
+                    reasoning_output_tokens: 2,
+                    total_tokens: 16
+                }
+            }]
+        );
+    }
+}

@@ -1,0 +1,200 @@
+//! Which reply of the script answers a request, and what that reply is as a sequence of
+//! model-level events. Both wire formats render the same events, and count them the same
+//! way the in-process scripted model does, so a fault such as "cut after 2 events" cuts
+//! at the same point whichever face plays the script.
+
+use std::sync::Mutex;
+
+use rein_protocol::script::{Fault, Script, ScriptedReply, WhenExhausted};
+use rein_protocol::TokenUsage;
+
+/// One thing the model says; each is one "event" for `cut_after` and `delay_ms`.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Said {
+    Reasoning(String),
+    /// A text delta; `first` / `last` tell the renderer when the message opens and closes.
+    Text {
+        delta: String,
+        first: bool,
+        last: bool,
+        full: String,
+    },
+    ToolCall {
+        call_id: String,
+        name: String,
+        arguments: String,
+    },
+    Completed(TokenUsage),
+}
+
+/// How a reply is delivered.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Delivery {
+    /// Stream these events; `cut_after` / `hang_after` stop it early as scripted.
+    Stream {
+        said: Vec<Said>,
+        delay_ms: u64,
+        cut_after: Option<usize>,
+        hang_after: Option<usize>,
+    },
+    /// Fail before streaming with this status and message.
+    HttpError {
+        status: u16,
+        message: String,
+    },
+    RateLimited {
+        retry_after_ms: u64,
+    },
+    ContextWindowExceeded,
+}
+
+/// The script and how far it has been played.
+pub struct Player {
+    script: Script,
+    next: Mutex<usize>,
+}
+
+impl Player {
+    pub fn new(script: Script) -> Self {
+        Self {
+            script,
+            next: Mutex::new(0),
+        }
+    }
+
+    /// The reply for the next request, and its 0-based index in the order of requests.
+    pub fn next_reply(&self, last_user_text: Option<String>) -> (usize, ScriptedReply) {
+        let index = {
+            // A poisoned counter is still a valid counter.
+            let mut next = self.next.lock().unwrap_or_else(|e| e.into_inner());
+            let index = *next;
+            *next += 1;
+            index
+        };
+        let reply = match self.script.replies.get(index) {
+            Some(r) => r.clone(),
+            None => self.exhausted(last_user_text),
+        };
+        (index, reply)
+    }
+
+    fn exhausted(&self, last_user_text: Option<String>) -> ScriptedReply {
+        match self.script.when_exhausted {
+            WhenExhausted::RepeatLast => self
+                .script
+                .replies
+                .last()
+                .cloned()
+                .unwrap_or_else(|| ScriptedReply::text("(the script has no replies)")),
+            WhenExhausted::Error => ScriptedReply::default().with_fault(Fault::HttpError {
+                status: 400,
+                message: Some("the script is exhausted".into()),
+            }),
+            WhenExhausted::Echo => {
+                ScriptedReply::text(format!("echo: {}", last_user_text.unwrap_or_default()))
+            }
+        }
+    }
+}
+
+/// What `reply` (the `index`-th) looks like on the wire; `request_bytes` sizes the
+/// estimated usage when the script gives none.
+pub fn delivery(reply: &ScriptedReply, index: usize, request_bytes: usize) -> Delivery {
+    match &reply.fault {
+        Some(Fault::HttpError { status, message }) => {
+            return Delivery::HttpError {
+                status: *status,
+                message: message
+                    .clone()
+                    .unwrap_or_else(|| format!("injected HTTP {status}")),
+            }
+        }
+        Some(Fault::RateLimited { retry_after_ms }) => {
+            return Delivery::RateLimited {
+                retry_after_ms: *retry_after_ms,
+            }
+        }
+        Some(Fault::ContextWindowExceeded) => return Delivery::ContextWindowExceeded,
+        _ => {}
+    }
+    let mut said = Vec::new();
+    if let Some(r) = &reply.reasoning {
+        said.push(Said::Reasoning(r.clone()));
+    }
+    let deltas = reply.text_deltas();
+    let full = reply.text.clone().unwrap_or_default();
+    let n = deltas.len();
+    for (i, delta) in deltas.into_iter().enumerate() {
+        said.push(Said::Text {
+            delta,
+            first: i == 0,
+            last: i + 1 == n,
+            full: full.clone(),
+        });
+    }
+    let text_events = said.len();
+    for (n, call) in reply.tool_calls.iter().enumerate() {
+        said.push(Said::ToolCall {
+            call_id: call
+                .call_id
+                .clone()
+                .unwrap_or_else(|| format!("call_{index}_{n}")),
+            name: call.name.clone(),
+            arguments: call.arguments.to_string(),
+        });
+    }
+    let usage = reply.usage.unwrap_or_else(|| {
+        let input = (request_bytes as u64).div_ceil(4);
+        let output = (full.len() as u64).div_ceil(4);
+        TokenUsage {
+            input_tokens: input,
+            output_tokens: output,
+            total_tokens: input + output,
+            ..TokenUsage::default()
+        }
+    });
+    said.push(Said::Completed(usage));
+    Delivery::Stream {
+        said,
+        delay_ms: reply.delay_ms,
+        cut_after: match reply.fault {
+            Some(Fault::CutAfter { events }) => Some(events as usize),
+            _ => None,
+        },
+        hang_after: (reply.fault == Some(Fault::Hang)).then_some(text_events),
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn replies_play_in_order_then_echo() {
+        let player = Player::new(Script {
+            replies: vec![ScriptedReply::text("one")],
+            when_exhausted: WhenExhausted::Echo,
+        });
+        assert_eq!(player.next_reply(None).1.text.as_deref(), Some("one"));
+        let (index, reply) = player.next_reply(Some("ping".into()));
+        assert_eq!(index, 1);
+        assert_eq!(reply.text.as_deref(), Some("echo: ping"));
+    }
+
+    #[test]
+    fn hang_stops_after_the_text_events() {
+        let reply = ScriptedReply::text("abcd")
+            .with_deltas(2)
+            .with_tool_call("shell", serde_json::json!({}))
+            .with_fault(Fault::Hang);
+        let Delivery::Stream {
+            said, hang_after, ..
+        } = delivery(&reply, 0, 0)
+        else {
+            panic!("expected a stream");
+        };
+        assert_eq!(hang_after, Some(2));
+        assert_eq!(said.len(), 4);
+    }
+}

@@ -1,0 +1,272 @@
+//! Renders a reply as OpenAI's Responses streaming events: `response.created`, then per
+//! output item `response.output_item.added`, its deltas and `response.output_item.done`,
+//! and finally `response.completed` with usage (cached and reasoning token details).
+//! Each event carries both an `event:` line and a `type` field, as OpenAI sends them.
+
+use serde_json::{json, Value};
+
+use crate::play::Said;
+use crate::wire::{sse_frame, Wire};
+
+pub struct ResponsesWire {
+    response_id: String,
+    model: String,
+    created_at: u64,
+    sequence: u64,
+    output_index: u64,
+    /// Items completed so far, repeated in `response.completed`'s `output`.
+    output: Vec<Value>,
+    message_id: String,
+}
+
+impl ResponsesWire {
+    pub fn new(request_index: usize, model: &str, created_at: u64) -> Self {
+        Self {
+            response_id: format!("resp_mock_{request_index}"),
+            model: model.to_owned(),
+            created_at,
+            sequence: 0,
+            output_index: 0,
+            output: Vec::new(),
+            message_id: format!("msg_mock_{request_index}"),
+        }
+    }
+
+    fn event(&mut self, out: &mut Vec<u8>, kind: &str, mut body: Value) {
+        if let Value::Object(map) = &mut body {
+            map.insert("type".into(), Value::from(kind));
+            map.insert("sequence_number".into(), Value::from(self.sequence));
+        }
+        self.sequence += 1;
+        sse_frame(out, Some(kind), &body);
+    }
+
+    fn response(&self, status: &str) -> Value {
+        json!({
+            "id": self.response_id,
+            "object": "response",
+            "created_at": self.created_at,
+            "status": status,
+            "model": self.model,
+            "output": self.output,
+            "parallel_tool_calls": true,
+            "store": false,
+        })
+    }
+
+    /// `response.created` followed by `response.failed` with OpenAI's context error.
+    pub fn context_window_failure(&mut self) -> Vec<u8> {
+        let mut out = self.prelude();
+        let mut response = self.response("failed");
+        response["error"] = json!({
+            "code": "context_length_exceeded",
+            "message": "Your input exceeds the context window of this model. Please adjust your input and try again."
+        });
+        self.event(&mut out, "response.failed", json!({ "response": response }));
+        out
+    }
+}
+
+impl Wire for ResponsesWire {
+    fn prelude(&mut self) -> Vec<u8> {
+        let mut out = Vec::new();
+        let response = self.response("in_progress");
+        self.event(
+            &mut out,
+            "response.created",
+            json!({ "response": response.clone() }),
+        );
+        self.event(
+            &mut out,
+            "response.in_progress",
+            json!({ "response": response }),
+        );
+        out
+    }
+
+    fn render(&mut self, said: &Said) -> Vec<u8> {
+        let mut out = Vec::new();
+        match said {
+            Said::Reasoning(text) => {
+                let id = format!("rs_{}_{}", self.response_id, self.output_index);
+                let index = self.output_index;
+                self.output_index += 1;
+                self.event(
+                    &mut out,
+                    "response.output_item.added",
+                    json!({
+                        "output_index": index,
+                        "item": {"id": id, "type": "reasoning", "summary": []}
+                    }),
+                );
+                let part = json!({"type": "summary_text", "text": ""});
+                self.event(
+                    &mut out,
+                    "response.reasoning_summary_part.added",
+                    json!({
+                        "item_id": id, "output_index": index, "summary_index": 0, "part": part
+                    }),
+                );
+                self.event(
+                    &mut out,
+                    "response.reasoning_summary_text.delta",
+                    json!({
+                        "item_id": id, "output_index": index, "summary_index": 0, "delta": text
+                    }),
+                );
+                self.event(
+                    &mut out,
+                    "response.reasoning_summary_text.done",
+                    json!({
+                        "item_id": id, "output_index": index, "summary_index": 0, "text": text
+                    }),
+                );
+                let part = json!({"type": "summary_text", "text": text});
+                self.event(
+                    &mut out,
+                    "response.reasoning_summary_part.done",
+                    json!({
+                        "item_id": id, "output_index": index, "summary_index": 0, "part": part
+                    }),
+                );
+                let item = json!({
+                    "id": id, "type": "reasoning",
+                    "summary": [{"type": "summary_text", "text": text}]
+                });
+                self.output.push(item.clone());
+                self.event(
+                    &mut out,
+                    "response.output_item.done",
+                    json!({
+                        "output_index": index, "item": item
+                    }),
+                );
+            }
+            Said::Text {
+                delta,
+                first,
+                last,
+                full,
+            } => {
+                let id = self.message_id.clone();
+                let index = self.output_index;
+                if *first {
+                    self.event(
+                        &mut out,
+                        "response.output_item.added",
+                        json!({
+                            "output_index": index,
+                            "item": {"id": id, "type": "message", "status": "in_progress",
+                                     "role": "assistant", "content": []}
+                        }),
+                    );
+                    self.event(
+                        &mut out,
+                        "response.content_part.added",
+                        json!({
+                            "item_id": id, "output_index": index, "content_index": 0,
+                            "part": {"type": "output_text", "text": "", "annotations": []}
+                        }),
+                    );
+                }
+                self.event(
+                    &mut out,
+                    "response.output_text.delta",
+                    json!({
+                        "item_id": id, "output_index": index, "content_index": 0, "delta": delta
+                    }),
+                );
+                if *last {
+                    self.output_index += 1;
+                    self.event(
+                        &mut out,
+                        "response.output_text.done",
+                        json!({
+                            "item_id": id, "output_index": index, "content_index": 0, "text": full
+                        }),
+                    );
+                    let part = json!({"type": "output_text", "text": full, "annotations": []});
+                    self.event(
+                        &mut out,
+                        "response.content_part.done",
+                        json!({
+                            "item_id": id, "output_index": index, "content_index": 0, "part": part
+                        }),
+                    );
+                    let item = json!({
+                        "id": id, "type": "message", "status": "completed",
+                        "role": "assistant", "content": [part]
+                    });
+                    self.output.push(item.clone());
+                    self.event(
+                        &mut out,
+                        "response.output_item.done",
+                        json!({
+                            "output_index": index, "item": item
+                        }),
+                    );
+                }
+            }
+            Said::ToolCall {
+                call_id,
+                name,
+                arguments,
+            } => {
+                let id = format!("fc_{call_id}");
+                let index = self.output_index;
+                self.output_index += 1;
+                self.event(
+                    &mut out,
+                    "response.output_item.added",
+                    json!({
+                        "output_index": index,
+                        "item": {"id": id, "type": "function_call", "status": "in_progress",
+                                 "call_id": call_id, "name": name, "arguments": ""}
+                    }),
+                );
+                self.event(
+                    &mut out,
+                    "response.function_call_arguments.delta",
+                    json!({
+                        "item_id": id, "output_index": index, "delta": arguments
+                    }),
+                );
+                self.event(
+                    &mut out,
+                    "response.function_call_arguments.done",
+                    json!({
+                        "item_id": id, "output_index": index, "arguments": arguments
+                    }),
+                );
+                let item = json!({
+                    "id": id, "type": "function_call", "status": "completed",
+                    "call_id": call_id, "name": name, "arguments": arguments
+                });
+                self.output.push(item.clone());
+                self.event(
+                    &mut out,
+                    "response.output_item.done",
+                    json!({
+                        "output_index": index, "item": item
+                    }),
+                );
+            }
+            Said::Completed(usage) => {
+                let mut response = self.response("completed");
+                response["usage"] = json!({
+                    "input_tokens": usage.input_tokens,
+                    "input_tokens_details": {"cached_tokens": usage.cached_input_tokens},
+                    "output_tokens": usage.output_tokens,
+                    "output_tokens_details": {"reasoning_tokens": usage.reasoning_output_tokens},
+                    "total_tokens": usage.total_tokens,
+                });
+                self.event(
+                    &mut out,
+                    "response.completed",
+                    json!({ "response": response }),
+                );
+            }
+        }
+        out
+    }
+}
