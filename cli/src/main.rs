@@ -1,9 +1,12 @@
-//! The `rein` binary: a thin layer that turns command lines into kernel calls.
+//! The `rein` binary: a thin layer that turns command lines into kernel calls. Each
+//! subcommand lives in its own module.
 // Printing to stdout is this binary's job.
 #![allow(clippy::print_stdout)]
 
+mod app_server_cmd;
 mod demo;
 mod exec;
+mod mock_model_cmd;
 mod schema_cmd;
 
 use clap::{Parser, Subcommand};
@@ -17,8 +20,12 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Run one turn headless and print the answer.
+    /// Run an agent turn headless (Codex `exec` compatible).
     Exec(exec::ExecArgs),
+    /// Serve the JSON-RPC app-server protocol (Codex app-server v2 compatible).
+    AppServer(app_server_cmd::AppServerArgs),
+    /// Serve a scripted model over HTTP (Responses and Chat Completions).
+    MockModel(mock_model_cmd::MockModelArgs),
     /// Write the JSON Schema of rein's wire types into a directory.
     Schema {
         #[arg(long, default_value = "schema")]
@@ -37,12 +44,17 @@ fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
     match cli.command {
         Command::Exec(args) => {
-            let runtime = tokio::runtime::Builder::new_multi_thread()
-                .enable_all()
-                .build()?;
-            let code = runtime.block_on(exec::run(args))?;
+            let code = runtime()?.block_on(exec::run(args))?;
             std::process::exit(code);
         }
+        Command::AppServer(args) => runtime()?.block_on(app_server_cmd::run(args)),
+        Command::MockModel(args) => runtime()?.block_on(mock_model_cmd::run(args)),
         Command::Schema { out } => schema_cmd::write_all(&out),
     }
+}
+
+fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
+    Ok(tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?)
 }
