@@ -16,7 +16,7 @@ fn demo_streams_the_answer_to_stdout() {
         String::from_utf8_lossy(&out.stderr)
     );
     let stdout = String::from_utf8(out.stdout).unwrap();
-    assert!(stdout.starts_with("You asked: \"ping\"."), "{stdout}");
+    assert!(stdout.starts_with("Hello from rein."), "{stdout}");
 }
 
 #[test]
@@ -45,8 +45,15 @@ fn demo_json_prints_one_event_per_line_in_seq_order() {
 
 #[test]
 fn exec_without_a_model_fails_with_a_helpful_message() {
-    let out = rein().args(["exec", "hello"]).output().unwrap();
+    let home = tempfile::tempdir().unwrap();
+    let out = rein()
+        .args(["exec", "hello"])
+        .env("REIN_HOME", home.path())
+        .env_remove("OPENAI_API_KEY")
+        .output()
+        .unwrap();
     assert_eq!(out.status.code(), Some(1));
     let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("OPENAI_API_KEY"), "{stderr}");
     assert!(stderr.contains("--demo"), "{stderr}");
 }

@@ -5,12 +5,9 @@ use std::io::Write;
 
 use anyhow::{bail, Context};
 use clap::Args;
-use rein_core::{ThreadManager, ThreadOptions};
-use rein_protocol::{
-    ApprovalPolicy, EventMsg, InputOutcome, Op, OpResult, SandboxPolicy, ThreadSettings, TurnBudget,
-};
-
-use crate::demo;
+use rein_core::bootstrap::{bootstrap, BootstrapOptions};
+use rein_core::ThreadOptions;
+use rein_protocol::{ApprovalPolicy, EventMsg, InputOutcome, Op, OpResult, SandboxPolicy};
 
 #[derive(Args)]
 pub struct ExecArgs {
@@ -20,31 +17,36 @@ pub struct ExecArgs {
     /// Print events as JSON lines.
     #[arg(long)]
     json: bool,
+    /// Override a configuration value (`key=value`, TOML value).
+    #[arg(short = 'c', long = "config")]
+    overrides: Vec<String>,
     /// The prompt.
     prompt: Option<String>,
 }
 
 /// Runs the turn; returns the process exit code.
 pub async fn run(args: ExecArgs) -> anyhow::Result<i32> {
-    if !args.demo {
-        bail!("no model provider is configured yet; run `rein exec --demo` to use the built-in scripted model");
-    }
+    let env = |k: &str| std::env::var(k).ok();
+    let kernel = bootstrap(
+        BootstrapOptions {
+            demo: args.demo,
+            overrides: args.overrides.clone(),
+            ..BootstrapOptions::default()
+        },
+        &env,
+    )
+    .context(
+        "setting up the model (or run `rein exec --demo` to use the built-in scripted model)",
+    )?;
     let prompt = args
         .prompt
         .clone()
         .unwrap_or_else(|| "What does rein do?".to_owned());
-    let manager = ThreadManager::builder(demo::catalog(&prompt)).build();
     let cwd = std::env::current_dir().context("reading the current directory")?;
-    let settings = ThreadSettings {
-        model: demo::DEMO_MODEL.into(),
-        cwd,
-        approval_policy: ApprovalPolicy::Never,
-        sandbox_policy: SandboxPolicy::ReadOnly,
-        reasoning_effort: None,
-        budget: TurnBudget::default(),
-        instructions: String::new(),
-    };
-    let mut thread = manager.create_thread(ThreadOptions::new(settings))?;
+    let mut settings = kernel.default_settings(cwd);
+    settings.approval_policy = ApprovalPolicy::Never;
+    settings.sandbox_policy = SandboxPolicy::ReadOnly;
+    let mut thread = kernel.manager.create_thread(ThreadOptions::new(settings))?;
     let res = thread.handle.submit(Op::user_text(prompt)).await?;
     if let OpResult::Input(InputOutcome::Rejected { reason }) = res {
         bail!("the prompt was rejected: {reason}");

@@ -4,7 +4,6 @@
 #![allow(clippy::print_stdout)]
 
 mod app_server_cmd;
-mod demo;
 mod exec;
 mod mock_model_cmd;
 mod schema_cmd;

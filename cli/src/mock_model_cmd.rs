@@ -28,7 +28,9 @@ pub async fn run(args: MockModelArgs) -> anyhow::Result<()> {
         .context("starting the mock model server")?;
     // The first line of stdout is the base URL, so a parent process can read it.
     println!("{}", server.base_url());
-    tokio::signal::ctrl_c().await.context("waiting for Ctrl-C")?;
+    tokio::signal::ctrl_c()
+        .await
+        .context("waiting for Ctrl-C")?;
     server.shutdown().await;
     Ok(())
 }

@@ -8,8 +8,8 @@ use std::sync::{Arc, Mutex, MutexGuard, Weak};
 
 use rein_protocol::{Event, EventMsg, SessionId, ThreadId, ThreadSettings};
 
-use crate::kernel_config::KernelConfig;
 use crate::error::KernelError;
+use crate::kernel_config::KernelConfig;
 use crate::model::ModelCatalog;
 use crate::recorder::{EventRecorder, NullRecorder};
 use crate::thread::bus::{EventBus, EventStream};
