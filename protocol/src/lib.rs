@@ -6,6 +6,7 @@
 
 #![cfg_attr(test, allow(clippy::unwrap_used))]
 
+pub mod app_server;
 pub mod event;
 pub mod ids;
 pub mod items;

@@ -1,0 +1,117 @@
+//! One client connection over any byte stream: a reader task frames lines into a bounded
+//! inbound queue, one loop handles them in order, and a writer task drains the outbound
+//! queue. A full inbound queue answers requests with -32001 "overloaded" at once; no input
+//! ends the connection except the end of input itself.
+
+use std::sync::Arc;
+
+use rein_core::bootstrap::Kernel;
+use tokio::io::{AsyncBufRead, AsyncWrite};
+use tokio::sync::mpsc::{self, error::TrySendError};
+
+use crate::dispatch::ServerState;
+use crate::error::{AppServerError, RpcError};
+use crate::lines::{Line, LineReader};
+use crate::message::{self, Inbound};
+use crate::outbound::{write_lines, Outbound};
+
+/// Limits of one connection.
+#[derive(Clone, Debug)]
+pub struct ConnectionLimits {
+    /// Longer lines are answered with an error and skipped.
+    pub max_line_bytes: usize,
+    /// Messages read but not yet handled.
+    pub inbound_queue: usize,
+    /// Messages produced but not yet written.
+    pub outbound_queue: usize,
+}
+
+impl Default for ConnectionLimits {
+    fn default() -> Self {
+        Self {
+            max_line_bytes: 16 * 1024 * 1024,
+            inbound_queue: 256,
+            outbound_queue: 4096,
+        }
+    }
+}
+
+/// Serve one client until its input ends; then shut every thread down.
+pub async fn serve<R, W>(
+    kernel: Arc<Kernel>,
+    reader: R,
+    writer: W,
+    limits: ConnectionLimits,
+) -> Result<(), AppServerError>
+where
+    R: AsyncBufRead + Unpin + Send + 'static,
+    W: AsyncWrite + Unpin + Send + 'static,
+{
+    let (out, out_rx) = Outbound::new(limits.outbound_queue);
+    let writer = tokio::spawn(write_lines(out_rx, writer));
+    let (in_tx, mut in_rx) = mpsc::channel::<Vec<u8>>(limits.inbound_queue.max(1));
+    let reader_out = out.clone();
+    let max_line = limits.max_line_bytes;
+    let reader = tokio::spawn(async move {
+        let mut lines = LineReader::new(reader, max_line);
+        loop {
+            match lines.next().await {
+                Ok(Some(Line::Message(bytes))) => {
+                    if !enqueue(&in_tx, &reader_out, bytes).await {
+                        break;
+                    }
+                }
+                Ok(Some(Line::TooLong { bytes })) => {
+                    let error = RpcError::invalid_request(format!(
+                        "Invalid request: message of {bytes} bytes exceeds the limit of {max_line} bytes"
+                    ));
+                    reader_out.reject(None, error).await;
+                }
+                Ok(None) => break,
+                Err(e) => {
+                    tracing::warn!("reading from the client: {e}");
+                    return Err(AppServerError::Read(e));
+                }
+            }
+        }
+        Ok(())
+    });
+
+    let state = ServerState::new(Arc::clone(&kernel), out);
+    while let Some(bytes) = in_rx.recv().await {
+        match message::parse(&bytes) {
+            Ok(Inbound::Request { id, method, params }) => {
+                state.handle_request(id, &method, params).await;
+            }
+            Ok(Inbound::Notification { method }) => {
+                tracing::debug!("client notification {method}");
+            }
+            Ok(Inbound::Response { id, outcome }) => state.handle_response(id, outcome).await,
+            Err(rejected) => state.out.reject(rejected.id, rejected.error).await,
+        }
+    }
+    for thread in state.threads.all() {
+        let _ = thread.handle.shutdown().await;
+    }
+    drop(state);
+    let read = reader.await.unwrap_or(Ok(()));
+    let written = writer.await.unwrap_or(Ok(()));
+    read.and(written)
+}
+
+/// Queue one line; a request that finds the queue full is refused as overloaded, while
+/// answers to our own requests wait for room (dropping one would strand a parked tool).
+/// Returns false once the handling loop is gone.
+async fn enqueue(tx: &mpsc::Sender<Vec<u8>>, out: &Outbound, bytes: Vec<u8>) -> bool {
+    match tx.try_send(bytes) {
+        Ok(()) => true,
+        Err(TrySendError::Full(bytes)) => match message::peek_id(&bytes) {
+            Some(id) => {
+                out.reject(Some(id), RpcError::overloaded()).await;
+                true
+            }
+            None => tx.send(bytes).await.is_ok(),
+        },
+        Err(TrySendError::Closed(_)) => false,
+    }
+}

@@ -1,0 +1,174 @@
+//! Translation between the kernel's types and the Codex wire shapes: settings, user input,
+//! history items, token usage.
+
+use rein_protocol::app_server::{
+    AskForApproval, SandboxMode, SandboxPolicyWire, ThreadItem, TokenUsageBreakdown, UserInput,
+};
+use rein_protocol::{ApprovalPolicy, InputPart, Item, ReasoningEffort, SandboxPolicy, TokenUsage};
+use serde_json::Value;
+
+use crate::error::RpcError;
+
+pub fn approval_policy_from_wire(value: &Value) -> Result<ApprovalPolicy, RpcError> {
+    match value {
+        Value::String(s) => match s.as_str() {
+            "untrusted" => Ok(ApprovalPolicy::Untrusted),
+            "on-request" => Ok(ApprovalPolicy::OnRequest),
+            "on-failure" => Ok(ApprovalPolicy::OnFailure),
+            "never" => Ok(ApprovalPolicy::Never),
+            other => Err(bad_field(
+                "approvalPolicy",
+                format!("unknown variant `{other}`, expected one of `untrusted`, `on-request`, `on-failure`, `never`"),
+            )),
+        },
+        // Codex's granular policy asks for some kinds of approval: the nearest is on-request.
+        Value::Object(map) if map.contains_key("granular") => Ok(ApprovalPolicy::OnRequest),
+        _ => Err(bad_field(
+            "approvalPolicy",
+            "expected a string or a granular policy object".into(),
+        )),
+    }
+}
+
+pub fn approval_policy_to_wire(policy: ApprovalPolicy) -> AskForApproval {
+    match policy {
+        ApprovalPolicy::Untrusted => AskForApproval::Untrusted,
+        // Codex v2 no longer advertises on-failure; on-request is its successor.
+        ApprovalPolicy::OnRequest | ApprovalPolicy::OnFailure => AskForApproval::OnRequest,
+        ApprovalPolicy::Never => AskForApproval::Never,
+    }
+}
+
+pub fn sandbox_from_mode(mode: SandboxMode) -> SandboxPolicy {
+    match mode {
+        SandboxMode::ReadOnly => SandboxPolicy::ReadOnly,
+        SandboxMode::WorkspaceWrite => SandboxPolicy::WorkspaceWrite,
+        SandboxMode::DangerFullAccess => SandboxPolicy::DangerFullAccess,
+    }
+}
+
+pub fn sandbox_from_wire(policy: &SandboxPolicyWire) -> SandboxPolicy {
+    match policy {
+        SandboxPolicyWire::DangerFullAccess | SandboxPolicyWire::ExternalSandbox { .. } => {
+            SandboxPolicy::DangerFullAccess
+        }
+        SandboxPolicyWire::ReadOnly { .. } => SandboxPolicy::ReadOnly,
+        SandboxPolicyWire::WorkspaceWrite { .. } => SandboxPolicy::WorkspaceWrite,
+    }
+}
+
+pub fn sandbox_to_wire(policy: SandboxPolicy) -> SandboxPolicyWire {
+    match policy {
+        SandboxPolicy::ReadOnly => SandboxPolicyWire::ReadOnly {
+            network_access: false,
+        },
+        SandboxPolicy::WorkspaceWrite => SandboxPolicyWire::WorkspaceWrite {
+            writable_roots: Vec::new(),
+            network_access: false,
+            exclude_tmpdir_env_var: false,
+            exclude_slash_tmp: false,
+        },
+        SandboxPolicy::DangerFullAccess => SandboxPolicyWire::DangerFullAccess,
+    }
+}
+
+/// Codex's effort names, folded onto rein's four levels.
+pub fn effort_from_wire(effort: &str) -> Result<Option<ReasoningEffort>, RpcError> {
+    match effort {
+        "none" => Ok(None),
+        "minimal" => Ok(Some(ReasoningEffort::Minimal)),
+        "low" => Ok(Some(ReasoningEffort::Low)),
+        "medium" => Ok(Some(ReasoningEffort::Medium)),
+        "high" | "xhigh" => Ok(Some(ReasoningEffort::High)),
+        other => Err(bad_field(
+            "effort",
+            format!("unknown reasoning effort `{other}`"),
+        )),
+    }
+}
+
+pub fn effort_to_wire(effort: ReasoningEffort) -> &'static str {
+    match effort {
+        ReasoningEffort::Minimal => "minimal",
+        ReasoningEffort::Low => "low",
+        ReasoningEffort::Medium => "medium",
+        ReasoningEffort::High => "high",
+    }
+}
+
+pub fn input_from_wire(input: &[UserInput]) -> Result<Vec<InputPart>, RpcError> {
+    input
+        .iter()
+        .map(|part| match part {
+            UserInput::Text { text, .. } => Ok(InputPart::text(text.clone())),
+            UserInput::Image { url: Some(url), .. } => Ok(InputPart::Image { url: url.clone() }),
+            UserInput::Image { .. } => Err(bad_field(
+                "input",
+                "an image by file id is not supported; send a url".into(),
+            )),
+            UserInput::LocalImage { path } => Ok(InputPart::Image {
+                url: format!("file://{path}"),
+            }),
+        })
+        .collect()
+}
+
+pub fn input_to_wire(parts: &[InputPart]) -> Vec<UserInput> {
+    parts
+        .iter()
+        .map(|p| match p {
+            InputPart::Text { text } => UserInput::Text {
+                text: text.clone(),
+                text_elements: Vec::new(),
+            },
+            InputPart::Image { url } => match url.strip_prefix("file://") {
+                Some(path) => UserInput::LocalImage { path: path.into() },
+                None => UserInput::Image {
+                    url: Some(url.clone()),
+                    file_id: None,
+                },
+            },
+        })
+        .collect()
+}
+
+/// The client-visible form of a history item; `None` for items clients do not see as
+/// items of their own (tool calls and outputs are shown through their tool's item).
+pub fn item_to_wire(item: &Item) -> Option<ThreadItem> {
+    match item {
+        Item::UserMessage { id, content } => Some(ThreadItem::UserMessage {
+            id: id.to_string(),
+            client_id: None,
+            content: input_to_wire(content),
+        }),
+        Item::AgentMessage { id, text, .. } => Some(ThreadItem::AgentMessage {
+            id: id.to_string(),
+            text: text.clone(),
+            phase: None,
+        }),
+        Item::Reasoning { id, text, .. } => Some(ThreadItem::Reasoning {
+            id: id.to_string(),
+            summary: vec![text.clone()],
+            content: Vec::new(),
+        }),
+        Item::ToolCall { .. }
+        | Item::ToolOutput { .. }
+        | Item::DeveloperMessage { .. }
+        | Item::Interruption { .. } => None,
+    }
+}
+
+pub fn usage_to_wire(usage: &TokenUsage) -> TokenUsageBreakdown {
+    let n = |v: u64| i64::try_from(v).unwrap_or(i64::MAX);
+    TokenUsageBreakdown {
+        total_tokens: n(usage.total_tokens),
+        input_tokens: n(usage.input_tokens),
+        cached_input_tokens: n(usage.cached_input_tokens),
+        output_tokens: n(usage.output_tokens),
+        reasoning_output_tokens: n(usage.reasoning_output_tokens),
+    }
+}
+
+fn bad_field(field: &str, detail: String) -> RpcError {
+    RpcError::invalid_params(format!("{field}: {detail}"), Some(field.to_owned()))
+}

@@ -1,0 +1,618 @@
+//! Kernel events → Codex notifications. One exhaustive `match` over [`EventMsg`]: an event
+//! added to the kernel does not compile here until someone decides what clients see of it.
+//!
+//! The mapper is pure (events in, [`Outgoing`] messages out) and keeps just enough state to
+//! fill what Codex sends: the running turn and its last answer, open tool items and their
+//! output so far, and how many approvals wait.
+
+use std::collections::HashMap;
+
+use rein_protocol::app_server::{
+    CommandExecutionRequestApprovalParams, DeltaNotification, ErrorNotification, ExecutionStatus,
+    FileChangeRequestApprovalParams, ItemCompletedNotification, ItemStartedNotification,
+    ReasoningSummaryTextDeltaNotification, ServerNotification, ThreadActiveFlag,
+    ThreadIdNotification, ThreadItem, ThreadStatus, ThreadStatusChangedNotification,
+    ThreadTokenUsage, ThreadTokenUsageUpdatedNotification, Turn, TurnError, TurnItemsView,
+    TurnNotification, TurnPlanStep, TurnPlanUpdatedNotification, TurnStatus, WarningNotification,
+};
+use rein_protocol::{
+    ApprovalOutcome, ApprovalRequest, ErrorCode, Event, EventMsg, Item, ItemKind, PlanStepStatus,
+    TurnId,
+};
+use serde_json::Value;
+
+use crate::convert::{item_to_wire, usage_to_wire};
+use crate::outbound::now_ms;
+use crate::tool_items::{join_command, tool_item};
+
+/// What the mapper asks the connection to send.
+#[derive(Debug, PartialEq)]
+pub enum Outgoing {
+    Notify(ServerNotification),
+    /// Ask the client (a server → client request); answers go back to `approval_id`.
+    Ask {
+        approval_id: String,
+        method: &'static str,
+        params: Value,
+    },
+    /// The kernel settled an approval without the client's answer (the turn ended).
+    Withdrawn {
+        approval_id: String,
+    },
+    /// The thread shut down: nothing more will come.
+    Closed,
+}
+
+struct TurnTrack {
+    id: TurnId,
+    started_at_ms: i64,
+    last_agent: Option<ThreadItem>,
+    error: Option<TurnError>,
+}
+
+/// A tool call shown to clients as a command or a file change.
+struct ToolTrack {
+    turn_id: TurnId,
+    started_item: ThreadItem,
+    started_at_ms: i64,
+    output: String,
+    duration_ms: Option<i64>,
+    declined: bool,
+}
+
+pub struct EventMapper {
+    thread_id: String,
+    cwd: String,
+    context_window: Option<i64>,
+    turn: Option<TurnTrack>,
+    tools: HashMap<String, ToolTrack>,
+    /// approval id → call id, while the client is asked.
+    approvals: HashMap<String, String>,
+    status: ThreadStatus,
+    preview: Option<String>,
+    /// Usage of a reply, held until the reply's items are out: Codex clients see a
+    /// reply's items completed before its token count.
+    held_usage: Option<ServerNotification>,
+}
+
+impl EventMapper {
+    pub fn new(thread_id: String, cwd: String, context_window: Option<i64>) -> Self {
+        Self {
+            thread_id,
+            cwd,
+            context_window,
+            turn: None,
+            tools: HashMap::new(),
+            approvals: HashMap::new(),
+            status: ThreadStatus::Idle,
+            preview: None,
+            held_usage: None,
+        }
+    }
+
+    pub fn status(&self) -> &ThreadStatus {
+        &self.status
+    }
+
+    /// The first user message, once one was seen.
+    pub fn preview(&self) -> Option<&str> {
+        self.preview.as_deref()
+    }
+
+    pub fn active_turn(&self) -> Option<TurnId> {
+        self.turn.as_ref().map(|t| t.id)
+    }
+
+    pub fn map(&mut self, event: &Event) -> Vec<Outgoing> {
+        let mut out = Vec::new();
+        let turn_id = event.turn_id;
+        if !matches!(event.msg, EventMsg::ItemCompleted { .. }) {
+            if let Some(usage) = self.held_usage.take() {
+                out.push(Outgoing::Notify(usage));
+            }
+        }
+        match &event.msg {
+            // Announced by the thread/start answer and `thread/started`.
+            EventMsg::ThreadConfigured { settings, .. }
+            | EventMsg::SettingsChanged { settings } => {
+                self.cwd = settings.cwd.display().to_string();
+            }
+            EventMsg::TurnStarted { .. } => {
+                if let Some(id) = turn_id {
+                    let track = TurnTrack {
+                        id,
+                        started_at_ms: event_ms(event),
+                        last_agent: None,
+                        error: None,
+                    };
+                    let turn = turn_object(&track, TurnStatus::InProgress, None);
+                    self.turn = Some(track);
+                    self.set_status(&mut out, active(false));
+                    out.push(Outgoing::Notify(ServerNotification::TurnStarted(
+                        TurnNotification {
+                            thread_id: self.thread_id.clone(),
+                            turn,
+                        },
+                    )));
+                }
+            }
+            EventMsg::TurnCompleted { .. } => {
+                self.end_turn(&mut out, event, TurnStatus::Completed, None);
+            }
+            EventMsg::TurnAborted { .. } => {
+                self.end_turn(&mut out, event, TurnStatus::Interrupted, None);
+            }
+            EventMsg::TurnFailed { code, message } => {
+                let error = turn_error(*code, message);
+                self.end_turn(&mut out, event, TurnStatus::Failed, Some(error));
+            }
+            EventMsg::ItemStarted { item_id, kind } => {
+                let item = match kind {
+                    ItemKind::AgentMessage => ThreadItem::AgentMessage {
+                        id: item_id.to_string(),
+                        text: String::new(),
+                        phase: None,
+                    },
+                    ItemKind::Reasoning => ThreadItem::Reasoning {
+                        id: item_id.to_string(),
+                        summary: Vec::new(),
+                        content: Vec::new(),
+                    },
+                };
+                if let Some(n) = self.item_started(turn_id, item, event_ms(event)) {
+                    out.push(n);
+                }
+            }
+            EventMsg::ItemCompleted { item } => self.item_completed(&mut out, event, item),
+            EventMsg::AgentMessageDelta { item_id, delta } => {
+                if let Some(turn_id) = turn_id {
+                    out.push(Outgoing::Notify(ServerNotification::AgentMessageDelta(
+                        DeltaNotification {
+                            thread_id: self.thread_id.clone(),
+                            turn_id: turn_id.to_string(),
+                            item_id: item_id.to_string(),
+                            delta: delta.clone(),
+                        },
+                    )));
+                }
+            }
+            EventMsg::ReasoningDelta { item_id, delta } => {
+                if let Some(turn_id) = turn_id {
+                    out.push(Outgoing::Notify(
+                        ServerNotification::ReasoningSummaryTextDelta(
+                            ReasoningSummaryTextDeltaNotification {
+                                thread_id: self.thread_id.clone(),
+                                turn_id: turn_id.to_string(),
+                                item_id: item_id.to_string(),
+                                delta: delta.clone(),
+                                summary_index: 0,
+                            },
+                        ),
+                    ));
+                }
+            }
+            EventMsg::ToolCallBegin {
+                call_id,
+                name,
+                arguments,
+            } => {
+                if let (Some(turn_id), Some(item)) =
+                    (turn_id, tool_item(call_id, name, arguments, &self.cwd))
+                {
+                    let at = event_ms(event);
+                    self.tools.insert(
+                        call_id.clone(),
+                        ToolTrack {
+                            turn_id,
+                            started_item: item.clone(),
+                            started_at_ms: at,
+                            output: String::new(),
+                            duration_ms: None,
+                            declined: false,
+                        },
+                    );
+                    if let Some(n) = self.item_started(Some(turn_id), item, at) {
+                        out.push(n);
+                    }
+                }
+            }
+            EventMsg::ToolOutputDelta { call_id, delta } => {
+                if let Some(track) = self.tools.get_mut(call_id) {
+                    track.output.push_str(delta);
+                    let params = DeltaNotification {
+                        thread_id: self.thread_id.clone(),
+                        turn_id: track.turn_id.to_string(),
+                        item_id: call_id.clone(),
+                        delta: delta.clone(),
+                    };
+                    out.push(Outgoing::Notify(match track.started_item {
+                        ThreadItem::FileChange { .. } => {
+                            ServerNotification::FileChangeOutputDelta(params)
+                        }
+                        _ => ServerNotification::CommandExecutionOutputDelta(params),
+                    }));
+                }
+            }
+            EventMsg::ToolCallEnd {
+                call_id,
+                duration_ms,
+                ..
+            } => {
+                if let Some(track) = self.tools.get_mut(call_id) {
+                    track.duration_ms = i64::try_from(*duration_ms).ok();
+                }
+            }
+            EventMsg::ApprovalRequested {
+                approval_id,
+                call_id,
+                request,
+            } => {
+                if let Some(turn_id) = turn_id {
+                    self.approvals.insert(approval_id.clone(), call_id.clone());
+                    self.set_status(&mut out, active(true));
+                    out.push(self.ask(approval_id, call_id, turn_id, request, event_ms(event)));
+                }
+            }
+            EventMsg::ApprovalResolved {
+                approval_id,
+                outcome,
+            } => {
+                if let Some(call_id) = self.approvals.remove(approval_id) {
+                    if matches!(outcome, ApprovalOutcome::Denied | ApprovalOutcome::Aborted) {
+                        if let Some(track) = self.tools.get_mut(&call_id) {
+                            track.declined = true;
+                        }
+                    }
+                    out.push(Outgoing::Withdrawn {
+                        approval_id: approval_id.clone(),
+                    });
+                    if self.turn.is_some() {
+                        let waiting = !self.approvals.is_empty();
+                        self.set_status(&mut out, active(waiting));
+                    }
+                }
+            }
+            EventMsg::TokenCount { last, total } => {
+                if let Some(turn_id) = turn_id {
+                    self.held_usage = Some(ServerNotification::ThreadTokenUsageUpdated(
+                        ThreadTokenUsageUpdatedNotification {
+                            thread_id: self.thread_id.clone(),
+                            turn_id: turn_id.to_string(),
+                            token_usage: ThreadTokenUsage {
+                                total: usage_to_wire(total),
+                                last: usage_to_wire(last),
+                                model_context_window: self.context_window,
+                            },
+                        },
+                    ));
+                }
+            }
+            EventMsg::PlanUpdated { plan } => {
+                if let Some(turn_id) = turn_id {
+                    out.push(Outgoing::Notify(ServerNotification::TurnPlanUpdated(
+                        TurnPlanUpdatedNotification {
+                            thread_id: self.thread_id.clone(),
+                            turn_id: turn_id.to_string(),
+                            explanation: None,
+                            plan: plan
+                                .iter()
+                                .map(|s| TurnPlanStep {
+                                    step: s.step.clone(),
+                                    status: match s.status {
+                                        PlanStepStatus::Pending => "pending",
+                                        PlanStepStatus::InProgress => "inProgress",
+                                        PlanStepStatus::Completed => "completed",
+                                    }
+                                    .into(),
+                                })
+                                .collect(),
+                        },
+                    )));
+                }
+            }
+            EventMsg::StreamRetry {
+                attempt,
+                max_attempts,
+                message,
+            } => {
+                let text = format!("{message} (retry {attempt}/{max_attempts})");
+                out.push(self.error_or_warning(turn_id, plain_error(text), true));
+            }
+            // Answered by the `thread/rollback` response.
+            EventMsg::RolledBack { .. } => {}
+            EventMsg::Warning { message } => {
+                out.push(Outgoing::Notify(ServerNotification::Warning(
+                    WarningNotification {
+                        thread_id: Some(self.thread_id.clone()),
+                        message: message.clone(),
+                    },
+                )));
+            }
+            EventMsg::Error { code, message } => {
+                if let Some(turn) = &mut self.turn {
+                    turn.error = Some(turn_error(*code, message));
+                }
+                out.push(self.error_or_warning(turn_id, turn_error(*code, message), false));
+            }
+            EventMsg::ShutdownComplete => {
+                self.status = ThreadStatus::NotLoaded;
+                out.push(Outgoing::Notify(ServerNotification::ThreadClosed(
+                    ThreadIdNotification {
+                        thread_id: self.thread_id.clone(),
+                    },
+                )));
+                out.push(Outgoing::Closed);
+            }
+        }
+        out
+    }
+
+    fn item_started(&self, turn_id: Option<TurnId>, item: ThreadItem, at: i64) -> Option<Outgoing> {
+        Some(Outgoing::Notify(ServerNotification::ItemStarted(
+            ItemStartedNotification {
+                thread_id: self.thread_id.clone(),
+                turn_id: turn_id?.to_string(),
+                item,
+                started_at_ms: at,
+            },
+        )))
+    }
+
+    fn item_completed(&mut self, out: &mut Vec<Outgoing>, event: &Event, item: &Item) {
+        let Some(turn_id) = event.turn_id else {
+            return;
+        };
+        let at = event_ms(event);
+        let wire = match item {
+            Item::ToolOutput {
+                call_id,
+                output,
+                success,
+                ..
+            } => {
+                let Some(track) = self.tools.remove(call_id) else {
+                    return;
+                };
+                let status = if track.declined {
+                    ExecutionStatus::Declined
+                } else if *success {
+                    ExecutionStatus::Completed
+                } else {
+                    ExecutionStatus::Failed
+                };
+                let aggregated = if track.output.is_empty() {
+                    output.clone()
+                } else {
+                    track.output
+                };
+                let duration = track
+                    .duration_ms
+                    .unwrap_or_else(|| (at - track.started_at_ms).max(0));
+                match track.started_item {
+                    ThreadItem::CommandExecution {
+                        id,
+                        command,
+                        cwd,
+                        command_actions,
+                        ..
+                    } => ThreadItem::CommandExecution {
+                        id,
+                        command,
+                        cwd,
+                        process_id: None,
+                        status,
+                        command_actions,
+                        aggregated_output: Some(aggregated),
+                        exit_code: None,
+                        duration_ms: Some(duration),
+                    },
+                    ThreadItem::FileChange { id, changes, .. } => ThreadItem::FileChange {
+                        id,
+                        changes,
+                        status,
+                    },
+                    other => other,
+                }
+            }
+            _ => {
+                let Some(wire) = item_to_wire(item) else {
+                    return;
+                };
+                match &wire {
+                    // The kernel records user input complete at once; Codex clients expect
+                    // it started, then completed.
+                    ThreadItem::UserMessage { .. } => {
+                        if self.preview.is_none() {
+                            self.preview = item.message_text();
+                        }
+                        if let Some(n) = self.item_started(Some(turn_id), wire.clone(), at) {
+                            out.push(n);
+                        }
+                    }
+                    ThreadItem::AgentMessage { .. } => {
+                        if let Some(turn) = &mut self.turn {
+                            turn.last_agent = Some(wire.clone());
+                        }
+                    }
+                    _ => {}
+                }
+                wire
+            }
+        };
+        out.push(Outgoing::Notify(ServerNotification::ItemCompleted(
+            ItemCompletedNotification {
+                thread_id: self.thread_id.clone(),
+                turn_id: turn_id.to_string(),
+                item: wire,
+                completed_at_ms: at,
+            },
+        )));
+    }
+
+    fn end_turn(
+        &mut self,
+        out: &mut Vec<Outgoing>,
+        event: &Event,
+        status: TurnStatus,
+        error: Option<TurnError>,
+    ) {
+        let Some(mut track) = self.turn.take() else {
+            return;
+        };
+        if event.turn_id != Some(track.id) {
+            self.turn = Some(track);
+            return;
+        }
+        if error.is_some() {
+            track.error = error;
+        }
+        self.approvals.clear();
+        self.tools.retain(|_, t| t.turn_id != track.id);
+        let mut turn = turn_object(&track, status, Some(event_ms(event)));
+        if status == TurnStatus::Interrupted {
+            turn.items.clear();
+            turn.items_view = TurnItemsView::NotLoaded;
+            turn.error = None;
+        }
+        self.set_status(out, ThreadStatus::Idle);
+        out.push(Outgoing::Notify(ServerNotification::TurnCompleted(
+            TurnNotification {
+                thread_id: self.thread_id.clone(),
+                turn,
+            },
+        )));
+    }
+
+    fn set_status(&mut self, out: &mut Vec<Outgoing>, status: ThreadStatus) {
+        if self.status == status {
+            return;
+        }
+        self.status = status.clone();
+        out.push(Outgoing::Notify(ServerNotification::ThreadStatusChanged(
+            ThreadStatusChangedNotification {
+                thread_id: self.thread_id.clone(),
+                status,
+            },
+        )));
+    }
+
+    fn ask(
+        &self,
+        approval_id: &str,
+        call_id: &str,
+        turn_id: TurnId,
+        request: &ApprovalRequest,
+        at: i64,
+    ) -> Outgoing {
+        let (method, params) = match request {
+            ApprovalRequest::Command {
+                command,
+                cwd,
+                reason,
+            } => (
+                "item/commandExecution/requestApproval",
+                serde_json::to_value(CommandExecutionRequestApprovalParams {
+                    thread_id: self.thread_id.clone(),
+                    turn_id: turn_id.to_string(),
+                    item_id: call_id.to_owned(),
+                    started_at_ms: at,
+                    reason: Some(reason.clone()),
+                    command: Some(join_command(command)),
+                    cwd: Some(cwd.display().to_string()),
+                }),
+            ),
+            ApprovalRequest::Patch { reason, .. } => (
+                "item/fileChange/requestApproval",
+                serde_json::to_value(FileChangeRequestApprovalParams {
+                    thread_id: self.thread_id.clone(),
+                    turn_id: turn_id.to_string(),
+                    item_id: call_id.to_owned(),
+                    started_at_ms: at,
+                    reason: Some(reason.clone()),
+                }),
+            ),
+        };
+        Outgoing::Ask {
+            approval_id: approval_id.to_owned(),
+            method,
+            params: params.unwrap_or(Value::Null),
+        }
+    }
+
+    fn error_or_warning(
+        &self,
+        turn_id: Option<TurnId>,
+        error: TurnError,
+        will_retry: bool,
+    ) -> Outgoing {
+        Outgoing::Notify(match turn_id {
+            Some(turn_id) => ServerNotification::Error(ErrorNotification {
+                thread_id: self.thread_id.clone(),
+                turn_id: turn_id.to_string(),
+                error,
+                will_retry,
+            }),
+            None => ServerNotification::Warning(WarningNotification {
+                thread_id: Some(self.thread_id.clone()),
+                message: error.message,
+            }),
+        })
+    }
+}
+
+fn active(waiting_on_approval: bool) -> ThreadStatus {
+    ThreadStatus::Active {
+        active_flags: if waiting_on_approval {
+            vec![ThreadActiveFlag::WaitingOnApproval]
+        } else {
+            Vec::new()
+        },
+    }
+}
+
+fn turn_object(track: &TurnTrack, status: TurnStatus, completed_at_ms: Option<i64>) -> Turn {
+    let (items, items_view) = match &track.last_agent {
+        Some(item) if completed_at_ms.is_some() => (vec![item.clone()], TurnItemsView::Summary),
+        _ => (Vec::new(), TurnItemsView::NotLoaded),
+    };
+    Turn {
+        id: track.id.to_string(),
+        root_turn_id: Some(track.id.to_string()),
+        items,
+        items_view,
+        status,
+        error: track.error.clone().filter(|_| status == TurnStatus::Failed),
+        started_at: Some(track.started_at_ms / 1000),
+        completed_at: completed_at_ms.map(|ms| ms / 1000),
+        duration_ms: completed_at_ms.map(|ms| (ms - track.started_at_ms).max(0)),
+    }
+}
+
+fn turn_error(code: ErrorCode, message: &str) -> TurnError {
+    let info = match code {
+        ErrorCode::ContextWindowExceeded => "contextWindowExceeded",
+        ErrorCode::RateLimited => "rateLimitExceeded",
+        ErrorCode::Unauthorized => "unauthorized",
+        ErrorCode::ModelBadRequest => "badRequest",
+        ErrorCode::ModelUnavailable => "serverOverloaded",
+        ErrorCode::Internal => "internalServerError",
+        ErrorCode::StreamInterrupted | ErrorCode::ToolFailed | ErrorCode::RolloutWrite => "other",
+    };
+    TurnError {
+        message: message.to_owned(),
+        codex_error_info: Some(info.into()),
+        additional_details: None,
+    }
+}
+
+fn event_ms(event: &Event) -> i64 {
+    i64::try_from(event.timestamp_ms).unwrap_or_else(|_| now_ms())
+}
+
+fn plain_error(message: String) -> TurnError {
+    TurnError {
+        message,
+        codex_error_info: None,
+        additional_details: None,
+    }
+}

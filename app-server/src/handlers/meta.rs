@@ -1,0 +1,186 @@
+//! The handshake and the read-only methods clients call at startup. rein has no account,
+//! skills or permission profiles yet, so those answer with Codex's shapes, empty.
+
+use std::collections::{BTreeMap, HashSet};
+
+use rein_protocol::app_server::{
+    ConfigReadParams, ConfigReadResponse, GetAccountParams, GetAccountResponse, InitializeParams,
+    InitializeResponse, Model, ModelListParams, ModelListResponse, PermissionProfileListParams,
+    PermissionProfileListResponse, ReasoningEffortOption, SkillsListEntry, SkillsListParams,
+    SkillsListResponse,
+};
+use serde_json::{json, Value};
+
+use super::to_value;
+use crate::convert::{approval_policy_to_wire, effort_to_wire};
+use crate::dispatch::{params, Reply, ServerState};
+use crate::error::RpcError;
+
+pub fn initialize(state: &ServerState, raw: Value) -> Reply {
+    Reply::Now((|| {
+        let p: InitializeParams = params(raw)?;
+        let caps = p.capabilities.unwrap_or_default();
+        if let Some(methods) = caps.opt_out_notification_methods {
+            state
+                .out
+                .set_opted_out(methods.into_iter().collect::<HashSet<_>>());
+        }
+        to_value(&InitializeResponse {
+            user_agent: format!(
+                "{}/{} ({}; {}) rein ({}; {})",
+                p.client_info.name,
+                env!("CARGO_PKG_VERSION"),
+                std::env::consts::OS,
+                std::env::consts::ARCH,
+                p.client_info.name,
+                p.client_info.version
+            ),
+            codex_home: state.kernel.home.display().to_string(),
+            platform_family: std::env::consts::FAMILY.into(),
+            platform_os: std::env::consts::OS.into(),
+        })
+    })())
+}
+
+pub fn model_list(state: &ServerState, raw: Value) -> Reply {
+    Reply::Now((|| {
+        let p: ModelListParams = params(raw)?;
+        let kernel = &state.kernel;
+        let default_effort = kernel
+            .config
+            .as_ref()
+            .and_then(|c| c.reasoning_effort)
+            .map_or("medium", effort_to_wire);
+        let mut models: Vec<Model> = kernel
+            .models
+            .models()
+            .into_iter()
+            .filter(|m| {
+                p.model_provider
+                    .as_ref()
+                    .is_none_or(|want| *want == m.provider)
+            })
+            .map(|m| Model {
+                id: m.id.clone(),
+                model: m.id.clone(),
+                display_name: m.id.clone(),
+                description: format!("{} via {}", m.id, m.provider),
+                hidden: false,
+                is_default: m.id == kernel.model,
+                default_reasoning_effort: default_effort.into(),
+                supported_reasoning_efforts: ["minimal", "low", "medium", "high"]
+                    .iter()
+                    .map(|e| ReasoningEffortOption {
+                        reasoning_effort: (*e).into(),
+                        description: format!("{e} reasoning effort"),
+                    })
+                    .collect(),
+                input_modalities: vec!["text".into(), "image".into()],
+                upgrade: None,
+            })
+            .collect();
+        // The default model first: pickers preselect the head of the list.
+        models.sort_by_key(|m| !m.is_default);
+        let (data, next_cursor) = page(models, p.cursor.as_deref(), p.limit)?;
+        to_value(&ModelListResponse { data, next_cursor })
+    })())
+}
+
+pub fn config_read(state: &ServerState, raw: Value) -> Reply {
+    Reply::Now((|| {
+        let _: ConfigReadParams = params(raw)?;
+        let kernel = &state.kernel;
+        let defaults = kernel.default_settings(std::path::PathBuf::from("/"));
+        let mut config = serde_json::Map::new();
+        config.insert("model".into(), json!(kernel.model));
+        config.insert("model_provider".into(), json!(kernel.provider));
+        config.insert(
+            "approval_policy".into(),
+            json!(approval_policy_to_wire(defaults.approval_policy)),
+        );
+        config.insert(
+            "sandbox_mode".into(),
+            json!(sandbox_mode(defaults.sandbox_policy)),
+        );
+        config.insert(
+            "model_reasoning_effort".into(),
+            json!(defaults.reasoning_effort.map(effort_to_wire)),
+        );
+        if let Some(window) = kernel.config.as_ref().and_then(|c| c.context_window) {
+            config.insert("model_context_window".into(), json!(window));
+        }
+        to_value(&ConfigReadResponse {
+            config,
+            origins: BTreeMap::new(),
+            layers: None,
+        })
+    })())
+}
+
+pub fn account_read(raw: Value) -> Reply {
+    Reply::Now((|| {
+        let _: GetAccountParams = params(raw)?;
+        to_value(&GetAccountResponse {
+            account: None,
+            requires_openai_auth: false,
+        })
+    })())
+}
+
+pub fn permission_profiles(raw: Value) -> Reply {
+    Reply::Now((|| {
+        let _: PermissionProfileListParams = params(raw)?;
+        to_value(&PermissionProfileListResponse {
+            data: Vec::new(),
+            next_cursor: None,
+        })
+    })())
+}
+
+pub fn skills_list(raw: Value) -> Reply {
+    Reply::Now((|| {
+        let p: SkillsListParams = params(raw)?;
+        // One entry per asked directory, each with no skills: rein has none yet.
+        let data = p
+            .cwds
+            .into_iter()
+            .map(|cwd| SkillsListEntry {
+                cwd,
+                skills: Vec::new(),
+                errors: Vec::new(),
+            })
+            .collect();
+        to_value(&SkillsListResponse { data })
+    })())
+}
+
+fn sandbox_mode(policy: rein_protocol::SandboxPolicy) -> &'static str {
+    match policy {
+        rein_protocol::SandboxPolicy::ReadOnly => "read-only",
+        rein_protocol::SandboxPolicy::WorkspaceWrite => "workspace-write",
+        rein_protocol::SandboxPolicy::DangerFullAccess => "danger-full-access",
+    }
+}
+
+/// One page of `items` after the opaque `cursor` (an index), with the next cursor.
+pub fn page<T>(
+    items: Vec<T>,
+    cursor: Option<&str>,
+    limit: Option<u32>,
+) -> Result<(Vec<T>, Option<String>), RpcError> {
+    let start = match cursor {
+        None => 0,
+        Some(c) => c.parse::<usize>().map_err(|_| {
+            RpcError::invalid_params(
+                format!("cursor: not a cursor: {c:?}"),
+                Some("cursor".into()),
+            )
+        })?,
+    };
+    let total = items.len();
+    let take = limit.map_or(usize::MAX, |l| l.max(1) as usize);
+    let data: Vec<T> = items.into_iter().skip(start).take(take).collect();
+    let end = start.saturating_add(data.len());
+    let next = (end < total).then(|| end.to_string());
+    Ok((data, next))
+}

@@ -1,0 +1,216 @@
+//! `thread/*` methods on loaded threads: start, list the loaded ones, name, unsubscribe.
+
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+
+use rein_core::{KernelError, ThreadOptions};
+use rein_protocol::app_server::{
+    EmptyResponse, RequestId, ServerNotification, ThreadIdParams, ThreadLoadedListParams,
+    ThreadLoadedListResponse, ThreadNameUpdatedNotification, ThreadSetNameParams,
+    ThreadStartParams, ThreadStartResponse, ThreadStartedNotification, ThreadStatus,
+    ThreadUnsubscribeResponse, ThreadUnsubscribeStatus,
+};
+use serde_json::Value;
+use tokio::sync::mpsc;
+
+use super::meta::page;
+use super::{loaded, to_value};
+use crate::convert::{
+    approval_policy_from_wire, approval_policy_to_wire, effort_to_wire, sandbox_from_mode,
+    sandbox_to_wire,
+};
+use crate::dispatch::{params, Reply, ServerState};
+use crate::error::RpcError;
+use crate::event_map::EventMapper;
+use crate::loaded::{LoadedThread, ThreadMeta};
+use crate::outbound::now_secs;
+use crate::pump::{Pump, PumpCmd};
+
+/// How many requests may wait for one thread's pump before the server says "overloaded".
+const PUMP_QUEUE: usize = 64;
+
+pub async fn start(state: &ServerState, id: RequestId, raw: Value) -> Reply {
+    let p: ThreadStartParams = match params(raw) {
+        Ok(p) => p,
+        Err(e) => return Reply::Now(Err(e)),
+    };
+    match start_thread(state, p) {
+        Ok((response, thread)) => {
+            state.out.respond_with(id, &response).await;
+            state
+                .out
+                .notify(ServerNotification::ThreadStarted(Box::new(
+                    ThreadStartedNotification { thread },
+                )))
+                .await;
+            Reply::Deferred
+        }
+        Err(e) => Reply::Now(Err(e)),
+    }
+}
+
+fn start_thread(
+    state: &ServerState,
+    p: ThreadStartParams,
+) -> Result<(ThreadStartResponse, rein_protocol::app_server::Thread), RpcError> {
+    let kernel = &state.kernel;
+    let cwd = match &p.cwd {
+        Some(cwd) => PathBuf::from(cwd),
+        None => std::env::current_dir().map_err(RpcError::internal)?,
+    };
+    if !cwd.is_absolute() {
+        return Err(RpcError::invalid_params(
+            format!("cwd: must be an absolute path: {}", cwd.display()),
+            Some("cwd".into()),
+        ));
+    }
+    let mut settings = kernel.default_settings(cwd);
+    if let Some(model) = p.model.clone() {
+        settings.model = model;
+    }
+    if let Some(policy) = &p.approval_policy {
+        settings.approval_policy = approval_policy_from_wire(policy)?;
+    }
+    if let Some(mode) = p.sandbox {
+        settings.sandbox_policy = sandbox_from_mode(mode);
+    }
+    let instructions: Vec<&str> = [&p.base_instructions, &p.developer_instructions]
+        .into_iter()
+        .filter_map(|s| s.as_deref())
+        .collect();
+    if !instructions.is_empty() {
+        settings.instructions = instructions.join("\n\n");
+    }
+    let new = kernel
+        .manager
+        .create_thread(ThreadOptions::new(settings.clone()))
+        .map_err(|e| match e {
+            KernelError::UnknownModel(m) => {
+                RpcError::invalid_params(format!("model: {m}"), Some("model".into()))
+            }
+            KernelError::InvalidSettings(m) => RpcError::invalid_params(m, None),
+            other => RpcError::internal(other),
+        })?;
+    let now = now_secs();
+    let meta = ThreadMeta {
+        id: new.handle.id(),
+        provider: kernel.provider.clone(),
+        settings: settings.clone(),
+        created_at: now,
+        updated_at: now,
+        name: None,
+        preview: String::new(),
+        ephemeral: p.ephemeral.unwrap_or(false),
+        status: ThreadStatus::Idle,
+    };
+    let thread = meta.to_wire();
+    let (tx, rx) = mpsc::channel(PUMP_QUEUE);
+    let entry = LoadedThread {
+        handle: new.handle,
+        meta: Arc::new(Mutex::new(meta)),
+        pump: tx,
+    };
+    state.threads.insert(entry.clone());
+    let context_window = kernel
+        .models
+        .models()
+        .into_iter()
+        .find(|m| m.id == settings.model)
+        .and_then(|m| m.context_window)
+        .and_then(|w| i64::try_from(w).ok());
+    let pump = Pump {
+        mapper: EventMapper::new(
+            thread.id.clone(),
+            settings.cwd.display().to_string(),
+            context_window,
+        ),
+        thread: entry,
+        events: new.events,
+        cmds: rx,
+        out: state.out.clone(),
+        pending: Arc::clone(&state.pending),
+        threads: Arc::clone(&state.threads),
+    };
+    tokio::spawn(pump.run());
+    let response = ThreadStartResponse {
+        thread: thread.clone(),
+        model: settings.model.clone(),
+        model_provider: kernel.provider.clone(),
+        service_tier: None,
+        cwd: settings.cwd.display().to_string(),
+        instruction_sources: Vec::new(),
+        approval_policy: approval_policy_to_wire(settings.approval_policy),
+        approvals_reviewer: "user".into(),
+        sandbox: sandbox_to_wire(settings.sandbox_policy),
+        reasoning_effort: settings.reasoning_effort.map(|e| effort_to_wire(e).into()),
+    };
+    Ok((response, thread))
+}
+
+pub fn loaded_list(state: &ServerState, raw: Value) -> Reply {
+    Reply::Now((|| {
+        let p: ThreadLoadedListParams = params(raw)?;
+        let ids: Vec<String> = state
+            .threads
+            .ids()
+            .iter()
+            .map(ToString::to_string)
+            .collect();
+        let (data, next_cursor) = page(ids, p.cursor.as_deref(), p.limit)?;
+        to_value(&ThreadLoadedListResponse { data, next_cursor })
+    })())
+}
+
+pub async fn set_name(state: &ServerState, id: RequestId, raw: Value) -> Reply {
+    let result = (|| {
+        let p: ThreadSetNameParams = params(raw)?;
+        let thread = loaded(state, &p.thread_id)?;
+        let name = p.name.trim().to_owned();
+        if name.is_empty() {
+            return Err(RpcError::invalid_params(
+                "name: must not be empty",
+                Some("name".into()),
+            ));
+        }
+        thread.meta().name = Some(name.clone());
+        Ok((p.thread_id, name))
+    })();
+    match result {
+        Ok((thread_id, name)) => {
+            state.out.respond_with(id, &EmptyResponse {}).await;
+            state
+                .out
+                .notify(ServerNotification::ThreadNameUpdated(
+                    ThreadNameUpdatedNotification {
+                        thread_id,
+                        thread_name: Some(name),
+                    },
+                ))
+                .await;
+            Reply::Deferred
+        }
+        Err(e) => Reply::Now(Err(e)),
+    }
+}
+
+pub async fn unsubscribe(state: &ServerState, id: RequestId, raw: Value) -> Reply {
+    let p: ThreadIdParams = match params(raw) {
+        Ok(p) => p,
+        Err(e) => return Reply::Now(Err(e)),
+    };
+    let thread = match loaded(state, &p.thread_id) {
+        Ok(t) => t,
+        Err(_) => {
+            return Reply::Now(to_value(&ThreadUnsubscribeResponse {
+                status: ThreadUnsubscribeStatus::NotLoaded,
+            }))
+        }
+    };
+    state.threads.remove(thread.handle.id());
+    match thread.pump.send(PumpCmd::Unsubscribe { id }).await {
+        Ok(()) => Reply::Deferred,
+        Err(_) => Reply::Now(to_value(&ThreadUnsubscribeResponse {
+            status: ThreadUnsubscribeStatus::NotLoaded,
+        })),
+    }
+}

@@ -1,0 +1,114 @@
+//! `turn/*` methods. Each goes to the thread's pump, which answers it in order with the
+//! thread's notifications.
+
+use std::path::PathBuf;
+
+use rein_protocol::app_server::{RequestId, TurnInterruptParams, TurnStartParams, TurnSteerParams};
+use rein_protocol::{SettingsChange, TurnId};
+use serde_json::Value;
+use tokio::sync::mpsc::error::TrySendError;
+
+use super::loaded;
+use crate::convert::{
+    approval_policy_from_wire, effort_from_wire, input_from_wire, sandbox_from_wire,
+};
+use crate::dispatch::{params, Reply, ServerState};
+use crate::error::RpcError;
+use crate::loaded::LoadedThread;
+use crate::pump::PumpCmd;
+
+pub async fn start(state: &ServerState, id: RequestId, raw: Value) -> Reply {
+    let prepared = (|| {
+        let p: TurnStartParams = params(raw)?;
+        let thread = loaded(state, &p.thread_id)?;
+        let items = input_from_wire(&p.input)?;
+        let mut settings = SettingsChange {
+            model: p.model.clone(),
+            ..SettingsChange::default()
+        };
+        if let Some(cwd) = &p.cwd {
+            let cwd = PathBuf::from(cwd);
+            if !cwd.is_absolute() {
+                return Err(RpcError::invalid_params(
+                    "cwd: must be an absolute path",
+                    Some("cwd".into()),
+                ));
+            }
+            settings.cwd = Some(cwd);
+        }
+        if let Some(policy) = &p.approval_policy {
+            settings.approval_policy = Some(approval_policy_from_wire(policy)?);
+        }
+        if let Some(policy) = &p.sandbox_policy {
+            settings.sandbox_policy = Some(sandbox_from_wire(policy));
+        }
+        if let Some(effort) = &p.effort {
+            settings.reasoning_effort = effort_from_wire(effort)?;
+        }
+        Ok((thread, items, settings))
+    })();
+    match prepared {
+        Ok((thread, items, settings)) => send(
+            &thread,
+            PumpCmd::StartTurn {
+                id,
+                items,
+                settings,
+            },
+        ),
+        Err(e) => Reply::Now(Err(e)),
+    }
+}
+
+pub async fn steer(state: &ServerState, id: RequestId, raw: Value) -> Reply {
+    let prepared = (|| {
+        let p: TurnSteerParams = params(raw)?;
+        let expected = turn_id(&p.expected_turn_id, "expectedTurnId")?;
+        let thread = loaded(state, &p.thread_id)?;
+        Ok((thread, input_from_wire(&p.input)?, expected))
+    })();
+    match prepared {
+        Ok((thread, items, expected)) => send(
+            &thread,
+            PumpCmd::Steer {
+                id,
+                items,
+                expected,
+            },
+        ),
+        Err(e) => Reply::Now(Err(e)),
+    }
+}
+
+pub async fn interrupt(state: &ServerState, id: RequestId, raw: Value) -> Reply {
+    let prepared = (|| {
+        let p: TurnInterruptParams = params(raw)?;
+        let turn_id = turn_id(&p.turn_id, "turnId")?;
+        Ok((loaded(state, &p.thread_id)?, turn_id))
+    })();
+    match prepared {
+        Ok((thread, turn_id)) => send(&thread, PumpCmd::Interrupt { id, turn_id }),
+        Err(e) => Reply::Now(Err(e)),
+    }
+}
+
+fn turn_id(text: &str, field: &str) -> Result<TurnId, RpcError> {
+    text.parse().map_err(|_| {
+        RpcError::invalid_params(
+            format!("{field}: not a turn id: {text:?}"),
+            Some(field.into()),
+        )
+    })
+}
+
+/// Hand a request to the thread's pump without waiting: a full pump queue is "overloaded".
+fn send(thread: &LoadedThread, cmd: PumpCmd) -> Reply {
+    match thread.pump.try_send(cmd) {
+        Ok(()) => Reply::Deferred,
+        Err(TrySendError::Full(_)) => Reply::Now(Err(RpcError::overloaded())),
+        Err(TrySendError::Closed(_)) => Reply::Now(Err(RpcError::invalid_request(format!(
+            "thread {} has shut down",
+            thread.handle.id()
+        )))),
+    }
+}

@@ -1,0 +1,109 @@
+//! The threads this server has loaded: for each, the kernel handle, the channel to its
+//! [`pump`](crate::pump) and what the `Thread` object shows (name, preview, status).
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use rein_core::ThreadHandle;
+use rein_protocol::app_server::{Thread, ThreadHistoryMode, ThreadStatus};
+use rein_protocol::{ThreadId, ThreadSettings};
+use tokio::sync::mpsc;
+
+use crate::convert::effort_to_wire;
+use crate::pump::PumpCmd;
+
+/// What a `Thread` object says beyond the kernel's state.
+#[derive(Clone, Debug)]
+pub struct ThreadMeta {
+    pub id: ThreadId,
+    pub provider: String,
+    pub settings: ThreadSettings,
+    pub created_at: i64,
+    pub updated_at: i64,
+    pub name: Option<String>,
+    pub preview: String,
+    pub ephemeral: bool,
+    pub status: ThreadStatus,
+}
+
+impl ThreadMeta {
+    pub fn to_wire(&self) -> Thread {
+        Thread {
+            id: self.id.to_string(),
+            session_id: self.id.to_string(),
+            forked_from_id: None,
+            parent_thread_id: None,
+            preview: self.preview.clone(),
+            ephemeral: self.ephemeral,
+            project_id: None,
+            history_mode: ThreadHistoryMode::Legacy,
+            model_provider: self.provider.clone(),
+            model: Some(self.settings.model.clone()),
+            reasoning_effort: self
+                .settings
+                .reasoning_effort
+                .map(|e| effort_to_wire(e).into()),
+            created_at: self.created_at,
+            updated_at: self.updated_at,
+            recency_at: Some(self.updated_at),
+            status: self.status.clone(),
+            path: None,
+            cwd: self.settings.cwd.display().to_string(),
+            cli_version: env!("CARGO_PKG_VERSION").into(),
+            originator: Some("rein".into()),
+            source: "vscode".into(),
+            thread_source: None,
+            agent_nickname: None,
+            agent_role: None,
+            git_info: None,
+            name: self.name.clone(),
+            turns: Vec::new(),
+        }
+    }
+}
+
+#[derive(Clone)]
+pub struct LoadedThread {
+    pub handle: ThreadHandle,
+    pub meta: Arc<Mutex<ThreadMeta>>,
+    pub pump: mpsc::Sender<PumpCmd>,
+}
+
+impl LoadedThread {
+    pub fn meta(&self) -> MutexGuard<'_, ThreadMeta> {
+        self.meta.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+#[derive(Default)]
+pub struct LoadedThreads {
+    inner: Mutex<BTreeMap<ThreadId, LoadedThread>>,
+}
+
+impl LoadedThreads {
+    fn lock(&self) -> MutexGuard<'_, BTreeMap<ThreadId, LoadedThread>> {
+        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    pub fn insert(&self, thread: LoadedThread) {
+        let id = thread.handle.id();
+        self.lock().insert(id, thread);
+    }
+
+    pub fn get(&self, id: ThreadId) -> Option<LoadedThread> {
+        self.lock().get(&id).cloned()
+    }
+
+    pub fn remove(&self, id: ThreadId) -> Option<LoadedThread> {
+        self.lock().remove(&id)
+    }
+
+    /// Loaded thread ids, oldest first (ids are time-ordered).
+    pub fn ids(&self) -> Vec<ThreadId> {
+        self.lock().keys().copied().collect()
+    }
+
+    pub fn all(&self) -> Vec<LoadedThread> {
+        self.lock().values().cloned().collect()
+    }
+}

@@ -1,0 +1,74 @@
+//! JSON Schema of rein's app-server wire types, one file per root type, as
+//! `rein app-server generate-json-schema` writes them (and `schema/app-server/` holds).
+
+use schemars::{schema_for, Schema};
+
+use super::*;
+
+pub fn all() -> Vec<(&'static str, Schema)> {
+    vec![
+        ("ServerNotification.json", schema_for!(ServerNotification)),
+        ("JsonRpcErrorBody.json", schema_for!(JsonRpcErrorBody)),
+        ("InitializeParams.json", schema_for!(InitializeParams)),
+        ("InitializeResponse.json", schema_for!(InitializeResponse)),
+        ("ThreadStartParams.json", schema_for!(ThreadStartParams)),
+        ("ThreadStartResponse.json", schema_for!(ThreadStartResponse)),
+        (
+            "ThreadLoadedListParams.json",
+            schema_for!(ThreadLoadedListParams),
+        ),
+        (
+            "ThreadLoadedListResponse.json",
+            schema_for!(ThreadLoadedListResponse),
+        ),
+        ("ThreadSetNameParams.json", schema_for!(ThreadSetNameParams)),
+        ("ThreadIdParams.json", schema_for!(ThreadIdParams)),
+        (
+            "ThreadUnsubscribeResponse.json",
+            schema_for!(ThreadUnsubscribeResponse),
+        ),
+        ("TurnStartParams.json", schema_for!(TurnStartParams)),
+        ("TurnStartResponse.json", schema_for!(TurnStartResponse)),
+        ("TurnSteerParams.json", schema_for!(TurnSteerParams)),
+        ("TurnSteerResponse.json", schema_for!(TurnSteerResponse)),
+        ("TurnInterruptParams.json", schema_for!(TurnInterruptParams)),
+        ("ModelListParams.json", schema_for!(ModelListParams)),
+        ("ModelListResponse.json", schema_for!(ModelListResponse)),
+        ("ConfigReadParams.json", schema_for!(ConfigReadParams)),
+        ("ConfigReadResponse.json", schema_for!(ConfigReadResponse)),
+        ("GetAccountParams.json", schema_for!(GetAccountParams)),
+        ("GetAccountResponse.json", schema_for!(GetAccountResponse)),
+        (
+            "PermissionProfileListParams.json",
+            schema_for!(PermissionProfileListParams),
+        ),
+        (
+            "PermissionProfileListResponse.json",
+            schema_for!(PermissionProfileListResponse),
+        ),
+        ("SkillsListParams.json", schema_for!(SkillsListParams)),
+        ("SkillsListResponse.json", schema_for!(SkillsListResponse)),
+        (
+            "CommandExecutionRequestApprovalParams.json",
+            schema_for!(CommandExecutionRequestApprovalParams),
+        ),
+        (
+            "FileChangeRequestApprovalParams.json",
+            schema_for!(FileChangeRequestApprovalParams),
+        ),
+        ("ApprovalResponse.json", schema_for!(ApprovalResponse)),
+    ]
+}
+
+/// The schema files as pretty JSON text, ending with a newline.
+pub fn rendered() -> Vec<(&'static str, String)> {
+    all()
+        .into_iter()
+        .map(|(name, schema)| {
+            let mut text = serde_json::to_string_pretty(&schema)
+                .unwrap_or_else(|e| format!("{{\"error\":\"{e}\"}}"));
+            text.push('\n');
+            (name, text)
+        })
+        .collect()
+}
