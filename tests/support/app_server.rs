@@ -1,0 +1,325 @@
+//! Harness of the app-server end-to-end tests: a real `rein mock-model` process as the
+//! model server, a real `rein app-server` process driven over its stdio, and a validator
+//! that checks every message rein sends against Codex's JSON Schema (copied into
+//! `tests/fixtures/codex-schema/`).
+#![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
+
+use std::collections::HashMap;
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::mpsc;
+use std::time::Duration;
+
+use serde_json::{json, Value};
+
+/// How long any single expected message may take before the test fails (a guard against
+/// hangs, never a synchronisation point).
+pub const PATIENCE: Duration = Duration::from_secs(20);
+
+pub fn rein() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_rein"))
+}
+
+/// `rein mock-model` playing `script`, killed on drop.
+pub struct MockModel {
+    child: Child,
+    pub base_url: String,
+    pub log: PathBuf,
+    _dir: tempfile::TempDir,
+}
+
+impl MockModel {
+    pub fn start(script: Value) -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let script_path = dir.path().join("script.json");
+        std::fs::write(&script_path, script.to_string()).unwrap();
+        let log = dir.path().join("requests.jsonl");
+        let mut child = rein()
+            .args(["mock-model", "--listen", "127.0.0.1:0", "--script"])
+            .arg(&script_path)
+            .arg("--log")
+            .arg(&log)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .unwrap();
+        let mut first = String::new();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut first)
+            .unwrap();
+        Self {
+            child,
+            base_url: first.trim().to_owned(),
+            log,
+            _dir: dir,
+        }
+    }
+
+    /// The request bodies the model server received, in order.
+    pub fn requests(&self) -> Vec<Value> {
+        std::fs::read_to_string(&self.log)
+            .unwrap_or_default()
+            .lines()
+            .map(|l| serde_json::from_str::<Value>(l).unwrap()["body"].clone())
+            .collect()
+    }
+}
+
+impl Drop for MockModel {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A temporary `REIN_HOME` whose config points at the mock model server.
+pub fn home_for(model: &MockModel) -> tempfile::TempDir {
+    let home = tempfile::tempdir().unwrap();
+    std::fs::write(
+        home.path().join("config.toml"),
+        format!(
+            "model = \"mock\"\nmodel_provider = \"mock\"\n\n[model_providers.mock]\nbase_url = \"{}\"\nwire_api = \"responses\"\nenv_key = \"MOCK_API_KEY\"\n",
+            model.base_url
+        ),
+    )
+    .unwrap();
+    home
+}
+
+/// A running `rein app-server`; every line it prints is checked against Codex's schema.
+pub struct AppServer {
+    child: Child,
+    stdin: Option<ChildStdin>,
+    lines: mpsc::Receiver<String>,
+    next_id: i64,
+    /// Methods of the requests in flight, by id, to pick the schema of their answers.
+    methods: HashMap<String, String>,
+    schema: CodexSchema,
+    /// Every message received, in order.
+    pub transcript: Vec<Value>,
+}
+
+impl AppServer {
+    pub fn start(home: &Path, extra_args: &[&str]) -> Self {
+        let mut child = rein()
+            .arg("app-server")
+            .args(extra_args)
+            .env("REIN_HOME", home)
+            .env("MOCK_API_KEY", "test-key")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .unwrap();
+        let stdout = child.stdout.take().unwrap();
+        let (tx, rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        Self {
+            stdin: child.stdin.take(),
+            child,
+            lines: rx,
+            next_id: 1,
+            methods: HashMap::new(),
+            schema: CodexSchema::load(),
+            transcript: Vec::new(),
+        }
+    }
+
+    pub fn send_raw(&mut self, bytes: &[u8]) {
+        let stdin = self.stdin.as_mut().unwrap();
+        stdin.write_all(bytes).unwrap();
+        stdin.flush().unwrap();
+    }
+
+    pub fn send(&mut self, message: &Value) {
+        let mut line = message.to_string();
+        line.push('\n');
+        self.send_raw(line.as_bytes());
+    }
+
+    /// Send a request; returns its id.
+    pub fn request(&mut self, method: &str, params: Value) -> Value {
+        let id = json!(self.next_id);
+        self.next_id += 1;
+        self.methods.insert(id.to_string(), method.to_owned());
+        self.send(&json!({ "id": id, "method": method, "params": params }));
+        id
+    }
+
+    /// Send a request under an id of the caller's choosing (e.g. a duplicate).
+    pub fn request_with_id(&mut self, id: Value, method: &str, params: Value) {
+        self.methods.insert(id.to_string(), method.to_owned());
+        self.send(&json!({ "id": id, "method": method, "params": params }));
+    }
+
+    /// The next message, validated.
+    pub fn recv(&mut self) -> Value {
+        let line = self.lines.recv_timeout(PATIENCE).unwrap_or_else(|e| {
+            panic!(
+                "no message from the app-server: {e}; so far: {:#?}",
+                self.transcript
+            )
+        });
+        let message: Value = serde_json::from_str(&line)
+            .unwrap_or_else(|e| panic!("stdout line is not JSON ({e}): {line}"));
+        self.schema.check(&message, &self.methods);
+        self.transcript.push(message.clone());
+        message
+    }
+
+    /// Messages up to and including the first that matches.
+    pub fn until(&mut self, mut pred: impl FnMut(&Value) -> bool) -> Vec<Value> {
+        let mut seen = Vec::new();
+        loop {
+            let m = self.recv();
+            let done = pred(&m);
+            seen.push(m);
+            if done {
+                return seen;
+            }
+        }
+    }
+
+    /// The answer to request `id` (skipping notifications before it).
+    pub fn response(&mut self, id: &Value) -> Value {
+        self.until(|m| m.get("id") == Some(id) && m.get("method").is_none())
+            .pop()
+            .unwrap()
+    }
+
+    pub fn call(&mut self, method: &str, params: Value) -> Value {
+        let id = self.request(method, params);
+        self.response(&id)
+    }
+
+    pub fn initialize(&mut self) -> Value {
+        self.call(
+            "initialize",
+            json!({"clientInfo": {"name": "rein_tests", "title": null, "version": "0.0.1"},
+                   "capabilities": {"experimentalApi": true}}),
+        )
+    }
+
+    pub fn start_thread(&mut self, params: Value) -> String {
+        let r = self.call("thread/start", params);
+        let id = r["result"]["thread"]["id"].as_str().unwrap().to_owned();
+        let started = self.recv();
+        assert_eq!(started["method"], "thread/started");
+        id
+    }
+
+    /// Close stdin and wait for the process to exit on its own.
+    pub fn finish(mut self) -> std::process::ExitStatus {
+        drop(self.stdin.take());
+        while self.lines.recv_timeout(PATIENCE).is_ok() {}
+        self.child.wait().unwrap()
+    }
+}
+
+impl Drop for AppServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+pub fn method(m: &Value) -> &str {
+    m.get("method").and_then(Value::as_str).unwrap_or("")
+}
+
+/// Codex's schema files, compiled once per server.
+pub struct CodexSchema {
+    notification: jsonschema::Validator,
+    server_request: jsonschema::Validator,
+    error: jsonschema::Validator,
+    responses: HashMap<&'static str, jsonschema::Validator>,
+}
+
+const RESPONSES: &[(&str, &str)] = &[
+    ("initialize", "v1/InitializeResponse.json"),
+    ("thread/start", "v2/ThreadStartResponse.json"),
+    ("turn/start", "v2/TurnStartResponse.json"),
+    ("turn/steer", "v2/TurnSteerResponse.json"),
+    ("turn/interrupt", "v2/TurnInterruptResponse.json"),
+    ("thread/loaded/list", "v2/ThreadLoadedListResponse.json"),
+    ("model/list", "v2/ModelListResponse.json"),
+    ("config/read", "v2/ConfigReadResponse.json"),
+    ("account/read", "v2/GetAccountResponse.json"),
+    (
+        "permissionProfile/list",
+        "v2/PermissionProfileListResponse.json",
+    ),
+    ("skills/list", "v2/SkillsListResponse.json"),
+    ("thread/name/set", "v2/ThreadSetNameResponse.json"),
+    ("thread/unsubscribe", "v2/ThreadUnsubscribeResponse.json"),
+];
+
+fn compile(file: &str) -> jsonschema::Validator {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../tests/fixtures/codex-schema")
+        .join(file);
+    let schema: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    jsonschema::validator_for(&schema).unwrap_or_else(|e| panic!("{file}: {e}"))
+}
+
+impl CodexSchema {
+    pub fn load() -> Self {
+        Self {
+            notification: compile("ServerNotification.json"),
+            server_request: compile("ServerRequest.json"),
+            error: compile("JSONRPCError.json"),
+            responses: RESPONSES.iter().map(|(m, f)| (*m, compile(f))).collect(),
+        }
+    }
+
+    /// Panic unless `message` is valid for what it is. Error answers to requests without a
+    /// readable id (`"id": null`) have no Codex schema and are checked by the tests.
+    pub fn check(&self, message: &Value, methods: &HashMap<String, String>) {
+        let has_id = message.get("id").is_some_and(|id| !id.is_null());
+        let (what, validator) = if message.get("method").is_some() {
+            if has_id {
+                ("server request", &self.server_request)
+            } else {
+                ("notification", &self.notification)
+            }
+        } else if message.get("error").is_some() {
+            if !has_id {
+                return;
+            }
+            ("error", &self.error)
+        } else {
+            let id = message["id"].to_string();
+            let method = methods
+                .get(&id)
+                .unwrap_or_else(|| panic!("answer to an unknown id: {message}"));
+            let Some(v) = self.responses.get(method.as_str()) else {
+                panic!("no Codex schema for the result of {method}");
+            };
+            let errors: Vec<String> = v
+                .iter_errors(&message["result"])
+                .map(|e| format!("{e} at {}", e.instance_path()))
+                .collect();
+            assert!(
+                errors.is_empty(),
+                "result of {method} breaks Codex's schema: {errors:#?}\n{message:#}"
+            );
+            return;
+        };
+        let errors: Vec<String> = validator
+            .iter_errors(message)
+            .map(|e| format!("{e} at {}", e.instance_path()))
+            .collect();
+        assert!(
+            errors.is_empty(),
+            "{what} breaks Codex's schema: {errors:#?}\n{message:#}"
+        );
+    }
+}
