@@ -5,6 +5,10 @@
 //! Architecture invariant: a Step offers the model exactly the specs of its frozen
 //! `ToolSet`, and only that set runs the calls of that Step's reply.
 
+pub mod process;
+pub mod shell;
+pub mod testing;
+
 use std::collections::HashMap;
 use std::sync::Arc;
 
