@@ -5,6 +5,7 @@
 //! Architecture invariant: a Step offers the model exactly the specs of its frozen
 //! `ToolSet`, and only that set runs the calls of that Step's reply.
 
+pub mod apply_patch;
 pub mod process;
 pub mod shell;
 pub mod testing;

@@ -1,0 +1,275 @@
+//! apply_patch golden cases on real files: add, update, move, delete, fuzzy context,
+//! anchors, end-of-file hunks, and atomicity (a failing hunk leaves every file untouched).
+#![allow(clippy::unwrap_used)]
+
+use std::fs;
+use std::path::Path;
+
+use pretty_assertions::assert_eq;
+use rein_core::tools::apply_patch::{self, ChangeKind, PatchError};
+
+fn write(root: &Path, rel: &str, content: &str) {
+    let path = root.join(rel);
+    fs::create_dir_all(path.parent().unwrap()).unwrap();
+    fs::write(path, content).unwrap();
+}
+
+fn read(root: &Path, rel: &str) -> String {
+    fs::read_to_string(root.join(rel)).unwrap()
+}
+
+/// Every file under `root` with its content, sorted: the whole observable state.
+fn snapshot(root: &Path) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    let mut stack = vec![root.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        for entry in fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                out.push((path.display().to_string(), "<dir>".to_owned()));
+                stack.push(path);
+            } else {
+                out.push((
+                    path.display().to_string(),
+                    fs::read_to_string(&path).unwrap(),
+                ));
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+#[test]
+fn add_update_move_and_delete_in_one_patch() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    write(
+        root,
+        "src/lib.rs",
+        "fn a() {\n    1\n}\n\nfn b() {\n    2\n}\n",
+    );
+    write(root, "old.txt", "rename me\nplease\n");
+    write(root, "gone.txt", "bye\n");
+    let patch = "*** Begin Patch
+*** Add File: docs/new.md
++# Title
++body
+*** Update File: src/lib.rs
+@@ fn b() {
+-    2
++    20
+*** Update File: old.txt
+*** Move to: moved/new.txt
+@@
+ rename me
+-please
++done
+*** Delete File: gone.txt
+*** End Patch
+";
+    let changes = apply_patch::apply(patch, root).unwrap();
+    assert_eq!(read(root, "docs/new.md"), "# Title\nbody\n");
+    assert_eq!(
+        read(root, "src/lib.rs"),
+        "fn a() {\n    1\n}\n\nfn b() {\n    20\n}\n"
+    );
+    assert_eq!(read(root, "moved/new.txt"), "rename me\ndone\n");
+    assert!(!root.join("old.txt").exists());
+    assert!(!root.join("gone.txt").exists());
+    let kinds: Vec<_> = changes.iter().map(|c| c.kind.clone()).collect();
+    assert_eq!(
+        kinds,
+        [
+            ChangeKind::Add,
+            ChangeKind::Update { move_to: None },
+            ChangeKind::Update {
+                move_to: Some("moved/new.txt".into())
+            },
+            ChangeKind::Delete,
+        ]
+    );
+    assert_eq!(
+        changes[1].diff,
+        "--- a/src/lib.rs\n+++ b/src/lib.rs\n@@ -3,5 +3,5 @@\n }\n \n fn b() {\n-    2\n+    20\n }\n"
+    );
+    assert!(changes[0]
+        .diff
+        .starts_with("--- /dev/null\n+++ b/docs/new.md\n"));
+    assert!(changes[3].diff.contains("+++ /dev/null\n"));
+    let summary = apply_patch::summarize(&changes);
+    assert!(summary.contains("R old.txt -> moved/new.txt"));
+    // Nothing but the intended files: no temp files left behind.
+    let names: Vec<String> = snapshot(root).into_iter().map(|(p, _)| p).collect();
+    assert!(names.iter().all(|p| !p.contains("rein-patch")), "{names:?}");
+}
+
+#[test]
+fn context_matching_tolerates_whitespace_differences() {
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "a.py", "def f():\n    x = 1   \n    return x\n");
+    // The patch's context lacks the trailing spaces and uses a tab-less, re-indented line.
+    let patch = "*** Begin Patch
+*** Update File: a.py
+@@
+ def f():
+-  x = 1
++    x = 2
+     return x
+*** End Patch";
+    apply_patch::apply(patch, dir.path()).unwrap();
+    assert_eq!(
+        read(dir.path(), "a.py"),
+        "def f():\n    x = 2\n    return x\n"
+    );
+}
+
+#[test]
+fn end_of_file_hunk_matches_the_last_occurrence() {
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "f.txt", "end\nmiddle\nend\n");
+    let patch = "*** Begin Patch
+*** Update File: f.txt
+@@
+-end
++END
+*** End of File
+*** End Patch";
+    apply_patch::apply(patch, dir.path()).unwrap();
+    assert_eq!(read(dir.path(), "f.txt"), "end\nmiddle\nEND\n");
+}
+
+#[test]
+fn several_hunks_apply_in_order() {
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "f.txt", "a\nb\nc\nd\ne\n");
+    let patch = "*** Begin Patch
+*** Update File: f.txt
+@@
+ a
+-b
++B
+@@
+ d
+-e
++E
++F
+*** End Patch";
+    apply_patch::apply(patch, dir.path()).unwrap();
+    assert_eq!(read(dir.path(), "f.txt"), "a\nB\nc\nd\nE\nF\n");
+}
+
+#[test]
+fn a_failing_hunk_leaves_every_file_untouched() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    write(root, "one.txt", "alpha\nbeta\n");
+    write(root, "two.txt", "gamma\ndelta\n");
+    write(root, "three.txt", "keep\n");
+    let before = snapshot(root);
+    let patch = "*** Begin Patch
+*** Add File: new/file.txt
++x
+*** Update File: one.txt
+@@
+-alpha
++ALPHA
+*** Delete File: three.txt
+*** Update File: two.txt
+@@
+ gamma
+-not there
++oops
+*** End Patch";
+    let err = apply_patch::apply(patch, root).unwrap_err();
+    match &err {
+        PatchError::HunkMismatch {
+            path, patch_line, ..
+        } => {
+            assert_eq!(path, Path::new("two.txt"));
+            assert_eq!(*patch_line, 10);
+        }
+        other => panic!("unexpected error: {other}"),
+    }
+    let message = err.to_string();
+    assert!(
+        message.contains("two.txt") && message.contains("patch line 10"),
+        "{message}"
+    );
+    assert_eq!(snapshot(root), before);
+}
+
+#[test]
+fn a_write_failure_midway_leaves_every_file_untouched() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    write(root, "a.txt", "a\n");
+    // A regular file where the patch needs a directory: the second write must fail.
+    write(root, "blocker", "i am a file\n");
+    let before = snapshot(root);
+    let patch = "*** Begin Patch
+*** Update File: a.txt
+-a
++A
+*** Add File: blocker/inner.txt
++x
+*** End Patch";
+    let err = apply_patch::apply(patch, root).unwrap_err();
+    assert!(matches!(err, PatchError::Write { .. }), "{err}");
+    assert_eq!(snapshot(root), before);
+}
+
+#[test]
+fn missing_files_and_anchors_are_named() {
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "f.txt", "x\n");
+    let err = apply_patch::apply(
+        "*** Begin Patch\n*** Delete File: nope.txt\n*** End Patch",
+        dir.path(),
+    )
+    .unwrap_err();
+    assert!(err.to_string().contains("nope.txt"), "{err}");
+    let err = apply_patch::apply(
+        "*** Begin Patch\n*** Update File: f.txt\n@@ fn missing()\n-x\n+y\n*** End Patch",
+        dir.path(),
+    )
+    .unwrap_err();
+    assert!(
+        matches!(err, PatchError::AnchorNotFound { patch_line: 3, .. }),
+        "{err}"
+    );
+    assert_eq!(read(dir.path(), "f.txt"), "x\n");
+}
+
+#[test]
+fn later_operations_see_earlier_ones() {
+    let dir = tempfile::tempdir().unwrap();
+    let patch = "*** Begin Patch
+*** Add File: f.txt
++one
+*** Update File: f.txt
+@@
+-one
++two
+*** End Patch";
+    apply_patch::apply(patch, dir.path()).unwrap();
+    assert_eq!(read(dir.path(), "f.txt"), "two\n");
+}
+
+#[test]
+fn file_mode_is_kept_on_update() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "run.sh", "echo a\n");
+    let path = dir.path().join("run.sh");
+    fs::set_permissions(&path, fs::Permissions::from_mode(0o755)).unwrap();
+    apply_patch::apply(
+        "*** Begin Patch\n*** Update File: run.sh\n-echo a\n+echo b\n*** End Patch",
+        dir.path(),
+    )
+    .unwrap();
+    assert_eq!(
+        fs::metadata(&path).unwrap().permissions().mode() & 0o777,
+        0o755
+    );
+}
