@@ -273,3 +273,129 @@ fn file_mode_is_kept_on_update() {
         0o755
     );
 }
+
+mod through_the_tool {
+    use std::sync::Arc;
+
+    use rein_core::tools::apply_patch::ApplyPatchTool;
+    use rein_core::tools::policy::{PolicyConfig, PolicyEngine};
+    use rein_core::tools::testing::{call, settings, RecordingHost, ScriptedAnswer};
+    use rein_core::tools::Tool;
+    use rein_protocol::{ApprovalDecision, ApprovalPolicy, SandboxPolicy, ThreadId};
+    use serde_json::json;
+    use tokio_util::sync::CancellationToken;
+
+    use super::{read, snapshot, write};
+    use pretty_assertions::assert_eq;
+
+    fn tool() -> ApplyPatchTool {
+        ApplyPatchTool::new(Arc::new(PolicyEngine::new(PolicyConfig::default(), None)))
+    }
+
+    /// A workspace outside the temp dir (which is itself writable under workspace-write).
+    fn workspace() -> tempfile::TempDir {
+        tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap()
+    }
+
+    #[tokio::test]
+    async fn writes_into_git_or_outside_are_denied_under_never() {
+        let ws = workspace();
+        let outside = workspace();
+        write(ws.path(), ".git/config", "[core]\n");
+        std::os::unix::fs::symlink(outside.path(), ws.path().join("out-link")).unwrap();
+        let host = RecordingHost::new();
+        let before = (snapshot(ws.path()), snapshot(outside.path()));
+        let escapes = [
+            "*** Begin Patch\n*** Update File: .git/config\n-[core]\n+[evil]\n*** End Patch"
+                .to_owned(),
+            "*** Begin Patch\n*** Add File: out-link/pwned.txt\n+x\n*** End Patch".to_owned(),
+            format!(
+                "*** Begin Patch\n*** Add File: sub/../../{}/pwned.txt\n+x\n*** End Patch",
+                outside.path().file_name().unwrap().to_string_lossy()
+            ),
+            format!(
+                "*** Begin Patch\n*** Add File: {}/pwned.txt\n+x\n*** End Patch",
+                outside.path().display()
+            ),
+        ];
+        for patch in escapes {
+            let ctx = host.context(
+                ThreadId::new(),
+                settings(
+                    ws.path(),
+                    ApprovalPolicy::Never,
+                    SandboxPolicy::WorkspaceWrite,
+                ),
+                CancellationToken::new(),
+            );
+            let result = tool()
+                .run(call("apply_patch", json!({"input": patch})), ctx)
+                .await;
+            assert!(!result.success, "{patch}");
+            assert!(
+                result.output.contains("denied by the sandbox policy"),
+                "{}",
+                result.output
+            );
+        }
+        assert_eq!((snapshot(ws.path()), snapshot(outside.path())), before);
+        assert!(host.approval_requests().is_empty());
+    }
+
+    #[tokio::test]
+    async fn approval_lets_a_read_only_patch_through_and_deny_stops_it() {
+        let ws = workspace();
+        let host = RecordingHost::new().answering([
+            ScriptedAnswer::Decide(ApprovalDecision::Deny),
+            ScriptedAnswer::Decide(ApprovalDecision::Approve),
+        ]);
+        let ctx = host.context(
+            ThreadId::new(),
+            settings(
+                ws.path(),
+                ApprovalPolicy::OnRequest,
+                SandboxPolicy::ReadOnly,
+            ),
+            CancellationToken::new(),
+        );
+        let args = json!({"input": "*** Begin Patch\n*** Add File: a.txt\n+hi\n*** End Patch"});
+        let denied = tool()
+            .run(call("apply_patch", args.clone()), ctx.clone())
+            .await;
+        assert!(!denied.success);
+        assert!(denied.output.contains("denied"));
+        assert!(!ws.path().join("a.txt").exists());
+        let applied = tool().run(call("apply_patch", args), ctx).await;
+        assert!(applied.success, "{}", applied.output);
+        assert!(applied.output.contains("A a.txt"));
+        assert!(applied.output.contains("+++ b/a.txt"));
+        assert_eq!(read(ws.path(), "a.txt"), "hi\n");
+    }
+
+    #[tokio::test]
+    async fn a_bad_patch_is_reported_without_asking() {
+        let ws = workspace();
+        let host = RecordingHost::new();
+        let ctx = host.context(
+            ThreadId::new(),
+            settings(
+                ws.path(),
+                ApprovalPolicy::Untrusted,
+                SandboxPolicy::WorkspaceWrite,
+            ),
+            CancellationToken::new(),
+        );
+        let result = tool()
+            .run(
+                call(
+                    "apply_patch",
+                    json!({"input": "*** Begin Patch\n*** End Patch"}),
+                ),
+                ctx,
+            )
+            .await;
+        assert!(!result.success);
+        assert!(result.output.contains("line 2"), "{}", result.output);
+        assert!(host.approval_requests().is_empty());
+    }
+}

@@ -6,6 +6,7 @@
 //! `ToolSet`, and only that set runs the calls of that Step's reply.
 
 pub mod apply_patch;
+pub mod policy;
 pub mod process;
 pub mod shell;
 pub mod testing;

@@ -8,12 +8,14 @@ pub mod diff;
 pub mod error;
 pub mod matcher;
 pub mod parser;
+pub mod tool;
 
 use std::path::Path;
 
 pub use applier::{stage, ChangeKind, FileChange, StagedPatch};
 pub use error::PatchError;
 pub use parser::{parse, FileOp, Hunk, ParseError, Patch};
+pub use tool::ApplyPatchTool;
 
 /// Parse `text` and apply it under `cwd`: every file changes, or none does.
 pub fn apply(text: &str, cwd: &Path) -> Result<Vec<FileChange>, PatchError> {
