@@ -189,11 +189,14 @@ pub async fn run_unsandboxed(
     ctx: &ToolContext,
     config: &ShellConfig,
 ) -> ToolResult {
-    let command = match exec::command(&cmd.argv, &cmd.cwd, &cmd.env) {
-        Ok(c) => c,
-        Err(e) => return ToolResult::err(e.to_string()),
+    let outcome = match exec::command(&cmd.argv, &cmd.cwd, &cmd.env) {
+        Ok(command) => run_command(command, cmd.timeout, ctx, config).await,
+        Err(e) => Err(e),
     };
-    run_command(command, cmd.timeout, ctx, config).await
+    match outcome {
+        Ok(outcome) => format_outcome(&outcome, cmd.timeout),
+        Err(e) => ToolResult::err(e.to_string()),
+    }
 }
 
 /// Run an already built `Command` (possibly sandboxed), streaming to `ctx`.
@@ -202,17 +205,14 @@ pub async fn run_command(
     timeout: Duration,
     ctx: &ToolContext,
     config: &ShellConfig,
-) -> ToolResult {
+) -> Result<ExecOutcome, exec::ExecError> {
     let limits = ExecLimits {
         timeout,
         output_cap: config.output_cap,
     };
     let sink = ctx.clone();
     let mut on_delta = move |delta: String| sink.output_delta(delta);
-    match exec::run(command, limits, &ctx.cancel, &mut on_delta).await {
-        Ok(outcome) => format_outcome(&outcome, timeout),
-        Err(e) => ToolResult::err(e.to_string()),
-    }
+    exec::run(command, limits, &ctx.cancel, &mut on_delta).await
 }
 
 /// The `shell` tool with no policy: every call runs unsandboxed. The kernel registers the

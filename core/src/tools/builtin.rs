@@ -1,0 +1,42 @@
+//! The built-in tool set the kernel registers: one instance per process, so the policy
+//! engine's per-thread session approvals are shared by every tool that acts.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use super::apply_patch::ApplyPatchTool;
+use super::policy::{PolicyConfig, PolicyEngine};
+use super::sandbox::Sandbox;
+use super::shell::ShellConfig;
+use super::shell_tool::ShellTool;
+use super::Tool;
+
+/// How the built-in tools are configured.
+#[derive(Clone, Debug, Default)]
+pub struct BuiltinConfig {
+    pub shell: ShellConfig,
+    /// Writable under workspace-write besides the cwd and the temp dir.
+    pub extra_writable_roots: Vec<PathBuf>,
+    /// Sandboxed commands may use the network.
+    pub network_access: bool,
+    /// The sandbox support to use; detected when `None`.
+    pub sandbox: Option<Arc<Sandbox>>,
+}
+
+/// Every built-in tool, sharing one policy engine.
+pub fn builtin_tools(config: BuiltinConfig) -> Vec<Arc<dyn Tool>> {
+    let sandbox = config
+        .sandbox
+        .unwrap_or_else(|| Arc::new(Sandbox::detect()));
+    let policy = Arc::new(PolicyEngine::new(
+        PolicyConfig {
+            extra_writable_roots: config.extra_writable_roots,
+            network_access: config.network_access,
+        },
+        sandbox.unavailable_reason().map(str::to_owned),
+    ));
+    vec![
+        Arc::new(ShellTool::new(config.shell, Arc::clone(&policy), sandbox)),
+        Arc::new(ApplyPatchTool::new(policy)),
+    ]
+}

@@ -1,0 +1,143 @@
+//! The policy-checked shell tool: approval prompts, denials, refusal without a sandbox,
+//! and approve-for-session, with real processes.
+#![allow(clippy::unwrap_used)]
+
+use std::sync::Arc;
+
+use rein_core::tools::policy::{PolicyConfig, PolicyEngine};
+use rein_core::tools::sandbox::Sandbox;
+use rein_core::tools::shell::ShellConfig;
+use rein_core::tools::shell_tool::ShellTool;
+use rein_core::tools::testing::{call, settings, RecordingHost, ScriptedAnswer};
+use rein_core::tools::Tool;
+use rein_protocol::{ApprovalDecision, ApprovalPolicy, ApprovalRequest, SandboxPolicy, ThreadId};
+use serde_json::json;
+use tokio_util::sync::CancellationToken;
+
+fn tool(sandbox: Sandbox) -> ShellTool {
+    let sandbox = Arc::new(sandbox);
+    let policy = Arc::new(PolicyEngine::new(
+        PolicyConfig::default(),
+        sandbox.unavailable_reason().map(str::to_owned),
+    ));
+    ShellTool::new(ShellConfig::default(), policy, sandbox)
+}
+
+#[tokio::test]
+async fn untrusted_asks_before_a_writing_command_and_a_denial_runs_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let host = RecordingHost::new().answering([ScriptedAnswer::Decide(ApprovalDecision::Deny)]);
+    let ctx = host.context(
+        ThreadId::new(),
+        settings(
+            dir.path(),
+            ApprovalPolicy::Untrusted,
+            SandboxPolicy::DangerFullAccess,
+        ),
+        CancellationToken::new(),
+    );
+    let shell = tool(Sandbox::unavailable("test"));
+    let result = shell
+        .run(
+            call("shell", json!({"command": ["touch", "made"]})),
+            ctx.clone(),
+        )
+        .await;
+    assert!(!result.success);
+    assert!(result.output.contains("denied"), "{}", result.output);
+    assert!(!dir.path().join("made").exists());
+    match &host.approval_requests()[..] {
+        [ApprovalRequest::Command { command, cwd, .. }] => {
+            assert_eq!(command, &["touch", "made"]);
+            assert_eq!(cwd, dir.path());
+        }
+        other => panic!("{other:?}"),
+    }
+    // A known-safe command runs without asking.
+    let result = shell
+        .run(call("shell", json!({"command": "ls"})), ctx)
+        .await;
+    assert!(result.success, "{}", result.output);
+    assert_eq!(host.approval_requests().len(), 1);
+}
+
+#[tokio::test]
+async fn approve_for_session_covers_the_next_call() {
+    let dir = tempfile::tempdir().unwrap();
+    let host = RecordingHost::new()
+        .answering([ScriptedAnswer::Decide(ApprovalDecision::ApproveForSession)]);
+    let ctx = host.context(
+        ThreadId::new(),
+        settings(
+            dir.path(),
+            ApprovalPolicy::Untrusted,
+            SandboxPolicy::DangerFullAccess,
+        ),
+        CancellationToken::new(),
+    );
+    let shell = tool(Sandbox::unavailable("test"));
+    // The second command starts with the approved argv: covered by the same approval.
+    for argv in [json!(["touch", "one"]), json!(["touch", "one", "two"])] {
+        let result = shell
+            .run(call("shell", json!({"command": argv})), ctx.clone())
+            .await;
+        assert!(result.success, "{}", result.output);
+    }
+    assert!(dir.path().join("one").exists() && dir.path().join("two").exists());
+    assert_eq!(host.approval_requests().len(), 1);
+}
+
+#[tokio::test]
+async fn sandboxed_commands_are_refused_without_a_sandbox_never_run_bare() {
+    let dir = tempfile::tempdir().unwrap();
+    let host = RecordingHost::new();
+    for sandbox in [SandboxPolicy::ReadOnly, SandboxPolicy::WorkspaceWrite] {
+        let ctx = host.context(
+            ThreadId::new(),
+            settings(dir.path(), ApprovalPolicy::Never, sandbox),
+            CancellationToken::new(),
+        );
+        let result = tool(Sandbox::unavailable("landlock is not enabled"))
+            .run(call("shell", json!({"command": ["touch", "made"]})), ctx)
+            .await;
+        assert!(!result.success);
+        assert!(
+            result.output.contains("landlock is not enabled"),
+            "{}",
+            result.output
+        );
+        assert!(!dir.path().join("made").exists());
+    }
+}
+
+#[tokio::test]
+async fn escalation_under_never_is_denied_by_the_sandbox() {
+    let dir = tempfile::tempdir().unwrap();
+    let host = RecordingHost::new();
+    let ctx = host.context(
+        ThreadId::new(),
+        settings(
+            dir.path(),
+            ApprovalPolicy::Never,
+            SandboxPolicy::WorkspaceWrite,
+        ),
+        CancellationToken::new(),
+    );
+    let result = tool(Sandbox::detect())
+        .run(
+            call(
+                "shell",
+                json!({"command": ["touch", "made"], "with_escalated_permissions": true}),
+            ),
+            ctx,
+        )
+        .await;
+    assert!(!result.success);
+    assert!(
+        result.output.contains("denied by the sandbox policy"),
+        "{}",
+        result.output
+    );
+    assert!(host.approval_requests().is_empty());
+    assert!(!dir.path().join("made").exists());
+}
