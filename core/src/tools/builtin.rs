@@ -5,6 +5,8 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use super::apply_patch::ApplyPatchTool;
+use super::files::{GrepTool, ListDirTool, ReadFileTool};
+use super::plan::UpdatePlanTool;
 use super::policy::{PolicyConfig, PolicyEngine};
 use super::sandbox::Sandbox;
 use super::shell::ShellConfig;
@@ -38,5 +40,9 @@ pub fn builtin_tools(config: BuiltinConfig) -> Vec<Arc<dyn Tool>> {
     vec![
         Arc::new(ShellTool::new(config.shell, Arc::clone(&policy), sandbox)),
         Arc::new(ApplyPatchTool::new(policy)),
+        Arc::new(ReadFileTool),
+        Arc::new(ListDirTool),
+        Arc::new(GrepTool),
+        Arc::new(UpdatePlanTool),
     ]
 }

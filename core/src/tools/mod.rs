@@ -7,6 +7,8 @@
 
 pub mod apply_patch;
 pub mod builtin;
+pub mod files;
+pub mod plan;
 pub mod policy;
 pub mod process;
 pub mod sandbox;
