@@ -50,7 +50,7 @@ fn shell(sandbox: Sandbox) -> ShellTool {
         PolicyConfig::default(),
         sandbox.unavailable_reason().map(str::to_owned),
     ));
-    ShellTool::new(ShellConfig::default(), policy, sandbox)
+    ShellTool::new(ShellConfig::default(), policy, sandbox, Default::default())
 }
 
 async fn run(tool: &ShellTool, ws: &Path, policy: SandboxPolicy, script: &str) -> (bool, String) {

@@ -20,7 +20,7 @@ fn tool(sandbox: Sandbox) -> ShellTool {
         PolicyConfig::default(),
         sandbox.unavailable_reason().map(str::to_owned),
     ));
-    ShellTool::new(ShellConfig::default(), policy, sandbox)
+    ShellTool::new(ShellConfig::default(), policy, sandbox, Default::default())
 }
 
 #[tokio::test]

@@ -1,5 +1,6 @@
 //! The built-in tool set the kernel registers: one instance per process, so the policy
-//! engine's per-thread session approvals are shared by every tool that acts.
+//! engine's per-thread session approvals and the background terminals are shared by
+//! every tool that needs them.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -11,6 +12,7 @@ use super::policy::{PolicyConfig, PolicyEngine};
 use super::sandbox::Sandbox;
 use super::shell::ShellConfig;
 use super::shell_tool::ShellTool;
+use super::terminals::{BackgroundTerminals, WriteStdinTool};
 use super::Tool;
 
 /// How the built-in tools are configured.
@@ -37,8 +39,15 @@ pub fn builtin_tools(config: BuiltinConfig) -> Vec<Arc<dyn Tool>> {
         },
         sandbox.unavailable_reason().map(str::to_owned),
     ));
+    let terminals = Arc::new(BackgroundTerminals::new());
     vec![
-        Arc::new(ShellTool::new(config.shell, Arc::clone(&policy), sandbox)),
+        Arc::new(ShellTool::new(
+            config.shell,
+            Arc::clone(&policy),
+            sandbox,
+            Arc::clone(&terminals),
+        )),
+        Arc::new(WriteStdinTool::new(terminals)),
         Arc::new(ApplyPatchTool::new(policy)),
         Arc::new(ReadFileTool),
         Arc::new(ListDirTool),

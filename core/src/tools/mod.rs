@@ -14,6 +14,7 @@ pub mod process;
 pub mod sandbox;
 pub mod shell;
 pub mod shell_tool;
+pub mod terminals;
 pub mod testing;
 
 pub use builtin::{builtin_tools, BuiltinConfig};

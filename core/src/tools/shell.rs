@@ -74,6 +74,9 @@ pub struct ShellArgs {
     pub with_escalated_permissions: bool,
     #[serde(default)]
     pub justification: Option<String>,
+    /// Start as a background terminal that outlives the call (read it with write_stdin).
+    #[serde(default)]
+    pub background: bool,
 }
 
 /// The user's shell for the string form: `$SHELL`, else `/bin/sh`.
@@ -107,7 +110,8 @@ pub fn shell_spec() -> ToolSpec {
                     "description": "inherit (minus secrets), core variables only, or only `env`"},
                 "env": {"type": "object", "additionalProperties": {"type": "string"}},
                 "with_escalated_permissions": {"type": "boolean", "description": "ask the user to run outside the sandbox"},
-                "justification": {"type": "string", "description": "why escalation is needed"}
+                "justification": {"type": "string", "description": "why escalation is needed"},
+                "background": {"type": "boolean", "description": "keep running in a background terminal (e.g. a dev server); returns a terminal_id for write_stdin"}
             },
             "required": ["command"],
             "additionalProperties": false

@@ -3,16 +3,19 @@
 //! `on-failure` offer to rerun outside the sandbox when the sandbox looks like the cause.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use futures::future::BoxFuture;
 use rein_protocol::{ApprovalPolicy, ThreadId};
 
 use super::policy::{Action, ExecSandbox, PolicyEngine};
+use super::process::exec;
 use super::sandbox::{Sandbox, SandboxSpec};
 use super::shell::{
     format_outcome, parse_args, prepare, run_command, run_unsandboxed, shell_spec, PreparedCommand,
     ShellConfig,
 };
+use super::terminals::BackgroundTerminals;
 use super::{Tool, ToolCall, ToolContext, ToolResult, ToolSpec};
 
 /// What sandbox denials print; a failed sandboxed command showing one of these may have
@@ -23,32 +26,84 @@ const DENIAL_MARKERS: &[&str] = &[
     "Read-only file system",
 ];
 
+/// How long a background start waits for the command's first output.
+const BACKGROUND_FIRST_READ: Duration = Duration::from_millis(300);
+
 pub struct ShellTool {
     config: ShellConfig,
     policy: Arc<PolicyEngine>,
     sandbox: Arc<Sandbox>,
+    terminals: Arc<BackgroundTerminals>,
 }
 
 impl ShellTool {
-    pub fn new(config: ShellConfig, policy: Arc<PolicyEngine>, sandbox: Arc<Sandbox>) -> Self {
+    pub fn new(
+        config: ShellConfig,
+        policy: Arc<PolicyEngine>,
+        sandbox: Arc<Sandbox>,
+        terminals: Arc<BackgroundTerminals>,
+    ) -> Self {
         Self {
             config,
             policy,
             sandbox,
+            terminals,
         }
     }
 
-    async fn run_sandboxed(
+    /// Start the command as a background terminal and return its first output.
+    async fn start_background(
+        &self,
+        ctx: &ToolContext,
+        command: tokio::process::Command,
+    ) -> ToolResult {
+        let id = match self.terminals.start(ctx.thread_id, command) {
+            Ok(id) => id,
+            Err(e) => return ToolResult::err(e.to_string()),
+        };
+        match self
+            .terminals
+            .read(ctx.thread_id, &id, BACKGROUND_FIRST_READ, &ctx.cancel)
+            .await
+        {
+            Ok(snapshot) => ToolResult::ok(snapshot.to_json().to_string()),
+            Err(e) => ToolResult::err(e.to_string()),
+        }
+    }
+
+    fn build(
+        &self,
+        ctx: &ToolContext,
+        cmd: &PreparedCommand,
+        sandbox: ExecSandbox,
+    ) -> Result<tokio::process::Command, String> {
+        match sandbox {
+            ExecSandbox::None => {
+                exec::command(&cmd.argv, &cmd.cwd, &cmd.env).map_err(|e| e.to_string())
+            }
+            ExecSandbox::Enforced(policy) => {
+                let config = self.policy.config();
+                let spec = SandboxSpec::new(
+                    policy,
+                    &ctx.settings.cwd,
+                    &config.extra_writable_roots,
+                    config.network_access,
+                );
+                self.sandbox
+                    .command(&spec, &cmd.argv, &cmd.cwd, &cmd.env)
+                    .map_err(|e| e.to_string())
+            }
+        }
+    }
+
+    async fn run_foreground(
         &self,
         ctx: &ToolContext,
         cmd: &PreparedCommand,
         action: &Action,
-        spec: &SandboxSpec,
+        command: tokio::process::Command,
+        sandbox: ExecSandbox,
     ) -> ToolResult {
-        let command = match self.sandbox.command(spec, &cmd.argv, &cmd.cwd, &cmd.env) {
-            Ok(c) => c,
-            Err(e) => return ToolResult::err(e.to_string()),
-        };
         let outcome = match run_command(command, cmd.timeout, ctx, &self.config).await {
             Ok(o) => o,
             Err(e) => return ToolResult::err(e.to_string()),
@@ -57,7 +112,9 @@ impl ShellTool {
         let denial = DENIAL_MARKERS.iter().find(|m| outcome.output.contains(**m));
         match denial {
             Some(marker)
-                if !result.success && ctx.settings.approval_policy == ApprovalPolicy::OnFailure =>
+                if !result.success
+                    && sandbox != ExecSandbox::None
+                    && ctx.settings.approval_policy == ApprovalPolicy::OnFailure =>
             {
                 match self
                     .policy
@@ -98,23 +155,24 @@ impl Tool for ShellTool {
                 Ok(p) => p,
                 Err(refusal) => return ToolResult::err(refusal.to_string()),
             };
-            match permit.sandbox {
-                ExecSandbox::None => run_unsandboxed(&cmd, &ctx, &self.config).await,
-                ExecSandbox::Enforced(policy) => {
-                    let config = self.policy.config();
-                    let spec = SandboxSpec::new(
-                        policy,
-                        &ctx.settings.cwd,
-                        &config.extra_writable_roots,
-                        config.network_access,
-                    );
-                    self.run_sandboxed(&ctx, &cmd, &action, &spec).await
-                }
+            let command = match self.build(&ctx, &cmd, permit.sandbox) {
+                Ok(c) => c,
+                Err(e) => return ToolResult::err(e),
+            };
+            if args.background {
+                return self.start_background(&ctx, command).await;
             }
+            self.run_foreground(&ctx, &cmd, &action, command, permit.sandbox)
+                .await
         })
+    }
+
+    fn clean_background(&self, thread: ThreadId) {
+        self.terminals.kill_all(thread);
     }
 
     fn on_thread_shutdown(&self, thread: ThreadId) {
         self.policy.forget_thread(thread);
+        self.terminals.kill_all(thread);
     }
 }

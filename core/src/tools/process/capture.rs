@@ -47,6 +47,10 @@ impl HeadTailBuffer {
         self.tail.extend(bytes);
     }
 
+    pub fn is_empty(&self) -> bool {
+        self.head.is_empty() && self.tail.is_empty()
+    }
+
     /// Bytes dropped from the middle so far.
     pub fn omitted(&self) -> u64 {
         self.omitted
