@@ -141,3 +141,53 @@ async fn escalation_under_never_is_denied_by_the_sandbox() {
     assert!(host.approval_requests().is_empty());
     assert!(!dir.path().join("made").exists());
 }
+
+#[tokio::test]
+async fn a_patch_sent_through_the_shell_is_applied_in_process_under_the_patch_policy() {
+    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    std::fs::create_dir_all(dir.path().join(".git")).unwrap();
+    std::fs::create_dir_all(dir.path().join("sub")).unwrap();
+    let host = RecordingHost::new();
+    let ctx = host.context(
+        ThreadId::new(),
+        settings(
+            dir.path(),
+            ApprovalPolicy::Never,
+            SandboxPolicy::WorkspaceWrite,
+        ),
+        CancellationToken::new(),
+    );
+    // No sandbox is needed: the patch never reaches a process.
+    let shell = tool(Sandbox::unavailable("test"));
+    let script = "cd sub && apply_patch <<'EOF'\n*** Begin Patch\n*** Add File: hello.txt\n+hi\n*** End Patch\nEOF\n";
+    let result = shell
+        .run(
+            call("shell", json!({"command": ["bash", "-lc", script]})),
+            ctx.clone(),
+        )
+        .await;
+    assert!(result.success, "{}", result.output);
+    assert!(result.output.contains("A hello.txt"), "{}", result.output);
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("sub/hello.txt")).unwrap(),
+        "hi\n"
+    );
+
+    let into_git = "*** Begin Patch\n*** Add File: ../.git/hooks/pre-commit\n+evil\n*** End Patch";
+    let result = shell
+        .run(
+            call(
+                "shell",
+                json!({"command": ["apply_patch", into_git], "workdir": "sub"}),
+            ),
+            ctx,
+        )
+        .await;
+    assert!(!result.success, "{}", result.output);
+    assert!(
+        result.output.contains("denied by the sandbox policy"),
+        "{}",
+        result.output
+    );
+    assert!(!dir.path().join(".git/hooks").exists());
+}

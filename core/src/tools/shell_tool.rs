@@ -8,6 +8,8 @@ use std::time::Duration;
 use futures::future::BoxFuture;
 use rein_protocol::{ApprovalPolicy, ThreadId};
 
+use super::apply_patch::invocation;
+use super::apply_patch::tool::apply_checked;
 use super::policy::{Action, ExecSandbox, PolicyEngine};
 use super::process::exec;
 use super::sandbox::{Sandbox, SandboxSpec};
@@ -145,6 +147,13 @@ impl Tool for ShellTool {
                 Err(e) => return ToolResult::err(e),
             };
             let cmd = prepare(&args, &ctx, &self.config);
+            if let Some(shell_patch) = invocation::find_in_command(&cmd.argv) {
+                let dir = match &shell_patch.cd {
+                    Some(cd) => cmd.cwd.join(cd),
+                    None => cmd.cwd.clone(),
+                };
+                return apply_checked(&self.policy, &ctx, &shell_patch.patch, &dir).await;
+            }
             let action = Action::Command {
                 argv: cmd.argv.clone(),
                 cwd: cmd.cwd.clone(),

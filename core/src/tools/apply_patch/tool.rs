@@ -2,6 +2,7 @@
 //! it touches are known before anything is written), asks the policy engine, and only
 //! then commits.
 
+use std::path::Path;
 use std::sync::Arc;
 
 use futures::future::BoxFuture;
@@ -57,24 +58,34 @@ impl Tool for ApplyPatchTool {
                 Ok(a) => a,
                 Err(e) => return ToolResult::err(format!("invalid apply_patch arguments: {e}")),
             };
-            let cwd = ctx.settings.cwd.clone();
-            let staged = match parse(&args.input)
-                .map_err(PatchError::from)
-                .and_then(|p| stage(&p, &cwd))
-            {
-                Ok(s) => s,
-                Err(e) => return ToolResult::err(e.to_string()),
-            };
-            let paths = staged.touched_paths().map(|p| p.to_path_buf()).collect();
-            if let Err(refusal) = self.policy.authorize(&ctx, Action::Patch { paths }).await {
-                return ToolResult::err(refusal.to_string());
-            }
-            // Staging and writing are plain blocking file I/O on a handful of files.
-            match tokio::task::spawn_blocking(move || staged.commit()).await {
-                Ok(Ok(changes)) => ToolResult::ok(summarize(&changes)),
-                Ok(Err(e)) => ToolResult::err(e.to_string()),
-                Err(e) => ToolResult::err(format!("apply_patch failed: {e}")),
-            }
+            apply_checked(&self.policy, &ctx, &args.input, &ctx.settings.cwd).await
         })
+    }
+}
+
+/// Parse, stage, ask the policy about every touched path, then commit. Paths in the
+/// patch are relative to `cwd`.
+pub async fn apply_checked(
+    policy: &PolicyEngine,
+    ctx: &ToolContext,
+    text: &str,
+    cwd: &Path,
+) -> ToolResult {
+    let staged = match parse(text)
+        .map_err(PatchError::from)
+        .and_then(|p| stage(&p, cwd))
+    {
+        Ok(s) => s,
+        Err(e) => return ToolResult::err(e.to_string()),
+    };
+    let paths = staged.touched_paths().map(Path::to_path_buf).collect();
+    if let Err(refusal) = policy.authorize(ctx, Action::Patch { paths }).await {
+        return ToolResult::err(refusal.to_string());
+    }
+    // Staging and writing are plain blocking file I/O on a handful of files.
+    match tokio::task::spawn_blocking(move || staged.commit()).await {
+        Ok(Ok(changes)) => ToolResult::ok(summarize(&changes)),
+        Ok(Err(e)) => ToolResult::err(e.to_string()),
+        Err(e) => ToolResult::err(format!("apply_patch failed: {e}")),
     }
 }

@@ -12,7 +12,14 @@ const CORE_VARIABLES: &[&str] = &[
 ];
 
 /// Name suffixes that mark a variable as a secret.
-const SECRET_SUFFIXES: &[&str] = &["_API_KEY", "_TOKEN", "_SECRET", "_PASSWORD"];
+const SECRET_SUFFIXES: &[&str] = &[
+    "_API_KEY",
+    "_TOKEN",
+    "_SECRET",
+    "_PASSWORD",
+    "_ACCESS_KEY",
+    "_PRIVATE_KEY",
+];
 
 /// How the inherited environment is filtered.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
@@ -57,7 +64,7 @@ impl EnvPolicy {
 /// Whether a variable name looks like it holds a credential.
 pub fn is_secret(name: &str) -> bool {
     let upper = name.to_ascii_uppercase();
-    SECRET_SUFFIXES.iter().any(|s| upper.ends_with(s))
+    upper.contains("SECRET") || SECRET_SUFFIXES.iter().any(|s| upper.ends_with(s))
 }
 
 #[cfg(test)]
@@ -70,6 +77,7 @@ mod tests {
             ("OPENAI_API_KEY", "sk"),
             ("GITHUB_TOKEN", "gh"),
             ("MY_SECRET", "s"),
+            ("AWS_SECRET_ACCESS_KEY", "a"),
             ("EDITOR", "vi"),
         ]
         .iter()

@@ -3,6 +3,7 @@
 
 use std::os::unix::process::CommandExt;
 use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use rein_protocol::SandboxPolicy;
 
@@ -12,7 +13,11 @@ use crate::tools::policy::WritableRoots;
 /// Confine `true` with Landlock + seccomp; with `read_only_place`, also bind a directory
 /// read-only in a private mount namespace.
 pub fn landlock(abi: i32, read_only_place: bool) -> Result<(), String> {
-    let scratch = std::env::temp_dir().join(format!("rein-sandbox-probe-{}", std::process::id()));
+    // Unique per probe: detection may run on several threads at once.
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    let n = NEXT.fetch_add(1, Ordering::Relaxed);
+    let scratch =
+        std::env::temp_dir().join(format!("rein-sandbox-probe-{}-{n}", std::process::id()));
     std::fs::create_dir_all(&scratch).map_err(|e| e.to_string())?;
     let spec = SandboxSpec {
         policy: SandboxPolicy::WorkspaceWrite,
