@@ -11,7 +11,7 @@ use rein_protocol::{ApprovalPolicy, ThreadId};
 use super::apply_patch::invocation;
 use super::apply_patch::tool::apply_checked;
 use super::policy::{Action, ExecSandbox, PolicyEngine};
-use super::process::exec;
+use super::process::exec::{self, ExitKind};
 use super::sandbox::{Sandbox, SandboxSpec};
 use super::shell::{
     format_outcome, parse_args, prepare, run_command, run_unsandboxed, shell_spec, PreparedCommand,
@@ -113,8 +113,9 @@ impl ShellTool {
         let result = format_outcome(&outcome, cmd.timeout);
         let denial = DENIAL_MARKERS.iter().find(|m| outcome.output.contains(**m));
         match denial {
+            // A command the turn cancelled or that timed out is not the sandbox's doing.
             Some(marker)
-                if !result.success
+                if matches!(outcome.exit, ExitKind::Code(c) if c != 0)
                     && sandbox != ExecSandbox::None
                     && ctx.settings.approval_policy == ApprovalPolicy::OnFailure =>
             {
