@@ -7,7 +7,7 @@
 
 use std::fs;
 use std::net::TcpListener;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use rein_core::tools::policy::{PolicyConfig, PolicyEngine};
@@ -21,9 +21,10 @@ use serde_json::{json, Value};
 use tokio_util::sync::CancellationToken;
 
 struct World {
-    ws: tempfile::TempDir,
-    outside: tempfile::TempDir,
+    ws: PathBuf,
+    outside: PathBuf,
     listener: TcpListener,
+    _dirs: Vec<tempfile::TempDir>,
 }
 
 /// A workspace with a `.git`, a directory outside it, and links pointing out. Both live
@@ -32,15 +33,21 @@ struct World {
 fn world() -> World {
     let ws = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
     let outside = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
-    fs::create_dir(ws.path().join(".git")).unwrap();
-    fs::write(ws.path().join(".git/config"), "[core]\n").unwrap();
-    fs::create_dir(ws.path().join("src")).unwrap();
-    std::os::unix::fs::symlink(outside.path(), ws.path().join("out-link")).unwrap();
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let mut w = world_in(ws.path(), outside.path());
+    w._dirs = vec![ws, outside];
+    w
+}
+
+fn world_in(ws: &Path, outside: &Path) -> World {
+    fs::create_dir(ws.join(".git")).unwrap();
+    fs::write(ws.join(".git/config"), "[core]\n").unwrap();
+    fs::create_dir(ws.join("src")).unwrap();
+    std::os::unix::fs::symlink(outside, ws.join("out-link")).unwrap();
     World {
-        ws,
-        outside,
-        listener,
+        ws: ws.to_path_buf(),
+        outside: outside.to_path_buf(),
+        listener: TcpListener::bind("127.0.0.1:0").unwrap(),
+        _dirs: Vec::new(),
     }
 }
 
@@ -75,10 +82,13 @@ async fn run(tool: &ShellTool, ws: &Path, policy: SandboxPolicy, script: &str) -
 }
 
 async fn escapes_fail(sandbox: Sandbox) {
-    let w = world();
+    escapes_fail_in(sandbox, world()).await;
+}
+
+async fn escapes_fail_in(sandbox: Sandbox, w: World) {
     let tool = shell(sandbox);
-    let ws = w.ws.path();
-    let out = w.outside.path();
+    let ws = w.ws.as_path();
+    let out = w.outside.as_path();
     let out_name = out.file_name().unwrap().to_string_lossy().into_owned();
     let port = w.listener.local_addr().unwrap().port();
     let ww = SandboxPolicy::WorkspaceWrite;
@@ -88,7 +98,7 @@ async fn escapes_fail(sandbox: Sandbox) {
         &tool,
         ws,
         ww,
-        "echo hi > src/a.txt && echo t > /tmp/rein-sbx-ok && cat src/a.txt",
+        "echo hi > src/a.txt && t=$(mktemp) && echo t > $t && rm $t && cat src/a.txt",
     )
     .await;
     assert!(ok, "{text}");
@@ -183,7 +193,7 @@ fn detection_finds_a_mechanism_on_this_kernel() {
 async fn without_mount_namespaces_git_stays_read_only_by_granting_around_it() {
     let w = world();
     let tool = shell(Sandbox::landlock_without_namespaces().unwrap());
-    let ws = w.ws.path();
+    let ws = w.ws.as_path();
     let ww = SandboxPolicy::WorkspaceWrite;
     let (ok, text) = run(&tool, ws, ww, "echo hi > src/a.txt").await;
     assert!(ok, "{text}");
@@ -212,7 +222,7 @@ async fn a_sandboxed_command_tree_is_still_killed_on_timeout() {
     let ctx = host.context(
         ThreadId::new(),
         settings(
-            w.ws.path(),
+            w.ws.as_path(),
             ApprovalPolicy::Never,
             SandboxPolicy::WorkspaceWrite,
         ),
@@ -262,7 +272,7 @@ async fn on_failure_asks_to_rerun_outside_the_sandbox() {
 
     let w = world();
     let tool = shell(Sandbox::landlock().unwrap());
-    let target = w.outside.path().join("allowed-after-approval");
+    let target = w.outside.as_path().join("allowed-after-approval");
     let script = format!("echo x > {}", target.display());
     let host = RecordingHost::new().answering([
         ScriptedAnswer::Decide(ApprovalDecision::Deny),
@@ -271,7 +281,7 @@ async fn on_failure_asks_to_rerun_outside_the_sandbox() {
     let ctx = host.context(
         ThreadId::new(),
         settings(
-            w.ws.path(),
+            w.ws.as_path(),
             ApprovalPolicy::OnFailure,
             SandboxPolicy::WorkspaceWrite,
         ),
@@ -297,4 +307,50 @@ async fn on_failure_asks_to_rerun_outside_the_sandbox() {
     assert!(
         matches!(&requests[0], ApprovalRequest::Command { reason, .. } if reason.contains("Permission denied"))
     );
+}
+
+/// Users are rarely root: as an unprivileged user the sandbox enters a user namespace to
+/// make `.git` read-only. When the suite runs as root, rerun the escape attempts as
+/// `nobody` in a child test process.
+#[test]
+fn landlock_sandbox_blocks_every_escape_as_an_unprivileged_user() {
+    // SAFETY: geteuid cannot fail.
+    if unsafe { libc::geteuid() } != 0 {
+        // Already unprivileged: the main escape test covers this case.
+        return;
+    }
+    let base = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let ws = base.path().join("ws");
+    let outside = base.path().join("outside");
+    for dir in [base.path(), &ws, &outside] {
+        fs::create_dir_all(dir).unwrap();
+        std::os::unix::fs::chown(dir, Some(65534), Some(65534)).unwrap();
+    }
+    let status = std::process::Command::new("setpriv")
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
+        .arg(std::env::current_exe().unwrap())
+        .args([
+            "--exact",
+            "unprivileged_escape_attempts",
+            "--ignored",
+            "--test-threads=1",
+        ])
+        .env("REIN_SANDBOX_WS", &ws)
+        .env("REIN_SANDBOX_OUTSIDE", &outside)
+        .status()
+        .unwrap();
+    assert!(
+        status.success(),
+        "the unprivileged escape attempts failed: {status}"
+    );
+}
+
+/// Run only by the test above, as `nobody`.
+#[tokio::test]
+#[ignore = "run as an unprivileged user by landlock_sandbox_blocks_every_escape_as_an_unprivileged_user"]
+async fn unprivileged_escape_attempts() {
+    let ws = PathBuf::from(std::env::var_os("REIN_SANDBOX_WS").unwrap());
+    let outside = PathBuf::from(std::env::var_os("REIN_SANDBOX_OUTSIDE").unwrap());
+    let sandbox = Sandbox::landlock().unwrap();
+    escapes_fail_in(sandbox, world_in(&ws, &outside)).await;
 }
