@@ -191,3 +191,41 @@ async fn a_patch_sent_through_the_shell_is_applied_in_process_under_the_patch_po
     );
     assert!(!dir.path().join(".git/hooks").exists());
 }
+
+#[tokio::test]
+async fn parallel_calls_wait_for_their_approvals_independently() {
+    let dir = tempfile::tempdir().unwrap();
+    let host = RecordingHost::new().answering([ScriptedAnswer::Park, ScriptedAnswer::Park]);
+    let shell = Arc::new(tool(Sandbox::unavailable("test")));
+    let spawn_call = |name: &'static str| {
+        let ctx = host.context(
+            ThreadId::new(),
+            settings(
+                dir.path(),
+                ApprovalPolicy::Untrusted,
+                SandboxPolicy::DangerFullAccess,
+            ),
+            CancellationToken::new(),
+        );
+        let shell = Arc::clone(&shell);
+        tokio::spawn(async move {
+            shell
+                .run(call("shell", json!({"command": ["touch", name]})), ctx)
+                .await
+        })
+    };
+    let first = spawn_call("first");
+    host.wait_for_requests(1).await;
+    let second = spawn_call("second");
+    host.wait_for_requests(2).await;
+    // Answer the second first: it finishes while the first still waits.
+    assert!(host.answer_parked(1, ApprovalDecision::Approve));
+    let second = second.await.unwrap();
+    assert!(second.success, "{}", second.output);
+    assert!(dir.path().join("second").exists());
+    assert!(!first.is_finished());
+    assert!(host.answer_parked(0, ApprovalDecision::Deny));
+    let first = first.await.unwrap();
+    assert!(!first.success);
+    assert!(!dir.path().join("first").exists());
+}

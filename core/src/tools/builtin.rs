@@ -1,6 +1,17 @@
 //! The built-in tool set the kernel registers: one instance per process, so the policy
 //! engine's per-thread session approvals and the background terminals are shared by
 //! every tool that needs them.
+//!
+//! Map of `tools/`: `shell_tool` (policy-checked `shell`) on top of `shell` (arguments,
+//! formatting) and `process` (spawn, capture, group kill, env policy); `terminals`
+//! (background commands, `write_stdin`); `apply_patch` (parser, matcher, atomic applier,
+//! tool); `files` (`read_file`, `list_dir`, `grep`); `plan` (`update_plan`); `policy`
+//! (the judge, writable roots, known-safe commands, session approvals); `sandbox`
+//! (Landlock + seccomp + mount namespace, bubblewrap, detection); `testing` (a recording
+//! `ToolHost`).
+//!
+//! Architecture invariant: every tool that writes or runs something asks the policy
+//! engine first, and a command permitted only inside the sandbox never runs outside it.
 
 use std::path::PathBuf;
 use std::sync::Arc;

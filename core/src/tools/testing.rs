@@ -28,7 +28,10 @@ struct Inner {
     events: Vec<EventMsg>,
     requests: Vec<ApprovalRequest>,
     answers: VecDeque<ScriptedAnswer>,
-    parked: Vec<oneshot::Sender<ApprovalDecision>>,
+    /// Parked requests by request index, until answered.
+    parked: Vec<(usize, oneshot::Sender<ApprovalDecision>)>,
+    /// Woken whenever a request arrives.
+    arrived: Arc<tokio::sync::Notify>,
 }
 
 /// Records events; answers approvals in order from a queue (denies when it runs out).
@@ -54,6 +57,31 @@ impl RecordingHost {
 
     pub fn approval_requests(&self) -> Vec<ApprovalRequest> {
         self.lock().requests.clone()
+    }
+
+    /// Wait until at least `n` approval requests have arrived.
+    pub async fn wait_for_requests(&self, n: usize) {
+        loop {
+            let arrived = Arc::clone(&self.lock().arrived);
+            let notified = arrived.notified();
+            if self.lock().requests.len() >= n {
+                return;
+            }
+            notified.await;
+        }
+    }
+
+    /// Answer the parked request that arrived `index`-th (0-based). Returns whether such a
+    /// request was still parked.
+    pub fn answer_parked(&self, index: usize, decision: ApprovalDecision) -> bool {
+        let mut inner = self.lock();
+        match inner.parked.iter().position(|(i, _)| *i == index) {
+            Some(pos) => {
+                let (_, tx) = inner.parked.remove(pos);
+                tx.send(decision).is_ok()
+            }
+            None => false,
+        }
     }
 
     /// The concatenated output deltas of one call.
@@ -102,7 +130,9 @@ impl ToolHost for RecordingHost {
     ) -> oneshot::Receiver<ApprovalDecision> {
         let (tx, rx) = oneshot::channel();
         let mut inner = self.lock();
+        let index = inner.requests.len();
         inner.requests.push(request);
+        inner.arrived.notify_waiters();
         match inner
             .answers
             .pop_front()
@@ -111,7 +141,7 @@ impl ToolHost for RecordingHost {
             ScriptedAnswer::Decide(d) => {
                 let _ = tx.send(d);
             }
-            ScriptedAnswer::Park => inner.parked.push(tx),
+            ScriptedAnswer::Park => inner.parked.push((index, tx)),
             ScriptedAnswer::Drop => drop(tx),
         }
         rx

@@ -14,7 +14,14 @@ const MAX_LINK_HOPS: usize = 40;
 /// whether or not it exists. `None` when a symlink loop exceeds the hop limit.
 pub fn resolve(cwd: &Path, path: &Path) -> Option<PathBuf> {
     let mut hops = 0;
-    resolve_inner(&cwd.join(path), &mut hops)
+    let joined = cwd.join(path);
+    // A relative cwd is relative to the process's own directory, as the kernel sees it.
+    let absolute = if joined.is_absolute() {
+        joined
+    } else {
+        std::env::current_dir().ok()?.join(joined)
+    };
+    resolve_inner(&absolute, &mut hops)
 }
 
 fn resolve_inner(path: &Path, hops: &mut usize) -> Option<PathBuf> {
