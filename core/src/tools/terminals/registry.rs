@@ -40,7 +40,8 @@ pub struct TerminalSnapshot {
     pub id: String,
     /// Output produced since the previous read.
     pub output: String,
-    /// `None` while the command runs.
+    /// `None` while the command runs or output may still follow; once set, the terminal
+    /// is finished and forgotten.
     pub exit: Option<ExitKind>,
 }
 
@@ -233,13 +234,16 @@ impl BackgroundTerminals {
                 () = cancel.cancelled() => break,
             }
         }
+        // Taken under one lock: once finished, no output can follow what is taken here,
+        // so "not running" is final and the terminal can go.
         let (output, exit) = {
             let mut pumped = terminal.shared.lock();
             let text = pumped.unread.render();
             pumped.unread = HeadTailBuffer::new(UNREAD_CAP);
-            (text, pumped.exit)
+            let finished = pumped.exit.is_some() && pumped.open_pipes == 0;
+            (text, pumped.exit.filter(|_| finished))
         };
-        if terminal.shared.finished() {
+        if exit.is_some() {
             if let Some(t) = self.table().get_mut(&thread) {
                 t.remove(id);
             }
