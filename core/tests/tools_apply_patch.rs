@@ -399,3 +399,20 @@ mod through_the_tool {
         assert!(host.approval_requests().is_empty());
     }
 }
+
+#[test]
+fn an_appending_hunk_before_an_earlier_edit_applies_cleanly() {
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "f.txt", "a\nb\nc\nd\n");
+    // The first hunk only adds (so it goes at the end); the second removes earlier lines.
+    let patch = "*** Begin Patch
+*** Update File: f.txt
+@@
++tail
+@@
+-b
+-c
+*** End Patch";
+    apply_patch::apply(patch, dir.path()).unwrap();
+    assert_eq!(read(dir.path(), "f.txt"), "a\nd\ntail\n");
+}

@@ -319,6 +319,9 @@ pub fn apply_hunks(path: &Path, content: &str, hunks: &[Hunk]) -> Result<String,
         edits.push((at, old.len(), new));
         cursor = at + old.len();
     }
+    // A pure addition without an anchor lands at the end even when later hunks edit
+    // earlier lines: apply from the bottom up so no edit shifts another's position.
+    edits.sort_by_key(|(at, _, _)| *at);
     for (at, len, new) in edits.into_iter().rev() {
         lines.splice(at..at + len, new.iter().cloned());
     }

@@ -1,6 +1,7 @@
 //! `read_file`: a text file's lines, numbered, from an optional line range.
 
-use std::path::PathBuf;
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
 
 use futures::future::BoxFuture;
 use serde::Deserialize;
@@ -62,31 +63,41 @@ impl Tool for ReadFileTool {
     }
 }
 
-/// Lines `offset..offset+limit` of the file, numbered.
-pub fn read_range(path: &std::path::Path, offset: usize, limit: usize) -> Result<String, String> {
-    let bytes = std::fs::read(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-    if looks_binary(&bytes) {
+/// Lines `offset..offset+limit` of the file, numbered. Reads no further than needed, so
+/// a huge file costs only the lines asked for.
+pub fn read_range(path: &Path, offset: usize, limit: usize) -> Result<String, String> {
+    let cannot = |e: std::io::Error| format!("cannot read {}: {e}", path.display());
+    let file = std::fs::File::open(path).map_err(cannot)?;
+    let mut reader = BufReader::new(file);
+    if looks_binary(reader.fill_buf().map_err(cannot)?) {
         return Err(format!("{} is a binary file", path.display()));
     }
-    let text = String::from_utf8_lossy(&bytes);
-    let total = text.lines().count();
-    if offset > total.max(1) {
-        return Err(format!(
-            "offset {offset} is past the end of {} ({total} lines)",
-            path.display()
-        ));
-    }
     let mut out = String::new();
-    for (i, line) in text.lines().enumerate().skip(offset - 1).take(limit) {
-        let shown: String = line.chars().take(MAX_LINE_CHARS).collect();
-        out.push_str(&format!("{:>6}\t{shown}\n", i + 1));
+    let mut line = Vec::new();
+    let mut number = 0;
+    let last = offset - 1 + limit;
+    loop {
+        line.clear();
+        if reader.read_until(b'\n', &mut line).map_err(cannot)? == 0 {
+            break;
+        }
+        number += 1;
+        if number < offset {
+            continue;
+        }
+        if number > last {
+            out.push_str(&format!("[more lines; continue with offset {number}]\n"));
+            return Ok(out);
+        }
+        let text = String::from_utf8_lossy(&line);
+        let text = text.trim_end_matches(['\n', '\r']);
+        let shown: String = text.chars().take(MAX_LINE_CHARS).collect();
+        out.push_str(&format!("{number:>6}\t{shown}\n"));
     }
-    let last = (offset - 1 + limit).min(total);
-    if last < total {
-        out.push_str(&format!(
-            "[{} more lines; continue with offset {}]\n",
-            total - last,
-            last + 1
+    if number < offset && !(number == 0 && offset == 1) {
+        return Err(format!(
+            "offset {offset} is past the end of {} ({number} lines)",
+            path.display()
         ));
     }
     Ok(out)
