@@ -416,3 +416,65 @@ fn an_appending_hunk_before_an_earlier_edit_applies_cleanly() {
     apply_patch::apply(patch, dir.path()).unwrap();
     assert_eq!(read(dir.path(), "f.txt"), "a\nd\ntail\n");
 }
+
+/// Arbitrary patch-shaped input never panics and never leaves a half-applied state:
+/// either the patch applies, or every file is as it was.
+#[test]
+fn malformed_and_random_patches_fail_cleanly() {
+    let fragments = [
+        "*** Begin Patch",
+        "*** End Patch",
+        "*** Add File: a.txt",
+        "*** Add File: d/b.txt",
+        "*** Delete File: a.txt",
+        "*** Delete File: base.txt",
+        "*** Update File: base.txt",
+        "*** Update File: a.txt",
+        "*** Move to: moved.txt",
+        "*** Move to: base.txt",
+        "@@",
+        "@@ two",
+        "*** End of File",
+        "+x",
+        "+",
+        "-one",
+        "-two",
+        "-three",
+        " one",
+        " two",
+        " three",
+        "",
+        "-",
+        " ",
+        "garbage",
+        "+\u{00e9}\u{2014}",
+    ];
+    // A small deterministic generator (xorshift) keeps the test reproducible.
+    let mut state: u64 = 0x9E37_79B9_7F4A_7C15;
+    let mut next = move || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state
+    };
+    let mut applied = 0;
+    for _ in 0..800 {
+        let dir = tempfile::tempdir().unwrap();
+        write(dir.path(), "base.txt", "one\ntwo\nthree\n");
+        let before = snapshot(dir.path());
+        let mut lines = vec!["*** Begin Patch"];
+        for _ in 0..(next() % 8) {
+            lines.push(fragments[(next() % fragments.len() as u64) as usize]);
+        }
+        if next() % 4 != 0 {
+            lines.push("*** End Patch");
+        }
+        let text = lines.join("\n");
+        match apply_patch::apply(&text, dir.path()) {
+            Ok(_) => applied += 1,
+            Err(_) => assert_eq!(snapshot(dir.path()), before, "{text}"),
+        }
+    }
+    // The generator must reach the success path too, or the test proves little.
+    assert!(applied >= 5, "only {applied} patches applied");
+}
