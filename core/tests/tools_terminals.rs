@@ -259,3 +259,49 @@ async fn background_terminals_run_inside_the_sandbox() {
     assert!(seen.contains("status=1"), "{seen}");
     assert!(!s.dir.path().join("made.txt").exists());
 }
+
+#[tokio::test]
+async fn a_write_to_a_terminal_that_does_not_read_returns_on_cancel() {
+    let s = Session::new(
+        Sandbox::unavailable("unused"),
+        SandboxPolicy::DangerFullAccess,
+    );
+    let (ok, body) = s
+        .call(
+            "shell",
+            json!({"command": "echo pid=$$; exec sleep 300", "background": true}),
+            CancellationToken::new(),
+        )
+        .await;
+    assert!(ok, "{body}");
+    let id = body["terminal_id"].as_str().unwrap().to_owned();
+    // Far more than a pipe holds: the write can only finish if the command reads.
+    let flood = "x".repeat(4 * 1024 * 1024);
+    let turn = CancellationToken::new();
+    let writer = {
+        let args = json!({"terminal_id": id, "chars": flood});
+        let ctx_cancel = turn.clone();
+        let s = &s;
+        async move { s.call("write_stdin", args, ctx_cancel).await }
+    };
+    turn.cancel();
+    let (ok, body) = writer.await;
+    assert!(!ok);
+    assert!(
+        body["error"].as_str().unwrap().contains("cancelled"),
+        "{body}"
+    );
+    // The terminal itself is untouched by the cancelled write.
+    let (ok, body) = s
+        .call(
+            "write_stdin",
+            json!({"terminal_id": id, "wait_ms": 0}),
+            CancellationToken::new(),
+        )
+        .await;
+    assert!(ok, "{body}");
+    assert_eq!(body["running"], true);
+    for tool in s.tools.iter() {
+        tool.clean_background(s.thread);
+    }
+}

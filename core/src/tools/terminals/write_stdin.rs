@@ -64,12 +64,20 @@ impl Tool for WriteStdinTool {
             };
             let wait =
                 Duration::from_millis(args.wait_ms.unwrap_or(DEFAULT_WAIT_MS).min(MAX_WAIT_MS));
-            if let Err(e) = self
+            // A command that does not read its stdin fills the pipe; the write must not
+            // outlive the turn.
+            let write = self
                 .terminals
-                .write(ctx.thread_id, &args.terminal_id, &args.chars)
-                .await
-            {
-                return ToolResult::err(e.to_string());
+                .write(ctx.thread_id, &args.terminal_id, &args.chars);
+            tokio::select! {
+                written = write => {
+                    if let Err(e) = written {
+                        return ToolResult::err(e.to_string());
+                    }
+                }
+                () = ctx.cancel.cancelled() => {
+                    return ToolResult::err("cancelled while writing to the terminal");
+                }
             }
             match self
                 .terminals
