@@ -319,16 +319,22 @@ fn landlock_sandbox_blocks_every_escape_as_an_unprivileged_user() {
         // Already unprivileged: the main escape test covers this case.
         return;
     }
-    let base = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    // The build may live where `nobody` cannot reach (e.g. under /root), so the test
+    // binary and the directories go to /var/tmp: reachable by anyone, and outside the
+    // temp dir that workspace-write leaves writable.
+    let base = tempfile::tempdir_in("/var/tmp").unwrap();
     let ws = base.path().join("ws");
     let outside = base.path().join("outside");
     for dir in [base.path(), &ws, &outside] {
         fs::create_dir_all(dir).unwrap();
         std::os::unix::fs::chown(dir, Some(65534), Some(65534)).unwrap();
     }
+    let runner = base.path().join("runner");
+    fs::copy(std::env::current_exe().unwrap(), &runner).unwrap();
+    fs::set_permissions(&runner, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
     let status = std::process::Command::new("setpriv")
         .args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
-        .arg(std::env::current_exe().unwrap())
+        .arg(&runner)
         .args([
             "--exact",
             "unprivileged_escape_attempts",
