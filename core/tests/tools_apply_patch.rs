@@ -294,7 +294,7 @@ mod through_the_tool {
 
     /// A workspace outside the temp dir (which is itself writable under workspace-write).
     fn workspace() -> tempfile::TempDir {
-        tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap()
+        super::outside_temp()
     }
 
     #[tokio::test]
@@ -477,4 +477,14 @@ fn malformed_and_random_patches_fail_cleanly() {
     }
     // The generator must reach the success path too, or the test proves little.
     assert!(applied >= 5, "only {applied} patches applied");
+}
+
+/// A fresh directory outside the temp dir (which workspace-write leaves writable).
+fn outside_temp() -> tempfile::TempDir {
+    let base = rein_core::tools::testing::base_outside_temp([
+        std::path::Path::new(env!("CARGO_TARGET_TMPDIR")),
+        std::path::Path::new("/var/tmp"),
+    ])
+    .unwrap();
+    tempfile::tempdir_in(base).unwrap()
 }

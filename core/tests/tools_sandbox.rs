@@ -31,8 +31,8 @@ struct World {
 /// under the target dir, not the temp dir (which is itself writable under
 /// workspace-write).
 fn world() -> World {
-    let ws = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
-    let outside = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let ws = outside_temp();
+    let outside = outside_temp();
     let mut w = world_in(ws.path(), outside.path());
     w._dirs = vec![ws, outside];
     w
@@ -325,7 +325,9 @@ fn landlock_sandbox_blocks_every_escape_as_an_unprivileged_user() {
     let base = tempfile::tempdir_in("/var/tmp").unwrap();
     let ws = base.path().join("ws");
     let outside = base.path().join("outside");
-    for dir in [base.path(), &ws, &outside] {
+    // The child's own temp dir: writable for nobody, and beside (not above) the others.
+    let tmp = base.path().join("tmp");
+    for dir in [base.path(), &ws, &outside, &tmp] {
         fs::create_dir_all(dir).unwrap();
         std::os::unix::fs::chown(dir, Some(65534), Some(65534)).unwrap();
     }
@@ -341,6 +343,7 @@ fn landlock_sandbox_blocks_every_escape_as_an_unprivileged_user() {
             "--ignored",
             "--test-threads=1",
         ])
+        .env("TMPDIR", &tmp)
         .env("REIN_SANDBOX_WS", &ws)
         .env("REIN_SANDBOX_OUTSIDE", &outside)
         .status()
@@ -359,4 +362,14 @@ async fn unprivileged_escape_attempts() {
     let outside = PathBuf::from(std::env::var_os("REIN_SANDBOX_OUTSIDE").unwrap());
     let sandbox = Sandbox::landlock().unwrap();
     escapes_fail_in(sandbox, world_in(&ws, &outside)).await;
+}
+
+/// A fresh directory outside the temp dir (which workspace-write leaves writable).
+fn outside_temp() -> tempfile::TempDir {
+    let base = rein_core::tools::testing::base_outside_temp([
+        std::path::Path::new(env!("CARGO_TARGET_TMPDIR")),
+        std::path::Path::new("/var/tmp"),
+    ])
+    .unwrap();
+    tempfile::tempdir_in(base).unwrap()
 }

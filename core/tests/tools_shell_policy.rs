@@ -144,7 +144,7 @@ async fn escalation_under_never_is_denied_by_the_sandbox() {
 
 #[tokio::test]
 async fn a_patch_sent_through_the_shell_is_applied_in_process_under_the_patch_policy() {
-    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let dir = outside_temp();
     std::fs::create_dir_all(dir.path().join(".git")).unwrap();
     std::fs::create_dir_all(dir.path().join("sub")).unwrap();
     let host = RecordingHost::new();
@@ -228,4 +228,14 @@ async fn parallel_calls_wait_for_their_approvals_independently() {
     let first = first.await.unwrap();
     assert!(!first.success);
     assert!(!dir.path().join("first").exists());
+}
+
+/// A fresh directory outside the temp dir (which workspace-write leaves writable).
+fn outside_temp() -> tempfile::TempDir {
+    let base = rein_core::tools::testing::base_outside_temp([
+        std::path::Path::new(env!("CARGO_TARGET_TMPDIR")),
+        std::path::Path::new("/var/tmp"),
+    ])
+    .unwrap();
+    tempfile::tempdir_in(base).unwrap()
 }

@@ -173,3 +173,19 @@ pub fn settings(
         instructions: String::new(),
     }
 }
+
+/// The first of `candidates` that exists and lies outside the temp dir and `/tmp`
+/// (which workspace-write leaves writable), for tests that need a place the sandbox
+/// must not let a command write to. Links are resolved before comparing.
+pub fn base_outside_temp<'a>(
+    candidates: impl IntoIterator<Item = &'a std::path::Path>,
+) -> Option<std::path::PathBuf> {
+    let temp_roots: Vec<std::path::PathBuf> = [std::env::temp_dir(), "/tmp".into()]
+        .into_iter()
+        .filter_map(|t| t.canonicalize().ok())
+        .collect();
+    candidates
+        .into_iter()
+        .filter_map(|c| c.canonicalize().ok())
+        .find(|c| !temp_roots.iter().any(|t| c.starts_with(t)))
+}
