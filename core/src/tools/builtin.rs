@@ -43,6 +43,13 @@ pub fn builtin_tools(config: BuiltinConfig) -> Vec<Arc<dyn Tool>> {
     let sandbox = config
         .sandbox
         .unwrap_or_else(|| Arc::new(Sandbox::detect()));
+    match (sandbox.mechanism(), sandbox.unavailable_reason()) {
+        (Some(mechanism), _) => tracing::info!(?mechanism, "command sandbox available"),
+        (None, reason) => tracing::warn!(
+            reason = reason.unwrap_or_default(),
+            "no command sandbox: sandboxed commands will be refused"
+        ),
+    }
     let policy = Arc::new(PolicyEngine::new(
         PolicyConfig {
             extra_writable_roots: config.extra_writable_roots,
