@@ -5,8 +5,8 @@
 /// Programs that never write files or run other programs, whatever their arguments.
 const ALWAYS_SAFE: &[&str] = &[
     "basename", "cat", "cut", "date", "dirname", "echo", "false", "file", "head", "id", "ls", "nl",
-    "printf", "pwd", "readlink", "realpath", "stat", "tail", "tr", "true", "uname", "uniq", "wc",
-    "which", "whoami", "grep", "egrep", "fgrep", "tree", "du", "df", "cmp", "diff", "sort",
+    "printf", "pwd", "readlink", "realpath", "stat", "tail", "tr", "true", "uname", "wc", "which",
+    "whoami", "grep", "egrep", "fgrep", "tree", "du", "df", "cmp", "diff", "sort",
 ];
 
 /// Read-only git subcommands.
@@ -31,6 +31,9 @@ const UNSAFE_FLAGS: &[(&str, &[&str])] = &[
         ],
     ),
     ("rg", &["--pre", "--search-zip", "-z"]),
+    ("tree", &["-o"]),
+    ("date", &["-s", "--set"]),
+    ("file", &["-C", "--compile"]),
     ("sort", &["-o", "--output"]),
 ];
 
@@ -189,6 +192,9 @@ mod tests {
         assert!(!is_known_safe(&argv(&["rg", "--pre", "sh", "x"])));
         assert!(!is_known_safe(&argv(&["sed", "-i", "s/a/b/", "f"])));
         assert!(!is_known_safe(&argv(&["sort", "-o", "out", "in"])));
+        assert!(!is_known_safe(&argv(&["tree", "-o", "out"])));
+        assert!(!is_known_safe(&argv(&["date", "-s", "2020-01-01"])));
+        assert!(!is_known_safe(&argv(&["uniq", "in", "out"])));
         assert!(!is_known_safe(&argv(&["bash", "-c", "ls > out"])));
         assert!(!is_known_safe(&argv(&["bash", "-c", "cat $(rm x)"])));
         assert!(!is_known_safe(&argv(&["bash", "-c", "ls; rm x"])));
