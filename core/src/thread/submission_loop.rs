@@ -25,7 +25,7 @@ use crate::manager::KernelServices;
 use crate::turn::pending::{PendingEntry, PendingInput};
 use crate::turn::sink::{RunId, TaskMsg, TaskMsgKind, TurnSink};
 use crate::turn::task::RegularTask;
-use crate::turn::{TaskOutcome, TurnContext};
+use crate::turn::{Fallback, TaskOutcome, TurnContext};
 
 /// The turn the loop is running, as only the loop sees it.
 struct RunningTurn {
@@ -278,6 +278,14 @@ impl SubmissionLoop {
                 message: e.to_string(),
             }
         })?;
+        let fallback = self
+            .services
+            .models
+            .fallback_for(&settings.model)
+            .and_then(|model| {
+                let client = self.services.models.client(&model).ok()?;
+                Some(Fallback { model, client })
+            });
         self.emit(
             Some(turn_id),
             EventMsg::TurnStarted {
@@ -311,6 +319,7 @@ impl SubmissionLoop {
                 turn_id,
                 settings: Arc::new(settings),
                 model,
+                fallback,
                 tools: Arc::clone(&self.services.tools),
                 parallel_tool_calls: self.services.config.parallel_tool_calls,
             },
