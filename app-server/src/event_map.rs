@@ -318,6 +318,16 @@ impl EventMapper {
                 let text = format!("{message} (retry {attempt}/{max_attempts})");
                 out.push(self.error_or_warning(turn_id, plain_error(text), true));
             }
+            // Codex's `model/rerouted` only knows its own safety reasons; a fallback after
+            // failures is told to clients as a warning.
+            EventMsg::ModelRerouted { from, to, reason } => {
+                out.push(Outgoing::Notify(ServerNotification::Warning(
+                    WarningNotification {
+                        thread_id: Some(self.thread_id.clone()),
+                        message: format!("{from} failed ({reason}); continuing with {to}"),
+                    },
+                )));
+            }
             // Answered by the `thread/rollback` response.
             EventMsg::RolledBack { .. } => {}
             EventMsg::Warning { message } => {

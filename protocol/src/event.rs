@@ -150,6 +150,12 @@ pub enum EventMsg {
         max_attempts: u32,
         message: String,
     },
+    /// The model failed recoverably past its retries; the request goes to `to` instead.
+    ModelRerouted {
+        from: String,
+        to: String,
+        reason: String,
+    },
     /// The last `turns` turns were dropped from model-visible history.
     RolledBack {
         turns: u32,

@@ -148,6 +148,7 @@ impl ThreadState {
             | EventMsg::ApprovalResolved { .. }
             | EventMsg::PlanUpdated { .. }
             | EventMsg::StreamRetry { .. }
+            | EventMsg::ModelRerouted { .. }
             | EventMsg::Warning { .. }
             | EventMsg::Error { .. } => {}
         }

@@ -24,8 +24,17 @@ pub(crate) struct TurnContext {
     pub turn_id: TurnId,
     pub settings: Arc<ThreadSettings>,
     pub model: Arc<dyn ModelClient>,
+    /// Where requests go once `model` has failed recoverably past its retries.
+    pub fallback: Option<Fallback>,
     pub tools: Arc<ToolSet>,
     pub parallel_tool_calls: bool,
+}
+
+/// A fallback model and its client, resolved when the turn starts.
+#[derive(Clone)]
+pub(crate) struct Fallback {
+    pub model: String,
+    pub client: Arc<dyn ModelClient>,
 }
 
 /// How a task ended, as the task itself saw it.

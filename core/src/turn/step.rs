@@ -12,14 +12,17 @@ use rein_protocol::{EventMsg, Item, ItemId, ItemKind, ThreadSettings, TokenUsage
 use tokio_util::sync::CancellationToken;
 
 use super::sink::TurnSink;
-use super::TurnContext;
+use super::{Fallback, TurnContext};
 use crate::model::{ModelClient, ModelError, ModelEvent, ModelRequest};
 use crate::tools::{ToolCall, ToolSet};
 
 /// What one sampling request is allowed to see and use. The tools offered to the model
 /// are exactly the tools that run its calls.
 pub(crate) struct StepContext {
+    /// The model name sent in requests (the fallback's after a reroute).
+    pub model_name: String,
     pub model: Arc<dyn ModelClient>,
+    pub fallback: Option<Fallback>,
     pub tools: Arc<ToolSet>,
     pub settings: Arc<ThreadSettings>,
     pub parallel_tool_calls: bool,
@@ -29,7 +32,9 @@ pub(crate) struct StepContext {
 impl StepContext {
     pub(crate) fn freeze(turn: &TurnContext) -> Self {
         Self {
+            model_name: turn.settings.model.clone(),
             model: Arc::clone(&turn.model),
+            fallback: turn.fallback.clone(),
             tools: Arc::clone(&turn.tools),
             settings: Arc::clone(&turn.settings),
             parallel_tool_calls: turn.parallel_tool_calls,
@@ -39,7 +44,7 @@ impl StepContext {
 
     pub(crate) fn request(&self, history: &[Arc<Item>]) -> ModelRequest {
         ModelRequest {
-            model: self.settings.model.clone(),
+            model: self.model_name.clone(),
             instructions: self.settings.instructions.clone(),
             input: history.to_vec(),
             tools: self.tools.specs(),
@@ -64,9 +69,34 @@ pub(crate) enum SampleError {
     Model(ModelError),
 }
 
-/// Stream one request, retrying recoverable failures with backoff. Each retry is rebuilt
-/// from the same history, which the failed attempt did not touch.
+/// Stream one request, retrying recoverable failures with backoff; once the retries are
+/// spent, try the fallback model once. Each attempt is rebuilt from the same history,
+/// which a failed attempt never touches.
 pub(crate) async fn sample(
+    step: &mut StepContext,
+    history: &[Arc<Item>],
+    sink: &TurnSink,
+    cancel: &CancellationToken,
+) -> Result<Reply, SampleError> {
+    match sample_with_retries(step, history, sink, cancel).await {
+        Err(SampleError::Model(e)) if e.is_retryable() => {
+            let Some(fallback) = step.fallback.take() else {
+                return Err(SampleError::Model(e));
+            };
+            sink.emit(EventMsg::ModelRerouted {
+                from: step.model_name.clone(),
+                to: fallback.model.clone(),
+                reason: e.to_string(),
+            });
+            step.model_name = fallback.model;
+            step.model = fallback.client;
+            sample_once(step, history, sink, cancel).await
+        }
+        other => other,
+    }
+}
+
+async fn sample_with_retries(
     step: &StepContext,
     history: &[Arc<Item>],
     sink: &TurnSink,

@@ -51,8 +51,9 @@ impl RegularTask {
             if self.cancel.is_cancelled() {
                 return TaskOutcome::Cancelled;
             }
-            let step = StepContext::freeze(&self.turn);
-            let reply = match step::sample(&step, &self.history, &self.sink, &self.cancel).await {
+            let mut step = StepContext::freeze(&self.turn);
+            let reply = match step::sample(&mut step, &self.history, &self.sink, &self.cancel).await
+            {
                 Ok(reply) => reply,
                 Err(SampleError::Cancelled) => return TaskOutcome::Cancelled,
                 Err(SampleError::Model(e)) => {

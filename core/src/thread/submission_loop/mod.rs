@@ -7,25 +7,28 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use rein_protocol::{
-    ApprovalDecision, ApprovalOutcome, EventMsg, InputMode, InputOutcome, InputPart,
-    InterruptOutcome, Item, ItemId, Op, OpResult, RejectReason, SettingsChange, Submission,
-    SubmissionId, TaskKind, ThreadId, ThreadSettings, TurnAbortReason, TurnId, INTERRUPTION_MARKER,
+    ApprovalDecision, EventMsg, InputMode, InputOutcome, InputPart, InterruptOutcome, Item, ItemId,
+    Op, OpResult, RejectReason, SettingsChange, Submission, SubmissionId, TaskKind, ThreadId,
+    ThreadSettings, TurnAbortReason, TurnId,
 };
 use tokio::sync::{mpsc, oneshot};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::AbortOnDropHandle;
 
-use super::emitter::Emitter;
-use super::handle::LoopMsg;
-use super::open_items::OpenItems;
-use super::router::{self, Input, Route};
-use super::state::ThreadState;
+mod abort;
+mod approvals;
+
 use crate::manager::KernelServices;
+use crate::thread::emitter::Emitter;
+use crate::thread::handle::LoopMsg;
+use crate::thread::open_items::OpenItems;
+use crate::thread::router::{self, Input, Route};
+use crate::thread::state::ThreadState;
 use crate::turn::pending::{PendingEntry, PendingInput};
 use crate::turn::sink::{RunId, TaskMsg, TaskMsgKind, TurnSink};
 use crate::turn::task::RegularTask;
-use crate::turn::{TaskOutcome, TurnContext};
+use crate::turn::{Fallback, TaskOutcome, TurnContext};
 
 /// The turn the loop is running, as only the loop sees it.
 struct RunningTurn {
@@ -278,6 +281,14 @@ impl SubmissionLoop {
                 message: e.to_string(),
             }
         })?;
+        let fallback = self
+            .services
+            .models
+            .fallback_for(&settings.model)
+            .and_then(|model| {
+                let client = self.services.models.client(&model).ok()?;
+                Some(Fallback { model, client })
+            });
         self.emit(
             Some(turn_id),
             EventMsg::TurnStarted {
@@ -311,6 +322,7 @@ impl SubmissionLoop {
                 turn_id,
                 settings: Arc::new(settings),
                 model,
+                fallback,
                 tools: Arc::clone(&self.services.tools),
                 parallel_tool_calls: self.services.config.parallel_tool_calls,
             },
@@ -430,116 +442,6 @@ impl SubmissionLoop {
                 },
             );
         }
-    }
-
-    /// Turn the page: cancel, give the work a grace period, abort what is left, keep
-    /// partial output, close open tool calls, append the marker, then `TurnAborted`.
-    async fn abort_turn(&mut self, reason: TurnAbortReason) {
-        let Some(run) = self.running.as_ref().map(|t| t.run) else {
-            return;
-        };
-        if let Some(turn) = &self.running {
-            turn.cancel.cancel();
-        }
-        let grace = Instant::now() + self.services.config.interrupt_grace;
-        let finished_in_grace = loop {
-            match tokio::time::timeout_at(grace, self.task_rx.recv()).await {
-                Ok(Some(msg)) => {
-                    if msg.run == run && matches!(msg.kind, TaskMsgKind::Finished(_)) {
-                        break true;
-                    }
-                    self.absorb(msg);
-                }
-                Ok(None) | Err(_) => break false,
-            }
-        };
-        let Some(mut turn) = self.running.take() else {
-            return;
-        };
-        if !finished_in_grace {
-            turn.handle.abort();
-            // Wait (briefly) for the abort to land so nothing of this run is still sending.
-            let _ =
-                tokio::time::timeout(self.services.config.interrupt_grace, &mut turn.handle).await;
-            while let Ok(msg) = self.task_rx.try_recv() {
-                if msg.run == run {
-                    if let TaskMsgKind::Emit(m) = &msg.kind {
-                        turn.open.observe(m);
-                        self.emit(Some(turn.id), m.clone());
-                    }
-                }
-            }
-        }
-        self.close_aborted(turn, reason);
-    }
-
-    /// Keep partial output, close open tool calls, append the marker, emit `TurnAborted`.
-    fn close_aborted(&mut self, turn: RunningTurn, reason: TurnAbortReason) {
-        let turn_id = turn.id;
-        self.cancel_approvals(turn.run, turn_id);
-        for item in turn.open.closing_items() {
-            self.emit(Some(turn_id), EventMsg::ItemCompleted { item });
-        }
-        self.emit(
-            Some(turn_id),
-            EventMsg::ItemCompleted {
-                item: Item::Interruption {
-                    id: ItemId::new(),
-                    text: INTERRUPTION_MARKER.into(),
-                },
-            },
-        );
-        self.emit(Some(turn_id), EventMsg::TurnAborted { reason });
-    }
-
-    fn cancel_approvals(&mut self, run: RunId, turn_id: TurnId) {
-        let ids: Vec<String> = self
-            .approvals
-            .iter()
-            .filter(|(_, a)| a.run == run)
-            .map(|(id, _)| id.clone())
-            .collect();
-        for approval_id in ids {
-            self.approvals.remove(&approval_id);
-            self.emit(
-                Some(turn_id),
-                EventMsg::ApprovalResolved {
-                    approval_id,
-                    outcome: ApprovalOutcome::Cancelled,
-                },
-            );
-        }
-    }
-
-    async fn on_approval_answer(
-        &mut self,
-        approval_id: &str,
-        decision: ApprovalDecision,
-    ) -> OpResult {
-        let Some(parked) = self.approvals.remove(approval_id) else {
-            return OpResult::Refused {
-                message: format!("no pending approval with id {approval_id}"),
-            };
-        };
-        let turn_id = self.running.as_ref().map(|t| t.id);
-        let outcome = match decision {
-            ApprovalDecision::Approve => ApprovalOutcome::Approved,
-            ApprovalDecision::ApproveForSession => ApprovalOutcome::ApprovedForSession,
-            ApprovalDecision::Deny => ApprovalOutcome::Denied,
-            ApprovalDecision::Abort => ApprovalOutcome::Aborted,
-        };
-        self.emit(
-            turn_id,
-            EventMsg::ApprovalResolved {
-                approval_id: approval_id.to_owned(),
-                outcome,
-            },
-        );
-        let _ = parked.reply.send(decision);
-        if decision == ApprovalDecision::Abort {
-            self.abort_turn(TurnAbortReason::Interrupted).await;
-        }
-        OpResult::Accepted
     }
 
     fn on_rollback(&mut self, turns: u32) -> OpResult {
