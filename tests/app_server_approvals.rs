@@ -1,0 +1,134 @@
+//! Approvals through `rein app-server`: a shell call the policy does not trust becomes an
+//! `item/commandExecution/requestApproval` request to the client; the client's Codex
+//! decision (accept, decline, cancel) decides whether the command runs and how the turn
+//! goes on, and `serverRequest/resolved` closes the request.
+#![allow(clippy::unwrap_used)]
+
+#[path = "support/app_server.rs"]
+mod support;
+
+use pretty_assertions::assert_eq;
+use serde_json::{json, Value};
+use support::{home_for, method, AppServer, MockModel};
+
+struct RoundTrip {
+    seen: Vec<Value>,
+    file_created: bool,
+    model_requests: usize,
+}
+
+fn approval_round_trip(decision: Value) -> RoundTrip {
+    let model = MockModel::start(json!({
+        "replies": [
+            { "tool_calls": [{ "call_id": "call_touch", "name": "shell",
+                               "arguments": { "command": ["touch", "approved-file.txt"] } }] },
+            { "text": "Done with the file." }
+        ],
+        "when_exhausted": "echo"
+    }));
+    let home = home_for(&model);
+    let mut server = AppServer::start(home.path(), &[]);
+    server.initialize();
+    let cwd = tempfile::tempdir().unwrap();
+    let thread = server.start_thread(json!({
+        "cwd": cwd.path(), "approvalPolicy": "untrusted", "sandbox": "danger-full-access"
+    }));
+    server.request(
+        "turn/start",
+        json!({ "threadId": thread, "input": [{ "type": "text", "text": "Create a file please." }] }),
+    );
+    let mut seen = server.until(|m| method(m) == "item/commandExecution/requestApproval");
+    let ask = seen.last().unwrap().clone();
+    assert_eq!(ask["params"]["threadId"], json!(thread));
+    assert_eq!(ask["params"]["itemId"], "call_touch");
+    assert_eq!(ask["params"]["command"], "touch approved-file.txt");
+    server.send(&json!({ "id": ask["id"], "result": { "decision": decision } }));
+    seen.extend(server.until(|m| method(m) == "turn/completed"));
+    let resolved: Vec<&Value> = seen
+        .iter()
+        .filter(|m| method(m) == "serverRequest/resolved")
+        .collect();
+    assert_eq!(resolved.len(), 1, "exactly one resolution");
+    assert_eq!(resolved[0]["params"]["requestId"], ask["id"]);
+    let trip = RoundTrip {
+        seen,
+        file_created: cwd.path().join("approved-file.txt").exists(),
+        model_requests: model.requests().len(),
+    };
+    assert!(server.finish().success());
+    trip
+}
+
+fn command_item_completed(seen: &[Value]) -> Option<&Value> {
+    seen.iter()
+        .find(|m| {
+            method(m) == "item/completed" && m["params"]["item"]["type"] == "commandExecution"
+        })
+        .map(|m| &m["params"]["item"])
+}
+
+fn statuses(seen: &[Value]) -> Vec<Value> {
+    seen.iter()
+        .filter(|m| method(m) == "thread/status/changed")
+        .map(|m| m["params"]["status"].clone())
+        .collect()
+}
+
+#[test]
+fn accepted_command_runs_and_the_turn_completes() {
+    let trip = approval_round_trip(json!("accept"));
+    assert!(trip.file_created);
+    let item = command_item_completed(&trip.seen).unwrap();
+    assert_eq!(item["status"], "completed");
+    assert_eq!(item["id"], "call_touch");
+    let started = trip
+        .seen
+        .iter()
+        .position(|m| {
+            method(m) == "item/started" && m["params"]["item"]["type"] == "commandExecution"
+        })
+        .unwrap();
+    let asked = trip
+        .seen
+        .iter()
+        .position(|m| method(m) == "item/commandExecution/requestApproval")
+        .unwrap();
+    assert!(
+        started < asked,
+        "the item is started before the approval is asked"
+    );
+    assert!(statuses(&trip.seen)
+        .contains(&json!({ "type": "active", "activeFlags": ["waitingOnApproval"] })));
+    let turn = &trip.seen.last().unwrap()["params"]["turn"];
+    assert_eq!(turn["status"], "completed");
+    assert_eq!(turn["items"][0]["text"], "Done with the file.");
+    assert_eq!(trip.model_requests, 2);
+}
+
+#[test]
+fn accept_with_execpolicy_amendment_counts_as_accept() {
+    let trip = approval_round_trip(json!({
+        "acceptWithExecpolicyAmendment": { "execpolicy_amendment": ["touch", "approved-file.txt"] }
+    }));
+    assert!(trip.file_created);
+}
+
+#[test]
+fn declined_command_does_not_run_and_the_model_is_told() {
+    let trip = approval_round_trip(json!("decline"));
+    assert!(!trip.file_created);
+    let item = command_item_completed(&trip.seen).unwrap();
+    assert_eq!(item["status"], "declined");
+    let turn = &trip.seen.last().unwrap()["params"]["turn"];
+    assert_eq!(turn["status"], "completed");
+    assert_eq!(trip.model_requests, 2, "the refusal went back to the model");
+}
+
+#[test]
+fn cancelled_command_does_not_run_and_interrupts_the_turn() {
+    let trip = approval_round_trip(json!("cancel"));
+    assert!(!trip.file_created);
+    let turn = &trip.seen.last().unwrap()["params"]["turn"];
+    assert_eq!(turn["status"], "interrupted");
+    assert_eq!(trip.model_requests, 1);
+}
