@@ -348,3 +348,21 @@ fn the_schema_check_rejects_what_codex_would_not_accept() {
         &methods,
     );
 }
+
+#[test]
+fn generate_json_schema_writes_the_checked_in_schema() {
+    let out = tempfile::tempdir().unwrap();
+    let status = support::rein()
+        .args(["app-server", "generate-json-schema", "--out"])
+        .arg(out.path())
+        .stdout(std::process::Stdio::null())
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let checked_in = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../schema/app-server");
+    for entry in std::fs::read_dir(&checked_in).unwrap() {
+        let entry = entry.unwrap();
+        let written = std::fs::read_to_string(out.path().join(entry.file_name())).unwrap();
+        assert_eq!(written, std::fs::read_to_string(entry.path()).unwrap());
+    }
+}
