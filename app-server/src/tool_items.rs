@@ -98,3 +98,58 @@ pub fn join_command(parts: &[String]) -> String {
         .collect::<Vec<_>>()
         .join(" ")
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn argv_is_joined_with_quotes_only_where_needed() {
+        let parts = [
+            "echo".to_owned(),
+            "hello world".to_owned(),
+            "it's".to_owned(),
+        ];
+        assert_eq!(join_command(&parts), r"echo 'hello world' 'it'\''s'");
+    }
+
+    #[test]
+    fn apply_patch_lists_each_file_with_its_hunks() {
+        let patch = "*** Begin Patch\n*** Add File: a.txt\n+hi\n*** Update File: b.rs\n@@\n-x\n+y\n*** Delete File: c\n*** End Patch\n";
+        let changes = patch_changes(patch);
+        let summary: Vec<(&str, &Value, &str)> = changes
+            .iter()
+            .map(|c| (c.path.as_str(), &c.kind["type"], c.diff.as_str()))
+            .collect();
+        assert_eq!(
+            summary,
+            vec![
+                ("a.txt", &Value::from("add"), "+hi\n"),
+                ("b.rs", &Value::from("update"), "@@\n-x\n+y\n"),
+                ("c", &Value::from("delete"), ""),
+            ]
+        );
+    }
+
+    #[test]
+    fn shell_call_becomes_a_command_item_in_its_workdir() {
+        let item = tool_item(
+            "c1",
+            "shell",
+            r#"{"command":["ls","-la"],"workdir":"/w"}"#,
+            "/cwd",
+        );
+        let Some(ThreadItem::CommandExecution {
+            command,
+            cwd,
+            status,
+            ..
+        }) = item
+        else {
+            panic!("not a command item: {item:?}");
+        };
+        assert_eq!((command.as_str(), cwd.as_str()), ("ls -la", "/w"));
+        assert_eq!(status, ExecutionStatus::InProgress);
+        assert_eq!(tool_item("c2", "update_plan", "{}", "/cwd"), None);
+    }
+}

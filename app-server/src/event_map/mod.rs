@@ -10,20 +10,22 @@ use std::collections::HashMap;
 use rein_protocol::app_server::{
     CommandExecutionRequestApprovalParams, DeltaNotification, ErrorNotification, ExecutionStatus,
     FileChangeRequestApprovalParams, ItemCompletedNotification, ItemStartedNotification,
-    ReasoningSummaryTextDeltaNotification, ServerNotification, ThreadActiveFlag,
-    ThreadIdNotification, ThreadItem, ThreadStatus, ThreadStatusChangedNotification,
-    ThreadTokenUsage, ThreadTokenUsageUpdatedNotification, Turn, TurnError, TurnItemsView,
-    TurnNotification, TurnPlanStep, TurnPlanUpdatedNotification, TurnStatus, WarningNotification,
+    ReasoningSummaryTextDeltaNotification, ServerNotification, ThreadIdNotification, ThreadItem,
+    ThreadStatus, ThreadStatusChangedNotification, ThreadTokenUsage,
+    ThreadTokenUsageUpdatedNotification, TurnError, TurnItemsView, TurnNotification, TurnPlanStep,
+    TurnPlanUpdatedNotification, TurnStatus, WarningNotification,
 };
 use rein_protocol::{
-    ApprovalOutcome, ApprovalRequest, ErrorCode, Event, EventMsg, Item, ItemKind, PlanStepStatus,
-    TurnId,
+    ApprovalOutcome, ApprovalRequest, Event, EventMsg, Item, ItemKind, PlanStepStatus, TurnId,
 };
 use serde_json::Value;
 
 use crate::convert::{item_to_wire, usage_to_wire};
 use crate::outbound::now_ms;
+
+mod shapes;
 use crate::tool_items::{join_command, tool_item};
+use shapes::{active, plain_error, turn_error, turn_object, TurnTrack};
 
 /// What the mapper asks the connection to send.
 #[derive(Debug, PartialEq)]
@@ -41,13 +43,6 @@ pub enum Outgoing {
     },
     /// The thread shut down: nothing more will come.
     Closed,
-}
-
-struct TurnTrack {
-    id: TurnId,
-    started_at_ms: i64,
-    last_agent: Option<ThreadItem>,
-    error: Option<TurnError>,
 }
 
 /// A tool call shown to clients as a command or a file change.
@@ -570,59 +565,9 @@ impl EventMapper {
     }
 }
 
-fn active(waiting_on_approval: bool) -> ThreadStatus {
-    ThreadStatus::Active {
-        active_flags: if waiting_on_approval {
-            vec![ThreadActiveFlag::WaitingOnApproval]
-        } else {
-            Vec::new()
-        },
-    }
-}
-
-fn turn_object(track: &TurnTrack, status: TurnStatus, completed_at_ms: Option<i64>) -> Turn {
-    let (items, items_view) = match &track.last_agent {
-        Some(item) if completed_at_ms.is_some() => (vec![item.clone()], TurnItemsView::Summary),
-        _ => (Vec::new(), TurnItemsView::NotLoaded),
-    };
-    Turn {
-        id: track.id.to_string(),
-        root_turn_id: Some(track.id.to_string()),
-        items,
-        items_view,
-        status,
-        error: track.error.clone().filter(|_| status == TurnStatus::Failed),
-        started_at: Some(track.started_at_ms / 1000),
-        completed_at: completed_at_ms.map(|ms| ms / 1000),
-        duration_ms: completed_at_ms.map(|ms| (ms - track.started_at_ms).max(0)),
-    }
-}
-
-fn turn_error(code: ErrorCode, message: &str) -> TurnError {
-    let info = match code {
-        ErrorCode::ContextWindowExceeded => "contextWindowExceeded",
-        ErrorCode::RateLimited => "rateLimitExceeded",
-        ErrorCode::Unauthorized => "unauthorized",
-        ErrorCode::ModelBadRequest => "badRequest",
-        ErrorCode::ModelUnavailable => "serverOverloaded",
-        ErrorCode::Internal => "internalServerError",
-        ErrorCode::StreamInterrupted | ErrorCode::ToolFailed | ErrorCode::RolloutWrite => "other",
-    };
-    TurnError {
-        message: message.to_owned(),
-        codex_error_info: Some(info.into()),
-        additional_details: None,
-    }
-}
-
 fn event_ms(event: &Event) -> i64 {
     i64::try_from(event.timestamp_ms).unwrap_or_else(|_| now_ms())
 }
 
-fn plain_error(message: String) -> TurnError {
-    TurnError {
-        message,
-        codex_error_info: None,
-        additional_details: None,
-    }
-}
+#[cfg(test)]
+mod tests;
