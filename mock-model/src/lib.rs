@@ -150,6 +150,7 @@ async fn accept_loop(
             _ = &mut stopped => break,
             accepted = listener.accept() => {
                 let Ok((stream, _)) = accepted else { continue };
+                let _ = stream.set_nodelay(true);
                 shared.connections.fetch_add(1, Ordering::SeqCst);
                 let shared = Arc::clone(&shared);
                 connections.spawn(async move {
