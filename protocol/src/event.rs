@@ -45,6 +45,20 @@ pub enum TurnAbortReason {
     ReviewEnded,
 }
 
+/// Why a compaction ran.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum CompactionTrigger {
+    /// Asked for by the client.
+    Manual,
+    /// The context crossed the auto-compaction limit.
+    Auto,
+    /// The model answered "context window exceeded".
+    ContextExceeded,
+    /// A switch to a model whose window the conversation does not fit.
+    ModelSwitch,
+}
+
 /// Machine-readable error codes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
@@ -155,6 +169,24 @@ pub enum EventMsg {
         from: String,
         to: String,
         reason: String,
+    },
+    CompactionStarted {
+        trigger: CompactionTrigger,
+        tokens_before: u64,
+    },
+    /// The model-visible history is now the items of the previous history at the indices in
+    /// `kept`, with `summary` inserted before the `summary_at`-th of them. Earlier items are
+    /// referenced, never copied, so a compaction costs the rollout O(summary) bytes.
+    Compacted {
+        summary: Item,
+        kept: Vec<u32>,
+        summary_at: u32,
+        tokens_before: u64,
+        tokens_after: u64,
+    },
+    ModelSwitched {
+        from: String,
+        to: String,
     },
     /// The last `turns` turns were dropped from model-visible history.
     RolledBack {
