@@ -154,6 +154,10 @@ pub enum EventMsg {
     TokenCount {
         last: TokenUsage,
         total: TokenUsage,
+        /// The model's context window, when known: `last` input + output over it is how full
+        /// the context is.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        context_window: Option<u64>,
     },
     PlanUpdated {
         plan: Vec<PlanStep>,

@@ -136,7 +136,7 @@ impl ThreadState {
                 self.status = AgentStatus::Errored;
             }
             EventMsg::ItemCompleted { item } => self.history.push(Arc::new(item.clone())),
-            EventMsg::TokenCount { last, total } => {
+            EventMsg::TokenCount { last, total, .. } => {
                 self.usage = *total;
                 self.context_tokens = last.input_tokens + last.output_tokens;
             }

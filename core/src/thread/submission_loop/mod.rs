@@ -308,7 +308,19 @@ impl SubmissionLoop {
             TaskMsgKind::Usage(last) => {
                 let mut total = self.state.usage;
                 total.add(&last);
-                self.emit(Some(turn_id), EventMsg::TokenCount { last, total });
+                let context_window = self
+                    .state
+                    .active_turn
+                    .as_ref()
+                    .and_then(|t| self.services.models.context_window(&t.settings.model));
+                self.emit(
+                    Some(turn_id),
+                    EventMsg::TokenCount {
+                        last,
+                        total,
+                        context_window,
+                    },
+                );
             }
             TaskMsgKind::Approval {
                 call_id,
