@@ -206,6 +206,14 @@ pub trait ModelCatalog: Send + Sync + 'static {
     fn fallback_for(&self, _model: &str) -> Option<String> {
         None
     }
+
+    /// The model's context window in tokens, when known.
+    fn context_window(&self, model: &str) -> Option<u64> {
+        self.models()
+            .into_iter()
+            .find(|m| m.id == model)
+            .and_then(|m| m.context_window)
+    }
 }
 
 /// A fixed set of named models.

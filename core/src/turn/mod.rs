@@ -3,11 +3,13 @@
 //! answer, an error or cancellation. Spawned work talks back to the loop only through a
 //! [`sink::TurnSink`]: it never touches thread state.
 
+pub(crate) mod compact;
 pub(crate) mod pending;
 pub(crate) mod sink;
 pub(crate) mod step;
 pub mod stop_hook;
 pub(crate) mod task;
+pub(crate) mod tokens;
 pub(crate) mod tool_runner;
 
 use std::sync::Arc;

@@ -27,6 +27,8 @@ pub(crate) struct StepContext {
     pub settings: Arc<ThreadSettings>,
     pub parallel_tool_calls: bool,
     pub prompt_cache_key: String,
+    /// Stream nothing to clients (a compaction's summary is not an agent message).
+    pub silent: bool,
 }
 
 impl StepContext {
@@ -39,6 +41,21 @@ impl StepContext {
             settings: Arc::clone(&turn.settings),
             parallel_tool_calls: turn.parallel_tool_calls,
             prompt_cache_key: turn.thread_id.to_string(),
+            silent: false,
+        }
+    }
+
+    /// The same model, with no tools and nothing streamed: for summarising history.
+    pub(crate) fn for_compaction(&self) -> Self {
+        Self {
+            model_name: self.model_name.clone(),
+            model: Arc::clone(&self.model),
+            fallback: self.fallback.clone(),
+            tools: Arc::new(ToolSet::empty()),
+            settings: Arc::clone(&self.settings),
+            parallel_tool_calls: false,
+            prompt_cache_key: self.prompt_cache_key.clone(),
+            silent: true,
         }
     }
 
@@ -127,6 +144,7 @@ async fn sample_with_retries(
 /// Accumulates one streamed reply.
 #[derive(Default)]
 struct ReplyBuilder {
+    silent: bool,
     reasoning: Option<(ItemId, String)>,
     message: Option<(ItemId, String)>,
     calls: Vec<ToolCall>,
@@ -134,15 +152,21 @@ struct ReplyBuilder {
 
 impl ReplyBuilder {
     fn on_text(&mut self, delta: String, sink: &TurnSink) {
+        let silent = self.silent;
         let (id, text) = self.message.get_or_insert_with(|| {
             let id = ItemId::new();
-            sink.emit(EventMsg::ItemStarted {
-                item_id: id.clone(),
-                kind: ItemKind::AgentMessage,
-            });
+            if !silent {
+                sink.emit(EventMsg::ItemStarted {
+                    item_id: id.clone(),
+                    kind: ItemKind::AgentMessage,
+                });
+            }
             (id, String::new())
         });
         text.push_str(&delta);
+        if silent {
+            return;
+        }
         sink.emit(EventMsg::AgentMessageDelta {
             item_id: id.clone(),
             delta,
@@ -150,15 +174,21 @@ impl ReplyBuilder {
     }
 
     fn on_reasoning(&mut self, delta: String, sink: &TurnSink) {
+        let silent = self.silent;
         let (id, text) = self.reasoning.get_or_insert_with(|| {
             let id = ItemId::new();
-            sink.emit(EventMsg::ItemStarted {
-                item_id: id.clone(),
-                kind: ItemKind::Reasoning,
-            });
+            if !silent {
+                sink.emit(EventMsg::ItemStarted {
+                    item_id: id.clone(),
+                    kind: ItemKind::Reasoning,
+                });
+            }
             (id, String::new())
         });
         text.push_str(&delta);
+        if silent {
+            return;
+        }
         sink.emit(EventMsg::ReasoningDelta {
             item_id: id.clone(),
             delta,
@@ -206,7 +236,10 @@ async fn sample_once(
     cancel: &CancellationToken,
 ) -> Result<Reply, SampleError> {
     let mut stream = step.model.stream(step.request(history));
-    let mut reply = ReplyBuilder::default();
+    let mut reply = ReplyBuilder {
+        silent: step.silent,
+        ..ReplyBuilder::default()
+    };
     loop {
         let next = tokio::select! {
             // Dropping the stream on cancel closes the request at once.

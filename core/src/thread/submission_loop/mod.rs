@@ -3,13 +3,13 @@
 //! work reports back (through the task channel) into events. Heavy work never runs here,
 //! so an interrupt or an approval answer is handled while a turn streams.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 
 use rein_protocol::{
-    ApprovalDecision, EventMsg, InputMode, InputOutcome, InputPart, InterruptOutcome, Item, ItemId,
-    Op, OpResult, RejectReason, SettingsChange, Submission, SubmissionId, TaskKind, ThreadId,
-    ThreadSettings, TurnAbortReason, TurnId,
+    ApprovalDecision, EventMsg, InputMode, InputOutcome, InputPart, InterruptOutcome, ItemId, Op,
+    OpResult, RejectReason, SettingsChange, Submission, SubmissionId, ThreadId, ThreadSettings,
+    TurnAbortReason, TurnId,
 };
 use tokio::sync::{mpsc, oneshot};
 use tokio::time::Instant;
@@ -18,6 +18,8 @@ use tokio_util::task::AbortOnDropHandle;
 
 mod abort;
 mod approvals;
+mod maintenance;
+mod start;
 
 use crate::manager::KernelServices;
 use crate::thread::emitter::Emitter;
@@ -26,9 +28,8 @@ use crate::thread::open_items::OpenItems;
 use crate::thread::router::{self, Input, Route};
 use crate::thread::state::ThreadState;
 use crate::turn::pending::{PendingEntry, PendingInput};
-use crate::turn::sink::{RunId, TaskMsg, TaskMsgKind, TurnSink};
-use crate::turn::task::RegularTask;
-use crate::turn::{Fallback, TaskOutcome, TurnContext};
+use crate::turn::sink::{RunId, TaskMsg, TaskMsgKind};
+use crate::turn::TaskOutcome;
 
 /// The turn the loop is running, as only the loop sees it.
 struct RunningTurn {
@@ -58,6 +59,10 @@ pub(crate) struct SubmissionLoop {
     pending: PendingInput,
     approvals: HashMap<String, ParkedApproval>,
     next_run: RunId,
+    /// Maintenance ops that arrived while a turn ran; they run, in order, once it ends.
+    deferred: VecDeque<(Submission, Option<oneshot::Sender<OpResult>>)>,
+    /// A model switch waiting for its compaction turn to finish.
+    switch_after_compaction: Option<String>,
 }
 
 enum Flow {
@@ -93,6 +98,8 @@ impl SubmissionLoop {
             pending: PendingInput::default(),
             approvals: HashMap::new(),
             next_run: 0,
+            deferred: VecDeque::new(),
+            switch_after_compaction: None,
         }
     }
 
@@ -127,6 +134,9 @@ impl SubmissionLoop {
             };
             if let Flow::Exit = flow {
                 return;
+            }
+            if self.running.is_none() {
+                self.resume_idle_work().await;
             }
         }
     }
@@ -179,6 +189,13 @@ impl SubmissionLoop {
                 Flow::Continue,
             ),
             Op::Rollback { turns } => (self.on_rollback(turns), Flow::Continue),
+            op @ (Op::Compact | Op::SwitchModel { .. }) => {
+                if self.running.is_some() {
+                    self.deferred.push_back((Submission { id, op }, reply));
+                    return Flow::Continue;
+                }
+                (self.on_maintenance(id, op), Flow::Continue)
+            }
         };
         if let Some(reply) = reply {
             let _ = reply.send(result);
@@ -232,6 +249,14 @@ impl SubmissionLoop {
                     Err(reason) => InputOutcome::Rejected { reason },
                 }
             }
+            Route::Queue { behind, settings } => {
+                self.apply_settings(settings);
+                self.pending.push(PendingEntry {
+                    submission: id,
+                    items,
+                });
+                InputOutcome::Queued { behind }
+            }
             Route::Steer { turn_id, settings } => {
                 self.apply_settings(settings);
                 self.pending.push(PendingEntry {
@@ -264,90 +289,6 @@ impl SubmissionLoop {
         }
     }
 
-    /// Emit the turn's opening events and spawn its task.
-    fn start_turn(
-        &mut self,
-        turn_id: TurnId,
-        inputs: Vec<PendingEntry>,
-        recovered: bool,
-    ) -> Result<(), RejectReason> {
-        let Some(settings) = self.state.settings.clone() else {
-            return Err(RejectReason::InvalidSettings {
-                message: "the thread has no settings".into(),
-            });
-        };
-        let model = self.services.models.client(&settings.model).map_err(|e| {
-            RejectReason::InvalidSettings {
-                message: e.to_string(),
-            }
-        })?;
-        let fallback = self
-            .services
-            .models
-            .fallback_for(&settings.model)
-            .and_then(|model| {
-                let client = self.services.models.client(&model).ok()?;
-                Some(Fallback { model, client })
-            });
-        self.emit(
-            Some(turn_id),
-            EventMsg::TurnStarted {
-                kind: TaskKind::Regular,
-                settings: settings.clone(),
-                recovered,
-            },
-        );
-        for entry in inputs {
-            self.emit(
-                Some(turn_id),
-                EventMsg::ItemCompleted {
-                    item: Item::UserMessage {
-                        id: ItemId::new(),
-                        content: entry.items,
-                    },
-                },
-            );
-        }
-        let run = self.next_run;
-        self.next_run += 1;
-        let cancel = CancellationToken::new();
-        let sink = TurnSink::new(run, turn_id, self.task_tx.clone());
-        let deadline = settings
-            .budget
-            .max_wall_time_ms
-            .map(|ms| Instant::now() + std::time::Duration::from_millis(ms));
-        let task = RegularTask {
-            turn: TurnContext {
-                thread_id: self.thread_id,
-                turn_id,
-                settings: Arc::new(settings),
-                model,
-                fallback,
-                tools: Arc::clone(&self.services.tools),
-                parallel_tool_calls: self.services.config.parallel_tool_calls,
-            },
-            history: self.state.history.clone(),
-            pending: self.pending.clone(),
-            sink: sink.clone(),
-            cancel: cancel.clone(),
-            stop_hooks: Arc::clone(&self.services.stop_hooks),
-            max_stop_hook_vetoes: self.services.config.max_stop_hook_vetoes,
-        };
-        let handle = AbortOnDropHandle::new(tokio::spawn(async move {
-            let outcome = task.run().await;
-            sink.finished(outcome);
-        }));
-        self.running = Some(RunningTurn {
-            id: turn_id,
-            run,
-            cancel,
-            handle,
-            deadline,
-            open: OpenItems::default(),
-        });
-        Ok(())
-    }
-
     async fn on_task_msg(&mut self, msg: TaskMsg) {
         if let Some(outcome) = self.absorb(msg) {
             self.finish_turn(outcome);
@@ -367,7 +308,19 @@ impl SubmissionLoop {
             TaskMsgKind::Usage(last) => {
                 let mut total = self.state.usage;
                 total.add(&last);
-                self.emit(Some(turn_id), EventMsg::TokenCount { last, total });
+                let context_window = self
+                    .state
+                    .active_turn
+                    .as_ref()
+                    .and_then(|t| self.services.models.context_window(&t.settings.model));
+                self.emit(
+                    Some(turn_id),
+                    EventMsg::TokenCount {
+                        last,
+                        total,
+                        context_window,
+                    },
+                );
             }
             TaskMsgKind::Approval {
                 call_id,
@@ -428,7 +381,7 @@ impl SubmissionLoop {
 
     /// Steers that arrived after the task's last look are never dropped: they start the
     /// next turn, under the id of the first of them.
-    fn start_leftover_turn(&mut self) {
+    pub(super) fn start_leftover_turn(&mut self) {
         let leftovers = self.pending.take_all();
         let Some(first) = leftovers.first() else {
             return;
@@ -453,7 +406,7 @@ impl SubmissionLoop {
                 ),
             };
         }
-        let available = self.state.turns.len();
+        let available = self.state.rollbackable_turns();
         if turns == 0 || turns as usize > available {
             return OpResult::Refused {
                 message: format!("cannot roll back {turns} turns; the thread has {available}"),
@@ -473,6 +426,13 @@ impl SubmissionLoop {
         self.emitter.sync();
         self.emitter.bus().close();
         self.inbox.close();
+        for (_, reply) in self.deferred.drain(..) {
+            if let Some(reply) = reply {
+                let _ = reply.send(OpResult::Refused {
+                    message: RejectReason::ShuttingDown.to_string(),
+                });
+            }
+        }
         // Ops that were queued behind the shutdown get a clear answer instead of silence.
         while let Ok(msg) = self.inbox.try_recv() {
             if let LoopMsg::Submit {
