@@ -366,3 +366,56 @@ fn generate_json_schema_writes_the_checked_in_schema() {
         assert_eq!(written, std::fs::read_to_string(entry.path()).unwrap());
     }
 }
+
+#[test]
+fn compact_start_runs_a_compaction_turn_with_a_context_compaction_item() {
+    let model = MockModel::start(json!({
+        "replies": [{ "text": "First answer." }, { "text": "Summary of the talk so far." }],
+        "when_exhausted": "echo"
+    }));
+    let (mut server, _home) = started(&model);
+    let cwd = tempfile::tempdir().unwrap();
+    let thread = server.start_thread(json!({ "cwd": cwd.path() }));
+    server.request(
+        "turn/start",
+        json!({ "threadId": thread, "input": text_input("hello") }),
+    );
+    server.until(|m| method(m) == "turn/completed");
+
+    let compact = server.call("thread/compact/start", json!({ "threadId": thread }));
+    assert_eq!(compact["result"], json!({}));
+    let seen = server.until(|m| method(m) == "turn/completed");
+    let items: Vec<(&str, &str)> = seen
+        .iter()
+        .filter(|m| method(m).starts_with("item/"))
+        .map(|m| {
+            (
+                method(m),
+                m["params"]["item"]["type"].as_str().unwrap_or(""),
+            )
+        })
+        .collect();
+    assert!(
+        items.contains(&("item/started", "contextCompaction")),
+        "{items:?}"
+    );
+    assert!(
+        items.contains(&("item/completed", "contextCompaction")),
+        "{items:?}"
+    );
+    assert_eq!(
+        seen.last().unwrap()["params"]["turn"]["status"],
+        "completed"
+    );
+    assert_eq!(
+        model.requests().len(),
+        2,
+        "the compaction asked the model once"
+    );
+
+    let unknown = server.call(
+        "thread/compact/start",
+        json!({ "threadId": "01a22a74-0000-7000-8000-000000000000" }),
+    );
+    assert_eq!(unknown["error"]["code"], -32600);
+}

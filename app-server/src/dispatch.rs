@@ -77,6 +77,7 @@ impl ServerState {
             "turn/start" => turn::start(self, id, params).await,
             "turn/steer" => turn::steer(self, id, params).await,
             "turn/interrupt" => turn::interrupt(self, id, params).await,
+            "thread/compact/start" => turn::compact(self, id, params).await,
             _ => Reply::Now(Err(RpcError::method_not_found(method))),
         }
     }

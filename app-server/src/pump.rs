@@ -50,6 +50,10 @@ pub enum PumpCmd {
     Unsubscribe {
         id: RequestId,
     },
+    /// Summarise the history now (`thread/compact/start`).
+    Compact {
+        id: RequestId,
+    },
 }
 
 /// Server → client requests waiting for an answer: request id → the pump that asked.
@@ -170,10 +174,17 @@ impl Pump {
                     mode: InputMode::StartIfIdle,
                     settings,
                 };
-                let result = match self.submit(op).await {
+                let submission = SubmissionId::new();
+                let result = match self.submit(submission, op).await {
                     Ok(OpResult::Input(InputOutcome::Started { turn_id })) => {
                         to_value(&TurnStartResponse {
                             turn: pending_turn(turn_id),
+                        })
+                    }
+                    // Behind a compaction: it starts, under the submission's id, right after.
+                    Ok(OpResult::Input(InputOutcome::Queued { .. })) => {
+                        to_value(&TurnStartResponse {
+                            turn: pending_turn(TurnId::from(submission)),
                         })
                     }
                     other => Err(refusal(other)),
@@ -190,10 +201,17 @@ impl Pump {
                     mode: InputMode::Steer(expected),
                     settings: SettingsChange::default(),
                 };
-                let result = match self.submit(op).await {
+                let submission = SubmissionId::new();
+                let result = match self.submit(submission, op).await {
                     Ok(OpResult::Input(InputOutcome::Steered { turn_id })) => {
                         to_value(&TurnSteerResponse {
                             turn_id: turn_id.to_string(),
+                        })
+                    }
+                    // The running turn takes no steers; the input starts the next one.
+                    Ok(OpResult::Input(InputOutcome::Queued { .. })) => {
+                        to_value(&TurnSteerResponse {
+                            turn_id: TurnId::from(submission).to_string(),
                         })
                     }
                     other => Err(refusal(other)),
@@ -239,6 +257,13 @@ impl Pump {
                 }
                 self.resolved(request_id).await;
             }
+            PumpCmd::Compact { id } => {
+                let result = match self.submit(SubmissionId::new(), Op::Compact).await {
+                    Ok(OpResult::Accepted) => to_value(&EmptyResponse {}),
+                    other => Err(refusal(other)),
+                };
+                self.out.respond(id, result).await;
+            }
             PumpCmd::Unsubscribe { id } => {
                 self.out
                     .respond_with(
@@ -256,11 +281,8 @@ impl Pump {
         }
     }
 
-    async fn submit(&self, op: Op) -> Result<OpResult, ThreadError> {
-        self.thread
-            .handle
-            .submit_with_id(SubmissionId::new(), op)
-            .await
+    async fn submit(&self, id: SubmissionId, op: Op) -> Result<OpResult, ThreadError> {
+        self.thread.handle.submit_with_id(id, op).await
     }
 
     async fn resolved(&self, request_id: RequestId) {

@@ -260,6 +260,7 @@ const RESPONSES: &[(&str, &str)] = &[
     ("skills/list", "v2/SkillsListResponse.json"),
     ("thread/name/set", "v2/ThreadSetNameResponse.json"),
     ("thread/unsubscribe", "v2/ThreadUnsubscribeResponse.json"),
+    ("thread/compact/start", "v2/ThreadCompactStartResponse.json"),
 ];
 
 fn compile(file: &str) -> jsonschema::Validator {

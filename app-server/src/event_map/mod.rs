@@ -68,6 +68,8 @@ pub struct EventMapper {
     /// Usage of a reply, held until the reply's items are out: Codex clients see a
     /// reply's items completed before its token count.
     held_usage: Option<ServerNotification>,
+    /// The item id of the compaction in progress.
+    compaction: Option<String>,
 }
 
 impl EventMapper {
@@ -82,6 +84,7 @@ impl EventMapper {
             status: ThreadStatus::Idle,
             preview: None,
             held_usage: None,
+            compaction: None,
         }
     }
 
@@ -267,7 +270,14 @@ impl EventMapper {
                     }
                 }
             }
-            EventMsg::TokenCount { last, total } => {
+            EventMsg::TokenCount {
+                last,
+                total,
+                context_window,
+            } => {
+                if let Some(window) = context_window.and_then(|w| i64::try_from(w).ok()) {
+                    self.context_window = Some(window);
+                }
                 if let Some(turn_id) = turn_id {
                     self.held_usage = Some(ServerNotification::ThreadTokenUsageUpdated(
                         ThreadTokenUsageUpdatedNotification {
@@ -323,6 +333,32 @@ impl EventMapper {
                     },
                 )));
             }
+            EventMsg::CompactionStarted { .. } => {
+                let id = format!("compaction-{}", event.seq);
+                let item = ThreadItem::ContextCompaction { id: id.clone() };
+                self.compaction = Some(id);
+                if let Some(n) = self.item_started(turn_id, item, event_ms(event)) {
+                    out.push(n);
+                }
+            }
+            EventMsg::Compacted { .. } => {
+                let id = self
+                    .compaction
+                    .take()
+                    .unwrap_or_else(|| format!("compaction-{}", event.seq));
+                if let Some(turn_id) = turn_id {
+                    out.push(Outgoing::Notify(ServerNotification::ItemCompleted(
+                        ItemCompletedNotification {
+                            thread_id: self.thread_id.clone(),
+                            turn_id: turn_id.to_string(),
+                            item: ThreadItem::ContextCompaction { id },
+                            completed_at_ms: event_ms(event),
+                        },
+                    )));
+                }
+            }
+            // The new model shows in the thread's next `Thread` object and token counts.
+            EventMsg::ModelSwitched { .. } => {}
             // Answered by the `thread/rollback` response.
             EventMsg::RolledBack { .. } => {}
             EventMsg::Warning { message } => {

@@ -96,6 +96,7 @@ fn token_usage_waits_for_the_items_of_its_reply() {
         EventMsg::TokenCount {
             last: Default::default(),
             total: Default::default(),
+            context_window: None,
         },
     ));
     assert!(usage.is_empty());

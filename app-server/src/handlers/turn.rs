@@ -3,7 +3,9 @@
 
 use std::path::PathBuf;
 
-use rein_protocol::app_server::{RequestId, TurnInterruptParams, TurnStartParams, TurnSteerParams};
+use rein_protocol::app_server::{
+    RequestId, ThreadIdParams, TurnInterruptParams, TurnStartParams, TurnSteerParams,
+};
 use rein_protocol::{SettingsChange, TurnId};
 use serde_json::Value;
 use tokio::sync::mpsc::error::TrySendError;
@@ -88,6 +90,18 @@ pub async fn interrupt(state: &ServerState, id: RequestId, raw: Value) -> Reply 
     })();
     match prepared {
         Ok((thread, turn_id)) => send(&thread, PumpCmd::Interrupt { id, turn_id }),
+        Err(e) => Reply::Now(Err(e)),
+    }
+}
+
+/// `thread/compact/start`: a compaction turn on the thread (its notifications follow).
+pub async fn compact(state: &ServerState, id: RequestId, raw: Value) -> Reply {
+    let prepared = (|| {
+        let p: ThreadIdParams = params(raw)?;
+        loaded(state, &p.thread_id)
+    })();
+    match prepared {
+        Ok(thread) => send(&thread, PumpCmd::Compact { id }),
         Err(e) => Reply::Now(Err(e)),
     }
 }
