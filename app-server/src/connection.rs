@@ -49,7 +49,7 @@ where
 {
     let (out, out_rx) = Outbound::new(limits.outbound_queue);
     let writer = tokio::spawn(write_lines(out_rx, writer));
-    let (in_tx, mut in_rx) = mpsc::channel::<Vec<u8>>(limits.inbound_queue.max(1));
+    let (in_tx, in_rx) = mpsc::channel::<Vec<u8>>(limits.inbound_queue.max(1));
     let reader_out = out.clone();
     let max_line = limits.max_line_bytes;
     let reader = tokio::spawn(async move {
@@ -77,8 +77,18 @@ where
         Ok(())
     });
 
-    let state = ServerState::new(Arc::clone(&kernel), out);
-    while let Some(bytes) = in_rx.recv().await {
+    run(kernel, in_rx, out).await;
+    let read = reader.await.unwrap_or(Ok(()));
+    let written = writer.await.unwrap_or(Ok(()));
+    read.and(written)
+}
+
+/// The handling loop of one connection, whatever its transport: messages in order from
+/// `inbound`, answers and notifications out through `out`. When the input ends, every
+/// thread the connection loaded is shut down.
+pub async fn run(kernel: Arc<Kernel>, mut inbound: mpsc::Receiver<Vec<u8>>, out: Outbound) {
+    let state = ServerState::new(kernel, out);
+    while let Some(bytes) = inbound.recv().await {
         match message::parse(&bytes) {
             Ok(Inbound::Request { id, method, params }) => {
                 state.handle_request(id, &method, params).await;
@@ -93,16 +103,12 @@ where
     for thread in state.threads.all() {
         let _ = thread.handle.shutdown().await;
     }
-    drop(state);
-    let read = reader.await.unwrap_or(Ok(()));
-    let written = writer.await.unwrap_or(Ok(()));
-    read.and(written)
 }
 
 /// Queue one line; a request that finds the queue full is refused as overloaded, while
 /// answers to our own requests wait for room (dropping one would strand a parked tool).
 /// Returns false once the handling loop is gone.
-async fn enqueue(tx: &mpsc::Sender<Vec<u8>>, out: &Outbound, bytes: Vec<u8>) -> bool {
+pub(crate) async fn enqueue(tx: &mpsc::Sender<Vec<u8>>, out: &Outbound, bytes: Vec<u8>) -> bool {
     match tx.try_send(bytes) {
         Ok(()) => true,
         Err(TrySendError::Full(bytes)) => match message::peek_id(&bytes) {

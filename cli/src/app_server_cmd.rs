@@ -6,7 +6,9 @@ use std::sync::Arc;
 
 use anyhow::{bail, Context};
 use clap::{Args, Subcommand};
-use rein_app_server::ConnectionLimits;
+use std::net::SocketAddr;
+
+use rein_app_server::{ws, ConnectionLimits};
 use rein_core::bootstrap::{bootstrap, BootstrapOptions};
 
 #[derive(Args)]
@@ -22,9 +24,13 @@ pub struct AppServerArgs {
     /// The configuration profile to use.
     #[arg(long)]
     profile: Option<String>,
-    /// Where to serve: `stdio://` (the default).
+    /// Where to serve: `stdio://` (the default) or `ws://HOST:PORT` (port 0 picks one; the
+    /// bound URL is printed as the first line of stdout).
     #[arg(long, default_value = "stdio://")]
     listen: String,
+    /// WebSocket only: a file holding the bearer token clients must send.
+    #[arg(long)]
+    ws_token_file: Option<PathBuf>,
     /// Longest accepted message, in bytes; longer lines are answered with an error.
     #[arg(long, default_value_t = 16 * 1024 * 1024)]
     max_message_bytes: usize,
@@ -43,12 +49,26 @@ pub async fn run(args: AppServerArgs) -> anyhow::Result<()> {
     if let Some(AppServerCommand::GenerateJsonSchema { out }) = &args.command {
         return write_schema(out);
     }
-    if args.listen != "stdio://" {
-        bail!(
-            "--listen {}: only stdio:// is supported so far",
-            args.listen
-        );
-    }
+    let ws_addr: Option<SocketAddr> = match args.listen.as_str() {
+        "stdio://" => None,
+        other => match other.strip_prefix("ws://") {
+            Some(addr) => Some(
+                addr.trim_end_matches('/')
+                    .parse()
+                    .with_context(|| format!("--listen {other}: expected ws://IP:PORT"))?,
+            ),
+            None => bail!("--listen {other}: expected stdio:// or ws://IP:PORT"),
+        },
+    };
+    let token = match &args.ws_token_file {
+        Some(path) => Some(
+            std::fs::read_to_string(path)
+                .with_context(|| format!("reading the token file {}", path.display()))?
+                .trim()
+                .to_owned(),
+        ),
+        None => None,
+    };
     let env = |k: &str| std::env::var(k).ok();
     let kernel = bootstrap(
         BootstrapOptions {
@@ -66,7 +86,18 @@ pub async fn run(args: AppServerArgs) -> anyhow::Result<()> {
         max_line_bytes: args.max_message_bytes,
         ..ConnectionLimits::default()
     };
-    rein_app_server::serve_stdio(Arc::new(kernel), limits).await?;
+    let kernel = Arc::new(kernel);
+    let Some(addr) = ws_addr else {
+        rein_app_server::serve_stdio(kernel, limits).await?;
+        return Ok(());
+    };
+    if !addr.ip().is_loopback() && token.is_none() {
+        tracing::warn!("serving {addr} beyond loopback without --ws-token-file");
+    }
+    let listener = ws::bind(addr).await?;
+    // The first line of stdout is the bound URL, so a parent process can read it.
+    println!("ws://{}", listener.local_addr()?);
+    ws::serve_ws(kernel, listener, ws::WsOptions { limits, token }).await?;
     Ok(())
 }
 

@@ -1,0 +1,144 @@
+//! The WebSocket transport: one JSON-RPC message per text frame, each connection with its
+//! own session (initialize gate, threads, pending requests) over the shared kernel.
+//! `GET /readyz` answers `200 ok` for health checks. With a token configured, the upgrade
+//! request must carry `Authorization: Bearer <token>`.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use futures::{SinkExt, StreamExt};
+use rein_core::bootstrap::Kernel;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::mpsc;
+use tokio_tungstenite::tungstenite::handshake::server::{ErrorResponse, Request, Response};
+use tokio_tungstenite::tungstenite::http::StatusCode;
+use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
+use tokio_tungstenite::tungstenite::Message;
+
+use crate::connection::{enqueue, run, ConnectionLimits};
+use crate::error::{AppServerError, RpcError};
+use crate::outbound::Outbound;
+
+#[derive(Clone, Debug, Default)]
+pub struct WsOptions {
+    pub limits: ConnectionLimits,
+    /// Required bearer token, if any.
+    pub token: Option<String>,
+}
+
+pub async fn bind(addr: SocketAddr) -> Result<TcpListener, AppServerError> {
+    TcpListener::bind(addr).await.map_err(AppServerError::Read)
+}
+
+/// Accept connections until the process ends.
+pub async fn serve_ws(
+    kernel: Arc<Kernel>,
+    listener: TcpListener,
+    options: WsOptions,
+) -> Result<(), AppServerError> {
+    let options = Arc::new(options);
+    loop {
+        let (stream, peer) = listener.accept().await.map_err(AppServerError::Read)?;
+        let _ = stream.set_nodelay(true);
+        let kernel = Arc::clone(&kernel);
+        let options = Arc::clone(&options);
+        tokio::spawn(async move {
+            if let Err(e) = connection(kernel, stream, &options).await {
+                tracing::debug!(%peer, "websocket connection ended: {e}");
+            }
+        });
+    }
+}
+
+async fn connection(
+    kernel: Arc<Kernel>,
+    mut stream: TcpStream,
+    options: &WsOptions,
+) -> Result<(), tokio_tungstenite::tungstenite::Error> {
+    if is_readyz(&stream).await {
+        // Read the request head first: closing with unread input would reset the
+        // connection before the client reads the answer.
+        let mut head = Vec::new();
+        let mut chunk = [0u8; 1024];
+        while !head.windows(4).any(|w| w == b"\r\n\r\n") && head.len() < 8192 {
+            match stream.read(&mut chunk).await {
+                Ok(0) | Err(_) => break,
+                Ok(n) => head.extend_from_slice(&chunk[..n]),
+            }
+        }
+        let _ = stream
+            .write_all(b"HTTP/1.1 200 OK\r\ncontent-type: text/plain\r\ncontent-length: 2\r\nconnection: close\r\n\r\nok")
+            .await;
+        let _ = stream.shutdown().await;
+        return Ok(());
+    }
+    let token = options.token.clone();
+    // The error type is tungstenite's handshake callback signature, not ours to shrink.
+    #[allow(clippy::result_large_err)]
+    let check = move |req: &Request, resp: Response| -> Result<Response, ErrorResponse> {
+        let Some(token) = &token else {
+            return Ok(resp);
+        };
+        let given = req
+            .headers()
+            .get("authorization")
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.strip_prefix("Bearer "));
+        if given == Some(token.as_str()) {
+            Ok(resp)
+        } else {
+            let mut refused = ErrorResponse::new(Some("missing or wrong bearer token".into()));
+            *refused.status_mut() = StatusCode::UNAUTHORIZED;
+            Err(refused)
+        }
+    };
+    let config = WebSocketConfig::default()
+        .max_message_size(Some(options.limits.max_line_bytes))
+        .max_frame_size(Some(options.limits.max_line_bytes));
+    let ws = tokio_tungstenite::accept_hdr_async_with_config(stream, check, Some(config)).await?;
+    let (mut sink, mut frames) = ws.split();
+    let (out, mut out_rx) = Outbound::new(options.limits.outbound_queue);
+    let writer = tokio::spawn(async move {
+        while let Some(line) = out_rx.recv().await {
+            if sink.send(Message::text(line)).await.is_err() {
+                break;
+            }
+        }
+        let _ = sink.close().await;
+    });
+    let (in_tx, in_rx) = mpsc::channel(options.limits.inbound_queue.max(1));
+    let reader_out = out.clone();
+    let reader = tokio::spawn(async move {
+        while let Some(frame) = frames.next().await {
+            let bytes = match frame {
+                Ok(Message::Text(text)) => text.as_bytes().to_vec(),
+                Ok(Message::Binary(bytes)) => bytes.to_vec(),
+                Ok(Message::Close(_)) => break,
+                Ok(_) => continue,
+                Err(e) => {
+                    let error = RpcError::invalid_request(format!("Invalid request: {e}"));
+                    reader_out.reject(None, error).await;
+                    break;
+                }
+            };
+            if !enqueue(&in_tx, &reader_out, bytes).await {
+                break;
+            }
+        }
+    });
+    run(kernel, in_rx, out).await;
+    let _ = reader.await;
+    let _ = writer.await;
+    Ok(())
+}
+
+/// Whether the connection opens with `GET /readyz` (peeked, so a WebSocket upgrade still
+/// sees its whole request).
+async fn is_readyz(stream: &TcpStream) -> bool {
+    let mut buf = [0u8; 32];
+    match stream.peek(&mut buf).await {
+        Ok(n) => buf[..n].starts_with(b"GET /readyz"),
+        Err(_) => false,
+    }
+}
