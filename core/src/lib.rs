@@ -5,5 +5,6 @@
 
 pub mod model;
 pub mod recorder;
+pub mod rollout;
 pub mod thread;
 pub mod tools;

@@ -1,0 +1,283 @@
+//! [`RolloutStore`]: everything rollout-related for one `$REIN_HOME` — creating and
+//! reopening writers, loading, finding a thread's file, listing, archiving, forking and
+//! rebuilding the index. The thread manager holds one.
+
+use std::path::{Path, PathBuf};
+
+use rein_protocol::{Event, ThreadId};
+
+use super::blobs::BlobStore;
+use super::format::SessionMeta;
+use super::index::{ListQuery, RolloutIndex, SortKey, ThreadEntry, ThreadPage};
+use super::layout;
+use super::lock::ThreadLock;
+use super::reader::{
+    first_user_text, read_meta, read_rollout, read_rollout_until, LoadedRollout, ReadUntil,
+};
+use super::resume::fork_events;
+use super::writer::{Durability, RolloutWriter, WriterOptions};
+use super::RolloutError;
+use crate::recorder::EventRecorder;
+
+#[derive(Clone, Debug)]
+pub struct RolloutStore {
+    home: PathBuf,
+    blobs: BlobStore,
+}
+
+/// A new thread forked from another: its writer (already holding the fork's events) and
+/// those events, to fold into the new thread's state.
+#[derive(Debug)]
+pub struct ForkedThread {
+    pub writer: RolloutWriter,
+    pub events: Vec<Event>,
+}
+
+impl RolloutStore {
+    pub fn new(home: impl Into<PathBuf>) -> Self {
+        let home = home.into();
+        let blobs = BlobStore::new(home.join(layout::BLOBS_DIR));
+        RolloutStore { home, blobs }
+    }
+
+    /// With a different threshold for moving payloads to the blob store.
+    pub fn with_blob_threshold(home: impl Into<PathBuf>, threshold: usize) -> Self {
+        let home = home.into();
+        let blobs = BlobStore::with_threshold(home.join(layout::BLOBS_DIR), threshold);
+        RolloutStore { home, blobs }
+    }
+
+    pub fn home(&self) -> &Path {
+        &self.home
+    }
+
+    pub fn blobs(&self) -> &BlobStore {
+        &self.blobs
+    }
+
+    /// Opens the index, rebuilding it from the files when it did not exist yet.
+    pub fn index(&self) -> Result<RolloutIndex, RolloutError> {
+        let path = self.home.join(layout::INDEX_FILE);
+        let fresh = !path.exists();
+        let mut index = RolloutIndex::open(&path)?;
+        if fresh {
+            let entries = self.scan_entries()?;
+            index.replace_all(&entries)?;
+        }
+        Ok(index)
+    }
+
+    fn writer_options(&self, durability: Durability) -> WriterOptions {
+        let index = self
+            .index()
+            .map_err(
+                |e| tracing::warn!(error = %e, "rollout index unavailable; writing without it"),
+            )
+            .ok();
+        WriterOptions {
+            durability,
+            index,
+            ..WriterOptions::new(self.blobs.clone())
+        }
+    }
+
+    /// Creates the rollout of a new thread and registers it in the index.
+    pub fn create(
+        &self,
+        meta: &SessionMeta,
+        durability: Durability,
+    ) -> Result<RolloutWriter, RolloutError> {
+        let created_ms = meta.created_ms();
+        let path = layout::session_path(&self.home, meta.thread_id, created_ms);
+        let options = self.writer_options(durability);
+        if let Some(index) = &options.index {
+            let entry = ThreadEntry {
+                thread_id: meta.thread_id,
+                path: path.clone(),
+                created_ms,
+                updated_ms: created_ms,
+                cwd: meta.cwd.clone(),
+                model: meta.model.clone(),
+                title: None,
+                archived: false,
+                forked_from: meta.forked_from,
+            };
+            if let Err(e) = index.upsert(&entry) {
+                tracing::warn!(thread = %meta.thread_id, error = %e, "rollout index: thread not registered");
+            }
+        }
+        Ok(RolloutWriter::create(&path, meta, options)?)
+    }
+
+    /// Reopens a thread's rollout to continue writing it (resume).
+    pub fn open_append(
+        &self,
+        thread: ThreadId,
+        durability: Durability,
+    ) -> Result<RolloutWriter, RolloutError> {
+        let path = self.find(thread)?;
+        Ok(RolloutWriter::open_append(
+            &path,
+            thread,
+            self.writer_options(durability),
+        )?)
+    }
+
+    /// Loads a thread's rollout by id (listed or archived).
+    pub fn load(&self, thread: ThreadId) -> Result<LoadedRollout, RolloutError> {
+        read_rollout(&self.find(thread)?, &self.blobs)
+    }
+
+    /// Loads a rollout by path.
+    pub fn load_path(&self, path: &Path) -> Result<LoadedRollout, RolloutError> {
+        read_rollout(path, &self.blobs)
+    }
+
+    /// The file of a thread: the index's answer if it still holds, else a scan.
+    pub fn find(&self, thread: ThreadId) -> Result<PathBuf, RolloutError> {
+        let index = self.index().ok();
+        if let Some(entry) = index.as_ref().and_then(|i| i.get(thread).ok().flatten()) {
+            if entry.path.is_file() {
+                return Ok(entry.path);
+            }
+        }
+        let found = layout::scan_for_thread(&self.home, thread)
+            .map_err(RolloutError::io("scanning", &self.home))?
+            .ok_or(RolloutError::ThreadNotFound(thread))?;
+        if let Some(index) = &index {
+            if let Ok(entry) = self.entry_for(&found) {
+                let _ = index.upsert(&entry);
+            }
+        }
+        Ok(found)
+    }
+
+    pub fn list(&self, query: &ListQuery) -> Result<ThreadPage, RolloutError> {
+        self.index()?.list(query)
+    }
+
+    /// The most recently updated listed thread whose cwd is `cwd`.
+    pub fn most_recent_in_cwd(&self, cwd: &Path) -> Result<Option<ThreadId>, RolloutError> {
+        let page = self.list(&ListQuery {
+            limit: 1,
+            sort: SortKey::Updated,
+            cwd: Some(cwd.to_path_buf()),
+            ..ListQuery::default()
+        })?;
+        Ok(page.threads.first().map(|t| t.thread_id))
+    }
+
+    /// Rebuilds the index from the files; returns how many threads it holds.
+    pub fn reindex(&self) -> Result<usize, RolloutError> {
+        let entries = self.scan_entries()?;
+        let mut index = RolloutIndex::open(&self.home.join(layout::INDEX_FILE))?;
+        index.replace_all(&entries)?;
+        Ok(entries.len())
+    }
+
+    fn scan_entries(&self) -> Result<Vec<ThreadEntry>, RolloutError> {
+        let mut entries = Vec::new();
+        for dir in [
+            layout::sessions_dir(&self.home),
+            layout::archived_dir(&self.home),
+        ] {
+            let files = layout::rollout_files(&dir).map_err(RolloutError::io("scanning", &dir))?;
+            for path in files {
+                match self.entry_for(&path) {
+                    Ok(entry) => entries.push(entry),
+                    Err(e) => {
+                        tracing::warn!(path = %path.display(), error = %e, "reindex: skipped")
+                    }
+                }
+            }
+        }
+        Ok(entries)
+    }
+
+    fn entry_for(&self, path: &Path) -> Result<ThreadEntry, RolloutError> {
+        let head = read_rollout_until(path, &self.blobs, ReadUntil::FirstUserMessage)?;
+        let modified = std::fs::metadata(path)
+            .and_then(|m| m.modified())
+            .map_err(RolloutError::io("reading metadata of", path))?;
+        let updated_ms = modified
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
+        let created_ms = head.meta.created_ms();
+        Ok(ThreadEntry {
+            thread_id: head.meta.thread_id,
+            path: path.to_path_buf(),
+            created_ms,
+            updated_ms: updated_ms.max(created_ms),
+            cwd: head.meta.cwd.clone(),
+            model: head.meta.model.clone(),
+            title: first_user_text(&head.events),
+            archived: path.starts_with(layout::archived_dir(&self.home)),
+            forked_from: head.meta.forked_from,
+        })
+    }
+
+    /// Moves a thread's rollout out of the listed set. Refused while a writer holds it.
+    pub fn archive(&self, thread: ThreadId) -> Result<PathBuf, RolloutError> {
+        let from = self.find(thread)?;
+        let archived = layout::archived_dir(&self.home);
+        if from.starts_with(&archived) {
+            return Err(RolloutError::AlreadyArchived(thread));
+        }
+        let name = from.file_name().map(PathBuf::from).unwrap_or_default();
+        self.relocate(thread, &from, &archived.join(name), true)
+    }
+
+    /// Moves an archived thread's rollout back into the listed set.
+    pub fn unarchive(&self, thread: ThreadId) -> Result<PathBuf, RolloutError> {
+        let from = self.find(thread)?;
+        if !from.starts_with(layout::archived_dir(&self.home)) {
+            return Err(RolloutError::NotArchived(thread));
+        }
+        let meta = read_meta(&from)?;
+        let to = layout::session_path(&self.home, thread, meta.created_ms());
+        self.relocate(thread, &from, &to, false)
+    }
+
+    fn relocate(
+        &self,
+        thread: ThreadId,
+        from: &Path,
+        to: &Path,
+        archived: bool,
+    ) -> Result<PathBuf, RolloutError> {
+        let _lock = ThreadLock::acquire(from, thread)?;
+        if let Some(dir) = to.parent() {
+            std::fs::create_dir_all(dir).map_err(RolloutError::io("creating", dir))?;
+        }
+        std::fs::rename(from, to).map_err(RolloutError::io("moving", from))?;
+        self.index()?.set_location(thread, to, archived)?;
+        Ok(to.to_path_buf())
+    }
+
+    /// Forks `parent` at turn `at_turn` (default: the last) into a new thread with its own
+    /// rollout. Large payloads are shared through the blob store, not copied.
+    pub fn fork(
+        &self,
+        parent: ThreadId,
+        at_turn: Option<usize>,
+        durability: Durability,
+    ) -> Result<ForkedThread, RolloutError> {
+        let loaded = self.load(parent)?;
+        let new_thread = ThreadId::new();
+        let events = fork_events(&loaded.events, at_turn, new_thread)?;
+        let mut meta = SessionMeta::new(
+            new_thread,
+            new_thread.into(),
+            loaded.meta.cwd.clone(),
+            loaded.meta.model.clone(),
+            loaded.meta.provider.clone(),
+        );
+        meta.forked_from = Some(parent);
+        let mut writer = self.create(&meta, durability)?;
+        for event in &events {
+            writer.record(event)?;
+        }
+        writer.sync()?;
+        Ok(ForkedThread { writer, events })
+    }
+}
