@@ -7,7 +7,7 @@ mod support;
 use pretty_assertions::assert_eq;
 use rein_core::recorder::EventRecorder;
 use rein_core::rollout::blobs::BlobStore;
-use rein_core::rollout::reader::read_rollout;
+use rein_core::rollout::reader::{read_rollout, read_rollout_with_workers};
 use rein_core::rollout::writer::{RolloutWriter, WriterOptions};
 use rein_core::rollout::{Diagnostic, DiagnosticKind, RolloutError, SessionMeta};
 use rein_protocol::ThreadId;
@@ -67,6 +67,15 @@ fn damaged_file_loads_every_good_event_and_reports_the_rest() {
 
     let loaded = read_rollout(&path, &blobs).unwrap();
     assert_eq!(loaded.events, events);
+    // Split into ranges parsed by several threads, the result is the same.
+    for workers in 2..=6 {
+        let parallel = read_rollout_with_workers(&path, &blobs, workers).unwrap();
+        assert_eq!(parallel.events, loaded.events, "{workers} workers");
+        assert_eq!(
+            parallel.diagnostics, loaded.diagnostics,
+            "{workers} workers"
+        );
+    }
     let kinds: Vec<Diagnostic> = loaded
         .diagnostics
         .iter()

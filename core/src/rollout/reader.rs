@@ -5,11 +5,12 @@
 //! and skipped. Only a file with no readable `session_meta` is an error.
 //!
 //! Lines are parsed one at a time from a reused buffer, so peak memory is the events
-//! plus one line.
+//! plus one line per worker; a large file is split at line boundaries into ranges that
+//! are parsed in parallel and joined in order.
 
 use std::collections::HashMap;
 use std::fs::File;
-use std::io::{BufRead, BufReader};
+use std::io::{BufRead, BufReader, Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 
 use rein_protocol::{Event, EventMsg, Item};
@@ -80,9 +81,22 @@ pub(crate) enum ReadUntil {
     FirstUserMessage,
 }
 
-/// Reads a whole rollout.
+/// Files above this size are parsed by several threads, each over its own byte range.
+const PARALLEL_MIN_BYTES: u64 = 8 << 20;
+const MAX_WORKERS: usize = 4;
+
+/// Reads a whole rollout, in parallel when it is large.
 pub fn read_rollout(path: &Path, blobs: &BlobStore) -> Result<LoadedRollout, RolloutError> {
     read_rollout_until(path, blobs, ReadUntil::End)
+}
+
+/// Reads a whole rollout with up to `workers` threads (the result does not depend on it).
+pub fn read_rollout_with_workers(
+    path: &Path,
+    blobs: &BlobStore,
+    workers: usize,
+) -> Result<LoadedRollout, RolloutError> {
+    read_ranges(path, blobs, ReadUntil::End, workers)
 }
 
 pub(crate) fn read_rollout_until(
@@ -90,14 +104,105 @@ pub(crate) fn read_rollout_until(
     blobs: &BlobStore,
     until: ReadUntil,
 ) -> Result<LoadedRollout, RolloutError> {
-    let file = File::open(path).map_err(RolloutError::io("opening", path))?;
-    let mut input = BufReader::with_capacity(1 << 20, file);
+    let len = std::fs::metadata(path)
+        .map_err(RolloutError::io("opening", path))?
+        .len();
+    let workers = if until == ReadUntil::End && len >= PARALLEL_MIN_BYTES {
+        std::thread::available_parallelism().map_or(1, |n| n.get().min(MAX_WORKERS))
+    } else {
+        1
+    };
+    read_ranges(path, blobs, until, workers)
+}
+
+fn read_ranges(
+    path: &Path,
+    blobs: &BlobStore,
+    until: ReadUntil,
+    workers: usize,
+) -> Result<LoadedRollout, RolloutError> {
+    let len = std::fs::metadata(path)
+        .map_err(RolloutError::io("opening", path))?
+        .len();
+    let ranges = split_at_lines(path, len, workers).map_err(RolloutError::io("reading", path))?;
+    let chunks: Vec<Result<Chunk, RolloutError>> = if ranges.len() == 1 {
+        vec![parse_range(path, blobs, (0, u64::MAX), until)]
+    } else {
+        std::thread::scope(|scope| {
+            let handles: Vec<_> = ranges
+                .iter()
+                .map(|&range| scope.spawn(move || parse_range(path, blobs, range, until)))
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| {
+                    h.join().unwrap_or_else(|_| {
+                        Err(RolloutError::io("parsing", path)(std::io::Error::other(
+                            "a reader thread panicked",
+                        )))
+                    })
+                })
+                .collect()
+        })
+    };
+    merge(path, chunks)
+}
+
+/// Byte ranges covering the file, each ending just after a newline (the last at EOF).
+fn split_at_lines(path: &Path, len: u64, workers: usize) -> std::io::Result<Vec<(u64, u64)>> {
+    if workers <= 1 {
+        return Ok(vec![(0, len)]);
+    }
+    let mut file = File::open(path)?;
+    let mut cuts = vec![0];
+    let mut probe = vec![0u8; 64 * 1024];
+    for i in 1..workers as u64 {
+        let mut at = (len * i / workers as u64).max(*cuts.last().unwrap_or(&0));
+        let cut = loop {
+            file.seek(SeekFrom::Start(at))?;
+            let n = file.read(&mut probe)?;
+            if n == 0 {
+                break len;
+            }
+            if let Some(pos) = probe[..n].iter().position(|&b| b == b'\n') {
+                break at + pos as u64 + 1;
+            }
+            at += n as u64;
+        };
+        if cut < len && cut > *cuts.last().unwrap_or(&0) {
+            cuts.push(cut);
+        }
+    }
+    cuts.push(len);
+    Ok(cuts.windows(2).map(|w| (w[0], w[1])).collect())
+}
+
+/// What one byte range of the file holds. Line numbers are relative to the range.
+struct Chunk {
+    lines: usize,
+    metas: Vec<(usize, SessionMeta)>,
+    events: Vec<(usize, Event)>,
+    diagnostics: Vec<Diagnostic>,
+}
+
+fn parse_range(
+    path: &Path,
+    blobs: &BlobStore,
+    (start, end): (u64, u64),
+    until: ReadUntil,
+) -> Result<Chunk, RolloutError> {
+    let mut file = File::open(path).map_err(RolloutError::io("opening", path))?;
+    file.seek(SeekFrom::Start(start))
+        .map_err(RolloutError::io("reading", path))?;
+    let mut input = BufReader::with_capacity(1 << 20, file.take(end - start));
     let mut buf = Vec::with_capacity(64 * 1024);
-    let mut meta: Option<SessionMeta> = None;
-    let mut events: Vec<Event> = Vec::new();
-    let mut diagnostics = Vec::new();
+    let mut chunk = Chunk {
+        lines: 0,
+        metas: Vec::new(),
+        events: Vec::new(),
+        diagnostics: Vec::new(),
+    };
     let mut blob_cache = HashMap::new();
-    let mut line_no = 0;
     loop {
         buf.clear();
         let n = input
@@ -106,9 +211,10 @@ pub(crate) fn read_rollout_until(
         if n == 0 {
             break;
         }
-        line_no += 1;
+        chunk.lines += 1;
+        let line_no = chunk.lines;
         let mut note = |kind| {
-            diagnostics.push(Diagnostic {
+            chunk.diagnostics.push(Diagnostic {
                 line: line_no,
                 kind,
             })
@@ -138,28 +244,9 @@ pub(crate) fn read_rollout_until(
             note(DiagnosticKind::UnknownFields(parsed.unknown_fields));
         }
         match parsed.body {
-            LineBody::Meta(m) if meta.is_none() => {
-                if m.format_version > FORMAT_VERSION {
-                    return Err(RolloutError::UnsupportedVersion {
-                        path: path.to_path_buf(),
-                        found: m.format_version,
-                        supported: FORMAT_VERSION,
-                    });
-                }
-                meta = Some(*m);
-            }
-            LineBody::Meta(_) => note(DiagnosticKind::ExtraMeta),
+            LineBody::Meta(meta) => chunk.metas.push((line_no, *meta)),
             LineBody::Unknown(kind) => note(DiagnosticKind::UnknownLineType(kind)),
             LineBody::Event(mut event) => {
-                if let Some(prev) = events.last() {
-                    if event.seq <= prev.seq {
-                        note(DiagnosticKind::OutOfOrder {
-                            seq: event.seq,
-                            after: prev.seq,
-                        });
-                        continue;
-                    }
-                }
                 if may_reference(&event.msg) {
                     if let Err(e) = blobs.restore(&mut event, &mut blob_cache) {
                         note(DiagnosticKind::Blob(e.to_string()));
@@ -171,13 +258,65 @@ pub(crate) fn read_rollout_until(
                         item: Item::UserMessage { .. }
                     }
                 );
-                events.push(*event);
+                chunk.events.push((line_no, *event));
                 if until == ReadUntil::FirstUserMessage && is_user_message {
                     break;
                 }
             }
         }
     }
+    Ok(chunk)
+}
+
+/// Joins the ranges in order: absolute line numbers, the first meta, seq order checks.
+fn merge(
+    path: &Path,
+    chunks: Vec<Result<Chunk, RolloutError>>,
+) -> Result<LoadedRollout, RolloutError> {
+    let mut meta: Option<SessionMeta> = None;
+    let mut diagnostics = Vec::new();
+    let mut events: Vec<Event> = Vec::new();
+    let mut offset = 0;
+    for chunk in chunks {
+        let chunk = chunk?;
+        let mut extra = Vec::new();
+        for (line, m) in chunk.metas {
+            if meta.is_none() {
+                if m.format_version > FORMAT_VERSION {
+                    return Err(RolloutError::UnsupportedVersion {
+                        path: path.to_path_buf(),
+                        found: m.format_version,
+                        supported: FORMAT_VERSION,
+                    });
+                }
+                meta = Some(m);
+            } else {
+                extra.push(Diagnostic {
+                    line: offset + line,
+                    kind: DiagnosticKind::ExtraMeta,
+                });
+            }
+        }
+        for (line, event) in chunk.events {
+            match events.last() {
+                Some(prev) if event.seq <= prev.seq => extra.push(Diagnostic {
+                    line: offset + line,
+                    kind: DiagnosticKind::OutOfOrder {
+                        seq: event.seq,
+                        after: prev.seq,
+                    },
+                }),
+                _ => events.push(event),
+            }
+        }
+        diagnostics.extend(chunk.diagnostics.into_iter().map(|d| Diagnostic {
+            line: offset + d.line,
+            ..d
+        }));
+        diagnostics.extend(extra);
+        offset += chunk.lines;
+    }
+    diagnostics.sort_by_key(|d| d.line);
     let meta = meta.ok_or_else(|| RolloutError::MissingMeta {
         path: path.to_path_buf(),
     })?;
