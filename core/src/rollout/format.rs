@@ -12,6 +12,7 @@ use rein_protocol::{Event, SessionId, ThreadId};
 use serde::de::{self, IgnoredAny, MapAccess, Visitor};
 use serde::{Deserialize, Deserializer, Serialize};
 
+use super::decode::EventPayload;
 use super::time::{parse_rfc3339_ms, rfc3339_ms};
 
 /// The format this build writes. Readers accept files up to this version.
@@ -132,7 +133,10 @@ impl<'de> Visitor<'de> for LineVisitor {
             match key.as_ref() {
                 "type" => kind = Some(map.next_value()?),
                 "payload" => match kind.as_deref() {
-                    Some(TYPE_EVENT) => body = Some(LineBody::Event(map.next_value()?)),
+                    Some(TYPE_EVENT) => {
+                        let event = map.next_value::<EventPayload>()?.0;
+                        body = Some(LineBody::Event(Box::new(event)));
+                    }
                     Some(TYPE_SESSION_META) => body = Some(LineBody::Meta(map.next_value()?)),
                     Some(other) => {
                         map.next_value::<IgnoredAny>()?;

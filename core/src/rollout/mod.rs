@@ -13,6 +13,7 @@
 
 pub mod blobs;
 pub mod codex;
+mod decode;
 mod error;
 pub mod format;
 pub mod index;
