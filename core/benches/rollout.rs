@@ -15,7 +15,7 @@ use rein_core::rollout::blobs::BlobStore;
 use rein_core::rollout::index::{ListQuery, RolloutIndex, SortKey, ThreadEntry};
 use rein_core::rollout::reader::read_rollout;
 use rein_core::rollout::writer::{Durability, RolloutWriter, WriterOptions};
-use rein_core::rollout::SessionMeta;
+use rein_core::rollout::{fold_owned, repair_for_resume, SessionMeta};
 use rein_core::thread::state::ThreadState;
 use rein_protocol::{
     ApprovalPolicy, Event, EventMsg, InputPart, Item, ItemId, SandboxPolicy, TaskKind, ThreadId,
@@ -126,9 +126,10 @@ fn generate(path: &Path, blobs: &BlobStore, items: usize, bytes_per_item: usize)
     writer.sync().unwrap();
 }
 
+/// What resuming a thread costs: read, close an open turn, fold.
 fn resume(path: &Path, blobs: &BlobStore) -> ThreadState {
     let loaded = read_rollout(path, blobs).unwrap();
-    ThreadState::from_events(&loaded.events)
+    fold_owned(repair_for_resume(loaded.events))
 }
 
 fn peak_rss_kib() -> Option<u64> {
@@ -273,18 +274,36 @@ fn bench_append(c: &mut Criterion, dir: &Path) {
     group.finish();
 }
 
+/// CPU time of this thread: unlike wall time, barely moved by other load on the machine.
+fn thread_cpu() -> Duration {
+    let t = rustix::time::clock_gettime(rustix::time::ClockId::ThreadCPUTime);
+    Duration::new(t.tv_sec as u64, t.tv_nsec as u32)
+}
+
+/// Child mode: resume once, report wall and CPU times on stderr and peak RSS on stdout.
+fn load_only(path: &Path) {
+    let blobs = BlobStore::new(path.parent().unwrap().join("blobs"));
+    let (wall, cpu) = (std::time::Instant::now(), thread_cpu());
+    let loaded = rein_core::rollout::reader::read_rollout_with_workers(path, &blobs, 1).unwrap();
+    let (read_wall, read_cpu) = (wall.elapsed(), thread_cpu() - cpu);
+    let state = fold_owned(repair_for_resume(loaded.events));
+    let (fold_wall, fold_cpu) = (wall.elapsed() - read_wall, thread_cpu() - cpu - read_cpu);
+    assert!(!state.history.is_empty());
+    let rss = peak_rss_kib().unwrap_or(0);
+    drop(state);
+    let wall = std::time::Instant::now();
+    let parallel = read_rollout(path, &blobs).unwrap();
+    let parallel_wall = wall.elapsed();
+    assert!(!parallel.events.is_empty());
+    eprintln!(
+        "one-thread read {read_wall:.0?} wall / {read_cpu:.0?} cpu, fold {fold_wall:.0?} wall / {fold_cpu:.0?} cpu; parallel read {parallel_wall:.0?} wall"
+    );
+    println!("{rss}");
+}
+
 fn main() {
     if let Ok(path) = std::env::var(LOAD_ONLY_ENV) {
-        let path = PathBuf::from(path);
-        let blobs = BlobStore::new(path.parent().unwrap().join("blobs"));
-        let started = std::time::Instant::now();
-        let loaded = read_rollout(&path, &blobs).unwrap();
-        let read = started.elapsed();
-        let state = ThreadState::from_events(&loaded.events);
-        let folded = started.elapsed() - read;
-        assert!(!state.history.is_empty());
-        eprintln!("read {read:?}, fold {folded:?}");
-        println!("{}", peak_rss_kib().unwrap_or(0));
+        load_only(Path::new(&path));
         return;
     }
     let dir = tempfile::tempdir().unwrap();

@@ -28,6 +28,6 @@ pub mod writer;
 pub use error::RolloutError;
 pub use format::{SessionMeta, FORMAT_VERSION};
 pub use reader::{Diagnostic, DiagnosticKind, LoadedRollout};
-pub use resume::{fork_events, repair_for_resume, ForkError};
+pub use resume::{fold_owned, fork_events, repair_for_resume, ForkError};
 pub use store::RolloutStore;
 pub use writer::{Durability, RolloutWriter};

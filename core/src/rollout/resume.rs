@@ -29,13 +29,11 @@ pub enum ForkError {
 /// cancelled, the interruption marker is appended and the turn ends as `Interrupted`.
 /// Events of a thread with no open turn come back unchanged.
 pub fn repair_for_resume(mut events: Vec<Event>) -> Vec<Event> {
-    let state = ThreadState::from_events(&events);
-    let (Some(active), Some(last)) = (state.active_turn.as_ref(), events.last()) else {
+    let (Some((turn, turn_start)), Some(last)) = (open_turn(&events), events.last()) else {
         return events;
     };
-    let turn = active.id;
     let (thread_id, timestamp_ms) = (last.thread_id, last.timestamp_ms);
-    let mut next_seq = state.next_seq();
+    let mut next_seq = last.seq + 1;
     let mut synthetic = |msg| {
         let event = Event {
             thread_id,
@@ -48,19 +46,13 @@ pub fn repair_for_resume(mut events: Vec<Event>) -> Vec<Event> {
         event
     };
     let mut repairs = Vec::new();
-    for approval_id in open_approvals(&events, turn) {
+    for approval_id in open_approvals(&events[turn_start..], turn) {
         repairs.push(synthetic(EventMsg::ApprovalResolved {
             approval_id,
             outcome: ApprovalOutcome::Cancelled,
         }));
     }
-    let turn_start = state
-        .turns
-        .iter()
-        .rev()
-        .find(|t| t.id == turn)
-        .map_or(0, |t| t.history_start);
-    for call_id in calls_without_output(&state.history[turn_start.min(state.history.len())..]) {
+    for call_id in calls_without_output(&events[turn_start..]) {
         repairs.push(synthetic(EventMsg::ItemCompleted {
             item: Item::ToolOutput {
                 id: ItemId::new(),
@@ -83,17 +75,63 @@ pub fn repair_for_resume(mut events: Vec<Event>) -> Vec<Event> {
     events
 }
 
-fn calls_without_output(items: &[std::sync::Arc<Item>]) -> Vec<String> {
-    let answered: HashSet<&str> = items
-        .iter()
-        .filter_map(|i| match i.as_ref() {
+/// The turn the reducer would consider active after `events`, with the index of the
+/// event that first started it (a recovered turn continues its record). Found by a scan
+/// rather than a fold so that resuming a large rollout does not copy its history twice;
+/// `repair_matches_the_reducer` checks it agrees with `ThreadState::active_turn`.
+fn open_turn(events: &[Event]) -> Option<(TurnId, usize)> {
+    let mut active: Option<TurnId> = None;
+    let mut record: Option<(TurnId, usize)> = None;
+    for (i, event) in events.iter().enumerate() {
+        match &event.msg {
+            EventMsg::TurnStarted { .. } => {
+                if let Some(id) = event.turn_id {
+                    active = Some(id);
+                    if record.map(|(r, _)| r) != Some(id) {
+                        record = Some((id, i));
+                    }
+                }
+            }
+            EventMsg::TurnCompleted { .. }
+            | EventMsg::TurnAborted { .. }
+            | EventMsg::TurnFailed { .. }
+                if active == event.turn_id =>
+            {
+                active = None;
+            }
+            EventMsg::ShutdownComplete => active = None,
+            _ => {}
+        }
+    }
+    let active = active?;
+    Some(record.filter(|(r, _)| *r == active).unwrap_or((active, 0)))
+}
+
+/// Folds events into a thread's state, moving items instead of copying them.
+pub fn fold_owned(events: Vec<Event>) -> ThreadState {
+    let mut state = ThreadState::new();
+    for event in events {
+        state.apply_owned(event);
+    }
+    state
+}
+
+fn completed_items(events: &[Event]) -> impl Iterator<Item = &Item> {
+    events.iter().filter_map(|e| match &e.msg {
+        EventMsg::ItemCompleted { item } => Some(item),
+        _ => None,
+    })
+}
+
+fn calls_without_output(events: &[Event]) -> Vec<String> {
+    let answered: HashSet<&str> = completed_items(events)
+        .filter_map(|i| match i {
             Item::ToolOutput { call_id, .. } => Some(call_id.as_str()),
             _ => None,
         })
         .collect();
-    items
-        .iter()
-        .filter_map(|i| match i.as_ref() {
+    completed_items(events)
+        .filter_map(|i| match i {
             Item::ToolCall { call_id, .. } if !answered.contains(call_id.as_str()) => {
                 Some(call_id.clone())
             }
@@ -185,4 +223,83 @@ fn is_turn_end(msg: &EventMsg) -> bool {
         msg,
         EventMsg::TurnCompleted { .. } | EventMsg::TurnAborted { .. } | EventMsg::TurnFailed { .. }
     )
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use rein_protocol::{TaskKind, ThreadSettings};
+
+    fn ev(thread: ThreadId, turn: Option<TurnId>, seq: u64, msg: EventMsg) -> Event {
+        Event {
+            thread_id: thread,
+            turn_id: turn,
+            seq,
+            timestamp_ms: 0,
+            msg,
+        }
+    }
+
+    fn started(thread: ThreadId, turn: TurnId, seq: u64) -> Event {
+        let settings = ThreadSettings {
+            model: "m".into(),
+            cwd: "/".into(),
+            approval_policy: Default::default(),
+            sandbox_policy: Default::default(),
+            reasoning_effort: None,
+            budget: Default::default(),
+            instructions: String::new(),
+        };
+        ev(
+            thread,
+            Some(turn),
+            seq,
+            EventMsg::TurnStarted {
+                kind: TaskKind::Regular,
+                settings,
+                recovered: false,
+            },
+        )
+    }
+
+    #[test]
+    fn repair_matches_the_reducer() {
+        let thread = ThreadId::new();
+        let (a, b) = (TurnId::new(), TurnId::new());
+        let end = |turn, seq, msg| ev(thread, Some(turn), seq, msg);
+        let aborted = EventMsg::TurnAborted {
+            reason: TurnAbortReason::Interrupted,
+        };
+        let sequences: Vec<Vec<Event>> = vec![
+            vec![],
+            vec![started(thread, a, 0)],
+            vec![started(thread, a, 0), end(a, 1, aborted.clone())],
+            // A recovered turn reuses the id and continues its record.
+            vec![
+                started(thread, a, 0),
+                end(a, 1, aborted.clone()),
+                started(thread, a, 2),
+            ],
+            // An end for another turn does not close the active one.
+            vec![started(thread, a, 0), end(b, 1, aborted.clone())],
+            vec![started(thread, a, 0), started(thread, b, 1)],
+            vec![
+                started(thread, a, 0),
+                ev(thread, None, 1, EventMsg::ShutdownComplete),
+            ],
+        ];
+        for events in sequences {
+            let state = ThreadState::from_events(&events);
+            let scanned = open_turn(&events).map(|(t, _)| t);
+            assert_eq!(
+                scanned,
+                state.active_turn.as_ref().map(|t| t.id),
+                "{events:?}"
+            );
+            let repaired = ThreadState::from_events(&repair_for_resume(events.clone()));
+            assert!(repaired.is_idle());
+            assert_eq!(fold_owned(events.clone()), state);
+        }
+    }
 }
