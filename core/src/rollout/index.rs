@@ -32,7 +32,10 @@ CREATE TABLE IF NOT EXISTS threads (
 );
 CREATE INDEX IF NOT EXISTS threads_by_created ON threads (archived, created_ms DESC, thread_id DESC);
 CREATE INDEX IF NOT EXISTS threads_by_updated ON threads (archived, updated_ms DESC, thread_id DESC);
-CREATE INDEX IF NOT EXISTS threads_by_cwd ON threads (cwd, archived, updated_ms DESC);
+CREATE INDEX IF NOT EXISTS threads_by_cwd_updated
+    ON threads (cwd, archived, updated_ms DESC, thread_id DESC);
+CREATE INDEX IF NOT EXISTS threads_by_cwd_created
+    ON threads (cwd, archived, created_ms DESC, thread_id DESC);
 ";
 
 /// One thread as the index knows it.
