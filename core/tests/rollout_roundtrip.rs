@@ -325,3 +325,28 @@ fn forking_a_running_thread_forks_it_as_interrupted_and_fork_of_fork_works() {
     assert_eq!(state2.turns.len(), 1);
     assert_eq!(state2.turns[0].status, TurnStatus::Completed);
 }
+
+#[test]
+fn store_resume_records_the_repair_and_continues_the_file() {
+    let home = tempfile::tempdir().unwrap();
+    let store = RolloutStore::new(home.path());
+    let mut script = ThreadScript::new(ThreadId::new());
+    script.simple_turn(1, "one".into());
+    script.start_turn("crashed here");
+    script.tool_call("lost", None);
+    let path = persist(&store, &script.events);
+
+    let resumed = store.resume(script.thread, Durability::Turn).unwrap();
+    assert_eq!(resumed.events[..script.events.len()], script.events[..]);
+    let state = ThreadState::from_events(&resumed.events);
+    assert!(state.is_idle());
+    assert_eq!(state.status, AgentStatus::Interrupted);
+    // While resumed, nobody else can write the thread.
+    assert!(store.resume_path(&path, Durability::Turn).is_err());
+    let events = resumed.events.clone();
+    drop(resumed);
+    // The repair is in the file: a second resume has nothing left to repair.
+    let again = store.resume(script.thread, Durability::Turn).unwrap();
+    assert_eq!(again.events, events);
+    assert_eq!(again.diagnostics, vec![]);
+}

@@ -29,5 +29,5 @@ pub use error::RolloutError;
 pub use format::{SessionMeta, FORMAT_VERSION};
 pub use reader::{Diagnostic, DiagnosticKind, LoadedRollout};
 pub use resume::{fold_owned, fork_events, repair_for_resume, ForkError};
-pub use store::RolloutStore;
+pub use store::{ForkedThread, ResumedThread, RolloutStore};
 pub use writer::{Durability, RolloutWriter};

@@ -14,7 +14,7 @@ use super::lock::ThreadLock;
 use super::reader::{
     first_user_text, read_meta, read_rollout, read_rollout_until, LoadedRollout, ReadUntil,
 };
-use super::resume::fork_events;
+use super::resume::{fork_events, repair_for_resume};
 use super::writer::{Durability, RolloutWriter, WriterOptions};
 use super::RolloutError;
 use crate::recorder::EventRecorder;
@@ -31,6 +31,17 @@ pub struct RolloutStore {
 pub struct ForkedThread {
     pub writer: RolloutWriter,
     pub events: Vec<Event>,
+}
+
+/// A thread reopened from its rollout: the writer continuing the same file and the
+/// events to fold (including any repair of a turn a crash left open, already recorded).
+#[derive(Debug)]
+pub struct ResumedThread {
+    pub writer: RolloutWriter,
+    pub meta: SessionMeta,
+    pub events: Vec<Event>,
+    /// What the reader skipped, with line numbers, for the client to see.
+    pub diagnostics: Vec<super::reader::Diagnostic>,
 }
 
 impl RolloutStore {
@@ -121,6 +132,41 @@ impl RolloutStore {
             thread,
             self.writer_options(durability),
         )?)
+    }
+
+    /// Resumes a thread by id: takes its writer lock, reads it, closes a turn a crash
+    /// left open (recording the repair) and hands back the writer and the events.
+    pub fn resume(
+        &self,
+        thread: ThreadId,
+        durability: Durability,
+    ) -> Result<ResumedThread, RolloutError> {
+        self.resume_path(&self.find(thread)?, durability)
+    }
+
+    /// Resumes the thread whose rollout is at `path`.
+    pub fn resume_path(
+        &self,
+        path: &Path,
+        durability: Durability,
+    ) -> Result<ResumedThread, RolloutError> {
+        let meta = read_meta(path)?;
+        // Lock before reading, so no other writer appends between the read and ours.
+        let mut writer =
+            RolloutWriter::open_append(path, meta.thread_id, self.writer_options(durability))?;
+        let loaded = read_rollout(path, &self.blobs)?;
+        let known = loaded.events.len();
+        let events = repair_for_resume(loaded.events);
+        for event in &events[known..] {
+            writer.record(event)?;
+        }
+        writer.sync()?;
+        Ok(ResumedThread {
+            writer,
+            meta: loaded.meta,
+            events,
+            diagnostics: loaded.diagnostics,
+        })
     }
 
     /// Loads a thread's rollout by id (listed or archived).
