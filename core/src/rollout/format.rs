@@ -9,6 +9,7 @@ use std::io::Write;
 use std::path::PathBuf;
 
 use rein_protocol::{Event, SessionId, ThreadId};
+use schemars::JsonSchema;
 use serde::de::{self, IgnoredAny, MapAccess, Visitor};
 use serde::{Deserialize, Deserializer, Serialize};
 
@@ -22,7 +23,7 @@ pub const TYPE_SESSION_META: &str = "session_meta";
 pub const TYPE_EVENT: &str = "event";
 
 /// The first line of a rollout: who the thread is and where it came from.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct SessionMeta {
     pub format_version: u32,
     pub thread_id: ThreadId,
@@ -67,6 +68,32 @@ impl SessionMeta {
     pub fn created_ms(&self) -> u64 {
         parse_rfc3339_ms(&self.created_at).unwrap_or(0)
     }
+}
+
+/// One rollout line as other readers see it; only used to generate its JSON Schema
+/// (`schema/RolloutLine.json`), the writer formats lines directly.
+#[derive(Serialize, JsonSchema)]
+pub struct RolloutLine {
+    /// RFC 3339, UTC, milliseconds.
+    pub timestamp: String,
+    #[serde(flatten)]
+    pub body: RolloutLineBody,
+}
+
+#[derive(Serialize, JsonSchema)]
+#[serde(tag = "type", content = "payload", rename_all = "snake_case")]
+pub enum RolloutLineBody {
+    SessionMeta(SessionMeta),
+    /// Large strings may be blob references (`"\u0001blob:sha256:<hex>"`).
+    Event(Event),
+}
+
+/// The JSON Schema of a rollout line, as pretty JSON ending with a newline.
+pub fn line_schema() -> String {
+    let schema = schemars::schema_for!(RolloutLine);
+    let mut text = serde_json::to_string_pretty(&schema).unwrap_or_default();
+    text.push('\n');
+    text
 }
 
 /// Appends one complete envelope line (with its newline) to `out`.
@@ -180,6 +207,25 @@ mod tests {
     use super::*;
     use rein_protocol::EventMsg;
 
+    /// `schema/RolloutLine.json` is generated from the code; set `REIN_UPDATE_SCHEMA=1`
+    /// to rewrite it after a deliberate format change.
+    #[test]
+    fn checked_in_schema_matches_the_code() {
+        let path =
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../schema/RolloutLine.json");
+        let generated = line_schema();
+        if std::env::var_os("REIN_UPDATE_SCHEMA").is_some() {
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(&path, &generated).unwrap();
+        }
+        let on_disk = std::fs::read_to_string(&path).unwrap_or_default();
+        assert!(
+            on_disk == generated,
+            "{} is stale: run with REIN_UPDATE_SCHEMA=1",
+            path.display()
+        );
+    }
+
     fn event() -> Event {
         Event {
             thread_id: ThreadId::new(),
@@ -202,6 +248,12 @@ mod tests {
         assert_eq!(value["timestamp"], "2026-11-30T03:16:49.147Z");
         assert_eq!(value["type"], "event");
         assert_eq!(value["payload"], serde_json::to_value(&ev).unwrap());
+        // The schema type describes exactly what the writer writes.
+        let described = RolloutLine {
+            timestamp: "2026-11-30T03:16:49.147Z".into(),
+            body: RolloutLineBody::Event(ev.clone()),
+        };
+        assert_eq!(value, serde_json::to_value(&described).unwrap());
         let parsed: ParsedLine = serde_json::from_slice(&out).unwrap();
         match parsed.body {
             LineBody::Event(back) => assert_eq!(*back, ev),
