@@ -40,8 +40,8 @@ pub enum RolloutError {
     BadCursor(String),
     #[error("forking: {0}")]
     Fork(#[from] crate::rollout::resume::ForkError),
-    #[error("{path} is not a Codex rollout: {reason}")]
-    NotCodex { path: PathBuf, reason: String },
+    #[error("{path} is not a Codex rollout: it has no session_meta line")]
+    NotCodex { path: PathBuf },
     #[error(transparent)]
     Recorder(#[from] RecorderError),
 }

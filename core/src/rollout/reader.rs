@@ -13,7 +13,7 @@ use std::fs::File;
 use std::io::{BufRead, BufReader, Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 
-use rein_protocol::{Event, EventMsg, Item};
+use rein_protocol::{Event, EventMsg, Item, ThreadId};
 
 use super::blobs::{may_reference, BlobStore};
 use super::format::{LineBody, ParsedLine, SessionMeta, FORMAT_VERSION};
@@ -46,6 +46,8 @@ pub enum DiagnosticKind {
     ExtraMeta,
     /// The event refers to a blob that could not be read; the reference is left in place.
     Blob(String),
+    /// An imported fork's parent rollout was not found: history before the fork is missing.
+    MissingForkParent(ThreadId),
 }
 
 /// A rollout read back.

@@ -100,8 +100,9 @@ impl RolloutStore {
     ) -> Result<RolloutWriter, RolloutError> {
         let created_ms = meta.created_ms();
         let path = layout::session_path(&self.home, meta.thread_id, created_ms);
-        let options = self.writer_options(durability);
-        if let Some(index) = &options.index {
+        let writer = RolloutWriter::create(&path, meta, self.writer_options(durability))?;
+        // Registered once the file exists, before any event (the title update needs the row).
+        if let Some(index) = writer.index() {
             let entry = ThreadEntry {
                 thread_id: meta.thread_id,
                 path: path.clone(),
@@ -117,7 +118,7 @@ impl RolloutStore {
                 tracing::warn!(thread = %meta.thread_id, error = %e, "rollout index: thread not registered");
             }
         }
-        Ok(RolloutWriter::create(&path, meta, options)?)
+        Ok(writer)
     }
 
     /// Reopens a thread's rollout to continue writing it (resume).

@@ -159,6 +159,11 @@ impl RolloutWriter {
         self.thread
     }
 
+    /// The listing index this writer keeps current, if any.
+    pub fn index(&self) -> Option<&RolloutIndex> {
+        self.options.index.as_ref()
+    }
+
     /// Bytes of complete lines on disk (not counting the unwritten batch).
     pub fn committed_len(&self) -> u64 {
         self.committed_len

@@ -57,7 +57,6 @@ impl Importer {
     pub fn finish(self) -> Result<(SessionMeta, Vec<Event>), RolloutError> {
         let meta = self.meta.ok_or_else(|| RolloutError::NotCodex {
             path: self.path.clone(),
-            reason: "no session_meta line".to_owned(),
         })?;
         Ok((meta, self.events))
     }

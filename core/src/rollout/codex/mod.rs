@@ -103,7 +103,6 @@ fn lines_with_lineage(
     let Some(meta) = own.iter().find(|l| l.value["type"] == "session_meta") else {
         return Err(RolloutError::NotCodex {
             path: path.to_path_buf(),
-            reason: "no session_meta line".to_owned(),
         });
     };
     let base = &meta.value["payload"]["history_base"];
@@ -119,9 +118,7 @@ fn lines_with_lineage(
     let Some(parent_path) = find_codex_rollout(path, parent) else {
         diagnostics.push(Diagnostic {
             line: meta.line_no,
-            kind: DiagnosticKind::Corrupt(format!(
-                "fork parent {parent} not found; history before the fork is missing"
-            )),
+            kind: DiagnosticKind::MissingForkParent(parent),
         });
         return Ok(own);
     };
