@@ -38,6 +38,15 @@ pub enum BlobError {
     NotText { hash: String },
 }
 
+/// Storing a blob failed (disk full, permissions).
+#[derive(Debug, thiserror::Error)]
+#[error("writing blob {path}: {source}")]
+pub struct BlobWriteError {
+    pub path: PathBuf,
+    #[source]
+    pub source: io::Error,
+}
+
 #[derive(Clone, Debug)]
 pub struct BlobStore {
     dir: PathBuf,
@@ -87,7 +96,7 @@ impl BlobStore {
         &self,
         event: &Event,
         written: &mut Vec<PathBuf>,
-    ) -> Result<Event, BlobError> {
+    ) -> Result<Event, BlobWriteError> {
         let mut copy = event.clone();
         let mut result = Ok(());
         let mut store = |s: &mut String| {
@@ -107,7 +116,11 @@ impl BlobStore {
     }
 
     /// Stores `content` (once) and returns its hash.
-    pub fn put(&self, content: &[u8], written: &mut Vec<PathBuf>) -> Result<String, BlobError> {
+    pub fn put(
+        &self,
+        content: &[u8],
+        written: &mut Vec<PathBuf>,
+    ) -> Result<String, BlobWriteError> {
         let hash = hex(&Sha256::digest(content));
         let path = self.path_of(&hash);
         if path.exists() {
@@ -115,7 +128,7 @@ impl BlobStore {
         }
         let io_err = |path: &Path| {
             let path = path.to_path_buf();
-            move |source| BlobError::Io { path, source }
+            move |source| BlobWriteError { path, source }
         };
         let parent = path.parent().unwrap_or(&self.dir);
         fs::create_dir_all(parent).map_err(io_err(parent))?;

@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 
 use rein_protocol::{Event, EventMsg, Item, ThreadId};
 
-use super::blobs::{BlobError, BlobStore};
+use super::blobs::{BlobStore, BlobWriteError};
 use super::format::{write_line, SessionMeta, TYPE_EVENT, TYPE_SESSION_META};
 use super::index::RolloutIndex;
 use super::lock::ThreadLock;
@@ -289,13 +289,10 @@ impl Drop for RolloutWriter {
     }
 }
 
-fn blob_to_recorder(e: BlobError) -> RecorderError {
-    match e {
-        BlobError::Io { path, source } => RecorderError::Io { path, source },
-        other => RecorderError::Io {
-            path: PathBuf::new(),
-            source: io::Error::other(other.to_string()),
-        },
+fn blob_to_recorder(e: BlobWriteError) -> RecorderError {
+    RecorderError::Io {
+        path: e.path,
+        source: e.source,
     }
 }
 
