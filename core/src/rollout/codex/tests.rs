@@ -1,3 +1,6 @@
+//! The Codex importer against real Codex 0.169 rollouts in `rollout-fixtures/codex/`
+//! (plain, tool call, interrupted, forks) and a synthetic compaction.
+
 #![allow(clippy::unwrap_used)]
 
 use std::path::PathBuf;
