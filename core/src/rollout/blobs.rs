@@ -1,7 +1,7 @@
 //! Large payloads stored once, content-addressed: `$REIN_HOME/blobs/<aa>/<sha256>`.
 //!
-//! A tool output, tool-call arguments or an image URL longer than the threshold is
-//! written to the blob store and replaced in the line by `"\u0001blob:sha256:<hex>"`.
+//! A tool output, tool-call arguments or an image URL longer than the threshold, and
+//! every inline (`data:`) image, is written to the blob store and replaced in the line by `"\u0001blob:sha256:<hex>"`.
 //! The reader puts the original back, so the event read equals the event written. A
 //! string that happens to start with that prefix is always stored as a blob, whatever its
 //! size, so an inline string with the prefix is never ambiguous. The same content (a tool
@@ -73,17 +73,22 @@ impl BlobStore {
         self.dir.join(hash.get(..2).unwrap_or("00")).join(hash)
     }
 
-    fn wants(&self, text: &str) -> bool {
+    fn wants(&self, text: &str, field: Field) -> bool {
+        // Inline images are stored once whatever their size: they are what bloats
+        // rollouts when a conversation carries them turn after turn.
+        if field == Field::Image && text.starts_with("data:") {
+            return true;
+        }
         text.len() > self.threshold || text.starts_with(BLOB_PREFIX)
     }
 
     /// Whether writing `msg` would move any field into the store.
     pub fn would_externalize(&self, msg: &EventMsg) -> bool {
         let mut any = false;
-        let mut probe = |s: &String| any |= self.wants(s);
+        let mut probe = |s: &String, field| any |= self.wants(s, field);
         match msg {
             EventMsg::ItemCompleted { item } => item_fields(item, &mut probe),
-            EventMsg::ToolCallBegin { arguments, .. } => probe(arguments),
+            EventMsg::ToolCallBegin { arguments, .. } => probe(arguments, Field::Text),
             _ => {}
         }
         any
@@ -99,8 +104,8 @@ impl BlobStore {
     ) -> Result<Event, BlobWriteError> {
         let mut copy = event.clone();
         let mut result = Ok(());
-        let mut store = |s: &mut String| {
-            if result.is_ok() && self.wants(s) {
+        let mut store = |s: &mut String, field| {
+            if result.is_ok() && self.wants(s, field) {
                 match self.put(s.as_bytes(), written) {
                     Ok(hash) => *s = format!("{BLOB_PREFIX}{hash}"),
                     Err(e) => result = Err(e),
@@ -109,7 +114,7 @@ impl BlobStore {
         };
         match &mut copy.msg {
             EventMsg::ItemCompleted { item } => item_fields_mut(item, &mut store),
-            EventMsg::ToolCallBegin { arguments, .. } => store(arguments),
+            EventMsg::ToolCallBegin { arguments, .. } => store(arguments, Field::Text),
             _ => {}
         }
         result.map(|()| copy)
@@ -150,7 +155,7 @@ impl BlobStore {
         cache: &mut HashMap<String, String>,
     ) -> Result<(), BlobError> {
         let mut result = Ok(());
-        let mut load = |s: &mut String| {
+        let mut load = |s: &mut String, _field| {
             if result.is_err() {
                 return;
             }
@@ -163,7 +168,7 @@ impl BlobStore {
         };
         match &mut event.msg {
             EventMsg::ItemCompleted { item } => item_fields_mut(item, &mut load),
-            EventMsg::ToolCallBegin { arguments, .. } => load(arguments),
+            EventMsg::ToolCallBegin { arguments, .. } => load(arguments, Field::Text),
             _ => {}
         }
         result
@@ -207,13 +212,20 @@ pub(crate) fn may_reference(msg: &EventMsg) -> bool {
     )
 }
 
-fn item_fields(item: &Item, f: &mut impl FnMut(&String)) {
+/// Which kind of field a string is; images follow their own rule.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Field {
+    Text,
+    Image,
+}
+
+fn item_fields(item: &Item, f: &mut impl FnMut(&String, Field)) {
     match item {
-        Item::ToolOutput { output, .. } => f(output),
-        Item::ToolCall { arguments, .. } => f(arguments),
+        Item::ToolOutput { output, .. } => f(output, Field::Text),
+        Item::ToolCall { arguments, .. } => f(arguments, Field::Text),
         Item::UserMessage { content, .. } => content.iter().for_each(|part| {
             if let InputPart::Image { url } = part {
-                f(url);
+                f(url, Field::Image);
             }
         }),
         Item::AgentMessage { .. }
@@ -223,13 +235,13 @@ fn item_fields(item: &Item, f: &mut impl FnMut(&String)) {
     }
 }
 
-fn item_fields_mut(item: &mut Item, f: &mut impl FnMut(&mut String)) {
+fn item_fields_mut(item: &mut Item, f: &mut impl FnMut(&mut String, Field)) {
     match item {
-        Item::ToolOutput { output, .. } => f(output),
-        Item::ToolCall { arguments, .. } => f(arguments),
+        Item::ToolOutput { output, .. } => f(output, Field::Text),
+        Item::ToolCall { arguments, .. } => f(arguments, Field::Text),
         Item::UserMessage { content, .. } => content.iter_mut().for_each(|part| {
             if let InputPart::Image { url } = part {
-                f(url);
+                f(url, Field::Image);
             }
         }),
         Item::AgentMessage { .. }
@@ -298,6 +310,20 @@ mod tests {
         let mut stored = store.externalize(&event, &mut Vec::new()).unwrap();
         store.restore(&mut stored, &mut HashMap::new()).unwrap();
         assert_eq!(stored, event);
+    }
+
+    #[test]
+    fn inline_images_are_always_stored_but_image_links_are_not() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = BlobStore::with_threshold(dir.path(), 1000);
+        let message = |url: &str| EventMsg::ItemCompleted {
+            item: Item::UserMessage {
+                id: ItemId::from("u"),
+                content: vec![InputPart::text("see"), InputPart::Image { url: url.into() }],
+            },
+        };
+        assert!(store.would_externalize(&message("data:image/png;base64,iVBO")));
+        assert!(!store.would_externalize(&message("https://example.com/a.png")));
     }
 
     #[test]
