@@ -310,16 +310,28 @@ impl RolloutStore {
         durability: Durability,
     ) -> Result<ForkedThread, RolloutError> {
         let loaded = self.load(parent)?;
+        self.fork_from_events(&loaded.meta, &loaded.events, at_turn, durability)
+    }
+
+    /// Forks a thread from events already in memory (a live thread's, which may be ahead
+    /// of what its writer has flushed). `parent` is the parent's meta.
+    pub fn fork_from_events(
+        &self,
+        parent: &SessionMeta,
+        events: &[Event],
+        at_turn: Option<usize>,
+        durability: Durability,
+    ) -> Result<ForkedThread, RolloutError> {
         let new_thread = ThreadId::new();
-        let events = fork_events(&loaded.events, at_turn, new_thread)?;
+        let events = fork_events(events, at_turn, new_thread)?;
         let mut meta = SessionMeta::new(
             new_thread,
             new_thread.into(),
-            loaded.meta.cwd.clone(),
-            loaded.meta.model.clone(),
-            loaded.meta.provider.clone(),
+            parent.cwd.clone(),
+            parent.model.clone(),
+            parent.provider.clone(),
         );
-        meta.forked_from = Some(parent);
+        meta.forked_from = Some(parent.thread_id);
         let mut writer = self.create(&meta, durability)?;
         for event in &events {
             writer.record(event)?;
