@@ -241,6 +241,17 @@ fn a_missing_or_stale_index_never_hides_a_thread() {
     std::fs::create_dir_all(dest.parent().unwrap()).unwrap();
     std::fs::copy(&stray_path, &dest).unwrap();
     assert_eq!(store.find(stray).unwrap(), dest);
+    // Listing picks it up without an explicit reindex.
+    let other_stray = thread(&other, "/z", "also from elsewhere");
+    let other_path = other.find(other_stray).unwrap();
+    let dest2 = home
+        .path()
+        .join("sessions/2020/01/02")
+        .join(other_path.file_name().unwrap());
+    std::fs::create_dir_all(dest2.parent().unwrap()).unwrap();
+    std::fs::copy(&other_path, &dest2).unwrap();
+    assert!(ids(&store, &ListQuery::default()).contains(&other_stray));
+    std::fs::remove_file(&dest2).unwrap();
     assert_eq!(store.reindex().unwrap(), 4);
     assert_eq!(store.index().unwrap().count().unwrap(), 4);
     assert!(ids(&store, &ListQuery::default()).contains(&stray));

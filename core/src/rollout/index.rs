@@ -30,6 +30,10 @@ CREATE TABLE IF NOT EXISTS threads (
     archived    INTEGER NOT NULL DEFAULT 0,
     forked_from TEXT
 );
+CREATE TABLE IF NOT EXISTS index_state (
+    key   TEXT PRIMARY KEY,
+    value INTEGER NOT NULL
+);
 CREATE INDEX IF NOT EXISTS threads_by_created ON threads (archived, created_ms DESC, thread_id DESC);
 CREATE INDEX IF NOT EXISTS threads_by_updated ON threads (archived, updated_ms DESC, thread_id DESC);
 CREATE INDEX IF NOT EXISTS threads_by_cwd_updated
@@ -177,6 +181,29 @@ impl RolloutIndex {
                 row_to_entry,
             )
             .optional()
+            .map_err(self.err())
+    }
+
+    /// When the directories were last checked for rollouts the index missed (ms).
+    pub fn last_refresh_ms(&self) -> Result<u64, RolloutError> {
+        self.conn
+            .query_row(
+                "SELECT value FROM index_state WHERE key = 'last_refresh_ms'",
+                [],
+                |r| r.get::<_, i64>(0),
+            )
+            .optional()
+            .map(|v| v.map_or(0, |v| u64::try_from(v).unwrap_or(0)))
+            .map_err(self.err())
+    }
+
+    pub fn set_last_refresh_ms(&self, ms: u64) -> Result<(), RolloutError> {
+        self.conn
+            .execute(
+                "INSERT OR REPLACE INTO index_state (key, value) VALUES ('last_refresh_ms', ?1)",
+                params![to_sql(ms)],
+            )
+            .map(drop)
             .map_err(self.err())
     }
 

@@ -90,6 +90,70 @@ pub fn rollout_files(dir: &Path) -> std::io::Result<Vec<PathBuf>> {
     Ok(found)
 }
 
+/// The `rollout-*.jsonl` files directly in `dir` (not below it).
+pub fn rollout_files_in(dir: &Path) -> std::io::Result<Vec<PathBuf>> {
+    let entries = match std::fs::read_dir(dir) {
+        Ok(entries) => entries,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(e),
+    };
+    let mut found = Vec::new();
+    for entry in entries {
+        let path = entry?.path();
+        if thread_id_of(&path).is_some() {
+            found.push(path);
+        }
+    }
+    Ok(found)
+}
+
+/// Directories that hold rollouts (the day directories under `sessions/`, and
+/// `archived_sessions/`) whose contents changed at or after `since_ms`.
+pub fn dirs_changed_since(home: &Path, since_ms: u64) -> std::io::Result<Vec<PathBuf>> {
+    let changed = |dir: &Path| -> std::io::Result<bool> {
+        let modified = match std::fs::metadata(dir) {
+            Ok(meta) => meta.modified()?,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(false),
+            Err(e) => return Err(e),
+        };
+        let ms = modified
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
+        Ok(ms >= since_ms)
+    };
+    let subdirs = |dir: &Path| -> std::io::Result<Vec<PathBuf>> {
+        let mut dirs = Vec::new();
+        match std::fs::read_dir(dir) {
+            Ok(entries) => {
+                for entry in entries {
+                    let entry = entry?;
+                    if entry.file_type()?.is_dir() {
+                        dirs.push(entry.path());
+                    }
+                }
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(e),
+        }
+        Ok(dirs)
+    };
+    let mut found = Vec::new();
+    for year in subdirs(&sessions_dir(home))? {
+        for month in subdirs(&year)? {
+            for day in subdirs(&month)? {
+                if changed(&day)? {
+                    found.push(day);
+                }
+            }
+        }
+    }
+    let archived = archived_dir(home);
+    if changed(&archived)? {
+        found.push(archived);
+    }
+    Ok(found)
+}
+
 /// Finds a thread's rollout by scanning the listed and archived directories. The index
 /// answers this faster; this is the fallback that makes a stale index harmless.
 pub fn scan_for_thread(home: &Path, thread: ThreadId) -> std::io::Result<Option<PathBuf>> {

@@ -15,6 +15,7 @@ use super::reader::{
     first_user_text, read_meta, read_rollout, read_rollout_until, LoadedRollout, ReadUntil,
 };
 use super::resume::{fork_events, repair_for_resume};
+use super::time::now_ms;
 use super::writer::{Durability, RolloutWriter, WriterOptions};
 use super::RolloutError;
 use crate::recorder::EventRecorder;
@@ -72,10 +73,47 @@ impl RolloutStore {
         let fresh = !path.exists();
         let mut index = RolloutIndex::open(&path)?;
         if fresh {
+            let started = now_ms();
             let entries = self.scan_entries()?;
             index.replace_all(&entries)?;
+            index.set_last_refresh_ms(started)?;
         }
         Ok(index)
+    }
+
+    /// Adds rollouts the index missed (written while it was unavailable, copied in by
+    /// hand) by looking only in directories changed since the last refresh. Cheap: one
+    /// `stat` per day directory unless something changed.
+    pub fn refresh_index(&self, index: &RolloutIndex) -> Result<usize, RolloutError> {
+        let started = now_ms();
+        // Directory times can lag or be coarse; look a little further back.
+        let since = index.last_refresh_ms()?.saturating_sub(2_000);
+        let dirs = layout::dirs_changed_since(&self.home, since)
+            .map_err(RolloutError::io("scanning", &self.home))?;
+        let mut added = 0;
+        for dir in dirs {
+            let files =
+                layout::rollout_files_in(&dir).map_err(RolloutError::io("scanning", &dir))?;
+            for path in files {
+                let Some(thread) = layout::thread_id_of(&path) else {
+                    continue;
+                };
+                if index.get(thread)?.is_some_and(|e| e.path == path) {
+                    continue;
+                }
+                match self.entry_for(&path) {
+                    Ok(entry) => {
+                        index.upsert(&entry)?;
+                        added += 1;
+                    }
+                    Err(e) => {
+                        tracing::warn!(path = %path.display(), error = %e, "index refresh: skipped")
+                    }
+                }
+            }
+        }
+        index.set_last_refresh_ms(started)?;
+        Ok(added)
     }
 
     fn writer_options(&self, durability: Durability) -> WriterOptions {
@@ -199,8 +237,12 @@ impl RolloutStore {
         Ok(found)
     }
 
+    /// One page of threads. Rollouts the index missed are added first, so a stale
+    /// index never hides a thread.
     pub fn list(&self, query: &ListQuery) -> Result<ThreadPage, RolloutError> {
-        self.index()?.list(query)
+        let index = self.index()?;
+        self.refresh_index(&index)?;
+        index.list(query)
     }
 
     /// The most recently updated listed thread whose cwd is `cwd`.
@@ -216,9 +258,11 @@ impl RolloutStore {
 
     /// Rebuilds the index from the files; returns how many threads it holds.
     pub fn reindex(&self) -> Result<usize, RolloutError> {
+        let started = now_ms();
         let entries = self.scan_entries()?;
         let mut index = RolloutIndex::open(&self.home.join(layout::INDEX_FILE))?;
         index.replace_all(&entries)?;
+        index.set_last_refresh_ms(started)?;
         Ok(entries.len())
     }
 
