@@ -12,6 +12,8 @@ pub mod kernel_config;
 pub mod manager;
 pub mod model;
 pub mod recorder;
+pub mod rollout;
+pub mod sessions;
 pub mod thread;
 pub mod tools;
 pub mod turn;

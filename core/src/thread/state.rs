@@ -84,6 +84,22 @@ impl ThreadState {
         self.last_seq.map_or(0, |s| s + 1)
     }
 
+    /// The reducer, taking the event by value: a completed item moves into history
+    /// instead of being cloned (resume folds large rollouts this way). Same semantics as
+    /// [`apply`](Self::apply).
+    pub fn apply_owned(&mut self, event: Event) {
+        match event.msg {
+            EventMsg::ItemCompleted { item } => {
+                self.last_seq = Some(event.seq);
+                if self.thread_id.is_none() {
+                    self.thread_id = Some(event.thread_id);
+                }
+                self.history.push(Arc::new(item));
+            }
+            _ => self.apply(&event),
+        }
+    }
+
     /// The reducer.
     pub fn apply(&mut self, event: &Event) {
         self.last_seq = Some(event.seq);
