@@ -63,7 +63,7 @@ impl ServerState {
     }
 
     async fn route(&self, id: RequestId, method: &str, params: Value) -> Reply {
-        use handlers::{meta, thread, turn};
+        use handlers::{history, meta, thread, turn};
         match method {
             "model/list" => meta::model_list(self, params),
             "config/read" => meta::config_read(self, params),
@@ -78,6 +78,13 @@ impl ServerState {
             "turn/steer" => turn::steer(self, id, params).await,
             "turn/interrupt" => turn::interrupt(self, id, params).await,
             "thread/compact/start" => turn::compact(self, id, params).await,
+            "thread/resume" => history::resume(self, id, params).await,
+            "thread/fork" => history::fork(self, id, params).await,
+            "thread/list" => history::list(self, params),
+            "thread/read" => history::read(self, params).await,
+            "thread/turns/list" => history::turns_list(self, params).await,
+            "thread/archive" => history::archive(self, id, params).await,
+            "thread/unarchive" => history::unarchive(self, id, params).await,
             _ => Reply::Now(Err(RpcError::method_not_found(method))),
         }
     }

@@ -24,6 +24,9 @@ pub struct ThreadMeta {
     pub preview: String,
     pub ephemeral: bool,
     pub status: ThreadStatus,
+    /// The rollout file, for persisted threads.
+    pub path: Option<String>,
+    pub forked_from: Option<String>,
 }
 
 impl ThreadMeta {
@@ -31,7 +34,7 @@ impl ThreadMeta {
         Thread {
             id: self.id.to_string(),
             session_id: self.id.to_string(),
-            forked_from_id: None,
+            forked_from_id: self.forked_from.clone(),
             parent_thread_id: None,
             preview: self.preview.clone(),
             ephemeral: self.ephemeral,
@@ -47,7 +50,7 @@ impl ThreadMeta {
             updated_at: self.updated_at,
             recency_at: Some(self.updated_at),
             status: self.status.clone(),
-            path: None,
+            path: self.path.clone(),
             cwd: self.settings.cwd.display().to_string(),
             cli_version: env!("CARGO_PKG_VERSION").into(),
             originator: Some("rein".into()),

@@ -261,6 +261,13 @@ const RESPONSES: &[(&str, &str)] = &[
     ("thread/name/set", "v2/ThreadSetNameResponse.json"),
     ("thread/unsubscribe", "v2/ThreadUnsubscribeResponse.json"),
     ("thread/compact/start", "v2/ThreadCompactStartResponse.json"),
+    ("thread/resume", "v2/ThreadResumeResponse.json"),
+    ("thread/fork", "v2/ThreadForkResponse.json"),
+    ("thread/list", "v2/ThreadListResponse.json"),
+    ("thread/read", "v2/ThreadReadResponse.json"),
+    ("thread/turns/list", "v2/ThreadTurnsListResponse.json"),
+    ("thread/archive", "v2/ThreadArchiveResponse.json"),
+    ("thread/unarchive", "v2/ThreadUnarchiveResponse.json"),
 ];
 
 fn compile(file: &str) -> jsonschema::Validator {

@@ -1,5 +1,6 @@
 //! Request handlers, grouped by what they work on.
 
+pub mod history;
 pub mod meta;
 pub mod thread;
 pub mod turn;

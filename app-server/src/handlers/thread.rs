@@ -3,9 +3,11 @@
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
-use rein_core::{KernelError, ThreadOptions};
+use rein_core::rollout::RolloutError;
+use rein_core::sessions::Persistence;
+use rein_core::{KernelError, NewThread};
 use rein_protocol::app_server::{
-    EmptyResponse, RequestId, ServerNotification, ThreadIdParams, ThreadLoadedListParams,
+    EmptyResponse, RequestId, ServerNotification, Thread, ThreadIdParams, ThreadLoadedListParams,
     ThreadLoadedListResponse, ThreadNameUpdatedNotification, ThreadSetNameParams,
     ThreadStartParams, ThreadStartResponse, ThreadStartedNotification, ThreadStatus,
     ThreadUnsubscribeResponse, ThreadUnsubscribeStatus,
@@ -52,7 +54,7 @@ pub async fn start(state: &ServerState, id: RequestId, raw: Value) -> Reply {
 fn start_thread(
     state: &ServerState,
     p: ThreadStartParams,
-) -> Result<(ThreadStartResponse, rein_protocol::app_server::Thread), RpcError> {
+) -> Result<(ThreadStartResponse, Thread), RpcError> {
     let kernel = &state.kernel;
     let cwd = match &p.cwd {
         Some(cwd) => PathBuf::from(cwd),
@@ -81,28 +83,63 @@ fn start_thread(
     if !instructions.is_empty() {
         settings.instructions = instructions.join("\n\n");
     }
+    let ephemeral = p.ephemeral.unwrap_or(false);
+    let persistence = if ephemeral {
+        Persistence::Ephemeral
+    } else {
+        Persistence::Rollout
+    };
     let new = kernel
-        .manager
-        .create_thread(ThreadOptions::new(settings.clone()))
-        .map_err(|e| match e {
-            KernelError::UnknownModel(m) => {
-                RpcError::invalid_params(format!("model: {m}"), Some("model".into()))
-            }
-            KernelError::InvalidSettings(m) => RpcError::invalid_params(m, None),
-            other => RpcError::internal(other),
-        })?;
+        .start_thread(settings.clone(), persistence)
+        .map_err(kernel_error)?;
     let now = now_secs();
+    let path = (!ephemeral)
+        .then(|| kernel.store().find(new.handle.id()).ok())
+        .flatten()
+        .map(|p| p.display().to_string());
     let meta = ThreadMeta {
         id: new.handle.id(),
         provider: kernel.provider.clone(),
-        settings: settings.clone(),
+        settings,
         created_at: now,
         updated_at: now,
         name: None,
         preview: String::new(),
-        ephemeral: p.ephemeral.unwrap_or(false),
+        ephemeral,
         status: ThreadStatus::Idle,
+        path,
+        forked_from: None,
     };
+    let (response, thread) = register(state, new, meta);
+    Ok((response, thread))
+}
+
+/// Map a kernel error to the answer a client can act on.
+pub fn kernel_error(e: KernelError) -> RpcError {
+    match e {
+        KernelError::UnknownModel(m) => {
+            RpcError::invalid_params(format!("model: {m}"), Some("model".into()))
+        }
+        KernelError::InvalidSettings(m) => RpcError::invalid_params(m, None),
+        KernelError::Rollout(r @ RolloutError::ThreadNotFound(_)) => {
+            RpcError::invalid_request(r.to_string())
+        }
+        KernelError::AlreadyLoaded(id) => {
+            RpcError::invalid_request(format!("thread {id} is already loaded"))
+        }
+        other => RpcError::internal(other),
+    }
+}
+
+/// Load a thread into this connection: keep it in the registry and start its pump.
+/// Returns the answer `thread/start`, `thread/resume` and `thread/fork` share.
+pub fn register(
+    state: &ServerState,
+    new: NewThread,
+    meta: ThreadMeta,
+) -> (ThreadStartResponse, Thread) {
+    let kernel = &state.kernel;
+    let settings = meta.settings.clone();
     let thread = meta.to_wire();
     let (tx, rx) = mpsc::channel(PUMP_QUEUE);
     let entry = LoadedThread {
@@ -144,7 +181,7 @@ fn start_thread(
         sandbox: sandbox_to_wire(settings.sandbox_policy),
         reasoning_effort: settings.reasoning_effort.map(|e| effort_to_wire(e).into()),
     };
-    Ok((response, thread))
+    (response, thread)
 }
 
 pub fn loaded_list(state: &ServerState, raw: Value) -> Reply {

@@ -6,6 +6,7 @@
 //! clients read them unconditionally.
 
 pub mod approval;
+pub mod history;
 pub mod item;
 pub mod jsonrpc;
 pub mod meta;
@@ -15,6 +16,7 @@ pub mod thread;
 pub mod turn;
 
 pub use approval::*;
+pub use history::*;
 pub use item::*;
 pub use jsonrpc::*;
 pub use meta::*;

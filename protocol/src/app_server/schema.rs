@@ -57,6 +57,20 @@ pub fn all() -> Vec<(&'static str, Schema)> {
             schema_for!(FileChangeRequestApprovalParams),
         ),
         ("ApprovalResponse.json", schema_for!(ApprovalResponse)),
+        ("ThreadResumeParams.json", schema_for!(ThreadResumeParams)),
+        ("ThreadForkParams.json", schema_for!(ThreadForkParams)),
+        ("ThreadListParams.json", schema_for!(ThreadListParams)),
+        ("ThreadListResponse.json", schema_for!(ThreadListResponse)),
+        ("ThreadReadParams.json", schema_for!(ThreadReadParams)),
+        ("ThreadResponse.json", schema_for!(ThreadResponse)),
+        (
+            "ThreadTurnsListParams.json",
+            schema_for!(ThreadTurnsListParams),
+        ),
+        (
+            "ThreadTurnsListResponse.json",
+            schema_for!(ThreadTurnsListResponse),
+        ),
     ]
 }
 

@@ -1,0 +1,100 @@
+//! A thread's turns as Codex shows them (`thread/read`, `thread/resume`,
+//! `thread/turns/list`), rebuilt from the kernel's folded state: each turn's slice of the
+//! history, its items converted, tool calls paired with their outputs.
+
+use std::collections::HashMap;
+
+use rein_core::thread::state::{ThreadState, TurnStatus as KernelTurnStatus};
+use rein_protocol::app_server::{ExecutionStatus, ThreadItem, Turn, TurnItemsView, TurnStatus};
+use rein_protocol::{Item, TurnAbortReason};
+
+use crate::convert::item_to_wire;
+use crate::tool_items::tool_item;
+
+pub fn turns_from_state(state: &ThreadState) -> Vec<Turn> {
+    let cwd = state
+        .settings
+        .as_ref()
+        .map(|s| s.cwd.display().to_string())
+        .unwrap_or_default();
+    let mut turns = Vec::with_capacity(state.turns.len());
+    for (i, record) in state.turns.iter().enumerate() {
+        let end = state
+            .turns
+            .get(i + 1)
+            .map_or(state.history.len(), |next| next.history_start);
+        let slice = state
+            .history
+            .get(record.history_start..end.max(record.history_start))
+            .unwrap_or_default();
+        let status = match record.status {
+            KernelTurnStatus::Running => TurnStatus::InProgress,
+            KernelTurnStatus::Completed => TurnStatus::Completed,
+            KernelTurnStatus::Aborted(TurnAbortReason::Interrupted)
+            | KernelTurnStatus::Aborted(_) => TurnStatus::Interrupted,
+            KernelTurnStatus::Failed => TurnStatus::Failed,
+        };
+        turns.push(Turn {
+            id: record.id.to_string(),
+            root_turn_id: Some(record.id.to_string()),
+            items: items_of(slice.iter().map(AsRef::as_ref), &cwd),
+            items_view: TurnItemsView::Full,
+            status,
+            error: None,
+            started_at: None,
+            completed_at: None,
+            duration_ms: None,
+        });
+    }
+    turns
+}
+
+fn items_of<'a>(history: impl Iterator<Item = &'a Item>, cwd: &str) -> Vec<ThreadItem> {
+    let mut items = Vec::new();
+    // Tool calls wait here for their outputs, which fill in the item.
+    let mut calls: HashMap<String, usize> = HashMap::new();
+    for item in history {
+        match item {
+            Item::ToolCall {
+                call_id,
+                name,
+                arguments,
+                ..
+            } => {
+                if let Some(wire) = tool_item(call_id, name, arguments, cwd) {
+                    calls.insert(call_id.clone(), items.len());
+                    items.push(wire);
+                }
+            }
+            Item::ToolOutput {
+                call_id,
+                output,
+                success,
+                ..
+            } => {
+                let Some(slot) = calls.get(call_id).and_then(|i| items.get_mut(*i)) else {
+                    continue;
+                };
+                let done = if *success {
+                    ExecutionStatus::Completed
+                } else {
+                    ExecutionStatus::Failed
+                };
+                match slot {
+                    ThreadItem::CommandExecution {
+                        status,
+                        aggregated_output,
+                        ..
+                    } => {
+                        *status = done;
+                        *aggregated_output = Some(output.clone());
+                    }
+                    ThreadItem::FileChange { status, .. } => *status = done,
+                    _ => {}
+                }
+            }
+            other => items.extend(item_to_wire(other)),
+        }
+    }
+    items
+}
