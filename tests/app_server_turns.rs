@@ -419,3 +419,41 @@ fn compact_start_runs_a_compaction_turn_with_a_context_compaction_item() {
     );
     assert_eq!(unknown["error"]["code"], -32600);
 }
+
+#[test]
+fn rollback_drops_the_last_turn_from_what_the_model_sees_next() {
+    let model = MockModel::start(json!({ "replies": [], "when_exhausted": "echo" }));
+    let (mut server, _home) = started(&model);
+    let cwd = tempfile::tempdir().unwrap();
+    let thread = server.start_thread(json!({ "cwd": cwd.path() }));
+    for text in ["keep this", "drop this"] {
+        server.request(
+            "turn/start",
+            json!({ "threadId": thread, "input": text_input(text) }),
+        );
+        server.until(|m| method(m) == "turn/completed");
+    }
+    let rolled = server.call(
+        "thread/rollback",
+        json!({ "threadId": thread, "numTurns": 1 }),
+    );
+    let turns = rolled["result"]["thread"]["turns"].as_array().unwrap();
+    assert_eq!(turns.len(), 1, "{rolled:#}");
+    assert_eq!(turns[0]["items"][0]["content"][0]["text"], "keep this");
+    let too_many = server.call(
+        "thread/rollback",
+        json!({ "threadId": thread, "numTurns": 5 }),
+    );
+    assert_eq!(too_many["error"]["code"], -32600);
+
+    server.request(
+        "turn/start",
+        json!({ "threadId": thread, "input": text_input("after") }),
+    );
+    server.until(|m| method(m) == "turn/completed");
+    let last = model.requests().pop().unwrap().to_string();
+    assert!(
+        last.contains("keep this") && !last.contains("drop this"),
+        "{last}"
+    );
+}

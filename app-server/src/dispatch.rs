@@ -78,6 +78,7 @@ impl ServerState {
             "turn/steer" => turn::steer(self, id, params).await,
             "turn/interrupt" => turn::interrupt(self, id, params).await,
             "thread/compact/start" => turn::compact(self, id, params).await,
+            "thread/rollback" => turn::rollback(self, id, params).await,
             "thread/resume" => history::resume(self, id, params).await,
             "thread/fork" => history::fork(self, id, params).await,
             "thread/list" => history::list(self, params),

@@ -10,8 +10,8 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use rein_core::{EventStream, ThreadError};
 use rein_protocol::app_server::{
     EmptyResponse, RequestId, ReviewDecision, ServerNotification,
-    ServerRequestResolvedNotification, ThreadUnsubscribeResponse, ThreadUnsubscribeStatus, Turn,
-    TurnItemsView, TurnStartResponse, TurnStatus, TurnSteerResponse,
+    ServerRequestResolvedNotification, ThreadResponse, ThreadUnsubscribeResponse,
+    ThreadUnsubscribeStatus, Turn, TurnItemsView, TurnStartResponse, TurnStatus, TurnSteerResponse,
 };
 use rein_protocol::{
     ApprovalDecision, Event, EventMsg, InputMode, InputOutcome, InputPart, Op, OpResult,
@@ -24,6 +24,7 @@ use crate::error::RpcError;
 use crate::event_map::{EventMapper, Outgoing};
 use crate::loaded::{LoadedThread, LoadedThreads};
 use crate::outbound::{now_secs, Outbound};
+use crate::turns::turns_from_state;
 
 /// Requests a pump carries out, each answering `id` itself.
 pub enum PumpCmd {
@@ -53,6 +54,11 @@ pub enum PumpCmd {
     /// Summarise the history now (`thread/compact/start`).
     Compact {
         id: RequestId,
+    },
+    /// Drop the last `turns` turns from the model-visible history (`thread/rollback`).
+    Rollback {
+        id: RequestId,
+        turns: u32,
     },
 }
 
@@ -260,6 +266,23 @@ impl Pump {
             PumpCmd::Compact { id } => {
                 let result = match self.submit(SubmissionId::new(), Op::Compact).await {
                     Ok(OpResult::Accepted) => to_value(&EmptyResponse {}),
+                    other => Err(refusal(other)),
+                };
+                self.out.respond(id, result).await;
+            }
+            PumpCmd::Rollback { id, turns } => {
+                let result = match self
+                    .submit(SubmissionId::new(), Op::Rollback { turns })
+                    .await
+                {
+                    Ok(OpResult::Accepted) => match self.thread.handle.state().await {
+                        Ok(folded) => {
+                            let mut thread = self.thread.meta().to_wire();
+                            thread.turns = turns_from_state(&folded);
+                            to_value(&ThreadResponse { thread })
+                        }
+                        Err(e) => Err(RpcError::invalid_request(e.to_string())),
+                    },
                     other => Err(refusal(other)),
                 };
                 self.out.respond(id, result).await;

@@ -268,6 +268,9 @@ const RESPONSES: &[(&str, &str)] = &[
     ("thread/turns/list", "v2/ThreadTurnsListResponse.json"),
     ("thread/archive", "v2/ThreadArchiveResponse.json"),
     ("thread/unarchive", "v2/ThreadUnarchiveResponse.json"),
+    // Codex 0.169 dropped thread/rollback from its schema; its answer is `{thread}`, the
+    // shape of thread/read's.
+    ("thread/rollback", "v2/ThreadReadResponse.json"),
 ];
 
 fn compile(file: &str) -> jsonschema::Validator {

@@ -4,7 +4,8 @@
 use std::path::PathBuf;
 
 use rein_protocol::app_server::{
-    RequestId, ThreadIdParams, TurnInterruptParams, TurnStartParams, TurnSteerParams,
+    RequestId, ThreadIdParams, ThreadRollbackParams, TurnInterruptParams, TurnStartParams,
+    TurnSteerParams,
 };
 use rein_protocol::{SettingsChange, TurnId};
 use serde_json::Value;
@@ -102,6 +103,18 @@ pub async fn compact(state: &ServerState, id: RequestId, raw: Value) -> Reply {
     })();
     match prepared {
         Ok(thread) => send(&thread, PumpCmd::Compact { id }),
+        Err(e) => Reply::Now(Err(e)),
+    }
+}
+
+/// `thread/rollback`: drop the last `numTurns` turns; answers the thread with its turns.
+pub async fn rollback(state: &ServerState, id: RequestId, raw: Value) -> Reply {
+    let prepared = (|| {
+        let p: ThreadRollbackParams = params(raw)?;
+        Ok((loaded(state, &p.thread_id)?, p.num_turns))
+    })();
+    match prepared {
+        Ok((thread, turns)) => send(&thread, PumpCmd::Rollback { id, turns }),
         Err(e) => Reply::Now(Err(e)),
     }
 }

@@ -86,3 +86,11 @@ pub struct ThreadTurnsListResponse {
     pub data: Vec<Turn>,
     pub next_cursor: Option<String>,
 }
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ThreadRollbackParams {
+    pub thread_id: String,
+    /// How many of the last turns to drop from the model-visible history.
+    pub num_turns: u32,
+}
