@@ -20,7 +20,7 @@ fn demo_streams_the_answer_to_stdout() {
 }
 
 #[test]
-fn demo_json_prints_one_event_per_line_in_seq_order() {
+fn demo_json_prints_the_codex_exec_event_stream() {
     let out = rein()
         .args(["exec", "--demo", "--json", "ping"])
         .output()
@@ -31,16 +31,23 @@ fn demo_json_prints_one_event_per_line_in_seq_order() {
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
         .collect();
-    let types: Vec<&str> = events
-        .iter()
-        .map(|e| e["msg"]["type"].as_str().unwrap())
-        .collect();
-    assert_eq!(types.first(), Some(&"thread_configured"));
-    assert!(types.contains(&"turn_started"));
-    assert!(types.contains(&"agent_message_delta"));
-    assert_eq!(types.last(), Some(&"turn_completed"));
-    let seqs: Vec<u64> = events.iter().map(|e| e["seq"].as_u64().unwrap()).collect();
-    assert!(seqs.windows(2).all(|w| w[1] == w[0] + 1));
+    let types: Vec<&str> = events.iter().map(|e| e["type"].as_str().unwrap()).collect();
+    assert_eq!(
+        types,
+        [
+            "thread.started",
+            "turn.started",
+            "item.completed",
+            "item.completed",
+            "turn.completed"
+        ]
+    );
+    assert_eq!(events[2]["item"]["type"], "reasoning");
+    assert_eq!(events[3]["item"]["type"], "agent_message");
+    assert!(events[3]["item"]["text"]
+        .as_str()
+        .unwrap()
+        .starts_with("Hello from rein."));
 }
 
 #[test]

@@ -20,7 +20,7 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Run an agent turn headless (Codex `exec` compatible).
-    Exec(exec::ExecArgs),
+    Exec(Box<exec::ExecArgs>),
     /// Serve the JSON-RPC app-server protocol (Codex app-server v2 compatible).
     AppServer(app_server_cmd::AppServerArgs),
     /// Serve a scripted model over HTTP (Responses and Chat Completions).
@@ -43,7 +43,7 @@ fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
     match cli.command {
         Command::Exec(args) => {
-            let code = runtime()?.block_on(exec::run(args))?;
+            let code = runtime()?.block_on(exec::run(*args))?;
             std::process::exit(code);
         }
         Command::AppServer(args) => runtime()?.block_on(app_server_cmd::run(args)),

@@ -1,0 +1,149 @@
+//! `rein exec`: run one turn headless, the way `codex exec` does, so scripts, CI and the
+//! Codex SDKs can drive rein. Map: `args` (the command line), `options` (flags and `-c`
+//! keys → policies, provider environment, warnings), `prompt` (argument / stdin / images),
+//! `turn` (submit, follow events, Ctrl-C), `jsonl` (rein events → `--json` lines),
+//! `human` (progress on stderr), `output_schema` (`--output-schema` check).
+
+mod args;
+mod human;
+mod jsonl;
+mod options;
+mod output_schema;
+mod prompt;
+mod turn;
+
+use std::io::{IsTerminal, Write};
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Context};
+use rein_core::bootstrap::{bootstrap, BootstrapOptions};
+use rein_core::ThreadOptions;
+
+pub use args::ExecArgs;
+use args::{ColorMode, ExecCommand};
+use human::Style;
+use options::RunOptions;
+use output_schema::OutputSchema;
+use turn::{Outcome, OutputMode};
+
+/// Exit code after Ctrl-C, as shells report SIGINT.
+const EXIT_INTERRUPTED: i32 = 130;
+
+/// Runs the command; returns the process exit code. Setup failures are errors (exit 1).
+pub async fn run(args: ExecArgs) -> anyhow::Result<i32> {
+    let common = &args.common;
+    let opts = RunOptions::from_args(common);
+    for warning in &opts.warnings {
+        eprintln!("warning: {warning}");
+    }
+    if !common.add_dirs.is_empty() {
+        eprintln!("warning: --add-dir is not supported yet; the directories were not added");
+    }
+    let schema = common
+        .output_schema
+        .as_deref()
+        .map(OutputSchema::load)
+        .transpose()?;
+    let cwd = working_dir(common.cd.as_deref())?;
+    let prompt_arg = match &args.command {
+        None => args.prompt.as_deref(),
+        Some(ExecCommand::Resume(_) | ExecCommand::Fork(_)) => {
+            bail!("resuming and forking sessions need session persistence, which this build of rein does not have yet")
+        }
+    };
+    let input = prompt::resolve(prompt_arg, &common.images)?;
+
+    let env = opts.provider_env();
+    let kernel = bootstrap(
+        BootstrapOptions {
+            demo: common.demo,
+            profile: common.profile.clone(),
+            overrides: opts.overrides.clone(),
+            ..BootstrapOptions::default()
+        },
+        &env,
+    )
+    .context(
+        "setting up the model (or run `rein exec --demo` to use the built-in scripted model)",
+    )?;
+    let mut settings = kernel.default_settings(cwd);
+    settings.approval_policy = opts.approval_policy;
+    settings.sandbox_policy = opts.sandbox_policy;
+    if let Some(schema) = &schema {
+        settings.instructions = join_instructions(&settings.instructions, &schema.instructions());
+    }
+    let thread = kernel.manager.create_thread(ThreadOptions::new(settings))?;
+
+    let mode = if common.json {
+        OutputMode::Json
+    } else {
+        OutputMode::Human(Style {
+            color: use_color(common.color),
+        })
+    };
+    let outcome = turn::drive(thread, input, mode).await?;
+    finish(&outcome, common, schema.as_ref())
+}
+
+/// After the turn: the final message to stdout (human mode), `-o`, the schema check.
+fn finish(
+    outcome: &Outcome,
+    common: &args::CommonArgs,
+    schema: Option<&OutputSchema>,
+) -> anyhow::Result<i32> {
+    let message = outcome.final_message.as_deref();
+    if let Some(path) = &common.output_last_message {
+        std::fs::write(path, message.unwrap_or_default())
+            .with_context(|| format!("writing the last message to {}", path.display()))?;
+    }
+    if !common.json {
+        if let Some(text) = message {
+            let mut stdout = std::io::stdout().lock();
+            writeln!(stdout, "{text}")?;
+            stdout.flush()?;
+        }
+    }
+    if outcome.interrupted {
+        eprintln!("interrupted");
+        return Ok(EXIT_INTERRUPTED);
+    }
+    if !outcome.completed {
+        return Ok(1);
+    }
+    if let Some(schema) = schema {
+        if let Err(e) = schema.check(message) {
+            eprintln!("error: {e}");
+            return Ok(1);
+        }
+    }
+    Ok(0)
+}
+
+fn working_dir(cd: Option<&Path>) -> anyhow::Result<PathBuf> {
+    let here = std::env::current_dir().context("reading the current directory")?;
+    let Some(dir) = cd else { return Ok(here) };
+    let dir = here.join(dir);
+    if !dir.is_dir() {
+        bail!("--cd {}: not a directory", dir.display());
+    }
+    dir.canonicalize()
+        .with_context(|| format!("resolving --cd {}", dir.display()))
+}
+
+fn join_instructions(base: &str, extra: &str) -> String {
+    if base.trim().is_empty() {
+        extra.to_owned()
+    } else {
+        format!("{base}\n\n{extra}")
+    }
+}
+
+fn use_color(mode: ColorMode) -> bool {
+    match mode {
+        ColorMode::Always => true,
+        ColorMode::Never => false,
+        ColorMode::Auto => {
+            std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none()
+        }
+    }
+}

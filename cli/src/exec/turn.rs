@@ -1,0 +1,121 @@
+//! One turn, headless: submit the input, follow the thread's events to the end of the
+//! turn, print them in the chosen format, and answer what a headless run cannot ask —
+//! approvals are denied so the tool fails back to the model with the reason.
+//!
+//! Ctrl-C interrupts the turn through the kernel (`Op::Interrupt`) and waits for
+//! `TurnAborted`, so the history and rollout close cleanly; a second Ctrl-C stops waiting.
+
+use std::io::Write;
+
+use anyhow::{bail, Context};
+use rein_core::NewThread;
+use rein_protocol::{
+    ApprovalDecision, EventMsg, InputMode, InputOutcome, InputPart, Item, Op, OpResult,
+    SettingsChange,
+};
+use tokio::signal::unix::{signal, SignalKind};
+
+use super::human::{HumanProgress, Style};
+use super::jsonl::JsonlMapper;
+
+pub enum OutputMode {
+    Json,
+    Human(Style),
+}
+
+/// How the turn ended.
+#[derive(Debug, Default)]
+pub struct Outcome {
+    pub completed: bool,
+    pub interrupted: bool,
+    pub final_message: Option<String>,
+}
+
+enum Printer {
+    Json(JsonlMapper),
+    Human(HumanProgress<std::io::Stderr>),
+}
+
+impl Printer {
+    fn print(&mut self, event: &rein_protocol::Event) -> std::io::Result<()> {
+        match self {
+            Printer::Json(mapper) => {
+                let lines = mapper.map(event);
+                if lines.is_empty() {
+                    return Ok(());
+                }
+                let mut out = std::io::stdout().lock();
+                for line in lines {
+                    serde_json::to_writer(&mut out, &line)?;
+                    out.write_all(b"\n")?;
+                }
+                out.flush()
+            }
+            Printer::Human(progress) => progress.on_event(event),
+        }
+    }
+}
+
+pub async fn drive(
+    thread: NewThread,
+    input: Vec<InputPart>,
+    mode: OutputMode,
+) -> anyhow::Result<Outcome> {
+    let NewThread { handle, mut events } = thread;
+    // Installed before the turn starts, so no Ctrl-C can kill the process uncleanly.
+    let mut sigint = signal(SignalKind::interrupt()).context("installing the Ctrl-C handler")?;
+    let mut printer = match mode {
+        OutputMode::Json => Printer::Json(JsonlMapper::new()),
+        OutputMode::Human(style) => Printer::Human(HumanProgress::new(std::io::stderr(), style)),
+    };
+    let submitted = handle
+        .submit(Op::UserInput {
+            items: input,
+            mode: InputMode::StartIfIdle,
+            settings: SettingsChange::default(),
+        })
+        .await?;
+    if let OpResult::Input(InputOutcome::Rejected { reason }) = submitted {
+        bail!("the prompt was rejected: {reason}");
+    }
+    let mut outcome = Outcome::default();
+    let mut last_message = None;
+    loop {
+        tokio::select! {
+            event = events.recv() => {
+                let Some(event) = event else { break };
+                printer.print(&event).context("writing output")?;
+                match &event.msg {
+                    EventMsg::ItemCompleted { item: Item::AgentMessage { text, .. } } => {
+                        last_message = Some(text.clone());
+                    }
+                    EventMsg::ApprovalRequested { approval_id, .. } => {
+                        handle.submit(Op::ApprovalAnswer {
+                            approval_id: approval_id.clone(),
+                            decision: ApprovalDecision::Deny,
+                        }).await?;
+                    }
+                    EventMsg::TurnCompleted { last_agent_message } => {
+                        outcome.completed = true;
+                        if last_agent_message.is_some() {
+                            last_message.clone_from(last_agent_message);
+                        }
+                        break;
+                    }
+                    EventMsg::TurnFailed { .. } | EventMsg::TurnAborted { .. } => break,
+                    _ => {}
+                }
+            }
+            _ = sigint.recv() => {
+                if outcome.interrupted {
+                    break;
+                }
+                outcome.interrupted = true;
+                handle.submit(Op::Interrupt).await?;
+            }
+        }
+    }
+    outcome.final_message = last_message.filter(|m| !m.is_empty());
+    handle.shutdown().await?;
+    Ok(outcome)
+}
