@@ -29,8 +29,20 @@ use turn::{Outcome, OutputMode};
 /// Exit code after Ctrl-C, as shells report SIGINT.
 const EXIT_INTERRUPTED: i32 = 130;
 
-/// Runs the command; returns the process exit code. Setup failures are errors (exit 1).
+/// Runs the command; returns the process exit code. A setup failure is reported on
+/// stderr with its causes (and no backtrace: it is the user's problem to fix, not a bug)
+/// and exits 1.
 pub async fn run(args: ExecArgs) -> anyhow::Result<i32> {
+    match run_exec(args).await {
+        Ok(code) => Ok(code),
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            Ok(1)
+        }
+    }
+}
+
+async fn run_exec(args: ExecArgs) -> anyhow::Result<i32> {
     let common = &args.common;
     let opts = RunOptions::from_args(common);
     for warning in &opts.warnings {
