@@ -1,19 +1,27 @@
 #!/usr/bin/env bash
-# Prepares what the slow end-to-end tests need beyond cargo: the official Codex TypeScript
-# SDK (without its optional dependencies, so the Codex binary itself is never fetched),
-# installed under target/ so nothing is committed.
+# Installs what the tests need beyond the Rust toolchain. Safe to run repeatedly.
 set -euo pipefail
-root="$(cd "$(dirname "$0")/.." && pwd)"
-dir="${REIN_E2E_NODE_DIR:-$root/target/e2e-node}"
+cd "$(dirname "$0")/.."
+
+# bubblewrap: the sandbox fallback where Landlock is unavailable; its tests run when present.
+if ! command -v bwrap >/dev/null 2>&1; then
+    if command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
+        (apt-get update -qq && apt-get install -y -qq bubblewrap >/dev/null) \
+            || echo "test-setup: could not install bubblewrap; its tests will be skipped" >&2
+    else
+        echo "test-setup: bubblewrap missing and not installable here; its tests will be skipped" >&2
+    fi
+fi
+
+# The official Codex TypeScript SDK, for the test that drives `rein exec` through it.
+# Without its optional dependencies, so the Codex binary itself is never fetched; under
+# target/ so nothing is committed.
+node_dir="${REIN_E2E_NODE_DIR:-target/e2e-node}"
 if ! command -v npm >/dev/null 2>&1; then
-  echo "test-setup: npm not found; the Codex SDK test will be skipped" >&2
-  exit 0
+    echo "test-setup: npm not found; the Codex SDK test will be skipped" >&2
+elif [ ! -f "$node_dir/node_modules/@openai/codex-sdk/dist/index.js" ]; then
+    mkdir -p "$node_dir"
+    [ -f "$node_dir/package.json" ] || printf '{ "name": "rein-e2e-node", "private": true }\n' >"$node_dir/package.json"
+    npm install --omit=optional --no-audit --no-fund --prefix "$node_dir" @openai/codex-sdk >&2 \
+        || echo "test-setup: could not install @openai/codex-sdk" >&2
 fi
-mkdir -p "$dir"
-if [ ! -f "$dir/package.json" ]; then
-  printf '{ "name": "rein-e2e-node", "private": true }\n' >"$dir/package.json"
-fi
-if [ ! -d "$dir/node_modules/@openai/codex-sdk" ]; then
-  npm install --omit=optional --no-audit --no-fund --prefix "$dir" @openai/codex-sdk >&2
-fi
-echo "test-setup: @openai/codex-sdk ready in $dir" >&2

@@ -16,7 +16,7 @@ fn demo_streams_the_answer_to_stdout() {
         String::from_utf8_lossy(&out.stderr)
     );
     let stdout = String::from_utf8(out.stdout).unwrap();
-    assert!(stdout.starts_with("Hello from rein."), "{stdout}");
+    assert!(stdout.contains("Hello from rein."), "{stdout}");
 }
 
 #[test]
@@ -32,19 +32,19 @@ fn demo_json_prints_the_codex_exec_event_stream() {
         .map(|l| serde_json::from_str(l).unwrap())
         .collect();
     let types: Vec<&str> = events.iter().map(|e| e["type"].as_str().unwrap()).collect();
-    assert_eq!(
-        types,
-        [
-            "thread.started",
-            "turn.started",
-            "item.completed",
-            "item.completed",
-            "turn.completed"
-        ]
-    );
-    assert_eq!(events[2]["item"]["type"], "reasoning");
-    assert_eq!(events[3]["item"]["type"], "agent_message");
-    assert!(events[3]["item"]["text"]
+    assert_eq!(types.first(), Some(&"thread.started"));
+    assert_eq!(types.get(1), Some(&"turn.started"));
+    assert_eq!(types.last(), Some(&"turn.completed"));
+    // The demo runs a real shell command before answering.
+    let command = events
+        .iter()
+        .find(|e| e["type"] == "item.completed" && e["item"]["type"] == "command_execution")
+        .unwrap();
+    assert_eq!(command["item"]["command"], "ls -a");
+    assert_eq!(command["item"]["exit_code"], 0);
+    let answer = &events[events.len() - 2]["item"];
+    assert_eq!(answer["type"], "agent_message");
+    assert!(answer["text"]
         .as_str()
         .unwrap()
         .starts_with("Hello from rein."));

@@ -106,7 +106,9 @@ fn tool_turn_json_reports_a_command_execution_item() {
     assert_eq!(started["exit_code"], serde_json::Value::Null);
     let done = &events[3]["item"];
     assert_eq!(done["id"], started["id"]);
-    assert_ne!(done["status"], "in_progress");
+    assert_eq!(done["status"], "completed");
+    assert_eq!(done["exit_code"], 0);
+    assert_eq!(done["aggregated_output"], "hello-from-tool\n");
     assert_eq!(events[4]["item"]["text"], "The command ran.");
     // The tool's result went back to the model in the second request.
     let requests = mock.requests();
@@ -123,6 +125,7 @@ fn tool_turn_human_shows_the_call_on_stderr() {
     assert_eq!(String::from_utf8(out.stdout).unwrap(), "The command ran.\n");
     let stderr = String::from_utf8(out.stderr).unwrap();
     assert!(stderr.contains("$ echo hello-from-tool"), "{stderr}");
+    assert!(stderr.contains("✓ $ echo hello-from-tool ("), "{stderr}");
     assert!(stderr.contains(" ms)"), "elapsed time: {stderr}");
 }
 

@@ -14,7 +14,10 @@ use serde_json::{json, Value};
 use support::MockModel;
 
 fn repo_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_owned()
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .unwrap()
+        .to_owned()
 }
 
 fn has(tool: &str) -> bool {
@@ -37,7 +40,10 @@ fn sdk_dir() -> Option<PathBuf> {
             .unwrap();
         assert!(status.success(), "scripts/test-setup.sh failed");
     }
-    assert!(dir.join("dist/index.js").exists(), "the SDK was not installed");
+    assert!(
+        dir.join("dist/index.js").exists(),
+        "the SDK was not installed"
+    );
     Some(dir)
 }
 
@@ -92,18 +98,30 @@ fn the_codex_sdk_runs_streams_and_resumes_through_rein_exec() {
         .collect();
     assert_eq!(
         types,
-        ["thread.started", "turn.started", "item.completed", "item.completed", "turn.completed"]
+        [
+            "thread.started",
+            "turn.started",
+            "item.completed",
+            "item.completed",
+            "turn.completed"
+        ]
     );
     assert_eq!(streamed["events"][2]["item"]["type"], "reasoning");
     assert_eq!(streamed["events"][3]["item"]["text"], "Streamed hello.");
     assert_ne!(streamed["threadId"], run["threadId"]);
 
-    assert_eq!(report["outputSchema"]["finalResponse"], "{\"status\":\"ok\"}");
+    assert_eq!(
+        report["outputSchema"]["finalResponse"],
+        "{\"status\":\"ok\"}"
+    );
 
     let resume = &report["resume"];
     assert_eq!(resume["finalResponse"], "Goodbye (resumed).", "{resume}");
     assert_eq!(resume["threadId"], run["threadId"]);
     // The resumed request carried the first turn's history.
     let last = mock.requests().pop().unwrap().to_string();
-    assert!(last.contains("Say hello.") && last.contains("And now say goodbye."), "{last}");
+    assert!(
+        last.contains("Say hello.") && last.contains("And now say goodbye."),
+        "{last}"
+    );
 }

@@ -17,6 +17,7 @@ use crate::manager::ThreadManager;
 use crate::model::catalog::ProviderCatalog;
 use crate::model::scripted::ScriptedModel;
 use crate::model::{ModelCatalog, ModelInfo, StaticCatalog};
+use crate::tools::builtin::{builtin_tools, BuiltinConfig};
 
 /// The model name of the built-in scripted model.
 pub const DEMO_MODEL: &str = "rein-demo";
@@ -31,6 +32,8 @@ pub struct BootstrapOptions {
     /// Use the built-in scripted model instead of the configured providers.
     pub demo: bool,
     pub kernel: KernelConfig,
+    /// How the built-in tools (shell, apply_patch, files, plan) are set up.
+    pub tools: BuiltinConfig,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -100,6 +103,7 @@ pub fn bootstrap(
         )
     };
     let manager = ThreadManager::builder(Arc::clone(&models))
+        .tools(builtin_tools(options.tools))
         .config(options.kernel)
         .build();
     Ok(Kernel {
@@ -112,19 +116,24 @@ pub fn bootstrap(
     })
 }
 
-/// The built-in scripted model: a streamed answer to the first prompt, then echoes.
+/// The built-in scripted model: it looks at the working directory with the shell tool
+/// (a real, sandboxed process), then streams an answer; later prompts are echoed.
 pub fn demo_catalog() -> Arc<StaticCatalog> {
+    let mut look = ScriptedReply::text("Let me look at the working directory first.")
+        .with_tool_call("shell", serde_json::json!({ "command": ["ls", "-a"] }));
+    look.delay_ms = 15;
+    look.deltas = Some(4);
     let mut reply = ScriptedReply::text(
         "Hello from rein. This answer was streamed by the built-in scripted model through \
          the whole kernel: the thread's submission loop routed your input, started a turn, \
-         froze a step snapshot, sampled the model and folded every event into the thread's \
-         state.",
+         froze a step snapshot, sampled the model, ran its shell call in the sandbox, fed the \
+         output back and folded every event into the thread's state.",
     )
     .with_deltas(12);
     reply.reasoning = Some("The user wants to see rein run a turn; answer plainly.".into());
     reply.delay_ms = 15;
     let model = ScriptedModel::new(Script {
-        replies: vec![reply],
+        replies: vec![look, reply],
         when_exhausted: WhenExhausted::Echo,
     });
     Arc::new(StaticCatalog::new().with(

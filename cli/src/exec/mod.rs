@@ -17,6 +17,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context};
 use rein_core::bootstrap::{bootstrap, BootstrapOptions};
+use rein_core::tools::builtin::BuiltinConfig;
 use rein_core::ThreadOptions;
 
 pub use args::ExecArgs;
@@ -48,9 +49,6 @@ async fn run_exec(args: ExecArgs) -> anyhow::Result<i32> {
     for warning in &opts.warnings {
         eprintln!("warning: {warning}");
     }
-    if !common.add_dirs.is_empty() {
-        eprintln!("warning: --add-dir is not supported yet; the directories were not added");
-    }
     let schema = common
         .output_schema
         .as_deref()
@@ -71,6 +69,11 @@ async fn run_exec(args: ExecArgs) -> anyhow::Result<i32> {
             demo: common.demo,
             profile: common.profile.clone(),
             overrides: opts.overrides.clone(),
+            tools: BuiltinConfig {
+                extra_writable_roots: add_dirs(&cwd, &common.add_dirs)?,
+                network_access: opts.network_access,
+                ..BuiltinConfig::default()
+            },
             ..BootstrapOptions::default()
         },
         &env,
@@ -140,6 +143,17 @@ fn working_dir(cd: Option<&Path>) -> anyhow::Result<PathBuf> {
     }
     dir.canonicalize()
         .with_context(|| format!("resolving --cd {}", dir.display()))
+}
+
+/// `--add-dir` directories, absolute; each must exist.
+fn add_dirs(cwd: &Path, dirs: &[PathBuf]) -> anyhow::Result<Vec<PathBuf>> {
+    dirs.iter()
+        .map(|d| {
+            let dir = cwd.join(d);
+            dir.canonicalize()
+                .with_context(|| format!("--add-dir {}", dir.display()))
+        })
+        .collect()
 }
 
 fn join_instructions(base: &str, extra: &str) -> String {

@@ -27,6 +27,9 @@ pub struct RunOptions {
     pub sandbox_policy: SandboxPolicy,
     /// `-c openai_base_url=...`: moves the built-in `openai` provider.
     pub openai_base_url: Option<String>,
+    /// `-c sandbox_workspace_write.network_access=true`: sandboxed commands may use the
+    /// network.
+    pub network_access: bool,
     /// Problems worth telling the user that do not stop the run.
     pub warnings: Vec<String>,
 }
@@ -38,6 +41,7 @@ impl RunOptions {
             approval_policy: ApprovalPolicy::Never,
             sandbox_policy: SandboxPolicy::ReadOnly,
             openai_base_url: None,
+            network_access: false,
             warnings: Vec::new(),
         };
         if let Some(model) = &args.model {
@@ -91,6 +95,10 @@ impl RunOptions {
             },
             (_, "sandbox_mode") => match text.and_then(parse_sandbox) {
                 Some(p) => self.sandbox_policy = p,
+                None => self.warn_value(&key, &o.value),
+            },
+            (_, "sandbox_workspace_write.network_access") => match o.value.as_bool() {
+                Some(allowed) => self.network_access = allowed,
                 None => self.warn_value(&key, &o.value),
             },
             (_, "openai_base_url") => match text {
@@ -181,9 +189,9 @@ mod tests {
         ]);
         assert_eq!(o.approval_policy, ApprovalPolicy::OnRequest);
         assert_eq!(o.openai_base_url.as_deref(), Some("http://127.0.0.1:9/v1"));
-        assert_eq!(o.warnings.len(), 2, "{:?}", o.warnings);
-        assert!(o.warnings[0].contains("sandbox_workspace_write.network_access"));
-        assert!(o.warnings[1].contains("web_search"));
+        assert!(o.network_access);
+        assert_eq!(o.warnings.len(), 1, "{:?}", o.warnings);
+        assert!(o.warnings[0].contains("web_search"));
     }
 
     #[test]

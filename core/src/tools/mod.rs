@@ -5,6 +5,20 @@
 //! Architecture invariant: a Step offers the model exactly the specs of its frozen
 //! `ToolSet`, and only that set runs the calls of that Step's reply.
 
+pub mod apply_patch;
+pub mod builtin;
+pub mod files;
+pub mod plan;
+pub mod policy;
+pub mod process;
+pub mod sandbox;
+pub mod shell;
+pub mod shell_tool;
+pub mod terminals;
+pub mod testing;
+
+pub use builtin::{builtin_tools, BuiltinConfig};
+
 use std::collections::HashMap;
 use std::sync::Arc;
 

@@ -1,0 +1,75 @@
+//! The built-in tool set the kernel registers: one instance per process, so the policy
+//! engine's per-thread session approvals and the background terminals are shared by
+//! every tool that needs them.
+//!
+//! Map of `tools/`: `shell_tool` (policy-checked `shell`) on top of `shell` (arguments,
+//! formatting) and `process` (spawn, capture, group kill, env policy); `terminals`
+//! (background commands, `write_stdin`); `apply_patch` (parser, matcher, atomic applier,
+//! tool); `files` (`read_file`, `list_dir`, `grep`); `plan` (`update_plan`); `policy`
+//! (the judge, writable roots, known-safe commands, session approvals); `sandbox`
+//! (Landlock + seccomp + mount namespace, bubblewrap, detection); `testing` (a recording
+//! `ToolHost`).
+//!
+//! Architecture invariant: every tool that writes or runs something asks the policy
+//! engine first, and a command permitted only inside the sandbox never runs outside it.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use super::apply_patch::ApplyPatchTool;
+use super::files::{GrepTool, ListDirTool, ReadFileTool};
+use super::plan::UpdatePlanTool;
+use super::policy::{PolicyConfig, PolicyEngine};
+use super::sandbox::Sandbox;
+use super::shell::ShellConfig;
+use super::shell_tool::ShellTool;
+use super::terminals::{BackgroundTerminals, WriteStdinTool};
+use super::Tool;
+
+/// How the built-in tools are configured.
+#[derive(Clone, Debug, Default)]
+pub struct BuiltinConfig {
+    pub shell: ShellConfig,
+    /// Writable under workspace-write besides the cwd and the temp dir.
+    pub extra_writable_roots: Vec<PathBuf>,
+    /// Sandboxed commands may use the network.
+    pub network_access: bool,
+    /// The sandbox support to use; detected when `None`.
+    pub sandbox: Option<Arc<Sandbox>>,
+}
+
+/// Every built-in tool, sharing one policy engine.
+pub fn builtin_tools(config: BuiltinConfig) -> Vec<Arc<dyn Tool>> {
+    let sandbox = config
+        .sandbox
+        .unwrap_or_else(|| Arc::new(Sandbox::detect()));
+    match (sandbox.mechanism(), sandbox.unavailable_reason()) {
+        (Some(mechanism), _) => tracing::info!(?mechanism, "command sandbox available"),
+        (None, reason) => tracing::warn!(
+            reason = reason.unwrap_or_default(),
+            "no command sandbox: sandboxed commands will be refused"
+        ),
+    }
+    let policy = Arc::new(PolicyEngine::new(
+        PolicyConfig {
+            extra_writable_roots: config.extra_writable_roots,
+            network_access: config.network_access,
+        },
+        sandbox.unavailable_reason().map(str::to_owned),
+    ));
+    let terminals = Arc::new(BackgroundTerminals::new());
+    vec![
+        Arc::new(ShellTool::new(
+            config.shell,
+            Arc::clone(&policy),
+            sandbox,
+            Arc::clone(&terminals),
+        )),
+        Arc::new(WriteStdinTool::new(terminals)),
+        Arc::new(ApplyPatchTool::new(policy)),
+        Arc::new(ReadFileTool),
+        Arc::new(ListDirTool),
+        Arc::new(GrepTool),
+        Arc::new(UpdatePlanTool),
+    ]
+}

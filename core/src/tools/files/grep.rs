@@ -1,0 +1,175 @@
+//! `grep`: regular-expression search over the files under a path. A plain recursive
+//! walk with the `regex` crate is enough here: it skips `.git`, binary and very large
+//! files, and stops at a result cap, so a search cannot flood the context.
+
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+use futures::future::BoxFuture;
+use regex::RegexBuilder;
+use serde::Deserialize;
+use serde_json::json;
+use tokio_util::sync::CancellationToken;
+
+use super::{blocking, glob, looks_binary, resolve, DEFAULT_IGNORES};
+use crate::tools::{Tool, ToolCall, ToolContext, ToolResult, ToolSpec};
+
+const DEFAULT_MAX_RESULTS: usize = 200;
+const MAX_FILE_BYTES: u64 = 4 * 1024 * 1024;
+const MAX_LINE_CHARS: usize = 300;
+
+#[derive(Deserialize)]
+struct Args {
+    pattern: String,
+    #[serde(default)]
+    path: Option<PathBuf>,
+    /// Only files whose name matches, e.g. `*.rs`.
+    #[serde(default)]
+    glob: Option<String>,
+    #[serde(default)]
+    case_insensitive: bool,
+    #[serde(default)]
+    max_results: Option<usize>,
+}
+
+/// One search, after argument parsing.
+#[derive(Clone, Debug)]
+pub struct GrepQuery {
+    pub regex: regex::Regex,
+    pub glob: Option<String>,
+    pub max_results: usize,
+}
+
+#[derive(Clone, Copy, Debug, Default)]
+pub struct GrepTool;
+
+impl Tool for GrepTool {
+    fn spec(&self) -> ToolSpec {
+        ToolSpec {
+            name: "grep".to_owned(),
+            description: "Search files for a regular expression (Rust regex syntax). Prints \
+                          `path:line:text` for each match; skips .git and binary files."
+                .to_owned(),
+            parameters: json!({
+                "type": "object",
+                "properties": {
+                    "pattern": {"type": "string"},
+                    "path": {"type": "string", "description": "file or directory (default: the working directory)"},
+                    "glob": {"type": "string", "description": "only files whose name matches, e.g. `*.rs`"},
+                    "case_insensitive": {"type": "boolean"},
+                    "max_results": {"type": "integer", "minimum": 1}
+                },
+                "required": ["pattern"],
+                "additionalProperties": false
+            }),
+        }
+    }
+
+    fn run<'a>(&'a self, call: ToolCall, ctx: ToolContext) -> BoxFuture<'a, ToolResult> {
+        Box::pin(async move {
+            let args: Args = match serde_json::from_str(&call.arguments) {
+                Ok(a) => a,
+                Err(e) => return ToolResult::err(format!("invalid grep arguments: {e}")),
+            };
+            let regex = match RegexBuilder::new(&args.pattern)
+                .case_insensitive(args.case_insensitive)
+                .build()
+            {
+                Ok(r) => r,
+                Err(e) => return ToolResult::err(format!("invalid pattern: {e}")),
+            };
+            let query = GrepQuery {
+                regex,
+                glob: args.glob,
+                max_results: args.max_results.unwrap_or(DEFAULT_MAX_RESULTS),
+            };
+            let root = resolve(&ctx.settings.cwd, args.path.as_deref());
+            let cwd = ctx.settings.cwd.clone();
+            let cancel = ctx.cancel.clone();
+            match blocking(move || search(&root, &cwd, &query, &cancel)).await {
+                Ok(text) => ToolResult::ok(text),
+                Err(e) => ToolResult::err(e),
+            }
+        })
+    }
+}
+
+/// Search `root`; paths in the output are relative to `cwd` where possible.
+pub fn search(
+    root: &Path,
+    cwd: &Path,
+    query: &GrepQuery,
+    cancel: &CancellationToken,
+) -> Result<String, String> {
+    if !root.exists() {
+        return Err(format!("{} does not exist", root.display()));
+    }
+    let mut out = String::new();
+    let mut found = 0;
+    let mut stack = vec![root.to_path_buf()];
+    while let Some(path) = stack.pop() {
+        if cancel.is_cancelled() {
+            return Err("the search was cancelled".to_owned());
+        }
+        let Ok(meta) = std::fs::symlink_metadata(&path) else {
+            continue;
+        };
+        if meta.is_dir() {
+            if let Ok(entries) = std::fs::read_dir(&path) {
+                let mut children: Vec<PathBuf> = entries
+                    .filter_map(Result::ok)
+                    .filter(|e| {
+                        let name = e.file_name();
+                        !DEFAULT_IGNORES.contains(&name.to_string_lossy().as_ref())
+                    })
+                    .map(|e| e.path())
+                    .collect();
+                // Reverse-sorted onto the stack so files come out in name order.
+                children.sort_by(|a, b| b.cmp(a));
+                stack.extend(children);
+            }
+            continue;
+        }
+        if !meta.is_file() || meta.len() > MAX_FILE_BYTES {
+            continue;
+        }
+        let name = path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        if query
+            .glob
+            .as_deref()
+            .is_some_and(|g| !glob::matches(g, &name))
+        {
+            continue;
+        }
+        let Ok(bytes) = std::fs::read(&path) else {
+            continue;
+        };
+        if looks_binary(&bytes) {
+            continue;
+        }
+        let text = String::from_utf8_lossy(&bytes);
+        let shown = path
+            .strip_prefix(cwd)
+            .unwrap_or(&path)
+            .display()
+            .to_string();
+        for (i, line) in text.lines().enumerate() {
+            if query.regex.is_match(line) {
+                let line: String = line.chars().take(MAX_LINE_CHARS).collect();
+                let _ = writeln!(out, "{shown}:{}:{line}", i + 1);
+                found += 1;
+                if found >= query.max_results {
+                    let _ = writeln!(out, "[stopped after {found} matches]");
+                    return Ok(out);
+                }
+            }
+        }
+    }
+    if found == 0 {
+        out.push_str("no matches\n");
+    }
+    Ok(out)
+}

@@ -1,0 +1,54 @@
+//! "Approve for this session": what the user let through for the rest of a thread. A
+//! command approval covers any later command that starts with the same argv; a path
+//! approval covers that path and everything under it.
+
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct SessionApprovals {
+    command_prefixes: HashSet<Vec<String>>,
+    paths: HashSet<PathBuf>,
+}
+
+impl SessionApprovals {
+    pub fn approve_command(&mut self, argv: &[String]) {
+        self.command_prefixes.insert(argv.to_vec());
+    }
+
+    /// Paths must be resolved (see `paths::resolve`), so a link cannot alias an approval.
+    pub fn approve_path(&mut self, path: &Path) {
+        self.paths.insert(path.to_path_buf());
+    }
+
+    pub fn covers_command(&self, argv: &[String]) -> bool {
+        self.command_prefixes
+            .iter()
+            .any(|prefix| argv.starts_with(prefix))
+    }
+
+    pub fn covers_path(&self, resolved: &Path) -> bool {
+        self.paths.iter().any(|p| resolved.starts_with(p))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn argv(s: &[&str]) -> Vec<String> {
+        s.iter().map(|a| (*a).to_owned()).collect()
+    }
+
+    #[test]
+    fn command_prefix_and_path_subtree_are_covered() {
+        let mut s = SessionApprovals::default();
+        s.approve_command(&argv(&["cargo", "build"]));
+        s.approve_path(Path::new("/w/out"));
+        assert!(s.covers_command(&argv(&["cargo", "build", "--release"])));
+        assert!(!s.covers_command(&argv(&["cargo", "publish"])));
+        assert!(!s.covers_command(&argv(&["cargo"])));
+        assert!(s.covers_path(Path::new("/w/out/a.txt")));
+        assert!(!s.covers_path(Path::new("/w/outside")));
+    }
+}

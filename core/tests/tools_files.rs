@@ -1,0 +1,190 @@
+//! read_file, list_dir, grep and update_plan on real files.
+#![allow(clippy::unwrap_used)]
+
+use std::fs;
+
+use pretty_assertions::assert_eq;
+use rein_core::tools::files::{GrepTool, ListDirTool, ReadFileTool};
+use rein_core::tools::plan::UpdatePlanTool;
+use rein_core::tools::testing::{call, settings, RecordingHost};
+use rein_core::tools::{Tool, ToolResult};
+use rein_protocol::{ApprovalPolicy, EventMsg, PlanStep, PlanStepStatus, SandboxPolicy, ThreadId};
+use serde_json::{json, Value};
+use tokio_util::sync::CancellationToken;
+
+fn workspace() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    fs::create_dir_all(root.join("src/nested")).unwrap();
+    fs::create_dir_all(root.join(".git")).unwrap();
+    fs::create_dir_all(root.join("target")).unwrap();
+    fs::write(root.join(".git/HEAD"), "needle in git\n").unwrap();
+    fs::write(root.join("target/out.txt"), "needle in target\n").unwrap();
+    let lines: String = (1..=10).map(|i| format!("line {i}\n")).collect();
+    fs::write(root.join("ten.txt"), lines).unwrap();
+    fs::write(
+        root.join("src/main.rs"),
+        "fn main() {\n    // Needle here\n}\n",
+    )
+    .unwrap();
+    fs::write(root.join("src/nested/deep.rs"), "const NEEDLE: u8 = 1;\n").unwrap();
+    fs::write(root.join("blob.bin"), b"needle\0\x01\x02").unwrap();
+    dir
+}
+
+async fn run(tool: &dyn Tool, dir: &std::path::Path, args: Value) -> (ToolResult, RecordingHost) {
+    let host = RecordingHost::new();
+    let ctx = host.context(
+        ThreadId::new(),
+        settings(dir, ApprovalPolicy::Never, SandboxPolicy::ReadOnly),
+        CancellationToken::new(),
+    );
+    let result = tool.run(call(&tool.spec().name, args), ctx).await;
+    (result, host)
+}
+
+#[tokio::test]
+async fn read_file_returns_a_numbered_line_range() {
+    let ws = workspace();
+    let (r, _) = run(
+        &ReadFileTool,
+        ws.path(),
+        json!({"path": "ten.txt", "offset": 3, "limit": 2}),
+    )
+    .await;
+    assert!(r.success);
+    assert_eq!(
+        r.output,
+        "     3\tline 3\n     4\tline 4\n[more lines; continue with offset 5]\n"
+    );
+    let (r, _) = run(
+        &ReadFileTool,
+        ws.path(),
+        json!({"path": "ten.txt", "offset": 9}),
+    )
+    .await;
+    assert_eq!(r.output, "     9\tline 9\n    10\tline 10\n");
+}
+
+#[tokio::test]
+async fn read_file_errors_are_clear() {
+    let ws = workspace();
+    let (r, _) = run(&ReadFileTool, ws.path(), json!({"path": "missing.txt"})).await;
+    assert!(
+        !r.success && r.output.contains("missing.txt"),
+        "{}",
+        r.output
+    );
+    let (r, _) = run(&ReadFileTool, ws.path(), json!({"path": "blob.bin"})).await;
+    assert!(!r.success && r.output.contains("binary"), "{}", r.output);
+    let (r, _) = run(
+        &ReadFileTool,
+        ws.path(),
+        json!({"path": "ten.txt", "offset": 50}),
+    )
+    .await;
+    assert!(
+        !r.success && r.output.contains("past the end"),
+        "{}",
+        r.output
+    );
+    let (r, _) = run(&ReadFileTool, ws.path(), json!({"file": "ten.txt"})).await;
+    assert!(!r.success && r.output.contains("invalid read_file arguments"));
+}
+
+#[tokio::test]
+async fn list_dir_respects_depth_and_ignores() {
+    let ws = workspace();
+    let (r, _) = run(
+        &ListDirTool,
+        ws.path(),
+        json!({"depth": 2, "ignore": ["target", "*.bin"]}),
+    )
+    .await;
+    assert!(r.success, "{}", r.output);
+    let body: Vec<&str> = r.output.lines().skip(1).collect();
+    assert_eq!(body, ["  src/", "    main.rs", "    nested/", "  ten.txt"]);
+    let (r, _) = run(&ListDirTool, ws.path(), json!({"path": "src", "depth": 3})).await;
+    assert!(
+        r.output.contains("\n  nested/\n    deep.rs\n"),
+        "{}",
+        r.output
+    );
+    let (r, _) = run(&ListDirTool, ws.path(), json!({"path": "ten.txt"})).await;
+    assert!(!r.success && r.output.contains("not a directory"));
+}
+
+#[tokio::test]
+async fn grep_finds_matches_and_skips_git_and_binaries() {
+    let ws = workspace();
+    let (r, _) = run(
+        &GrepTool,
+        ws.path(),
+        json!({"pattern": "needle", "case_insensitive": true}),
+    )
+    .await;
+    assert!(r.success, "{}", r.output);
+    let lines: Vec<&str> = r.output.lines().collect();
+    assert_eq!(
+        lines,
+        [
+            "src/main.rs:2:    // Needle here",
+            "src/nested/deep.rs:1:const NEEDLE: u8 = 1;",
+            "target/out.txt:1:needle in target",
+        ]
+    );
+    let (r, _) = run(
+        &GrepTool,
+        ws.path(),
+        json!({"pattern": "NEEDLE", "glob": "*.rs", "path": "src"}),
+    )
+    .await;
+    assert_eq!(r.output, "src/nested/deep.rs:1:const NEEDLE: u8 = 1;\n");
+    let (r, _) = run(
+        &GrepTool,
+        ws.path(),
+        json!({"pattern": "line \\d", "max_results": 3}),
+    )
+    .await;
+    assert_eq!(r.output.lines().count(), 4);
+    assert!(r.output.ends_with("[stopped after 3 matches]\n"));
+    let (r, _) = run(&GrepTool, ws.path(), json!({"pattern": "("})).await;
+    assert!(!r.success && r.output.contains("invalid pattern"));
+}
+
+#[tokio::test]
+async fn update_plan_emits_the_plan() {
+    let ws = workspace();
+    let plan = json!({"explanation": "why", "plan": [
+        {"step": "read", "status": "completed"},
+        {"step": "edit", "status": "in_progress"},
+        {"step": "test", "status": "pending"}
+    ]});
+    let (r, host) = run(&UpdatePlanTool, ws.path(), plan).await;
+    assert!(r.success);
+    assert_eq!(
+        host.events(),
+        [EventMsg::PlanUpdated {
+            plan: vec![
+                PlanStep {
+                    step: "read".into(),
+                    status: PlanStepStatus::Completed
+                },
+                PlanStep {
+                    step: "edit".into(),
+                    status: PlanStepStatus::InProgress
+                },
+                PlanStep {
+                    step: "test".into(),
+                    status: PlanStepStatus::Pending
+                },
+            ]
+        }]
+    );
+    let two = json!({"plan": [
+        {"step": "a", "status": "in_progress"}, {"step": "b", "status": "in_progress"}
+    ]});
+    let (r, host) = run(&UpdatePlanTool, ws.path(), two).await;
+    assert!(!r.success);
+    assert!(host.events().is_empty());
+}

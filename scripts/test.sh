@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# Runs every check and test of the workspace on a fresh clone. Installs what the tests
+# need first (scripts/test-setup.sh), so it works on a machine with only the Rust toolchain.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+if [ -x scripts/test-setup.sh ]; then
+    scripts/test-setup.sh
+fi
+
+cargo fmt --all -- --check
+cargo clippy --workspace --all-targets --locked -- -D warnings
+cargo test --workspace --locked
