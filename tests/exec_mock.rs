@@ -306,3 +306,30 @@ fn codex_api_key_and_openai_base_url_reach_the_openai_provider() {
         "Hello from the mock model."
     );
 }
+
+#[test]
+fn experimental_json_with_a_prompt_leaves_an_open_stdin_alone() {
+    // Newer Codex SDKs pass the prompt as an argument and keep stdin open for control
+    // messages; waiting for its end would hang the run.
+    let mock = MockModel::start(hello_script());
+    let home = Home::new(&mock, "responses");
+    let mut child = home
+        .exec(&["--experimental-json", "--", "Say hello."])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stdin = child.stdin.take().unwrap();
+    let out = child.wait_with_output().unwrap();
+    drop(stdin);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        types(&json_lines(&out.stdout)).last().unwrap(),
+        "turn.completed"
+    );
+}

@@ -62,8 +62,12 @@ pub struct CommonArgs {
     #[arg(long, global = true)]
     pub demo: bool,
     /// Print the run as JSON lines (the `codex exec --json` events) on stdout.
-    #[arg(long, alias = "experimental-json", global = true)]
+    #[arg(long, global = true)]
     pub json: bool,
+    /// `--json` as the Codex SDK spells it. The SDK may keep stdin open as a control
+    /// channel, so with this flag a prompt argument is never joined by stdin.
+    #[arg(long, hide = true, global = true)]
+    pub experimental_json: bool,
     /// The model to use.
     #[arg(short = 'm', long, global = true)]
     pub model: Option<String>,

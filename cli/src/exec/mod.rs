@@ -61,7 +61,12 @@ async fn run_exec(args: ExecArgs) -> anyhow::Result<i32> {
             bail!("resuming and forking sessions need session persistence, which this build of rein does not have yet")
         }
     };
-    let input = prompt::resolve(prompt_arg, &common.images)?;
+    let stdin_extra = if common.experimental_json {
+        prompt::StdinUse::PromptOnly
+    } else {
+        prompt::StdinUse::PromptOrExtra
+    };
+    let input = prompt::resolve(prompt_arg, &common.images, stdin_extra)?;
 
     let env = opts.provider_env();
     let kernel = bootstrap(
@@ -89,7 +94,7 @@ async fn run_exec(args: ExecArgs) -> anyhow::Result<i32> {
     }
     let thread = kernel.manager.create_thread(ThreadOptions::new(settings))?;
 
-    let mode = if common.json {
+    let mode = if common.json || common.experimental_json {
         OutputMode::Json
     } else {
         OutputMode::Human(Style {
@@ -111,7 +116,7 @@ fn finish(
         std::fs::write(path, message.unwrap_or_default())
             .with_context(|| format!("writing the last message to {}", path.display()))?;
     }
-    if !common.json {
+    if !(common.json || common.experimental_json) {
         if let Some(text) = message {
             let mut stdout = std::io::stdout().lock();
             writeln!(stdout, "{text}")?;

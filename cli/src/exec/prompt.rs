@@ -23,13 +23,26 @@ pub enum PromptError {
     ImageType { path: PathBuf },
 }
 
+/// What piped stdin may be used for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StdinUse {
+    /// The prompt when there is no argument, else extra input appended to it.
+    PromptOrExtra,
+    /// Only the prompt when there is no argument; otherwise stdin is left alone.
+    PromptOnly,
+}
+
 /// The input parts of the prompt: its text, then the images.
-pub fn resolve(arg: Option<&str>, images: &[PathBuf]) -> Result<Vec<InputPart>, PromptError> {
+pub fn resolve(
+    arg: Option<&str>,
+    images: &[PathBuf],
+    stdin_use: StdinUse,
+) -> Result<Vec<InputPart>, PromptError> {
     let stdin = std::io::stdin();
     let piped = !stdin.is_terminal();
     let text = match arg {
         Some(p) if p != "-" => {
-            if piped {
+            if piped && stdin_use == StdinUse::PromptOrExtra {
                 let extra = read_all(stdin)?;
                 with_stdin_block(p, &extra)
             } else {
