@@ -333,3 +333,64 @@ fn experimental_json_with_a_prompt_leaves_an_open_stdin_alone() {
         "turn.completed"
     );
 }
+
+#[test]
+fn cd_sets_the_working_directory_of_tools_and_images_reach_the_model() {
+    let mock = MockModel::start(json!({"replies": [
+        {"tool_calls": [{"name": "shell", "arguments": {"command": ["pwd"]}}]},
+        {"text": "done"}
+    ]}));
+    let home = Home::new(&mock, "responses");
+    let work = tempfile::tempdir().unwrap();
+    let image = work.path().join("dot.png");
+    std::fs::write(&image, b"\x89PNG fake").unwrap();
+    let out = home
+        .exec(&[
+            "--json",
+            "-C",
+            work.path().to_str().unwrap(),
+            "-i",
+            image.to_str().unwrap(),
+            "Where am I?",
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let events = json_lines(&out.stdout);
+    let command = events
+        .iter()
+        .find(|e| e["type"] == "item.completed" && e["item"]["type"] == "command_execution")
+        .unwrap();
+    let real = work.path().canonicalize().unwrap();
+    assert_eq!(
+        command["item"]["aggregated_output"],
+        format!("{}\n", real.display())
+    );
+    let first = mock.requests()[0].to_string();
+    assert!(
+        first.contains("data:image/png;base64,iVBORyBmYWtl"),
+        "{first}"
+    );
+}
+
+#[test]
+fn a_missing_cd_directory_or_image_is_a_setup_error() {
+    let mock = MockModel::start(hello_script());
+    let home = Home::new(&mock, "responses");
+    for args in [
+        vec!["-C", "/nonexistent/rein-test", "hi"],
+        vec!["-i", "/nonexistent/rein-test.png", "hi"],
+        vec!["-i", "notes.txt", "hi"],
+    ] {
+        let out = home.exec(&args).output().unwrap();
+        assert_eq!(out.status.code(), Some(1), "{args:?}");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(stderr.starts_with("error: "), "{args:?}: {stderr}");
+        assert!(!stderr.contains("Stack backtrace"), "{stderr}");
+    }
+    assert!(mock.requests().is_empty());
+}
