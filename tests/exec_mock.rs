@@ -394,3 +394,61 @@ fn a_missing_cd_directory_or_image_is_a_setup_error() {
     }
     assert!(mock.requests().is_empty());
 }
+
+#[test]
+fn a_failed_turn_exits_1_with_error_and_turn_failed_lines() {
+    let mock = MockModel::start(json!({"replies": [
+        {"fault": {"type": "http_error", "status": 400, "message": "bad model"}}
+    ]}));
+    let home = Home::new(&mock, "responses");
+    let out = home.exec(&["--json", "hi"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let events = json_lines(&out.stdout);
+    assert_eq!(
+        types(&events),
+        ["thread.started", "turn.started", "error", "turn.failed"]
+    );
+    assert!(events[3]["error"]["message"]
+        .as_str()
+        .unwrap()
+        .contains("bad model"));
+}
+
+#[test]
+fn a_plan_is_a_todo_list_in_json_and_a_checklist_on_stderr() {
+    let script = json!({"replies": [
+        {"tool_calls": [{"name": "update_plan", "arguments": {"plan": [
+            {"step": "read the code", "status": "completed"},
+            {"step": "write the fix", "status": "in_progress"}]}}]},
+        {"text": "planned"}
+    ]});
+    let mock = MockModel::start(script.clone());
+    let home = Home::new(&mock, "responses");
+    let out = home.exec(&["--json", "Plan it."]).output().unwrap();
+    assert!(out.status.success());
+    let events = json_lines(&out.stdout);
+    let todo: Vec<&serde_json::Value> = events
+        .iter()
+        .filter(|e| e["item"]["type"] == "todo_list")
+        .collect();
+    assert_eq!(
+        todo.len(),
+        2,
+        "started, then completed with the turn: {events:?}"
+    );
+    assert_eq!(todo[0]["type"], "item.started");
+    assert_eq!(todo[1]["type"], "item.completed");
+    assert_eq!(
+        todo[1]["item"]["items"],
+        json!([{"text": "read the code", "completed": true}, {"text": "write the fix", "completed": false}])
+    );
+
+    let mock = MockModel::start(script);
+    let home = Home::new(&mock, "responses");
+    let out = home.exec(&["Plan it."]).output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("[x] read the code") && stderr.contains("[>] write the fix"),
+        "{stderr}"
+    );
+}

@@ -5,7 +5,7 @@
 use std::collections::HashMap;
 use std::io::Write;
 
-use rein_protocol::{Event, EventMsg};
+use rein_protocol::{Event, EventMsg, PlanStepStatus};
 
 use super::jsonl::abort_text;
 
@@ -140,6 +140,17 @@ impl<W: Write> HumanProgress<W> {
                     self.mid_line = false;
                 }
             }
+            EventMsg::PlanUpdated { plan } => {
+                self.line(&self.style.bold("plan"))?;
+                for step in plan {
+                    let mark = match step.status {
+                        PlanStepStatus::Completed => "[x]",
+                        PlanStepStatus::InProgress => "[>]",
+                        PlanStepStatus::Pending => "[ ]",
+                    };
+                    self.line(&format!("  {mark} {}", step.step))?;
+                }
+            }
             EventMsg::SettingsChanged { .. }
             | EventMsg::TurnStarted { .. }
             | EventMsg::ItemStarted { .. }
@@ -147,7 +158,6 @@ impl<W: Write> HumanProgress<W> {
             | EventMsg::ToolOutputDelta { .. }
             | EventMsg::ApprovalResolved { .. }
             | EventMsg::TokenCount { .. }
-            | EventMsg::PlanUpdated { .. }
             | EventMsg::RolledBack { .. }
             | EventMsg::ShutdownComplete => {}
         }
