@@ -4,16 +4,21 @@
 
 use std::collections::HashMap;
 use std::io::Write;
+use std::time::Instant;
 
 use rein_protocol::{Event, EventMsg, PlanStepStatus};
 
 use super::jsonl::abort_text;
 
-/// ANSI styling, used only when stderr is a terminal (or `--color always`).
+/// How stderr may be written: ANSI styling (a terminal, or `--color always`) and a live
+/// status line redrawn in place (a terminal only).
 #[derive(Clone, Copy)]
 pub struct Style {
     pub color: bool,
+    pub live: bool,
 }
+
+const SPINNER: [char; 10] = ['⠋', '⠙', '⠹', '⠸', '⠼', '⠴', '⠦', '⠧', '⠇', '⠏'];
 
 impl Style {
     fn dim(self, s: &str) -> String {
@@ -39,7 +44,11 @@ pub struct HumanProgress<W: Write> {
     /// What the last thing written was, to put breaks between streams.
     mid_line: bool,
     streaming: Stream,
-    calls: HashMap<String, String>,
+    /// Running tool calls: summary and start, by call id.
+    calls: HashMap<String, (String, Instant)>,
+    /// A status line is drawn (without a newline) and must be erased before writing.
+    status_drawn: bool,
+    frame: usize,
 }
 
 #[derive(PartialEq, Eq, Clone, Copy)]
@@ -57,10 +66,42 @@ impl<W: Write> HumanProgress<W> {
             mid_line: false,
             streaming: Stream::None,
             calls: HashMap::new(),
+            status_drawn: false,
+            frame: 0,
         }
     }
 
+    fn erase_status(&mut self) -> std::io::Result<()> {
+        if self.status_drawn {
+            self.status_drawn = false;
+            write!(self.err, "\r\x1b[2K")?;
+        }
+        Ok(())
+    }
+
+    /// Redraw the live status line: a spinner and the elapsed time of the oldest running
+    /// call. Called periodically by the run loop, on a terminal only.
+    pub fn tick(&mut self) -> std::io::Result<()> {
+        if !self.style.live || self.mid_line {
+            return Ok(());
+        }
+        let Some((summary, started)) = self.calls.values().min_by_key(|(_, at)| *at) else {
+            return Ok(());
+        };
+        let ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+        let text = format!(
+            "\r\x1b[2K{} {summary} ({})",
+            SPINNER[self.frame % SPINNER.len()],
+            elapsed(ms)
+        );
+        self.frame += 1;
+        self.status_drawn = true;
+        write!(self.err, "{}", self.style.dim(&text))?;
+        self.err.flush()
+    }
+
     fn line(&mut self, text: &str) -> std::io::Result<()> {
+        self.erase_status()?;
         if self.mid_line {
             writeln!(self.err)?;
         }
@@ -70,6 +111,7 @@ impl<W: Write> HumanProgress<W> {
     }
 
     fn stream(&mut self, kind: Stream, delta: &str) -> std::io::Result<()> {
+        self.erase_status()?;
         if self.streaming != kind {
             let header = match kind {
                 Stream::Reasoning => self.style.dim("thinking"),
@@ -107,14 +149,19 @@ impl<W: Write> HumanProgress<W> {
             } => {
                 let summary = call_summary(name, arguments);
                 self.line(&format!("{} {summary}", self.style.bold("▶")))?;
-                self.calls.insert(call_id.clone(), summary);
+                self.calls
+                    .insert(call_id.clone(), (summary, Instant::now()));
             }
             EventMsg::ToolCallEnd {
                 call_id,
                 success,
                 duration_ms,
             } => {
-                let summary = self.calls.remove(call_id).unwrap_or_default();
+                let summary = self
+                    .calls
+                    .remove(call_id)
+                    .map(|(summary, _)| summary)
+                    .unwrap_or_default();
                 let mark = if *success { "✓" } else { "✗" };
                 let text = format!("{mark} {summary} ({})", elapsed(*duration_ms));
                 self.line(&self.style.dim(&text))?;
@@ -191,5 +238,75 @@ fn elapsed(ms: u64) -> String {
         format!("{ms} ms")
     } else {
         format!("{:.1} s", ms as f64 / 1000.0)
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use rein_protocol::{Event, EventMsg, ThreadId};
+
+    use super::*;
+
+    fn event(msg: EventMsg) -> Event {
+        Event {
+            thread_id: ThreadId::new(),
+            turn_id: None,
+            seq: 0,
+            timestamp_ms: 0,
+            msg,
+        }
+    }
+
+    fn begin() -> Event {
+        event(EventMsg::ToolCallBegin {
+            call_id: "c".into(),
+            name: "shell".into(),
+            arguments: r#"{"command":"make"}"#.into(),
+        })
+    }
+
+    #[test]
+    fn a_live_status_line_is_erased_before_the_next_line() {
+        let mut out = Vec::new();
+        let mut p = HumanProgress::new(
+            &mut out,
+            Style {
+                color: false,
+                live: true,
+            },
+        );
+        p.on_event(&begin()).unwrap();
+        p.tick().unwrap();
+        p.on_event(&event(EventMsg::ToolCallEnd {
+            call_id: "c".into(),
+            success: true,
+            duration_ms: 1500,
+        }))
+        .unwrap();
+        let text = String::from_utf8(out).unwrap();
+        assert!(
+            text.starts_with("▶ $ make\n\r\x1b[2K⠋ $ make ("),
+            "{text:?}"
+        );
+        assert!(
+            text.ends_with(" ms)\r\x1b[2K✓ $ make (1.5 s)\n"),
+            "{text:?}"
+        );
+    }
+
+    #[test]
+    fn without_a_terminal_there_is_no_status_line() {
+        let mut out = Vec::new();
+        let mut p = HumanProgress::new(
+            &mut out,
+            Style {
+                color: false,
+                live: false,
+            },
+        );
+        p.on_event(&begin()).unwrap();
+        p.tick().unwrap();
+        assert_eq!(String::from_utf8(out).unwrap(), "▶ $ make\n");
     }
 }

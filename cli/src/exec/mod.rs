@@ -99,6 +99,7 @@ async fn run_exec(args: ExecArgs) -> anyhow::Result<i32> {
     } else {
         OutputMode::Human(Style {
             color: use_color(common.color),
+            live: std::io::stderr().is_terminal(),
         })
     };
     let outcome = turn::drive(thread, input, mode).await?;

@@ -6,6 +6,7 @@
 //! `TurnAborted`, so the history and rollout close cleanly; a second Ctrl-C stops waiting.
 
 use std::io::Write;
+use std::time::Duration;
 
 use anyhow::{bail, Context};
 use rein_core::NewThread;
@@ -54,6 +55,13 @@ impl Printer {
             Printer::Human(progress) => progress.on_event(event),
         }
     }
+
+    fn tick(&mut self) -> std::io::Result<()> {
+        match self {
+            Printer::Json(_) => Ok(()),
+            Printer::Human(progress) => progress.tick(),
+        }
+    }
 }
 
 pub async fn drive(
@@ -64,10 +72,15 @@ pub async fn drive(
     let NewThread { handle, mut events } = thread;
     // Installed before the turn starts, so no Ctrl-C can kill the process uncleanly.
     let mut sigint = signal(SignalKind::interrupt()).context("installing the Ctrl-C handler")?;
-    let mut printer = match mode {
-        OutputMode::Json => Printer::Json(JsonlMapper::new()),
-        OutputMode::Human(style) => Printer::Human(HumanProgress::new(std::io::stderr(), style)),
+    let (mut printer, live) = match mode {
+        OutputMode::Json => (Printer::Json(JsonlMapper::new()), false),
+        OutputMode::Human(style) => (
+            Printer::Human(HumanProgress::new(std::io::stderr(), style)),
+            style.live,
+        ),
     };
+    // Redraws the spinner of running tool calls; only polled on a terminal.
+    let mut ticker = tokio::time::interval(Duration::from_millis(100));
     let submitted = handle
         .submit(Op::UserInput {
             items: input,
@@ -106,6 +119,7 @@ pub async fn drive(
                     _ => {}
                 }
             }
+            _ = ticker.tick(), if live => printer.tick().context("writing output")?,
             _ = sigint.recv() => {
                 if outcome.interrupted {
                     break;
