@@ -34,6 +34,7 @@ fn sigint_after_the_first_delta_interrupts_the_turn_and_exits_130() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
+    let mut stdout = child.stdout.take().unwrap();
     let mut stderr = child.stderr.take().unwrap();
     let mut seen = Vec::new();
     let mut buf = [0u8; 256];
@@ -48,7 +49,10 @@ fn sigint_after_the_first_delta_interrupts_the_turn_and_exits_130() {
     }
     sigint(&child);
     stderr.read_to_end(&mut seen).unwrap();
+    let mut answer = String::new();
+    stdout.read_to_string(&mut answer).unwrap();
     let status = child.wait().unwrap();
+    assert_eq!(answer, "", "a partial answer is not printed as the answer");
     let stderr = String::from_utf8_lossy(&seen);
     assert_eq!(status.code(), Some(130), "{stderr}");
     assert!(stderr.contains("turn aborted: interrupted"), "{stderr}");

@@ -112,6 +112,11 @@ fn finish(
     common: &args::CommonArgs,
     schema: Option<&OutputSchema>,
 ) -> anyhow::Result<i32> {
+    if outcome.interrupted {
+        // A partial answer is not an answer: print nothing a script could mistake for one.
+        eprintln!("interrupted");
+        return Ok(EXIT_INTERRUPTED);
+    }
     let message = outcome.final_message.as_deref();
     if let Some(path) = &common.output_last_message {
         std::fs::write(path, message.unwrap_or_default())
@@ -123,10 +128,6 @@ fn finish(
             writeln!(stdout, "{text}")?;
             stdout.flush()?;
         }
-    }
-    if outcome.interrupted {
-        eprintln!("interrupted");
-        return Ok(EXIT_INTERRUPTED);
     }
     if !outcome.completed {
         return Ok(1);
