@@ -102,9 +102,13 @@ pub fn bootstrap(
             Some(config),
         )
     };
+    let mut kernel_config = options.kernel;
+    if let Some(limit) = config.as_ref().and_then(|c| c.auto_compact_token_limit) {
+        kernel_config.auto_compact_token_limit = Some(limit);
+    }
     let manager = ThreadManager::builder(Arc::clone(&models))
         .tools(builtin_tools(options.tools))
-        .config(options.kernel)
+        .config(kernel_config)
         .build();
     Ok(Kernel {
         manager: Arc::new(manager),

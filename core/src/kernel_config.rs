@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct KernelConfig {
     /// Capacity of each thread's Op queue. A full queue makes `submit` wait, never drop.
     pub op_queue_capacity: usize,
@@ -13,6 +13,14 @@ pub struct KernelConfig {
     pub max_stop_hook_vetoes: u32,
     /// Whether tool calls of one reply run concurrently.
     pub parallel_tool_calls: bool,
+    /// Compact when the context passes this many tokens (`model_auto_compact_token_limit`);
+    /// `None` uses `auto_compact_ratio` of the model's context window.
+    pub auto_compact_token_limit: Option<u64>,
+    /// The share of the context window at which auto-compaction starts.
+    pub auto_compact_ratio: f64,
+    /// How many tokens of the most recent user messages a compaction keeps verbatim (capped
+    /// further at a quarter of the model's window).
+    pub compact_user_message_tokens: u64,
 }
 
 impl Default for KernelConfig {
@@ -22,6 +30,26 @@ impl Default for KernelConfig {
             interrupt_grace: Duration::from_millis(100),
             max_stop_hook_vetoes: 3,
             parallel_tool_calls: true,
+            auto_compact_token_limit: None,
+            auto_compact_ratio: 0.9,
+            compact_user_message_tokens: 20_000,
         }
+    }
+}
+
+impl KernelConfig {
+    /// The context size at which a model with `window` tokens gets compacted.
+    pub fn compaction_limit(&self, window: Option<u64>) -> Option<u64> {
+        self.auto_compact_token_limit.or_else(|| {
+            // Truncation is fine: the limit is a threshold, not an exact budget.
+            window.map(|w| (w as f64 * self.auto_compact_ratio) as u64)
+        })
+    }
+
+    /// Tokens of recent user messages a compaction keeps for a model with `window` tokens.
+    pub fn kept_user_tokens(&self, window: Option<u64>) -> u64 {
+        window.map_or(self.compact_user_message_tokens, |w| {
+            self.compact_user_message_tokens.min(w / 4)
+        })
     }
 }

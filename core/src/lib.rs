@@ -12,6 +12,7 @@ pub mod kernel_config;
 pub mod manager;
 pub mod model;
 pub mod recorder;
+pub mod rollout;
 pub mod thread;
 pub mod tools;
 pub mod turn;

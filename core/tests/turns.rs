@@ -241,3 +241,80 @@ async fn endless_vetoes_are_stopped_by_the_guard() {
         1 + fast_config().max_stop_hook_vetoes as usize
     );
 }
+
+fn catalog_with_fallback(
+    main: Arc<ScriptedModel>,
+    backup: Arc<ScriptedModel>,
+) -> Arc<rein_core::model::StaticCatalog> {
+    use rein_core::model::{ModelInfo, StaticCatalog};
+    let info = |id: &str| ModelInfo {
+        id: id.into(),
+        provider: "scripted".into(),
+        context_window: None,
+    };
+    Arc::new(
+        StaticCatalog::new()
+            .with(info(MODEL), main)
+            .with(info("backup"), backup)
+            .with_fallback(MODEL, "backup"),
+    )
+}
+
+#[tokio::test]
+async fn a_recoverable_failure_past_its_retries_falls_back_once() {
+    let down = ScriptedReply::default().with_fault(Fault::HttpError {
+        status: 503,
+        message: None,
+    });
+    let main = ScriptedModel::replies(vec![down]);
+    let backup = ScriptedModel::replies(vec![ScriptedReply::text("from the backup")]);
+    let m = ThreadManager::builder(catalog_with_fallback(main.clone(), backup.clone()))
+        .config(fast_config())
+        .build();
+    let mut t = start(&m);
+    t.handle.submit(Op::user_text("hi")).await.unwrap();
+    let events = t.events.collect_until(is_turn_end).await;
+    let reroutes: Vec<_> = events
+        .iter()
+        .filter(|e| matches!(e.msg, EventMsg::ModelRerouted { .. }))
+        .collect();
+    assert_eq!(reroutes.len(), 1);
+    assert!(
+        matches!(&reroutes[0].msg, EventMsg::ModelRerouted { from, to, .. } if from == MODEL && to == "backup")
+    );
+    assert_eq!(
+        events.last().unwrap().msg,
+        EventMsg::TurnCompleted {
+            last_agent_message: Some("from the backup".into())
+        }
+    );
+    // The scripted model retries 3 times before giving up; the backup is asked once.
+    assert_eq!(main.request_count(), 4);
+    assert_eq!(backup.request_count(), 1);
+    assert_eq!(backup.requests()[0].model, "backup");
+}
+
+#[tokio::test]
+async fn a_bad_request_never_falls_back() {
+    let main = ScriptedModel::replies(vec![ScriptedReply::default().with_fault(
+        Fault::HttpError {
+            status: 400,
+            message: None,
+        },
+    )]);
+    let backup = ScriptedModel::replies(vec![ScriptedReply::text("unused")]);
+    let m = ThreadManager::builder(catalog_with_fallback(main.clone(), backup.clone()))
+        .config(fast_config())
+        .build();
+    let mut t = start(&m);
+    t.handle.submit(Op::user_text("hi")).await.unwrap();
+    let events = t.events.collect_until(is_turn_end).await;
+    assert!(!events
+        .iter()
+        .any(|e| matches!(e.msg, EventMsg::ModelRerouted { .. })));
+    assert!(matches!(
+        events.last().unwrap().msg,
+        EventMsg::TurnFailed { .. }
+    ));
+    assert_eq!(backup.request_count(), 0);
+}

@@ -45,6 +45,20 @@ pub enum TurnAbortReason {
     ReviewEnded,
 }
 
+/// Why a compaction ran.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum CompactionTrigger {
+    /// Asked for by the client.
+    Manual,
+    /// The context crossed the auto-compaction limit.
+    Auto,
+    /// The model answered "context window exceeded".
+    ContextExceeded,
+    /// A switch to a model whose window the conversation does not fit.
+    ModelSwitch,
+}
+
 /// Machine-readable error codes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
@@ -140,6 +154,10 @@ pub enum EventMsg {
     TokenCount {
         last: TokenUsage,
         total: TokenUsage,
+        /// The model's context window, when known: `last` input + output over it is how full
+        /// the context is.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        context_window: Option<u64>,
     },
     PlanUpdated {
         plan: Vec<PlanStep>,
@@ -149,6 +167,30 @@ pub enum EventMsg {
         attempt: u32,
         max_attempts: u32,
         message: String,
+    },
+    /// The model failed recoverably past its retries; the request goes to `to` instead.
+    ModelRerouted {
+        from: String,
+        to: String,
+        reason: String,
+    },
+    CompactionStarted {
+        trigger: CompactionTrigger,
+        tokens_before: u64,
+    },
+    /// The model-visible history is now the items of the previous history at the indices in
+    /// `kept`, with `summary` inserted before the `summary_at`-th of them. Earlier items are
+    /// referenced, never copied, so a compaction costs the rollout O(summary) bytes.
+    Compacted {
+        summary: Item,
+        kept: Vec<u32>,
+        summary_at: u32,
+        tokens_before: u64,
+        tokens_after: u64,
+    },
+    ModelSwitched {
+        from: String,
+        to: String,
     },
     /// The last `turns` turns were dropped from model-visible history.
     RolledBack {

@@ -47,9 +47,14 @@ pub enum Op {
         decision: ApprovalDecision,
     },
 
-    // --- maintenance ---
+    // --- maintenance (run when no turn is active; queued behind a running one) ---
     /// Drop the last `turns` turns from the model-visible history (append-only: a marker).
     Rollback { turns: u32 },
+    /// Summarise the history to free context (a compact turn).
+    Compact,
+    /// Switch the thread's model. If the conversation would not fit the new model's window,
+    /// it is compacted first, with the old model.
+    SwitchModel { model: String },
 }
 
 impl Op {
@@ -91,9 +96,20 @@ pub enum ApprovalDecision {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(tag = "outcome", rename_all = "snake_case")]
 pub enum InputOutcome {
-    Started { turn_id: TurnId },
-    Steered { turn_id: TurnId },
-    Rejected { reason: RejectReason },
+    Started {
+        turn_id: TurnId,
+    },
+    Steered {
+        turn_id: TurnId,
+    },
+    /// Not steered (the running turn, e.g. a compaction, takes no steers) but kept: it
+    /// starts the next turn once `behind` ends.
+    Queued {
+        behind: TurnId,
+    },
+    Rejected {
+        reason: RejectReason,
+    },
 }
 
 /// Why an input was not submitted.

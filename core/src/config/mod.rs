@@ -54,6 +54,7 @@ pub struct ConfigToml {
     pub model: Option<String>,
     pub model_provider: Option<String>,
     pub model_context_window: Option<u64>,
+    pub model_auto_compact_token_limit: Option<u64>,
     pub model_reasoning_effort: Option<ReasoningEffort>,
     pub profile: Option<String>,
     #[serde(default)]
@@ -67,6 +68,7 @@ pub struct ProfileToml {
     pub model: Option<String>,
     pub model_provider: Option<String>,
     pub model_context_window: Option<u64>,
+    pub model_auto_compact_token_limit: Option<u64>,
     pub model_reasoning_effort: Option<ReasoningEffort>,
     pub fallback_model: Option<String>,
     pub fallback_provider: Option<String>,
@@ -85,6 +87,8 @@ pub struct ModelConfig {
     pub model: String,
     pub provider: String,
     pub context_window: Option<u64>,
+    /// Compact once the context passes this many tokens (default: 90% of the window).
+    pub auto_compact_token_limit: Option<u64>,
     pub reasoning_effort: Option<ReasoningEffort>,
     pub fallback: Option<Fallback>,
     /// The active profile, if any.
@@ -201,6 +205,9 @@ pub fn resolve(
             .unwrap_or_else(|| DEFAULT_MODEL.into()),
         provider,
         context_window: profile.model_context_window.or(file.model_context_window),
+        auto_compact_token_limit: profile
+            .model_auto_compact_token_limit
+            .or(file.model_auto_compact_token_limit),
         reasoning_effort: profile
             .model_reasoning_effort
             .or(file.model_reasoning_effort),

@@ -105,4 +105,11 @@ impl ModelCatalog for ProviderCatalog {
     fn models(&self) -> Vec<ModelInfo> {
         self.routes.values().map(|(i, _)| i.clone()).collect()
     }
+
+    fn fallback_for(&self, model: &str) -> Option<String> {
+        self.fallback
+            .as_ref()
+            .filter(|fb| fb.model != model)
+            .map(|fb| fb.model.clone())
+    }
 }

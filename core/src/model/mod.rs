@@ -200,12 +200,27 @@ pub struct UnknownModel {
 pub trait ModelCatalog: Send + Sync + 'static {
     fn client(&self, model: &str) -> Result<Arc<dyn ModelClient>, UnknownModel>;
     fn models(&self) -> Vec<ModelInfo>;
+
+    /// The model to reroute to once `model` has failed recoverably and exhausted its
+    /// retries. Bad requests and tool errors never fall back.
+    fn fallback_for(&self, _model: &str) -> Option<String> {
+        None
+    }
+
+    /// The model's context window in tokens, when known.
+    fn context_window(&self, model: &str) -> Option<u64> {
+        self.models()
+            .into_iter()
+            .find(|m| m.id == model)
+            .and_then(|m| m.context_window)
+    }
 }
 
 /// A fixed set of named models.
 #[derive(Default, Clone)]
 pub struct StaticCatalog {
     entries: BTreeMap<String, (ModelInfo, Arc<dyn ModelClient>)>,
+    fallbacks: BTreeMap<String, String>,
 }
 
 impl StaticCatalog {
@@ -220,6 +235,12 @@ impl StaticCatalog {
 
     pub fn insert(&mut self, info: ModelInfo, client: Arc<dyn ModelClient>) {
         self.entries.insert(info.id.clone(), (info, client));
+    }
+
+    /// Reroute `model` to `fallback` after recoverable failures.
+    pub fn with_fallback(mut self, model: &str, fallback: &str) -> Self {
+        self.fallbacks.insert(model.to_owned(), fallback.to_owned());
+        self
     }
 }
 
@@ -236,6 +257,10 @@ impl ModelCatalog for StaticCatalog {
 
     fn models(&self) -> Vec<ModelInfo> {
         self.entries.values().map(|(i, _)| i.clone()).collect()
+    }
+
+    fn fallback_for(&self, model: &str) -> Option<String> {
+        self.fallbacks.get(model).cloned()
     }
 }
 

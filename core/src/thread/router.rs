@@ -17,6 +17,11 @@ pub(crate) enum Route {
         turn_id: TurnId,
         settings: Option<ThreadSettings>,
     },
+    /// The running turn takes no steers (a compaction); keep the input for the next turn.
+    Queue {
+        behind: TurnId,
+        settings: Option<ThreadSettings>,
+    },
     Reject(RejectReason),
 }
 
@@ -54,6 +59,10 @@ pub(crate) fn route(
         (InputMode::StartIfIdle, Some(turn)) => Route::Reject(RejectReason::Busy {
             active_turn: turn.id,
         }),
+        (InputMode::StartOrSteer, Some(turn)) if turn.kind != TaskKind::Regular => Route::Queue {
+            behind: turn.id,
+            settings,
+        },
         (InputMode::StartOrSteer, Some(turn)) => steer(turn.id, turn.kind, settings),
         (InputMode::Steer(expected), Some(turn)) if turn.id == expected => {
             steer(turn.id, turn.kind, settings)
@@ -135,17 +144,31 @@ mod tests {
     }
 
     #[test]
-    fn review_turns_do_not_accept_steers() {
+    fn review_turns_reject_an_explicit_steer() {
         let t = TurnId::new();
         let r = go(
             &state(Some((t, TaskKind::Review))),
-            InputMode::StartOrSteer,
+            InputMode::Steer(t),
             "x",
             &SettingsChange::default(),
         );
         assert_eq!(
             r,
             Route::Reject(RejectReason::NotSteerable { active_turn: t })
+        );
+    }
+
+    #[test]
+    fn input_during_a_compaction_is_queued_for_the_next_turn() {
+        let t = TurnId::new();
+        let s = state(Some((t, TaskKind::Compact)));
+        let r = go(&s, InputMode::StartOrSteer, "x", &SettingsChange::default());
+        assert_eq!(
+            r,
+            Route::Queue {
+                behind: t,
+                settings: None
+            }
         );
     }
 

@@ -53,6 +53,10 @@ pub struct ThreadState {
     /// restarts.
     pub recoverable_turn: Option<TurnId>,
     pub usage: TokenUsage,
+    /// How many tokens the model-visible context held at the last response or compaction.
+    pub context_tokens: u64,
+    /// Turns at or before a compaction cannot be rolled back: their items are summarised.
+    pub rollback_floor: usize,
     /// Sequence number of the last event applied.
     pub last_seq: Option<u64>,
 }
@@ -78,6 +82,22 @@ impl ThreadState {
     /// The next sequence number to assign.
     pub fn next_seq(&self) -> u64 {
         self.last_seq.map_or(0, |s| s + 1)
+    }
+
+    /// The reducer, taking the event by value: a completed item moves into history
+    /// instead of being cloned (resume folds large rollouts this way). Same semantics as
+    /// [`apply`](Self::apply).
+    pub fn apply_owned(&mut self, event: Event) {
+        match event.msg {
+            EventMsg::ItemCompleted { item } => {
+                self.last_seq = Some(event.seq);
+                if self.thread_id.is_none() {
+                    self.thread_id = Some(event.thread_id);
+                }
+                self.history.push(Arc::new(item));
+            }
+            _ => self.apply(&event),
+        }
     }
 
     /// The reducer.
@@ -132,7 +152,35 @@ impl ThreadState {
                 self.status = AgentStatus::Errored;
             }
             EventMsg::ItemCompleted { item } => self.history.push(Arc::new(item.clone())),
-            EventMsg::TokenCount { total, .. } => self.usage = *total,
+            EventMsg::TokenCount { last, total, .. } => {
+                self.usage = *total;
+                self.context_tokens = last.input_tokens + last.output_tokens;
+            }
+            EventMsg::Compacted {
+                summary,
+                kept,
+                summary_at,
+                tokens_after,
+                ..
+            } => {
+                let mut history: Vec<Arc<Item>> = kept
+                    .iter()
+                    .filter_map(|&i| self.history.get(i as usize).cloned())
+                    .collect();
+                let at = (*summary_at as usize).min(history.len());
+                history.insert(at, Arc::new(summary.clone()));
+                self.history = history;
+                self.context_tokens = *tokens_after;
+                self.rollback_floor = self.turns.len();
+                for turn in &mut self.turns {
+                    turn.history_start = 0;
+                }
+            }
+            EventMsg::ModelSwitched { to, .. } => {
+                if let Some(settings) = &mut self.settings {
+                    settings.model.clone_from(to);
+                }
+            }
             EventMsg::RolledBack { turns } => self.roll_back(*turns as usize),
             EventMsg::ShutdownComplete => {
                 self.active_turn = None;
@@ -148,6 +196,8 @@ impl ThreadState {
             | EventMsg::ApprovalResolved { .. }
             | EventMsg::PlanUpdated { .. }
             | EventMsg::StreamRetry { .. }
+            | EventMsg::CompactionStarted { .. }
+            | EventMsg::ModelRerouted { .. }
             | EventMsg::Warning { .. }
             | EventMsg::Error { .. } => {}
         }
@@ -162,8 +212,16 @@ impl ThreadState {
         }
     }
 
+    /// How many of the last turns a rollback may drop.
+    pub fn rollbackable_turns(&self) -> usize {
+        self.turns.len().saturating_sub(self.rollback_floor)
+    }
+
     fn roll_back(&mut self, turns: usize) {
-        let keep = self.turns.len().saturating_sub(turns);
+        let keep = self
+            .turns
+            .len()
+            .saturating_sub(turns.min(self.rollbackable_turns()));
         if let Some(first_dropped) = self.turns.get(keep) {
             self.history.truncate(first_dropped.history_start);
         }

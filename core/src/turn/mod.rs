@@ -3,11 +3,13 @@
 //! answer, an error or cancellation. Spawned work talks back to the loop only through a
 //! [`sink::TurnSink`]: it never touches thread state.
 
+pub(crate) mod compact;
 pub(crate) mod pending;
 pub(crate) mod sink;
 pub(crate) mod step;
 pub mod stop_hook;
 pub(crate) mod task;
+pub(crate) mod tokens;
 pub(crate) mod tool_runner;
 
 use std::sync::Arc;
@@ -24,8 +26,17 @@ pub(crate) struct TurnContext {
     pub turn_id: TurnId,
     pub settings: Arc<ThreadSettings>,
     pub model: Arc<dyn ModelClient>,
+    /// Where requests go once `model` has failed recoverably past its retries.
+    pub fallback: Option<Fallback>,
     pub tools: Arc<ToolSet>,
     pub parallel_tool_calls: bool,
+}
+
+/// A fallback model and its client, resolved when the turn starts.
+#[derive(Clone)]
+pub(crate) struct Fallback {
+    pub model: String,
+    pub client: Arc<dyn ModelClient>,
 }
 
 /// How a task ended, as the task itself saw it.

@@ -12,34 +12,56 @@ use rein_protocol::{EventMsg, Item, ItemId, ItemKind, ThreadSettings, TokenUsage
 use tokio_util::sync::CancellationToken;
 
 use super::sink::TurnSink;
-use super::TurnContext;
+use super::{Fallback, TurnContext};
 use crate::model::{ModelClient, ModelError, ModelEvent, ModelRequest};
 use crate::tools::{ToolCall, ToolSet};
 
 /// What one sampling request is allowed to see and use. The tools offered to the model
 /// are exactly the tools that run its calls.
 pub(crate) struct StepContext {
+    /// The model name sent in requests (the fallback's after a reroute).
+    pub model_name: String,
     pub model: Arc<dyn ModelClient>,
+    pub fallback: Option<Fallback>,
     pub tools: Arc<ToolSet>,
     pub settings: Arc<ThreadSettings>,
     pub parallel_tool_calls: bool,
     pub prompt_cache_key: String,
+    /// Stream nothing to clients (a compaction's summary is not an agent message).
+    pub silent: bool,
 }
 
 impl StepContext {
     pub(crate) fn freeze(turn: &TurnContext) -> Self {
         Self {
+            model_name: turn.settings.model.clone(),
             model: Arc::clone(&turn.model),
+            fallback: turn.fallback.clone(),
             tools: Arc::clone(&turn.tools),
             settings: Arc::clone(&turn.settings),
             parallel_tool_calls: turn.parallel_tool_calls,
             prompt_cache_key: turn.thread_id.to_string(),
+            silent: false,
+        }
+    }
+
+    /// The same model, with no tools and nothing streamed: for summarising history.
+    pub(crate) fn for_compaction(&self) -> Self {
+        Self {
+            model_name: self.model_name.clone(),
+            model: Arc::clone(&self.model),
+            fallback: self.fallback.clone(),
+            tools: Arc::new(ToolSet::empty()),
+            settings: Arc::clone(&self.settings),
+            parallel_tool_calls: false,
+            prompt_cache_key: self.prompt_cache_key.clone(),
+            silent: true,
         }
     }
 
     pub(crate) fn request(&self, history: &[Arc<Item>]) -> ModelRequest {
         ModelRequest {
-            model: self.settings.model.clone(),
+            model: self.model_name.clone(),
             instructions: self.settings.instructions.clone(),
             input: history.to_vec(),
             tools: self.tools.specs(),
@@ -64,9 +86,34 @@ pub(crate) enum SampleError {
     Model(ModelError),
 }
 
-/// Stream one request, retrying recoverable failures with backoff. Each retry is rebuilt
-/// from the same history, which the failed attempt did not touch.
+/// Stream one request, retrying recoverable failures with backoff; once the retries are
+/// spent, try the fallback model once. Each attempt is rebuilt from the same history,
+/// which a failed attempt never touches.
 pub(crate) async fn sample(
+    step: &mut StepContext,
+    history: &[Arc<Item>],
+    sink: &TurnSink,
+    cancel: &CancellationToken,
+) -> Result<Reply, SampleError> {
+    match sample_with_retries(step, history, sink, cancel).await {
+        Err(SampleError::Model(e)) if e.is_retryable() => {
+            let Some(fallback) = step.fallback.take() else {
+                return Err(SampleError::Model(e));
+            };
+            sink.emit(EventMsg::ModelRerouted {
+                from: step.model_name.clone(),
+                to: fallback.model.clone(),
+                reason: e.to_string(),
+            });
+            step.model_name = fallback.model;
+            step.model = fallback.client;
+            sample_once(step, history, sink, cancel).await
+        }
+        other => other,
+    }
+}
+
+async fn sample_with_retries(
     step: &StepContext,
     history: &[Arc<Item>],
     sink: &TurnSink,
@@ -97,6 +144,7 @@ pub(crate) async fn sample(
 /// Accumulates one streamed reply.
 #[derive(Default)]
 struct ReplyBuilder {
+    silent: bool,
     reasoning: Option<(ItemId, String)>,
     message: Option<(ItemId, String)>,
     calls: Vec<ToolCall>,
@@ -104,15 +152,21 @@ struct ReplyBuilder {
 
 impl ReplyBuilder {
     fn on_text(&mut self, delta: String, sink: &TurnSink) {
+        let silent = self.silent;
         let (id, text) = self.message.get_or_insert_with(|| {
             let id = ItemId::new();
-            sink.emit(EventMsg::ItemStarted {
-                item_id: id.clone(),
-                kind: ItemKind::AgentMessage,
-            });
+            if !silent {
+                sink.emit(EventMsg::ItemStarted {
+                    item_id: id.clone(),
+                    kind: ItemKind::AgentMessage,
+                });
+            }
             (id, String::new())
         });
         text.push_str(&delta);
+        if silent {
+            return;
+        }
         sink.emit(EventMsg::AgentMessageDelta {
             item_id: id.clone(),
             delta,
@@ -120,15 +174,21 @@ impl ReplyBuilder {
     }
 
     fn on_reasoning(&mut self, delta: String, sink: &TurnSink) {
+        let silent = self.silent;
         let (id, text) = self.reasoning.get_or_insert_with(|| {
             let id = ItemId::new();
-            sink.emit(EventMsg::ItemStarted {
-                item_id: id.clone(),
-                kind: ItemKind::Reasoning,
-            });
+            if !silent {
+                sink.emit(EventMsg::ItemStarted {
+                    item_id: id.clone(),
+                    kind: ItemKind::Reasoning,
+                });
+            }
             (id, String::new())
         });
         text.push_str(&delta);
+        if silent {
+            return;
+        }
         sink.emit(EventMsg::ReasoningDelta {
             item_id: id.clone(),
             delta,
@@ -176,7 +236,10 @@ async fn sample_once(
     cancel: &CancellationToken,
 ) -> Result<Reply, SampleError> {
     let mut stream = step.model.stream(step.request(history));
-    let mut reply = ReplyBuilder::default();
+    let mut reply = ReplyBuilder {
+        silent: step.silent,
+        ..ReplyBuilder::default()
+    };
     loop {
         let next = tokio::select! {
             // Dropping the stream on cancel closes the request at once.

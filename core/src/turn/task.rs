@@ -4,18 +4,34 @@
 
 use std::sync::Arc;
 
-use rein_protocol::{EventMsg, Item, ItemId};
+use rein_protocol::{CompactionTrigger, EventMsg, Item, ItemId};
 use tokio_util::sync::CancellationToken;
 
+use super::compact::{self, Compaction};
 use super::pending::PendingInput;
 use super::sink::TurnSink;
 use super::step::{self, SampleError, StepContext};
 use super::stop_hook::{StopContext, StopDecision, StopHook};
+use super::tokens::{estimate, estimate_item};
 use super::tool_runner;
 use super::{TaskOutcome, TurnContext};
+use crate::model::ModelError;
+
+/// When and how a regular turn compacts on its own.
+pub(crate) struct AutoCompaction {
+    /// Compact before a step once the context passes this many tokens.
+    pub limit: Option<u64>,
+    pub kept_user_tokens: u64,
+    /// The context size when the turn started (the last usage report or compaction).
+    pub context_tokens: u64,
+    /// Where this turn's new input begins in history: a compaction before the turn's first
+    /// request keeps it after the summary, where the model reads it last.
+    pub turn_input_start: usize,
+}
 
 pub(crate) struct RegularTask {
     pub turn: TurnContext,
+    pub compaction: AutoCompaction,
     /// A private copy of history, kept in step with the items this task emits.
     pub history: Vec<Arc<Item>>,
     pub pending: PendingInput,
@@ -27,6 +43,7 @@ pub(crate) struct RegularTask {
 
 impl RegularTask {
     fn record(&mut self, item: Item) {
+        self.compaction.context_tokens += estimate_item(&item);
         self.sink
             .emit(EventMsg::ItemCompleted { item: item.clone() });
         self.history.push(Arc::new(item));
@@ -42,32 +59,82 @@ impl RegularTask {
         }
     }
 
+    async fn compact(
+        &mut self,
+        step: &StepContext,
+        trigger: CompactionTrigger,
+    ) -> Result<(), SampleError> {
+        let plan = Compaction {
+            trigger,
+            tokens_before: self.compaction.context_tokens,
+            kept_user_tokens: self.compaction.kept_user_tokens,
+            tail_from: self.compaction.turn_input_start,
+        };
+        self.history =
+            compact::compact(step, &self.history, plan, &self.sink, &self.cancel).await?;
+        self.compaction.context_tokens = estimate(&self.history);
+        // Everything now before the turn's input is summary; later compactions summarise it all.
+        self.compaction.turn_input_start = self.history.len();
+        Ok(())
+    }
+
+    fn over_compaction_limit(&self) -> bool {
+        matches!(self.compaction.limit, Some(limit) if self.compaction.context_tokens > limit)
+    }
+
+    /// One sampling request, compacting first when the context is over the limit.
+    async fn sample(&mut self, step: &mut StepContext) -> Result<step::Reply, SampleError> {
+        if self.over_compaction_limit() {
+            self.compact(step, CompactionTrigger::Auto).await?;
+        }
+        step::sample(step, &self.history, &self.sink, &self.cancel).await
+    }
+
     pub(crate) async fn run(mut self) -> TaskOutcome {
         let mut vetoes = 0;
         let mut last_agent_message = None;
         let mut tokens_used = 0;
+        let mut compacted_after_overflow = false;
         loop {
             self.drain_pending();
             if self.cancel.is_cancelled() {
                 return TaskOutcome::Cancelled;
             }
-            let step = StepContext::freeze(&self.turn);
-            let reply = match step::sample(&step, &self.history, &self.sink, &self.cancel).await {
-                Ok(reply) => reply,
+            let mut step = StepContext::freeze(&self.turn);
+            let reply = match self.sample(&mut step).await {
+                Ok(reply) => {
+                    // From the first reply on, the turn's input is part of the work to summarise.
+                    self.compaction.turn_input_start = self.history.len();
+                    reply
+                }
                 Err(SampleError::Cancelled) => return TaskOutcome::Cancelled,
-                Err(SampleError::Model(e)) => {
-                    return TaskOutcome::Failed {
-                        code: e.code(),
-                        message: e.to_string(),
+                // Once per turn: compact, then take the step again.
+                Err(SampleError::Model(ModelError::ContextWindowExceeded(_)))
+                    if !compacted_after_overflow =>
+                {
+                    compacted_after_overflow = true;
+                    match self
+                        .compact(&step, CompactionTrigger::ContextExceeded)
+                        .await
+                    {
+                        Ok(()) => continue,
+                        Err(SampleError::Cancelled) => return TaskOutcome::Cancelled,
+                        Err(SampleError::Model(e)) => return failed(&e),
                     }
                 }
+                Err(SampleError::Model(e)) => return failed(&e),
             };
             tokens_used += reply.usage.total_tokens;
+            let reported_context = reply.usage.input_tokens + reply.usage.output_tokens;
             if reply.text.is_some() {
                 last_agent_message.clone_from(&reply.text);
             }
             for item in reply.items {
                 self.record(item);
+            }
+            // The provider's count of what it saw beats our estimate of it.
+            if reported_context > 0 {
+                self.compaction.context_tokens = reported_context;
             }
             if !reply.calls.is_empty() {
                 let mut outputs = Vec::with_capacity(reply.calls.len());
@@ -140,5 +207,12 @@ impl RegularTask {
             return None;
         }
         Some(instruction)
+    }
+}
+
+fn failed(e: &ModelError) -> TaskOutcome {
+    TaskOutcome::Failed {
+        code: e.code(),
+        message: e.to_string(),
     }
 }

@@ -3,29 +3,33 @@
 //! work reports back (through the task channel) into events. Heavy work never runs here,
 //! so an interrupt or an approval answer is handled while a turn streams.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 
 use rein_protocol::{
-    ApprovalDecision, ApprovalOutcome, EventMsg, InputMode, InputOutcome, InputPart,
-    InterruptOutcome, Item, ItemId, Op, OpResult, RejectReason, SettingsChange, Submission,
-    SubmissionId, TaskKind, ThreadId, ThreadSettings, TurnAbortReason, TurnId, INTERRUPTION_MARKER,
+    ApprovalDecision, EventMsg, InputMode, InputOutcome, InputPart, InterruptOutcome, ItemId, Op,
+    OpResult, RejectReason, SettingsChange, Submission, SubmissionId, ThreadId, ThreadSettings,
+    TurnAbortReason, TurnId,
 };
 use tokio::sync::{mpsc, oneshot};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::AbortOnDropHandle;
 
-use super::emitter::Emitter;
-use super::handle::LoopMsg;
-use super::open_items::OpenItems;
-use super::router::{self, Input, Route};
-use super::state::ThreadState;
+mod abort;
+mod approvals;
+mod maintenance;
+mod start;
+
 use crate::manager::KernelServices;
+use crate::thread::emitter::Emitter;
+use crate::thread::handle::LoopMsg;
+use crate::thread::open_items::OpenItems;
+use crate::thread::router::{self, Input, Route};
+use crate::thread::state::ThreadState;
 use crate::turn::pending::{PendingEntry, PendingInput};
-use crate::turn::sink::{RunId, TaskMsg, TaskMsgKind, TurnSink};
-use crate::turn::task::RegularTask;
-use crate::turn::{TaskOutcome, TurnContext};
+use crate::turn::sink::{RunId, TaskMsg, TaskMsgKind};
+use crate::turn::TaskOutcome;
 
 /// The turn the loop is running, as only the loop sees it.
 struct RunningTurn {
@@ -55,6 +59,10 @@ pub(crate) struct SubmissionLoop {
     pending: PendingInput,
     approvals: HashMap<String, ParkedApproval>,
     next_run: RunId,
+    /// Maintenance ops that arrived while a turn ran; they run, in order, once it ends.
+    deferred: VecDeque<(Submission, Option<oneshot::Sender<OpResult>>)>,
+    /// A model switch waiting for its compaction turn to finish.
+    switch_after_compaction: Option<String>,
 }
 
 enum Flow {
@@ -90,6 +98,8 @@ impl SubmissionLoop {
             pending: PendingInput::default(),
             approvals: HashMap::new(),
             next_run: 0,
+            deferred: VecDeque::new(),
+            switch_after_compaction: None,
         }
     }
 
@@ -124,6 +134,9 @@ impl SubmissionLoop {
             };
             if let Flow::Exit = flow {
                 return;
+            }
+            if self.running.is_none() {
+                self.resume_idle_work().await;
             }
         }
     }
@@ -176,6 +189,13 @@ impl SubmissionLoop {
                 Flow::Continue,
             ),
             Op::Rollback { turns } => (self.on_rollback(turns), Flow::Continue),
+            op @ (Op::Compact | Op::SwitchModel { .. }) => {
+                if self.running.is_some() {
+                    self.deferred.push_back((Submission { id, op }, reply));
+                    return Flow::Continue;
+                }
+                (self.on_maintenance(id, op), Flow::Continue)
+            }
         };
         if let Some(reply) = reply {
             let _ = reply.send(result);
@@ -229,6 +249,14 @@ impl SubmissionLoop {
                     Err(reason) => InputOutcome::Rejected { reason },
                 }
             }
+            Route::Queue { behind, settings } => {
+                self.apply_settings(settings);
+                self.pending.push(PendingEntry {
+                    submission: id,
+                    items,
+                });
+                InputOutcome::Queued { behind }
+            }
             Route::Steer { turn_id, settings } => {
                 self.apply_settings(settings);
                 self.pending.push(PendingEntry {
@@ -261,81 +289,6 @@ impl SubmissionLoop {
         }
     }
 
-    /// Emit the turn's opening events and spawn its task.
-    fn start_turn(
-        &mut self,
-        turn_id: TurnId,
-        inputs: Vec<PendingEntry>,
-        recovered: bool,
-    ) -> Result<(), RejectReason> {
-        let Some(settings) = self.state.settings.clone() else {
-            return Err(RejectReason::InvalidSettings {
-                message: "the thread has no settings".into(),
-            });
-        };
-        let model = self.services.models.client(&settings.model).map_err(|e| {
-            RejectReason::InvalidSettings {
-                message: e.to_string(),
-            }
-        })?;
-        self.emit(
-            Some(turn_id),
-            EventMsg::TurnStarted {
-                kind: TaskKind::Regular,
-                settings: settings.clone(),
-                recovered,
-            },
-        );
-        for entry in inputs {
-            self.emit(
-                Some(turn_id),
-                EventMsg::ItemCompleted {
-                    item: Item::UserMessage {
-                        id: ItemId::new(),
-                        content: entry.items,
-                    },
-                },
-            );
-        }
-        let run = self.next_run;
-        self.next_run += 1;
-        let cancel = CancellationToken::new();
-        let sink = TurnSink::new(run, turn_id, self.task_tx.clone());
-        let deadline = settings
-            .budget
-            .max_wall_time_ms
-            .map(|ms| Instant::now() + std::time::Duration::from_millis(ms));
-        let task = RegularTask {
-            turn: TurnContext {
-                thread_id: self.thread_id,
-                turn_id,
-                settings: Arc::new(settings),
-                model,
-                tools: Arc::clone(&self.services.tools),
-                parallel_tool_calls: self.services.config.parallel_tool_calls,
-            },
-            history: self.state.history.clone(),
-            pending: self.pending.clone(),
-            sink: sink.clone(),
-            cancel: cancel.clone(),
-            stop_hooks: Arc::clone(&self.services.stop_hooks),
-            max_stop_hook_vetoes: self.services.config.max_stop_hook_vetoes,
-        };
-        let handle = AbortOnDropHandle::new(tokio::spawn(async move {
-            let outcome = task.run().await;
-            sink.finished(outcome);
-        }));
-        self.running = Some(RunningTurn {
-            id: turn_id,
-            run,
-            cancel,
-            handle,
-            deadline,
-            open: OpenItems::default(),
-        });
-        Ok(())
-    }
-
     async fn on_task_msg(&mut self, msg: TaskMsg) {
         if let Some(outcome) = self.absorb(msg) {
             self.finish_turn(outcome);
@@ -355,7 +308,19 @@ impl SubmissionLoop {
             TaskMsgKind::Usage(last) => {
                 let mut total = self.state.usage;
                 total.add(&last);
-                self.emit(Some(turn_id), EventMsg::TokenCount { last, total });
+                let context_window = self
+                    .state
+                    .active_turn
+                    .as_ref()
+                    .and_then(|t| self.services.models.context_window(&t.settings.model));
+                self.emit(
+                    Some(turn_id),
+                    EventMsg::TokenCount {
+                        last,
+                        total,
+                        context_window,
+                    },
+                );
             }
             TaskMsgKind::Approval {
                 call_id,
@@ -416,7 +381,7 @@ impl SubmissionLoop {
 
     /// Steers that arrived after the task's last look are never dropped: they start the
     /// next turn, under the id of the first of them.
-    fn start_leftover_turn(&mut self) {
+    pub(super) fn start_leftover_turn(&mut self) {
         let leftovers = self.pending.take_all();
         let Some(first) = leftovers.first() else {
             return;
@@ -432,116 +397,6 @@ impl SubmissionLoop {
         }
     }
 
-    /// Turn the page: cancel, give the work a grace period, abort what is left, keep
-    /// partial output, close open tool calls, append the marker, then `TurnAborted`.
-    async fn abort_turn(&mut self, reason: TurnAbortReason) {
-        let Some(run) = self.running.as_ref().map(|t| t.run) else {
-            return;
-        };
-        if let Some(turn) = &self.running {
-            turn.cancel.cancel();
-        }
-        let grace = Instant::now() + self.services.config.interrupt_grace;
-        let finished_in_grace = loop {
-            match tokio::time::timeout_at(grace, self.task_rx.recv()).await {
-                Ok(Some(msg)) => {
-                    if msg.run == run && matches!(msg.kind, TaskMsgKind::Finished(_)) {
-                        break true;
-                    }
-                    self.absorb(msg);
-                }
-                Ok(None) | Err(_) => break false,
-            }
-        };
-        let Some(mut turn) = self.running.take() else {
-            return;
-        };
-        if !finished_in_grace {
-            turn.handle.abort();
-            // Wait (briefly) for the abort to land so nothing of this run is still sending.
-            let _ =
-                tokio::time::timeout(self.services.config.interrupt_grace, &mut turn.handle).await;
-            while let Ok(msg) = self.task_rx.try_recv() {
-                if msg.run == run {
-                    if let TaskMsgKind::Emit(m) = &msg.kind {
-                        turn.open.observe(m);
-                        self.emit(Some(turn.id), m.clone());
-                    }
-                }
-            }
-        }
-        self.close_aborted(turn, reason);
-    }
-
-    /// Keep partial output, close open tool calls, append the marker, emit `TurnAborted`.
-    fn close_aborted(&mut self, turn: RunningTurn, reason: TurnAbortReason) {
-        let turn_id = turn.id;
-        self.cancel_approvals(turn.run, turn_id);
-        for item in turn.open.closing_items() {
-            self.emit(Some(turn_id), EventMsg::ItemCompleted { item });
-        }
-        self.emit(
-            Some(turn_id),
-            EventMsg::ItemCompleted {
-                item: Item::Interruption {
-                    id: ItemId::new(),
-                    text: INTERRUPTION_MARKER.into(),
-                },
-            },
-        );
-        self.emit(Some(turn_id), EventMsg::TurnAborted { reason });
-    }
-
-    fn cancel_approvals(&mut self, run: RunId, turn_id: TurnId) {
-        let ids: Vec<String> = self
-            .approvals
-            .iter()
-            .filter(|(_, a)| a.run == run)
-            .map(|(id, _)| id.clone())
-            .collect();
-        for approval_id in ids {
-            self.approvals.remove(&approval_id);
-            self.emit(
-                Some(turn_id),
-                EventMsg::ApprovalResolved {
-                    approval_id,
-                    outcome: ApprovalOutcome::Cancelled,
-                },
-            );
-        }
-    }
-
-    async fn on_approval_answer(
-        &mut self,
-        approval_id: &str,
-        decision: ApprovalDecision,
-    ) -> OpResult {
-        let Some(parked) = self.approvals.remove(approval_id) else {
-            return OpResult::Refused {
-                message: format!("no pending approval with id {approval_id}"),
-            };
-        };
-        let turn_id = self.running.as_ref().map(|t| t.id);
-        let outcome = match decision {
-            ApprovalDecision::Approve => ApprovalOutcome::Approved,
-            ApprovalDecision::ApproveForSession => ApprovalOutcome::ApprovedForSession,
-            ApprovalDecision::Deny => ApprovalOutcome::Denied,
-            ApprovalDecision::Abort => ApprovalOutcome::Aborted,
-        };
-        self.emit(
-            turn_id,
-            EventMsg::ApprovalResolved {
-                approval_id: approval_id.to_owned(),
-                outcome,
-            },
-        );
-        let _ = parked.reply.send(decision);
-        if decision == ApprovalDecision::Abort {
-            self.abort_turn(TurnAbortReason::Interrupted).await;
-        }
-        OpResult::Accepted
-    }
-
     fn on_rollback(&mut self, turns: u32) -> OpResult {
         if let Some(turn) = &self.running {
             return OpResult::Refused {
@@ -551,7 +406,7 @@ impl SubmissionLoop {
                 ),
             };
         }
-        let available = self.state.turns.len();
+        let available = self.state.rollbackable_turns();
         if turns == 0 || turns as usize > available {
             return OpResult::Refused {
                 message: format!("cannot roll back {turns} turns; the thread has {available}"),
@@ -571,6 +426,13 @@ impl SubmissionLoop {
         self.emitter.sync();
         self.emitter.bus().close();
         self.inbox.close();
+        for (_, reply) in self.deferred.drain(..) {
+            if let Some(reply) = reply {
+                let _ = reply.send(OpResult::Refused {
+                    message: RejectReason::ShuttingDown.to_string(),
+                });
+            }
+        }
         // Ops that were queued behind the shutdown get a clear answer instead of silence.
         while let Ok(msg) = self.inbox.try_recv() {
             if let LoopMsg::Submit {

@@ -1,0 +1,314 @@
+//! Fast decoding of persisted events. The protocol enums are internally tagged
+//! (`"type"` inside the object), which serde's derive decodes by first buffering the
+//! whole object, so every string is copied twice more before it lands in the event. On a
+//! large rollout that dominated resume time. Writers always put `"type"` first, so this
+//! decoder reads it and then the fields straight into the variant, for the variants that
+//! carry bulk (`ItemCompleted` and its items). Anything else, or an object whose tag is
+//! not first, goes through serde's derive, so the result is always what derive gives.
+
+use std::borrow::Cow;
+use std::fmt;
+
+use rein_protocol::{Event, EventMsg, InputPart, Item, ItemId, ThreadId, TurnId};
+use serde::de::{self, DeserializeOwned, IgnoredAny, MapAccess, Visitor};
+use serde::{Deserialize, Deserializer};
+use serde_json::{Map, Value};
+
+/// An [`Event`] decoded from a rollout line's payload.
+pub(crate) struct EventPayload(pub Event);
+
+impl<'de> Deserialize<'de> for EventPayload {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_map(EventVisitor)
+    }
+}
+
+struct EventVisitor;
+
+impl<'de> Visitor<'de> for EventVisitor {
+    type Value = EventPayload;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("an event object")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<EventPayload, A::Error> {
+        let mut thread_id: Option<ThreadId> = None;
+        let mut turn_id: Option<TurnId> = None;
+        let mut seq: Option<u64> = None;
+        let mut timestamp_ms: Option<u64> = None;
+        let mut msg: Option<EventMsg> = None;
+        while let Some(key) = map.next_key::<Cow<'de, str>>()? {
+            match key.as_ref() {
+                "thread_id" => thread_id = Some(map.next_value()?),
+                "turn_id" => turn_id = map.next_value()?,
+                "seq" => seq = Some(map.next_value()?),
+                "timestamp_ms" => timestamp_ms = Some(map.next_value()?),
+                "msg" => msg = Some(map.next_value::<MsgPayload>()?.0),
+                _ => {
+                    map.next_value::<IgnoredAny>()?;
+                }
+            }
+        }
+        Ok(EventPayload(Event {
+            thread_id: thread_id.ok_or_else(|| de::Error::missing_field("thread_id"))?,
+            turn_id,
+            seq: seq.ok_or_else(|| de::Error::missing_field("seq"))?,
+            timestamp_ms: timestamp_ms.ok_or_else(|| de::Error::missing_field("timestamp_ms"))?,
+            msg: msg.ok_or_else(|| de::Error::missing_field("msg"))?,
+        }))
+    }
+}
+
+/// Collects the rest of a tagged object and lets serde's derive decode it.
+fn by_derive<'de, A: MapAccess<'de>, T: DeserializeOwned>(
+    mut map: A,
+    mut object: Map<String, Value>,
+) -> Result<T, A::Error> {
+    while let Some((key, value)) = map.next_entry::<String, Value>()? {
+        object.insert(key, value);
+    }
+    serde_json::from_value(Value::Object(object)).map_err(de::Error::custom)
+}
+
+/// What the first key of a tagged object was.
+enum Tag<'de> {
+    First(Cow<'de, str>),
+    /// Not the tag: the object read so far, for the derive path.
+    NotFirst(Map<String, Value>),
+}
+
+fn read_tag<'de, A: MapAccess<'de>>(map: &mut A) -> Result<Tag<'de>, A::Error> {
+    let Some(first) = map.next_key::<Cow<'de, str>>()? else {
+        return Err(de::Error::missing_field("type"));
+    };
+    if first == "type" {
+        return Ok(Tag::First(map.next_value()?));
+    }
+    let mut object = Map::new();
+    object.insert(first.into_owned(), map.next_value()?);
+    Ok(Tag::NotFirst(object))
+}
+
+fn tagged(kind: &str) -> Map<String, Value> {
+    let mut object = Map::new();
+    object.insert("type".to_owned(), Value::String(kind.to_owned()));
+    object
+}
+
+struct MsgPayload(EventMsg);
+
+impl<'de> Deserialize<'de> for MsgPayload {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_map(MsgVisitor)
+    }
+}
+
+struct MsgVisitor;
+
+impl<'de> Visitor<'de> for MsgVisitor {
+    type Value = MsgPayload;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("an event message object")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<MsgPayload, A::Error> {
+        let kind = match read_tag(&mut map)? {
+            Tag::First(kind) => kind,
+            Tag::NotFirst(object) => return by_derive(map, object).map(MsgPayload),
+        };
+        if kind != "item_completed" {
+            return by_derive(map, tagged(&kind)).map(MsgPayload);
+        }
+        let mut item = None;
+        while let Some(key) = map.next_key::<Cow<'de, str>>()? {
+            if key == "item" {
+                item = Some(map.next_value::<ItemPayload>()?.0);
+            } else {
+                map.next_value::<IgnoredAny>()?;
+            }
+        }
+        let item = item.ok_or_else(|| de::Error::missing_field("item"))?;
+        Ok(MsgPayload(EventMsg::ItemCompleted { item }))
+    }
+}
+
+struct ItemPayload(Item);
+
+impl<'de> Deserialize<'de> for ItemPayload {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_map(ItemVisitor)
+    }
+}
+
+struct ItemVisitor;
+
+/// The fields any item variant may have; each variant takes the ones it owns.
+#[derive(Default)]
+struct ItemFields {
+    id: Option<ItemId>,
+    call_id: Option<String>,
+    name: Option<String>,
+    arguments: Option<String>,
+    output: Option<String>,
+    success: Option<bool>,
+    text: Option<String>,
+    partial: Option<bool>,
+    encrypted_content: Option<String>,
+    content: Option<Vec<InputPart>>,
+}
+
+fn required<T, E: de::Error>(value: Option<T>, field: &'static str) -> Result<T, E> {
+    value.ok_or_else(|| de::Error::missing_field(field))
+}
+
+impl<'de> Visitor<'de> for ItemVisitor {
+    type Value = ItemPayload;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a history item object")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<ItemPayload, A::Error> {
+        let kind = match read_tag(&mut map)? {
+            Tag::First(kind) => kind,
+            Tag::NotFirst(object) => return by_derive(map, object).map(ItemPayload),
+        };
+        let known = [
+            "user_message",
+            "agent_message",
+            "reasoning",
+            "tool_call",
+            "tool_output",
+            "developer_message",
+            "interruption",
+        ];
+        if !known.contains(&kind.as_ref()) {
+            return by_derive(map, tagged(&kind)).map(ItemPayload);
+        }
+        let mut f = ItemFields::default();
+        while let Some(key) = map.next_key::<Cow<'de, str>>()? {
+            // Only the fields of this variant are decoded; others are ignored as derive does.
+            match (kind.as_ref(), key.as_ref()) {
+                (_, "id") => f.id = Some(map.next_value()?),
+                ("tool_call" | "tool_output", "call_id") => f.call_id = Some(map.next_value()?),
+                ("tool_call", "name") => f.name = Some(map.next_value()?),
+                ("tool_call", "arguments") => f.arguments = Some(map.next_value()?),
+                ("tool_output", "output") => f.output = Some(map.next_value()?),
+                ("tool_output", "success") => f.success = Some(map.next_value()?),
+                ("agent_message" | "reasoning" | "developer_message" | "interruption", "text") => {
+                    f.text = Some(map.next_value()?)
+                }
+                ("agent_message", "partial") => f.partial = Some(map.next_value()?),
+                ("reasoning", "encrypted_content") => f.encrypted_content = map.next_value()?,
+                ("user_message", "content") => f.content = Some(map.next_value()?),
+                _ => {
+                    map.next_value::<IgnoredAny>()?;
+                }
+            }
+        }
+        let id = required(f.id, "id")?;
+        let item = match kind.as_ref() {
+            "user_message" => Item::UserMessage {
+                id,
+                content: required(f.content, "content")?,
+            },
+            "agent_message" => Item::AgentMessage {
+                id,
+                text: required(f.text, "text")?,
+                partial: f.partial.unwrap_or(false),
+            },
+            "reasoning" => Item::Reasoning {
+                id,
+                text: required(f.text, "text")?,
+                encrypted_content: f.encrypted_content,
+            },
+            "tool_call" => Item::ToolCall {
+                id,
+                call_id: required(f.call_id, "call_id")?,
+                name: required(f.name, "name")?,
+                arguments: required(f.arguments, "arguments")?,
+            },
+            "tool_output" => Item::ToolOutput {
+                id,
+                call_id: required(f.call_id, "call_id")?,
+                output: required(f.output, "output")?,
+                success: required(f.success, "success")?,
+            },
+            "developer_message" => Item::DeveloperMessage {
+                id,
+                text: required(f.text, "text")?,
+            },
+            _ => Item::Interruption {
+                id,
+                text: required(f.text, "text")?,
+            },
+        };
+        Ok(ItemPayload(item))
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    fn both(json: &str) -> (Result<Event, String>, Result<Event, String>) {
+        let fast = serde_json::from_str::<EventPayload>(json)
+            .map(|p| p.0)
+            .map_err(|e| e.to_string());
+        let derive = serde_json::from_str::<Event>(json).map_err(|e| e.to_string());
+        (fast, derive)
+    }
+
+    #[test]
+    fn agrees_with_derive_on_odd_but_valid_input() {
+        let thread = ThreadId::new();
+        let cases = [
+            // Tag not first, unknown fields, nulls for optional fields.
+            format!(
+                r#"{{"thread_id":"{thread}","seq":1,"timestamp_ms":2,"turn_id":null,"msg":{{"item":{{"id":"i","type":"reasoning","text":"t","encrypted_content":null}},"type":"item_completed"}}}}"#
+            ),
+            format!(
+                r#"{{"thread_id":"{thread}","seq":1,"timestamp_ms":2,"extra":[1],"msg":{{"type":"item_completed","item":{{"type":"tool_output","id":"i","call_id":"c","output":"o\n\"x\"","success":false,"text":5}}}}}}"#
+            ),
+            format!(
+                r#"{{"thread_id":"{thread}","seq":1,"timestamp_ms":2,"msg":{{"type":"item_completed","item":{{"type":"agent_message","id":"i","text":"t"}}}}}}"#
+            ),
+            format!(
+                r#"{{"thread_id":"{thread}","seq":1,"timestamp_ms":2,"msg":{{"type":"item_completed","item":{{"type":"user_message","id":"i","content":[{{"type":"image","url":"u"}}]}}}}}}"#
+            ),
+            format!(
+                r#"{{"thread_id":"{thread}","seq":1,"timestamp_ms":2,"msg":{{"type":"warning","message":"w"}}}}"#
+            ),
+        ];
+        for json in &cases {
+            let (fast, derive) = both(json);
+            assert!(derive.is_ok(), "{json}: {derive:?}");
+            assert_eq!(fast, derive, "{json}");
+        }
+    }
+
+    #[test]
+    fn rejects_what_derive_rejects() {
+        let thread = ThreadId::new();
+        let cases = [
+            format!(
+                r#"{{"thread_id":"{thread}","seq":1,"timestamp_ms":2,"msg":{{"type":"item_completed","item":{{"type":"tool_output","id":"i","call_id":"c","output":"o"}}}}}}"#
+            ),
+            format!(r#"{{"thread_id":"{thread}","seq":1,"msg":{{"type":"shutdown_complete"}}}}"#),
+            format!(
+                r#"{{"thread_id":"{thread}","seq":1,"timestamp_ms":2,"msg":{{"type":"item_completed","item":{{"type":"nope","id":"i"}}}}}}"#
+            ),
+            format!(
+                r#"{{"thread_id":"{thread}","seq":1,"timestamp_ms":2,"msg":{{"type":"no_such_event"}}}}"#
+            ),
+        ];
+        for json in &cases {
+            let (fast, derive) = both(json);
+            assert!(derive.is_err(), "{json}");
+            assert!(fast.is_err(), "{json}: {fast:?}");
+        }
+    }
+}

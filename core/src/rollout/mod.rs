@@ -1,0 +1,33 @@
+//! Rollout persistence: every persisted event of a thread goes to one JSONL file under
+//! `$REIN_HOME/sessions/`, and a thread is rebuilt from it in a new process (resume),
+//! branched (fork), listed and archived.
+//!
+//! Map: [`layout`] says where files live, [`format`] what a line is, [`writer`] appends
+//! (with [`lock`] and [`blobs`]), [`reader`] loads tolerantly, [`resume`] repairs and forks
+//! event lists, [`index`] lists threads, [`store`] ties them together per `$REIN_HOME`,
+//! [`codex`] imports Codex CLI rollouts.
+//!
+//! Architecture invariant: the files are the source of truth. The index is a cache that
+//! [`store::RolloutStore::reindex`] rebuilds; state is always `ThreadState::apply` folded
+//! over the events read back, never a second reducer.
+
+pub mod blobs;
+pub mod codex;
+mod decode;
+mod error;
+pub mod format;
+pub mod index;
+pub mod layout;
+pub mod lock;
+pub mod reader;
+pub mod resume;
+pub mod store;
+mod time;
+pub mod writer;
+
+pub use error::RolloutError;
+pub use format::{SessionMeta, FORMAT_VERSION};
+pub use reader::{Diagnostic, DiagnosticKind, LoadedRollout};
+pub use resume::{fold_owned, fork_events, repair_for_resume, ForkError};
+pub use store::{ForkedThread, ResumedThread, RolloutStore};
+pub use writer::{Durability, RolloutWriter};

@@ -1,0 +1,179 @@
+//! Opening a turn: capture its context (settings, model, fallback, tools), emit
+//! `TurnStarted`, and spawn its task with a fresh cancellation token and run id.
+
+use std::future::Future;
+use std::sync::Arc;
+
+use rein_protocol::{CompactionTrigger, EventMsg, Item, ItemId, RejectReason, TaskKind, TurnId};
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::AbortOnDropHandle;
+
+use super::{RunningTurn, SubmissionLoop};
+use crate::thread::open_items::OpenItems;
+use crate::turn::compact::{CompactTask, Compaction};
+use crate::turn::pending::PendingEntry;
+use crate::turn::sink::TurnSink;
+use crate::turn::task::{AutoCompaction, RegularTask};
+use crate::turn::tokens::estimate;
+use crate::turn::{Fallback, TaskOutcome, TurnContext};
+
+/// A turn whose opening events are out, ready for its task.
+struct OpenedTurn {
+    context: TurnContext,
+    sink: TurnSink,
+    cancel: CancellationToken,
+    deadline: Option<Instant>,
+}
+
+impl SubmissionLoop {
+    fn open_turn(
+        &mut self,
+        turn_id: TurnId,
+        kind: TaskKind,
+        recovered: bool,
+    ) -> Result<OpenedTurn, RejectReason> {
+        let Some(settings) = self.state.settings.clone() else {
+            return Err(RejectReason::InvalidSettings {
+                message: "the thread has no settings".into(),
+            });
+        };
+        let models = &self.services.models;
+        let model = models
+            .client(&settings.model)
+            .map_err(|e| RejectReason::InvalidSettings {
+                message: e.to_string(),
+            })?;
+        let fallback = models.fallback_for(&settings.model).and_then(|model| {
+            let client = models.client(&model).ok()?;
+            Some(Fallback { model, client })
+        });
+        self.emit(
+            Some(turn_id),
+            EventMsg::TurnStarted {
+                kind,
+                settings: settings.clone(),
+                recovered,
+            },
+        );
+        let run = self.next_run;
+        self.next_run += 1;
+        let deadline = settings
+            .budget
+            .max_wall_time_ms
+            .map(|ms| Instant::now() + std::time::Duration::from_millis(ms));
+        Ok(OpenedTurn {
+            context: TurnContext {
+                thread_id: self.thread_id,
+                turn_id,
+                settings: Arc::new(settings),
+                model,
+                fallback,
+                tools: Arc::clone(&self.services.tools),
+                parallel_tool_calls: self.services.config.parallel_tool_calls,
+            },
+            sink: TurnSink::new(run, turn_id, self.task_tx.clone()),
+            cancel: CancellationToken::new(),
+            deadline,
+        })
+    }
+
+    fn spawn(
+        &mut self,
+        opened: OpenedTurn,
+        task: impl Future<Output = TaskOutcome> + Send + 'static,
+    ) {
+        let sink = opened.sink.clone();
+        let handle = AbortOnDropHandle::new(tokio::spawn(async move {
+            let outcome = task.await;
+            sink.finished(outcome);
+        }));
+        self.running = Some(RunningTurn {
+            id: opened.context.turn_id,
+            run: opened.sink.run,
+            cancel: opened.cancel,
+            handle,
+            deadline: opened.deadline,
+            open: OpenItems::default(),
+        });
+    }
+
+    /// The context size now: the last report, or an estimate when there is none.
+    pub(super) fn context_tokens(&self) -> u64 {
+        match self.state.context_tokens {
+            0 => estimate(&self.state.history),
+            n => n,
+        }
+    }
+
+    /// Start a regular turn with `inputs` as its first user messages.
+    pub(super) fn start_turn(
+        &mut self,
+        turn_id: TurnId,
+        inputs: Vec<PendingEntry>,
+        recovered: bool,
+    ) -> Result<(), RejectReason> {
+        let opened = self.open_turn(turn_id, TaskKind::Regular, recovered)?;
+        let turn_input_start = self.state.history.len();
+        for entry in inputs {
+            self.emit(
+                Some(turn_id),
+                EventMsg::ItemCompleted {
+                    item: Item::UserMessage {
+                        id: ItemId::new(),
+                        content: entry.items,
+                    },
+                },
+            );
+        }
+        let config = &self.services.config;
+        let window = self
+            .services
+            .models
+            .context_window(&opened.context.settings.model);
+        let task = RegularTask {
+            turn: opened.context.clone(),
+            compaction: AutoCompaction {
+                limit: config.compaction_limit(window),
+                kept_user_tokens: config.kept_user_tokens(window),
+                context_tokens: self.context_tokens(),
+                turn_input_start,
+            },
+            history: self.state.history.clone(),
+            pending: self.pending.clone(),
+            sink: opened.sink.clone(),
+            cancel: opened.cancel.clone(),
+            stop_hooks: Arc::clone(&self.services.stop_hooks),
+            max_stop_hook_vetoes: config.max_stop_hook_vetoes,
+        };
+        self.spawn(opened, task.run());
+        Ok(())
+    }
+
+    /// Start a turn that only compacts the history, with the thread's current model.
+    pub(super) fn start_compact_turn(
+        &mut self,
+        turn_id: TurnId,
+        trigger: CompactionTrigger,
+    ) -> Result<(), RejectReason> {
+        let opened = self.open_turn(turn_id, TaskKind::Compact, false)?;
+        let window = self
+            .services
+            .models
+            .context_window(&opened.context.settings.model);
+        let task = CompactTask {
+            turn: opened.context.clone(),
+            history: self.state.history.clone(),
+            sink: opened.sink.clone(),
+            cancel: opened.cancel.clone(),
+            plan: Compaction {
+                trigger,
+                tokens_before: self.context_tokens(),
+                kept_user_tokens: self.services.config.kept_user_tokens(window),
+                tail_from: self.state.history.len(),
+            },
+        };
+        self.spawn(opened, task.run());
+        Ok(())
+    }
+}

@@ -1,0 +1,287 @@
+//! Builders of realistic event streams shared by the rollout tests.
+#![allow(dead_code, clippy::unwrap_used)]
+
+use std::path::PathBuf;
+
+use rein_protocol::{
+    ApprovalOutcome, ApprovalPolicy, ApprovalRequest, ErrorCode, Event, EventMsg, InputPart, Item,
+    ItemId, ItemKind, PlanStep, PlanStepStatus, SandboxPolicy, TaskKind, ThreadId, ThreadSettings,
+    TokenUsage, TurnAbortReason, TurnId,
+};
+
+pub fn settings() -> ThreadSettings {
+    ThreadSettings {
+        model: "gpt-test".into(),
+        cwd: PathBuf::from("/work/project"),
+        approval_policy: ApprovalPolicy::OnRequest,
+        sandbox_policy: SandboxPolicy::WorkspaceWrite,
+        reasoning_effort: None,
+        budget: Default::default(),
+        instructions: "be brief".into(),
+    }
+}
+
+/// Appends events to a thread with correct seqs.
+pub struct ThreadScript {
+    pub thread: ThreadId,
+    pub turn: Option<TurnId>,
+    pub events: Vec<Event>,
+    pub clock: u64,
+}
+
+impl ThreadScript {
+    pub fn new(thread: ThreadId) -> Self {
+        let mut script = ThreadScript {
+            thread,
+            turn: None,
+            events: Vec::new(),
+            clock: 1_796_000_000_000,
+        };
+        script.push(EventMsg::ThreadConfigured {
+            session_id: thread.into(),
+            settings: settings(),
+            forked_from: None,
+        });
+        script
+    }
+
+    pub fn push(&mut self, msg: EventMsg) {
+        self.clock += 7;
+        self.events.push(Event {
+            thread_id: self.thread,
+            turn_id: self.turn,
+            seq: self.events.len() as u64,
+            timestamp_ms: self.clock,
+            msg,
+        });
+    }
+
+    pub fn start_turn(&mut self, text: &str) -> TurnId {
+        let turn = TurnId::new();
+        self.turn = Some(turn);
+        self.push(EventMsg::TurnStarted {
+            kind: TaskKind::Regular,
+            settings: settings(),
+            recovered: false,
+        });
+        self.push(EventMsg::ItemCompleted {
+            item: Item::UserMessage {
+                id: ItemId::new(),
+                content: vec![InputPart::text(text)],
+            },
+        });
+        turn
+    }
+
+    pub fn tool_call(&mut self, call_id: &str, output: Option<String>) {
+        let arguments = format!("{{\"cmd\":\"echo {call_id}\"}}");
+        self.push(EventMsg::ItemCompleted {
+            item: Item::ToolCall {
+                id: ItemId::new(),
+                call_id: call_id.into(),
+                name: "shell".into(),
+                arguments: arguments.clone(),
+            },
+        });
+        self.push(EventMsg::ToolCallBegin {
+            call_id: call_id.into(),
+            name: "shell".into(),
+            arguments,
+        });
+        if let Some(output) = output {
+            self.push(EventMsg::ToolCallEnd {
+                call_id: call_id.into(),
+                success: true,
+                duration_ms: 12,
+            });
+            self.push(EventMsg::ItemCompleted {
+                item: Item::ToolOutput {
+                    id: ItemId::new(),
+                    call_id: call_id.into(),
+                    output,
+                    success: true,
+                },
+            });
+        }
+    }
+
+    pub fn agent_message(&mut self, text: &str) {
+        self.push(EventMsg::ItemCompleted {
+            item: Item::AgentMessage {
+                id: ItemId::new(),
+                text: text.into(),
+                partial: false,
+            },
+        });
+    }
+
+    pub fn complete_turn(&mut self, text: &str) {
+        self.agent_message(text);
+        self.push(EventMsg::TokenCount {
+            last: usage(10),
+            total: usage(10 * self.events.len() as u64),
+            context_window: Some(200_000),
+        });
+        self.push(EventMsg::TurnCompleted {
+            last_agent_message: Some(text.into()),
+        });
+        self.turn = None;
+    }
+
+    /// A simple completed turn: user message, one tool call, answer.
+    pub fn simple_turn(&mut self, n: usize, output: String) {
+        self.start_turn(&format!("question {n}"));
+        self.tool_call(&format!("call-{n}"), Some(output));
+        self.complete_turn(&format!("answer {n}"));
+    }
+}
+
+pub fn usage(n: u64) -> TokenUsage {
+    TokenUsage {
+        input_tokens: n,
+        cached_input_tokens: n / 2,
+        output_tokens: n / 3,
+        reasoning_output_tokens: 1,
+        total_tokens: n + n / 3,
+    }
+}
+
+/// A thread that uses every `EventMsg` variant except the streaming deltas (which are
+/// never persisted) and has several turns, an abort, a failure and a rollback.
+pub fn every_variant_thread() -> ThreadScript {
+    let mut s = ThreadScript::new(ThreadId::new());
+    s.push(EventMsg::SettingsChanged {
+        settings: ThreadSettings {
+            model: "gpt-other".into(),
+            ..settings()
+        },
+    });
+    s.start_turn("first: with an image");
+    s.push(EventMsg::ItemCompleted {
+        item: Item::UserMessage {
+            id: ItemId::new(),
+            content: vec![
+                InputPart::text("look"),
+                InputPart::Image {
+                    url: format!("data:image/png;base64,{}", "iVBORw0KGgo".repeat(4000)),
+                },
+            ],
+        },
+    });
+    let item = ItemId::new();
+    s.push(EventMsg::ItemStarted {
+        item_id: item.clone(),
+        kind: ItemKind::Reasoning,
+    });
+    s.push(EventMsg::ItemCompleted {
+        item: Item::Reasoning {
+            id: item,
+            text: "thinking".into(),
+            encrypted_content: Some("gAAAA".into()),
+        },
+    });
+    s.push(EventMsg::PlanUpdated {
+        plan: vec![PlanStep {
+            step: "read".into(),
+            status: PlanStepStatus::InProgress,
+        }],
+    });
+    s.tool_call("c-big", Some("line of output\n".repeat(10_000)));
+    s.push(EventMsg::ApprovalRequested {
+        approval_id: "a1".into(),
+        call_id: "c-big".into(),
+        request: ApprovalRequest::Command {
+            command: vec!["rm".into(), "-rf".into(), "target".into()],
+            cwd: PathBuf::from("/work/project"),
+            reason: "clean".into(),
+        },
+    });
+    s.push(EventMsg::ApprovalResolved {
+        approval_id: "a1".into(),
+        outcome: ApprovalOutcome::Approved,
+    });
+    s.push(EventMsg::ApprovalRequested {
+        approval_id: "a2".into(),
+        call_id: "c-big".into(),
+        request: ApprovalRequest::Patch {
+            files: vec![PathBuf::from("src/lib.rs")],
+            reason: "edit".into(),
+        },
+    });
+    s.push(EventMsg::ApprovalResolved {
+        approval_id: "a2".into(),
+        outcome: ApprovalOutcome::Denied,
+    });
+    s.push(EventMsg::StreamRetry {
+        attempt: 1,
+        max_attempts: 5,
+        message: "reset by peer".into(),
+    });
+    s.push(EventMsg::ModelRerouted {
+        from: "gpt-test".into(),
+        to: "gpt-backup".into(),
+        reason: "503 after 5 retries".into(),
+    });
+    s.push(EventMsg::Warning {
+        message: "unicode ✓ \u{0}\u{1} \"quotes\"\n".into(),
+    });
+    s.push(EventMsg::ItemCompleted {
+        item: Item::DeveloperMessage {
+            id: ItemId::new(),
+            text: "keep going".into(),
+        },
+    });
+    s.complete_turn("first done");
+
+    s.start_turn("second: interrupted");
+    s.push(EventMsg::ItemCompleted {
+        item: Item::AgentMessage {
+            id: ItemId::new(),
+            text: "half".into(),
+            partial: true,
+        },
+    });
+    s.push(EventMsg::ItemCompleted {
+        item: Item::Interruption {
+            id: ItemId::new(),
+            text: rein_protocol::INTERRUPTION_MARKER.into(),
+        },
+    });
+    s.push(EventMsg::TurnAborted {
+        reason: TurnAbortReason::Interrupted,
+    });
+    s.turn = None;
+
+    s.start_turn("third: fails");
+    s.push(EventMsg::Error {
+        code: ErrorCode::ModelUnavailable,
+        message: "503".into(),
+    });
+    s.push(EventMsg::TurnFailed {
+        code: ErrorCode::ModelUnavailable,
+        message: "503".into(),
+    });
+    s.turn = None;
+
+    s.simple_turn(4, "small".into());
+
+    s.push(EventMsg::RolledBack { turns: 1 });
+    s.push(EventMsg::CompactionStarted {
+        trigger: rein_protocol::CompactionTrigger::Manual,
+        tokens_before: 1234,
+    });
+    s.push(EventMsg::Compacted {
+        summary: Item::user_text("<summary of the earlier conversation>\nwhat happened"),
+        kept: vec![0],
+        summary_at: 1,
+        tokens_before: 1234,
+        tokens_after: 56,
+    });
+    s.push(EventMsg::ModelSwitched {
+        from: "gpt-test".into(),
+        to: "gpt-small".into(),
+    });
+    s.simple_turn(5, "after rollback".into());
+    s.push(EventMsg::ShutdownComplete);
+    s
+}
