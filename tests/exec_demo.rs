@@ -9,7 +9,12 @@ fn rein() -> Command {
 
 #[test]
 fn demo_streams_the_answer_to_stdout() {
-    let out = rein().args(["exec", "--demo", "ping"]).output().unwrap();
+    let home = tempfile::tempdir().unwrap();
+    let out = rein()
+        .args(["exec", "--demo", "ping"])
+        .env("REIN_HOME", home.path())
+        .output()
+        .unwrap();
     assert!(
         out.status.success(),
         "stderr: {}",
@@ -21,8 +26,10 @@ fn demo_streams_the_answer_to_stdout() {
 
 #[test]
 fn demo_json_prints_the_codex_exec_event_stream() {
+    let home = tempfile::tempdir().unwrap();
     let out = rein()
         .args(["exec", "--demo", "--json", "ping"])
+        .env("REIN_HOME", home.path())
         .output()
         .unwrap();
     assert!(out.status.success());

@@ -7,6 +7,7 @@ mod app_server_cmd;
 mod exec;
 mod mock_model_cmd;
 mod schema_cmd;
+mod sessions_cmd;
 
 use clap::{Parser, Subcommand};
 
@@ -25,6 +26,8 @@ enum Command {
     AppServer(app_server_cmd::AppServerArgs),
     /// Serve a scripted model over HTTP (Responses and Chat Completions).
     MockModel(mock_model_cmd::MockModelArgs),
+    /// List and show persisted sessions.
+    Sessions(sessions_cmd::SessionsArgs),
     /// Write the JSON Schema of rein's wire types into a directory.
     Schema {
         #[arg(long, default_value = "schema")]
@@ -48,6 +51,7 @@ fn main() -> anyhow::Result<()> {
         }
         Command::AppServer(args) => runtime()?.block_on(app_server_cmd::run(args)),
         Command::MockModel(args) => runtime()?.block_on(mock_model_cmd::run(args)),
+        Command::Sessions(args) => sessions_cmd::run(args),
         Command::Schema { out } => schema_cmd::write_all(&out),
     }
 }

@@ -65,7 +65,11 @@ pub fn run(args: SessionsArgs) -> anyhow::Result<()> {
                     ..ListQuery::default()
                 })
                 .context("listing sessions")?;
-            writeln!(out, "{:<36}  {:<16}  {:<30}  FIRST MESSAGE", "ID", "UPDATED", "CWD")?;
+            writeln!(
+                out,
+                "{:<36}  {:<16}  {:<30}  FIRST MESSAGE",
+                "ID", "UPDATED", "CWD"
+            )?;
             for t in page.threads {
                 writeln!(
                     out,
@@ -73,7 +77,15 @@ pub fn run(args: SessionsArgs) -> anyhow::Result<()> {
                     t.thread_id,
                     utc_minute(t.updated_ms),
                     clip(&t.cwd.display().to_string(), 30),
-                    clip(t.title.as_deref().unwrap_or("").lines().next().unwrap_or(""), 60),
+                    clip(
+                        t.title
+                            .as_deref()
+                            .unwrap_or("")
+                            .lines()
+                            .next()
+                            .unwrap_or(""),
+                        60
+                    ),
                 )?;
             }
         }
@@ -93,7 +105,13 @@ pub fn run(args: SessionsArgs) -> anyhow::Result<()> {
             }
             let meta = &loaded.meta;
             writeln!(out, "session {}", meta.thread_id)?;
-            writeln!(out, "created {} · model {} · {}", meta.created_at, meta.model, meta.cwd.display())?;
+            writeln!(
+                out,
+                "created {} · model {} · {}",
+                meta.created_at,
+                meta.model,
+                meta.cwd.display()
+            )?;
             if let Some(parent) = meta.forked_from {
                 writeln!(out, "forked from {parent}")?;
             }
@@ -113,10 +131,14 @@ fn show_event(out: &mut impl Write, msg: &EventMsg) -> std::io::Result<()> {
                 writeln!(out, "\nuser: {}", item.message_text().unwrap_or_default())
             }
             Item::AgentMessage { text, .. } => writeln!(out, "\nassistant: {text}"),
-            Item::ToolCall { name, arguments, .. } => {
+            Item::ToolCall {
+                name, arguments, ..
+            } => {
                 writeln!(out, "  tool {name} {}", clip(arguments, 100))
             }
-            Item::ToolOutput { success, output, .. } => writeln!(
+            Item::ToolOutput {
+                success, output, ..
+            } => writeln!(
                 out,
                 "  {} {}",
                 if *success { "ok" } else { "failed" },

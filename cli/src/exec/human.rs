@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use std::io::Write;
 use std::time::Instant;
 
-use rein_protocol::{Event, EventMsg, PlanStepStatus};
+use rein_protocol::{Event, EventMsg, PlanStepStatus, ThreadId};
 
 use super::jsonl::abort_text;
 
@@ -129,6 +129,13 @@ impl<W: Write> HumanProgress<W> {
         self.err.flush()
     }
 
+    /// The header of a run that continues an earlier session.
+    pub fn resumed(&mut self, thread_id: ThreadId) -> std::io::Result<()> {
+        let header = format!("rein exec · session {thread_id} (continued)");
+        self.line(&self.style.dim(&header))?;
+        self.err.flush()
+    }
+
     pub fn on_event(&mut self, event: &Event) -> std::io::Result<()> {
         match &event.msg {
             EventMsg::ThreadConfigured { settings, .. } => {
@@ -174,6 +181,22 @@ impl<W: Write> HumanProgress<W> {
                 "reconnecting ({attempt}/{max_attempts}): {message}"
             ))?,
             EventMsg::Warning { message } => self.line(&format!("warning: {message}"))?,
+            EventMsg::ModelRerouted { from, to, reason } => self.line(&format!(
+                "warning: model {from} failed ({reason}); continuing with {to}"
+            ))?,
+            EventMsg::ModelSwitched { from, to } => {
+                self.line(&self.style.dim(&format!("model switched: {from} → {to}")))?;
+            }
+            EventMsg::CompactionStarted { tokens_before, .. } => self.line(
+                &self
+                    .style
+                    .dim(&format!("compacting the context ({tokens_before} tokens)")),
+            )?,
+            EventMsg::Compacted { tokens_after, .. } => self.line(
+                &self
+                    .style
+                    .dim(&format!("context compacted to {tokens_after} tokens")),
+            )?,
             EventMsg::Error { message, .. } => self.line(&format!("error: {message}"))?,
             EventMsg::TurnAborted { reason } => {
                 self.line(&format!("turn aborted: {}", abort_text(*reason)))?;

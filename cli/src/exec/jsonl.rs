@@ -139,6 +139,11 @@ impl JsonlMapper {
             } => vec![self.completed(ExecItemDetails::Error {
                 message: format!("reconnecting {attempt}/{max_attempts}: {message}"),
             })],
+            EventMsg::ModelRerouted { from, to, reason } => {
+                vec![self.completed(ExecItemDetails::Error {
+                    message: format!("model {from} failed ({reason}); continuing with {to}"),
+                })]
+            }
             EventMsg::Error { message, .. } => vec![ExecEvent::Error(ExecError {
                 message: message.clone(),
             })],
@@ -152,6 +157,9 @@ impl JsonlMapper {
             | EventMsg::ApprovalRequested { .. }
             | EventMsg::ApprovalResolved { .. }
             | EventMsg::RolledBack { .. }
+            | EventMsg::CompactionStarted { .. }
+            | EventMsg::Compacted { .. }
+            | EventMsg::ModelSwitched { .. }
             | EventMsg::ShutdownComplete => Vec::new(),
         }
     }

@@ -128,10 +128,12 @@ fn usage_sums_the_turns_responses() {
         EventMsg::TokenCount {
             last: usage(10, 1),
             total: usage(10, 1),
+            context_window: None,
         },
         EventMsg::TokenCount {
             last: usage(20, 2),
             total: usage(30, 3),
+            context_window: None,
         },
         EventMsg::TurnCompleted {
             last_agent_message: None,

@@ -10,6 +10,7 @@ mod jsonl;
 mod options;
 mod output_schema;
 mod prompt;
+mod session;
 mod turn;
 
 use std::io::{IsTerminal, Write};
@@ -18,14 +19,15 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Context};
 use rein_core::bootstrap::{bootstrap, BootstrapOptions};
 use rein_core::tools::builtin::BuiltinConfig;
-use rein_core::ThreadOptions;
+use rein_protocol::{SettingsChange, ThreadId};
 
 pub use args::ExecArgs;
 use args::{ColorMode, ExecCommand};
 use human::Style;
 use options::RunOptions;
 use output_schema::OutputSchema;
-use turn::{Outcome, OutputMode};
+use session::{ResumeTarget, SessionStart};
+use turn::{Outcome, OutputMode, TurnInput};
 
 /// Exit code after Ctrl-C, as shells report SIGINT.
 const EXIT_INTERRUPTED: i32 = 130;
@@ -55,12 +57,7 @@ async fn run_exec(args: ExecArgs) -> anyhow::Result<i32> {
         .map(OutputSchema::load)
         .transpose()?;
     let cwd = working_dir(common.cd.as_deref())?;
-    let prompt_arg = match &args.command {
-        None => args.prompt.as_deref(),
-        Some(ExecCommand::Resume(_) | ExecCommand::Fork(_)) => {
-            bail!("resuming and forking sessions need session persistence, which this build of rein does not have yet")
-        }
-    };
+    let (start, prompt_arg) = session_start(&args)?;
     let stdin_extra = if common.experimental_json {
         prompt::StdinUse::PromptOnly
     } else {
@@ -86,13 +83,26 @@ async fn run_exec(args: ExecArgs) -> anyhow::Result<i32> {
     .context(
         "setting up the model (or run `rein exec --demo` to use the built-in scripted model)",
     )?;
-    let mut settings = kernel.default_settings(cwd);
+    let mut settings = kernel.default_settings(cwd.clone());
     settings.approval_policy = opts.approval_policy;
     settings.sandbox_policy = opts.sandbox_policy;
     if let Some(schema) = &schema {
         settings.instructions = join_instructions(&settings.instructions, &schema.instructions());
     }
-    let thread = kernel.manager.create_thread(ThreadOptions::new(settings))?;
+    // A continued thread keeps its settings, except what this command line sets: the
+    // policies always (a headless run cannot ask), the model and cwd when given.
+    let change = match start {
+        SessionStart::New => SettingsChange::default(),
+        _ => SettingsChange {
+            model: common.model.clone(),
+            cwd: common.cd.as_ref().map(|_| cwd.clone()),
+            approval_policy: Some(opts.approval_policy),
+            sandbox_policy: Some(opts.sandbox_policy),
+            ..SettingsChange::default()
+        },
+    };
+    let announce = !matches!(start, SessionStart::New);
+    let thread = session::open(&kernel, &start, settings, common.ephemeral)?;
 
     let mode = if common.json || common.experimental_json {
         OutputMode::Json
@@ -102,7 +112,16 @@ async fn run_exec(args: ExecArgs) -> anyhow::Result<i32> {
             live: std::io::stderr().is_terminal(),
         })
     };
-    let outcome = turn::drive(thread, input, mode).await?;
+    let outcome = turn::drive(
+        thread,
+        TurnInput {
+            parts: input,
+            settings: change,
+            announce,
+        },
+        mode,
+    )
+    .await?;
     finish(&outcome, common, schema.as_ref())
 }
 
@@ -139,6 +158,52 @@ fn finish(
         }
     }
     Ok(0)
+}
+
+/// The session to work on and the prompt argument, from the subcommand.
+fn session_start(args: &ExecArgs) -> anyhow::Result<(SessionStart, Option<&str>)> {
+    let parse = |id: &str| -> anyhow::Result<ThreadId> {
+        id.parse()
+            .map_err(|_| anyhow::anyhow!("`{id}` is not a session id (see `rein sessions list`)"))
+    };
+    Ok(match &args.command {
+        None => (SessionStart::New, args.prompt.as_deref()),
+        Some(ExecCommand::Resume(r)) => {
+            if r.last {
+                // With `--last` the one positional argument is the prompt, as in Codex.
+                let prompt = r.prompt.as_deref().or(r.session_id.as_deref());
+                if r.prompt.is_some() && r.session_id.is_some() {
+                    bail!("give either a session id or --last, not both");
+                }
+                (
+                    SessionStart::Resume(ResumeTarget::Last { all: r.all }),
+                    prompt,
+                )
+            } else {
+                let Some(id) = &r.session_id else {
+                    bail!("name the session to resume, or use --last");
+                };
+                (
+                    SessionStart::Resume(ResumeTarget::Id(parse(id)?)),
+                    r.prompt.as_deref(),
+                )
+            }
+        }
+        Some(ExecCommand::Fork(f)) => {
+            let at_turn = match f.at {
+                Some(0) => bail!("--at counts turns from 1"),
+                Some(n) => Some(n as usize - 1),
+                None => None,
+            };
+            (
+                SessionStart::Fork {
+                    parent: parse(&f.session_id)?,
+                    at_turn,
+                },
+                f.prompt.as_deref(),
+            )
+        }
+    })
 }
 
 fn working_dir(cd: Option<&Path>) -> anyhow::Result<PathBuf> {

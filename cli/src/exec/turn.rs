@@ -10,9 +10,10 @@ use std::time::Duration;
 
 use anyhow::{bail, Context};
 use rein_core::NewThread;
+use rein_protocol::exec_events::ExecEvent;
 use rein_protocol::{
     ApprovalDecision, EventMsg, InputMode, InputOutcome, InputPart, Item, Op, OpResult,
-    SettingsChange,
+    SettingsChange, ThreadId,
 };
 use tokio::signal::unix::{signal, SignalKind};
 
@@ -22,6 +23,15 @@ use super::jsonl::JsonlMapper;
 pub enum OutputMode {
     Json,
     Human(Style),
+}
+
+/// What to submit.
+pub struct TurnInput {
+    pub parts: Vec<InputPart>,
+    /// Applied with the input (all or nothing).
+    pub settings: SettingsChange,
+    /// Announce the thread first: a resumed or forked thread emits no `ThreadConfigured`.
+    pub announce: bool,
 }
 
 /// How the turn ended.
@@ -56,6 +66,21 @@ impl Printer {
         }
     }
 
+    fn announce(&mut self, thread_id: ThreadId) -> std::io::Result<()> {
+        match self {
+            Printer::Json(_) => {
+                let line = ExecEvent::ThreadStarted {
+                    thread_id: thread_id.to_string(),
+                };
+                let mut out = std::io::stdout().lock();
+                serde_json::to_writer(&mut out, &line)?;
+                out.write_all(b"\n")?;
+                out.flush()
+            }
+            Printer::Human(progress) => progress.resumed(thread_id),
+        }
+    }
+
     fn tick(&mut self) -> std::io::Result<()> {
         match self {
             Printer::Json(_) => Ok(()),
@@ -66,7 +91,7 @@ impl Printer {
 
 pub async fn drive(
     thread: NewThread,
-    input: Vec<InputPart>,
+    input: TurnInput,
     mode: OutputMode,
 ) -> anyhow::Result<Outcome> {
     let NewThread { handle, mut events } = thread;
@@ -81,11 +106,14 @@ pub async fn drive(
     };
     // Redraws the spinner of running tool calls; only polled on a terminal.
     let mut ticker = tokio::time::interval(Duration::from_millis(100));
+    if input.announce {
+        printer.announce(handle.id()).context("writing output")?;
+    }
     let submitted = handle
         .submit(Op::UserInput {
-            items: input,
+            items: input.parts,
             mode: InputMode::StartIfIdle,
-            settings: SettingsChange::default(),
+            settings: input.settings,
         })
         .await?;
     if let OpResult::Input(InputOutcome::Rejected { reason }) = submitted {
