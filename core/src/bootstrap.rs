@@ -17,6 +17,7 @@ use crate::manager::ThreadManager;
 use crate::model::catalog::ProviderCatalog;
 use crate::model::scripted::ScriptedModel;
 use crate::model::{ModelCatalog, ModelInfo, StaticCatalog};
+use crate::rollout::writer::Durability;
 use crate::tools::builtin::{builtin_tools, BuiltinConfig};
 
 /// The model name of the built-in scripted model.
@@ -34,6 +35,7 @@ pub struct BootstrapOptions {
     pub kernel: KernelConfig,
     /// How the built-in tools (shell, apply_patch, files, plan) are set up.
     pub tools: BuiltinConfig,
+    pub durability: Durability,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -53,6 +55,8 @@ pub struct Kernel {
     pub provider: String,
     pub models: Arc<dyn ModelCatalog>,
     pub config: Option<ModelConfig>,
+    /// How durable rollouts are.
+    pub durability: Durability,
 }
 
 impl Kernel {
@@ -117,6 +121,7 @@ pub fn bootstrap(
         provider,
         models,
         config,
+        durability: options.durability,
     })
 }
 

@@ -17,6 +17,8 @@ pub enum KernelError {
     InvalidHistory(String),
     #[error(transparent)]
     Recorder(#[from] RecorderError),
+    #[error(transparent)]
+    Rollout(#[from] crate::rollout::RolloutError),
 }
 
 /// A handle's request could not be delivered or answered.

@@ -13,6 +13,7 @@ pub mod manager;
 pub mod model;
 pub mod recorder;
 pub mod rollout;
+pub mod sessions;
 pub mod thread;
 pub mod tools;
 pub mod turn;

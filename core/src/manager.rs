@@ -43,6 +43,8 @@ pub enum ThreadStart {
 pub struct ThreadOptions {
     pub start: ThreadStart,
     pub recorder: Box<dyn EventRecorder>,
+    /// The id of a new thread (so its rollout can be created first); generated when `None`.
+    pub thread_id: Option<ThreadId>,
 }
 
 impl ThreadOptions {
@@ -50,6 +52,16 @@ impl ThreadOptions {
         Self {
             start: ThreadStart::New { settings },
             recorder: Box::new(NullRecorder),
+            thread_id: None,
+        }
+    }
+
+    /// Continue a thread from the events of an earlier life (already recorded).
+    pub fn resume(events: Vec<Event>, recorder: Box<dyn EventRecorder>) -> Self {
+        Self {
+            start: ThreadStart::Resume { events },
+            recorder,
+            thread_id: None,
         }
     }
 
@@ -107,16 +119,16 @@ impl ThreadManager {
                         settings.cwd.display()
                     )));
                 }
-                let id = ThreadId::new();
+                let id = options.thread_id.unwrap_or_default();
                 (ThreadState::new(), id, Some(settings), Vec::new())
             }
             ThreadStart::Resume { events } => {
-                let state = replay(&events)?;
+                let state = replay(events)?;
                 let id = state.thread_id.unwrap_or_default();
                 (state, id, None, Vec::new())
             }
             ThreadStart::Fork { events } => {
-                let state = replay(&events)?;
+                let state = replay(events.clone())?;
                 let id = state.thread_id.unwrap_or_default();
                 (state, id, None, events)
             }
@@ -199,8 +211,13 @@ impl ThreadManager {
     }
 }
 
-fn replay(events: &[Event]) -> Result<ThreadState, KernelError> {
-    let state = ThreadState::from_events(events);
+/// Fold an earlier life's events by value: history items move into the state instead of
+/// being cloned, which halves the memory a large resume needs.
+fn replay(events: Vec<Event>) -> Result<ThreadState, KernelError> {
+    let mut state = ThreadState::new();
+    for event in events {
+        state.apply_owned(event);
+    }
     if state.settings.is_none() {
         return Err(KernelError::InvalidHistory(
             "no thread_configured event: the history does not say how the thread was set up".into(),

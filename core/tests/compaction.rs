@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex};
 use rein_core::model::scripted::ScriptedModel;
 use rein_core::recorder::{EventRecorder, RecorderError};
 use rein_core::thread::state::ThreadState;
-use rein_core::{KernelConfig, ThreadManager, ThreadOptions, ThreadStart};
+use rein_core::{KernelConfig, ThreadManager, ThreadOptions};
 use rein_protocol::script::{Fault, ScriptedReply};
 use rein_protocol::{
     CompactionTrigger, Event, EventMsg, InputOutcome, Item, Op, OpResult, TaskKind, TokenUsage,
@@ -325,10 +325,10 @@ async fn resume_after_compaction_rebuilds_the_compacted_history() {
     assert_eq!(ThreadState::from_events(&events).history, live.history);
     let m2 = manager_with(model.clone(), fast_config());
     let mut resumed = m2
-        .create_thread(ThreadOptions {
-            start: ThreadStart::Resume { events },
-            recorder: Box::new(rein_core::recorder::NullRecorder),
-        })
+        .create_thread(ThreadOptions::resume(
+            events,
+            Box::new(rein_core::recorder::NullRecorder),
+        ))
         .unwrap();
     assert_eq!(resumed.handle.state().await.unwrap().history, live.history);
     turn(&mut resumed, "three").await;

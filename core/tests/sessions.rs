@@ -1,0 +1,159 @@
+//! Threads across a restart: a thread written by one kernel and resumed by a fresh one
+//! sends exactly the request the original would have; forks branch without touching the
+//! parent. Real rollout files, a real model server on 127.0.0.1.
+#![allow(clippy::unwrap_used)]
+
+mod support;
+
+use std::path::Path;
+
+use rein_core::bootstrap::{bootstrap, BootstrapOptions, Kernel};
+use rein_core::sessions::Persistence;
+use rein_mock_model::{serve, MockServer};
+use rein_protocol::script::{Script, WhenExhausted};
+use rein_protocol::{EventMsg, Op};
+use support::is_turn_end;
+
+async fn echo_server() -> MockServer {
+    let script = Script {
+        replies: vec![],
+        when_exhausted: WhenExhausted::Echo,
+    };
+    serve(script, "127.0.0.1:0".parse().unwrap(), None)
+        .await
+        .unwrap()
+}
+
+fn kernel(home: &Path, server: &MockServer) -> Kernel {
+    std::fs::write(
+        home.join("config.toml"),
+        format!(
+            "model = \"mock\"\nmodel_provider = \"mock\"\n[model_providers.mock]\nbase_url = \"{}\"\nwire_api = \"responses\"\n",
+            server.base_url()
+        ),
+    )
+    .unwrap();
+    let env = |_: &str| None;
+    bootstrap(
+        BootstrapOptions {
+            home: Some(home.to_owned()),
+            ..BootstrapOptions::default()
+        },
+        &env,
+    )
+    .unwrap()
+}
+
+async fn turn(thread: &mut rein_core::NewThread, text: &str) {
+    thread.handle.submit(Op::user_text(text)).await.unwrap();
+    let end = thread.events.wait_for(is_turn_end).await.unwrap();
+    assert!(
+        matches!(end.msg, EventMsg::TurnCompleted { .. }),
+        "{:?}",
+        end.msg
+    );
+}
+
+/// The request body without its last input item (the new user message, whose id is fresh
+/// in each process).
+fn without_last_input(body: &serde_json::Value) -> serde_json::Value {
+    let mut body = body.clone();
+    body["input"].as_array_mut().unwrap().pop();
+    body
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_resumed_thread_sends_the_request_the_original_would_have() {
+    let home = tempfile::tempdir().unwrap();
+    let server = echo_server().await;
+    let cwd = home.path().to_owned();
+
+    // The original process: two turns, then it goes away.
+    let a = kernel(home.path(), &server);
+    let mut t = a
+        .start_thread(a.default_settings(cwd.clone()), Persistence::Rollout)
+        .unwrap();
+    let id = t.handle.id();
+    turn(&mut t, "one").await;
+    turn(&mut t, "two").await;
+    let live_next = server.requests().last().unwrap().body.clone();
+    // Undo turn two so the resumed thread stands where the original stood before it.
+    t.handle.submit(Op::Rollback { turns: 1 }).await.unwrap();
+    t.handle.shutdown().await.unwrap();
+    drop(a);
+
+    // A new process resumes it and sends the same next input.
+    let b = kernel(home.path(), &server);
+    let mut resumed = b.resume_thread(id).unwrap();
+    assert!(resumed.diagnostics.is_empty());
+    turn(&mut resumed.thread, "two").await;
+    let resumed_next = server.requests().last().unwrap().body.clone();
+    assert_eq!(
+        without_last_input(&resumed_next),
+        without_last_input(&live_next)
+    );
+    assert_eq!(
+        resumed_next["input"].as_array().unwrap().len(),
+        live_next["input"].as_array().unwrap().len()
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fork_branches_at_a_turn_and_leaves_the_parent_alone() {
+    let home = tempfile::tempdir().unwrap();
+    let server = echo_server().await;
+    let k = kernel(home.path(), &server);
+    let mut parent = k
+        .start_thread(
+            k.default_settings(home.path().to_owned()),
+            Persistence::Rollout,
+        )
+        .unwrap();
+    turn(&mut parent, "one").await;
+    turn(&mut parent, "two").await;
+    let parent_state = parent.handle.state().await.unwrap();
+    let parent_file = k.store().find(parent.handle.id()).unwrap();
+    let before = std::fs::read(&parent_file).unwrap();
+
+    let mut fork = k.fork_thread(parent.handle.id(), Some(0)).unwrap();
+    let fork_state = fork.handle.state().await.unwrap();
+    assert_ne!(fork.handle.id(), parent.handle.id());
+    assert_eq!(fork_state.forked_from, Some(parent.handle.id()));
+    assert_eq!(
+        fork_state.history[..],
+        parent_state.history[..2],
+        "history up to turn one"
+    );
+    turn(&mut fork, "branch").await;
+    assert_eq!(
+        std::fs::read(&parent_file).unwrap(),
+        before,
+        "the parent file is untouched"
+    );
+    let texts: Vec<String> = fork
+        .handle
+        .state()
+        .await
+        .unwrap()
+        .history
+        .iter()
+        .filter_map(|i| i.message_text())
+        .collect();
+    assert_eq!(texts, vec!["one", "echo: one", "branch", "echo: branch"]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ephemeral_threads_write_nothing() {
+    let home = tempfile::tempdir().unwrap();
+    let server = echo_server().await;
+    let k = kernel(home.path(), &server);
+    let mut t = k
+        .start_thread(
+            k.default_settings(home.path().to_owned()),
+            Persistence::Ephemeral,
+        )
+        .unwrap();
+    turn(&mut t, "one").await;
+    assert!(k.store().find(t.handle.id()).is_err());
+    assert!(!home.path().join("sessions").exists());
+}
