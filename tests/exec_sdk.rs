@@ -54,6 +54,7 @@ fn the_codex_sdk_runs_streams_and_resumes_through_rein_exec() {
         return;
     };
     let mock = MockModel::start(json!({"replies": [
+        {"tool_calls": [{"name": "shell", "arguments": {"command": ["echo", "hello-from-sdk"]}}]},
         {"text": "Hello from the mock model.", "deltas": 3},
         {"text": "Streamed hello.", "reasoning": "Greet again."},
         {"text": "{\"status\":\"ok\"}"},
@@ -82,9 +83,16 @@ fn the_codex_sdk_runs_streams_and_resumes_through_rein_exec() {
 
     let run = &report["run"];
     assert_eq!(run["finalResponse"], "Hello from the mock model.", "{run}");
+    let items = run["items"].as_array().unwrap();
+    assert_eq!(items.len(), 2, "{run}");
+    assert_eq!(items[0]["type"], "command_execution");
+    assert_eq!(items[0]["command"], "echo hello-from-sdk");
+    assert_eq!(items[0]["aggregated_output"], "hello-from-sdk\n");
+    assert_eq!(items[0]["exit_code"], 0);
+    assert_eq!(items[0]["status"], "completed");
     assert_eq!(
-        run["items"],
-        json!([{"id": "item_0", "type": "agent_message", "text": "Hello from the mock model."}])
+        items[1],
+        json!({"id": "item_1", "type": "agent_message", "text": "Hello from the mock model."})
     );
     assert!(run["usage"]["input_tokens"].is_number(), "{run}");
     assert_eq!(run["threadId"].as_str().unwrap().len(), 36);
