@@ -452,3 +452,37 @@ fn a_plan_is_a_todo_list_in_json_and_a_checklist_on_stderr() {
         "{stderr}"
     );
 }
+
+#[test]
+fn a_call_that_needs_approval_fails_back_to_the_model_with_the_reason() {
+    let mock = MockModel::start(json!({"replies": [
+        {"tool_calls": [{"call_id": "esc", "name": "shell", "arguments": {
+            "command": ["true"], "with_escalated_permissions": true, "justification": "test"}}]},
+        {"text": "understood"}
+    ]}));
+    let home = Home::new(&mock, "responses");
+    let out = home
+        .exec(&[
+            "--json",
+            "-c",
+            "approval_policy=\"on-request\"",
+            "Escalate.",
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("cannot ask for approvals"), "{stderr}");
+    let events = json_lines(&out.stdout);
+    let done = events
+        .iter()
+        .find(|e| e["type"] == "item.completed" && e["item"]["type"] == "command_execution")
+        .unwrap();
+    assert_eq!(done["item"]["status"], "failed");
+    let told = mock.requests()[1].to_string();
+    assert!(told.contains("approval policy is `never`"), "{told}");
+}

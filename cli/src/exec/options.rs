@@ -89,8 +89,15 @@ impl RunOptions {
         let text = o.value.as_str();
         match (o.path.first().map(String::as_str), key.as_str()) {
             (Some(first), _) if CONFIG_KEYS.contains(&first) => {}
+            // Nobody can answer an approval request in a headless run: asking would only
+            // end in a denial the model cannot tell from a user's. Under `never` a tool
+            // that needs approval fails back to the model saying so.
             (_, "approval_policy") => match text.and_then(parse_approval) {
-                Some(p) => self.approval_policy = p,
+                Some(ApprovalPolicy::Never) => {}
+                Some(_) => self.warnings.push(format!(
+                    "rein exec cannot ask for approvals: approval_policy {} is treated as \"never\"",
+                    o.value
+                )),
                 None => self.warn_value(&key, &o.value),
             },
             (_, "sandbox_mode") => match text.and_then(parse_sandbox) {
@@ -187,11 +194,12 @@ mod tests {
             "-c",
             "model_reasoning_effort=\"high\"",
         ]);
-        assert_eq!(o.approval_policy, ApprovalPolicy::OnRequest);
+        assert_eq!(o.approval_policy, ApprovalPolicy::Never);
         assert_eq!(o.openai_base_url.as_deref(), Some("http://127.0.0.1:9/v1"));
         assert!(o.network_access);
-        assert_eq!(o.warnings.len(), 1, "{:?}", o.warnings);
-        assert!(o.warnings[0].contains("web_search"));
+        assert_eq!(o.warnings.len(), 2, "{:?}", o.warnings);
+        assert!(o.warnings[0].contains("cannot ask for approvals"));
+        assert!(o.warnings[1].contains("web_search"));
     }
 
     #[test]
