@@ -37,6 +37,8 @@ export MOCK_API_KEY=bench REIN_HOME="$work/rein_home" CODEX_HOME="$work/codex_ho
 cd "$work/cwd"
 
 rein_cmd="$rein exec --json --ephemeral 'Say hello.' </dev/null >/dev/null 2>&1"
+# Persisted like Codex's runs: a rollout file and the SQLite listing index per run.
+rein_saved_cmd="$rein exec --json 'Say hello.' </dev/null >/dev/null 2>&1"
 codex_cmd="${CODEX:-} exec --json --skip-git-repo-check 'Say hello.' </dev/null >/dev/null 2>&1"
 
 peak_rss() { # KiB, the max over 5 runs
@@ -58,9 +60,9 @@ loop_wall() { # mean ms over $runs
 
 report() { # name cmd
     if command -v hyperfine >/dev/null 2>&1; then
-        hyperfine -N --warmup 3 --runs "$runs" --export-json "$work/$1.json" "sh -c \"$2\"" >/dev/null 2>&1 \
-            || hyperfine --warmup 3 --runs "$runs" --export-json "$work/$1.json" "$2" >/dev/null
-        mean=$(python3 -c "import json;r=json.load(open('$work/$1.json'))['results'][0];print(f\"{r['mean']*1000:.1f} ms ± {r['stddev']*1000:.1f}\")")
+        hyperfine -N --warmup 3 --runs "$runs" --export-json "$work/result.json" "sh -c \"$2\"" >/dev/null 2>&1 \
+            || hyperfine --warmup 3 --runs "$runs" --export-json "$work/result.json" "$2" >/dev/null
+        mean=$(python3 -c "import json;r=json.load(open('$work/result.json'))['results'][0];print(f\"{r['mean']*1000:.1f} ms ± {r['stddev']*1000:.1f}\")")
     else
         mean="$(loop_wall "$2") ms"
     fi
@@ -71,7 +73,8 @@ check() { # the run must end with a completed turn
     sh -c "${1% >/dev/null 2>&1}" 2>/dev/null | grep -q '"turn.completed"' || { echo "$2 exec failed" >&2; exit 1; }
 }
 check "$rein_cmd" rein
-report rein "$rein_cmd"
+report "rein (--ephemeral)" "$rein_cmd"
+report "rein (persisted)" "$rein_saved_cmd"
 if [ -n "${CODEX:-}" ]; then
     check "$codex_cmd" codex
     report codex "$codex_cmd"
