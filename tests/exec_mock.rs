@@ -486,3 +486,44 @@ fn a_call_that_needs_approval_fails_back_to_the_model_with_the_reason() {
     let told = mock.requests()[1].to_string();
     assert!(told.contains("approval policy is `never`"), "{told}");
 }
+
+#[test]
+fn model_and_profile_flags_choose_what_the_request_names() {
+    let mock = MockModel::start(hello_script());
+    let home = Home::new(&mock, "responses");
+    let config = home.path().join("config.toml");
+    let mut text = std::fs::read_to_string(&config).unwrap();
+    text.push_str("\n[profiles.fast]\nmodel = \"mock-fast\"\n");
+    std::fs::write(&config, text).unwrap();
+    for (args, model) in [
+        (vec!["--json", "-m", "mock-large", "hi"], "mock-large"),
+        (vec!["--json", "-p", "fast", "hi"], "mock-fast"),
+    ] {
+        let out = home.exec(&args).output().unwrap();
+        assert!(
+            out.status.success(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert_eq!(mock.requests().last().unwrap()["model"], model, "{args:?}");
+    }
+    let out = home.exec(&["-p", "missing", "hi"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("missing"));
+}
+
+#[test]
+fn an_unreadable_output_schema_is_a_setup_error() {
+    let mock = MockModel::start(hello_script());
+    let home = Home::new(&mock, "responses");
+    let schema = home.path().join("schema.json");
+    std::fs::write(&schema, "{ not json").unwrap();
+    let out = home
+        .exec(&["--output-schema", schema.to_str().unwrap(), "hi"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("is not valid JSON"), "{stderr}");
+    assert!(mock.requests().is_empty(), "nothing was sent");
+}
