@@ -17,8 +17,8 @@ pub mod settings;
 pub mod status;
 
 pub use event::{
-    ApprovalOutcome, ApprovalRequest, CompactionTrigger, ErrorCode, Event, EventMsg, ItemKind,
-    PlanStep, PlanStepStatus, TaskKind, TurnAbortReason,
+    ApprovalOutcome, ApprovalRequest, CompactionTrigger, ErrorCode, Event, EventMsg,
+    FileChangeKind, FileDiff, ItemKind, PlanStep, PlanStepStatus, TaskKind, TurnAbortReason,
 };
 pub use ids::{ItemId, SessionId, SubmissionId, ThreadId, TurnId};
 pub use items::{InputPart, Item, MessageRole, INTERRUPTION_MARKER};
