@@ -527,3 +527,67 @@ fn an_unreadable_output_schema_is_a_setup_error() {
     assert!(stderr.contains("is not valid JSON"), "{stderr}");
     assert!(mock.requests().is_empty(), "nothing was sent");
 }
+
+#[test]
+fn a_patch_is_a_file_change_item_and_the_file_is_written() {
+    let patch = "*** Begin Patch\n*** Add File: hello.txt\n+hello from a patch\n*** End Patch\n";
+    let script = json!({"replies": [
+        {"tool_calls": [{"name": "apply_patch", "arguments": {"input": patch}}]},
+        {"text": "patched"}
+    ]});
+    let mock = MockModel::start(script.clone());
+    let home = Home::new(&mock, "responses");
+    let work = tempfile::tempdir().unwrap();
+    let dir = work.path().to_str().unwrap();
+    let out = home
+        .exec(&["--json", "-s", "workspace-write", "-C", dir, "Add a file."])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let events = json_lines(&out.stdout);
+    let changes: Vec<&serde_json::Value> = events
+        .iter()
+        .filter(|e| e["item"]["type"] == "file_change")
+        .collect();
+    assert_eq!(changes.len(), 1, "only completed, as Codex: {events:?}");
+    let item = &changes[0]["item"];
+    assert_eq!(changes[0]["type"], "item.completed");
+    assert_eq!(item["status"], "completed");
+    assert_eq!(item["changes"][0]["kind"], "add");
+    assert!(
+        item["changes"][0]["path"]
+            .as_str()
+            .unwrap()
+            .ends_with("hello.txt"),
+        "{item}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(work.path().join("hello.txt")).unwrap(),
+        "hello from a patch\n"
+    );
+
+    // A read-only run refuses the same patch and says so.
+    let mock = MockModel::start(script);
+    let home = Home::new(&mock, "responses");
+    let other = tempfile::tempdir().unwrap();
+    let out = home
+        .exec(&[
+            "--json",
+            "-C",
+            other.path().to_str().unwrap(),
+            "Add a file.",
+        ])
+        .output()
+        .unwrap();
+    let events = json_lines(&out.stdout);
+    let item = &events
+        .iter()
+        .find(|e| e["item"]["type"] == "file_change")
+        .unwrap()["item"];
+    assert_eq!(item["status"], "failed");
+    assert!(!other.path().join("hello.txt").exists());
+}

@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use std::io::Write;
 use std::time::Instant;
 
-use rein_protocol::{Event, EventMsg, PlanStepStatus, ThreadId};
+use rein_protocol::{Event, EventMsg, FileChangeKind, PlanStepStatus, ThreadId};
 
 use super::jsonl::abort_text;
 
@@ -221,7 +221,19 @@ impl<W: Write> HumanProgress<W> {
                     self.line(&format!("  {mark} {}", step.step))?;
                 }
             }
+            EventMsg::PatchApplied { changes, .. } => {
+                for change in changes {
+                    let mark = match change.kind {
+                        FileChangeKind::Add => "A",
+                        FileChangeKind::Delete => "D",
+                        FileChangeKind::Update => "M",
+                    };
+                    let path = change.move_to.as_ref().unwrap_or(&change.path);
+                    self.line(&format!("  {mark} {}", path.display()))?;
+                }
+            }
             EventMsg::SettingsChanged { .. }
+            | EventMsg::TurnDiff { .. }
             | EventMsg::TurnStarted { .. }
             | EventMsg::ItemStarted { .. }
             | EventMsg::ItemCompleted { .. }

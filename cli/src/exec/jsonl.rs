@@ -11,7 +11,9 @@ use rein_protocol::exec_events::{
     CommandStatus, ExecError, ExecEvent, ExecItem, ExecItemDetails, ExecUsage, FileUpdateChange,
     McpToolResult, McpToolStatus, PatchChangeKind, PatchStatus, TodoItem,
 };
-use rein_protocol::{Event, EventMsg, Item, PlanStep, PlanStepStatus, TokenUsage};
+use rein_protocol::{
+    Event, EventMsg, FileChangeKind, FileDiff, Item, PlanStep, PlanStepStatus, TokenUsage,
+};
 
 /// A tool call whose item is open, by call id.
 struct OpenCall {
@@ -125,6 +127,7 @@ impl JsonlMapper {
                     }
                 }
             }
+            EventMsg::PatchApplied { call_id, changes } => self.patch_applied(call_id, changes),
             EventMsg::TokenCount { last, .. } => {
                 self.usage.add(last);
                 Vec::new()
@@ -160,6 +163,7 @@ impl JsonlMapper {
             | EventMsg::CompactionStarted { .. }
             | EventMsg::Compacted { .. }
             | EventMsg::ModelSwitched { .. }
+            | EventMsg::TurnDiff { .. }
             | EventMsg::ShutdownComplete => Vec::new(),
         }
     }
@@ -222,6 +226,34 @@ impl JsonlMapper {
             .insert(call_id.to_owned(), OpenCall { item_id, details });
         self.call_order.push(call_id.to_owned());
         started
+    }
+
+    /// The files a patch really changed. An `apply_patch` call's item takes them; a patch
+    /// applied through another tool (the shell) is reported as a file change of its own.
+    fn patch_applied(&mut self, call_id: &str, diffs: &[FileDiff]) -> Vec<ExecEvent> {
+        let applied: Vec<FileUpdateChange> = diffs
+            .iter()
+            .map(|d| FileUpdateChange {
+                path: d.move_to.as_ref().unwrap_or(&d.path).display().to_string(),
+                kind: match d.kind {
+                    FileChangeKind::Add => PatchChangeKind::Add,
+                    FileChangeKind::Delete => PatchChangeKind::Delete,
+                    FileChangeKind::Update => PatchChangeKind::Update,
+                },
+            })
+            .collect();
+        if let Some(OpenCall {
+            details: ExecItemDetails::FileChange { changes, .. },
+            ..
+        }) = self.calls.get_mut(call_id)
+        {
+            *changes = applied;
+            return Vec::new();
+        }
+        vec![self.completed(ExecItemDetails::FileChange {
+            changes: applied,
+            status: PatchStatus::Completed,
+        })]
     }
 
     fn call_finished(&mut self, call_id: &str, output: &str, success: bool) -> Vec<ExecEvent> {
