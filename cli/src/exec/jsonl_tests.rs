@@ -165,3 +165,31 @@ fn an_unfinished_call_fails_when_the_turn_fails_and_errors_are_reported() {
     assert_eq!(lines[2]["item"]["status"], "failed");
     assert_eq!(lines[3]["error"]["message"], "down");
 }
+
+#[test]
+fn a_patch_applied_through_the_shell_is_its_own_file_change() {
+    let diff: rein_protocol::FileDiff = serde_json::from_value(json!({
+        "path": "/w/a.txt", "kind": "update", "unified_diff": "@@ -1 +1 @@\n-a\n+b\n"
+    }))
+    .unwrap();
+    let lines = run(vec![
+        begin(
+            "s",
+            "shell",
+            json!({"command": "apply_patch <<EOF ... EOF"}),
+        ),
+        EventMsg::PatchApplied {
+            call_id: "s".into(),
+            changes: vec![diff],
+        },
+        tool_output("s", "Done!", true),
+    ]);
+    let types: Vec<&str> = lines.iter().map(|l| l["type"].as_str().unwrap()).collect();
+    assert_eq!(types, ["item.started", "item.completed", "item.completed"]);
+    assert_eq!(
+        lines[1]["item"],
+        json!({"id": "item_1", "type": "file_change", "status": "completed",
+            "changes": [{"path": "/w/a.txt", "kind": "update"}]})
+    );
+    assert_eq!(lines[2]["item"]["type"], "command_execution");
+}
