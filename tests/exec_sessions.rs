@@ -212,50 +212,52 @@ fn sessions_list_and_show_print_the_persisted_conversations() {
 }
 
 #[test]
-fn a_run_interrupted_by_sigint_resumes_with_its_partial_output_and_the_marker() {
-    let mock = MockModel::start(json!({"replies": [
-        {"text": "partial answer", "deltas": 2, "fault": {"type": "hang"}},
-        {"text": "Continuing after the interrupt."}
-    ]}));
-    let home = Home::new(&mock, "responses");
-    let work = tempfile::tempdir().unwrap();
-    let mut child = home
-        .exec(&["Start something long."])
-        .current_dir(work.path())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stderr = child.stderr.take().unwrap();
-    let mut seen = Vec::new();
-    let mut buf = [0u8; 256];
-    while !String::from_utf8_lossy(&seen).contains("partial") {
-        let n = stderr.read(&mut buf).unwrap();
-        assert!(n > 0, "{}", String::from_utf8_lossy(&seen));
-        seen.extend_from_slice(&buf[..n]);
-    }
-    let killed = std::process::Command::new("kill")
-        .args(["-INT", &child.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(killed.success());
-    stderr.read_to_end(&mut seen).unwrap();
-    assert_eq!(child.wait().unwrap().code(), Some(130));
+fn a_run_stopped_by_sigint_or_sigterm_resumes_with_its_partial_output_and_the_marker() {
+    for (signal, code) in [("-INT", 130), ("-TERM", 143)] {
+        let mock = MockModel::start(json!({"replies": [
+            {"text": "partial answer", "deltas": 2, "fault": {"type": "hang"}},
+            {"text": "Continuing after the interrupt."}
+        ]}));
+        let home = Home::new(&mock, "responses");
+        let work = tempfile::tempdir().unwrap();
+        let mut child = home
+            .exec(&["Start something long."])
+            .current_dir(work.path())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut stderr = child.stderr.take().unwrap();
+        let mut seen = Vec::new();
+        let mut buf = [0u8; 256];
+        while !String::from_utf8_lossy(&seen).contains("partial") {
+            let n = stderr.read(&mut buf).unwrap();
+            assert!(n > 0, "{}", String::from_utf8_lossy(&seen));
+            seen.extend_from_slice(&buf[..n]);
+        }
+        let sent = std::process::Command::new("kill")
+            .args([signal, &child.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(sent.success());
+        stderr.read_to_end(&mut seen).unwrap();
+        assert_eq!(child.wait().unwrap().code(), Some(code), "{signal}");
 
-    let resumed = run_in(
-        &home,
-        work.path(),
-        &["--json", "resume", "--last", "Go on."],
-    );
-    assert_eq!(answer(&resumed), "Continuing after the interrupt.");
-    let request = mock.requests()[1].to_string();
-    assert!(request.contains("Start something long."), "{request}");
-    assert!(
-        request.contains("partial"),
-        "the partial output is kept: {request}"
-    );
-    assert!(
-        request.contains("turn_aborted"),
-        "the interruption marker: {request}"
-    );
+        let resumed = run_in(
+            &home,
+            work.path(),
+            &["--json", "resume", "--last", "Go on."],
+        );
+        assert_eq!(answer(&resumed), "Continuing after the interrupt.");
+        let request = mock.requests()[1].to_string();
+        assert!(request.contains("Start something long."), "{request}");
+        assert!(
+            request.contains("partial"),
+            "the partial output is kept: {request}"
+        );
+        assert!(
+            request.contains("turn_aborted"),
+            "the interruption marker: {request}"
+        );
+    }
 }

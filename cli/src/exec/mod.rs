@@ -29,9 +29,6 @@ use output_schema::OutputSchema;
 use session::{ResumeTarget, SessionStart};
 use turn::{Outcome, OutputMode, TurnInput};
 
-/// Exit code after Ctrl-C, as shells report SIGINT.
-const EXIT_INTERRUPTED: i32 = 130;
-
 /// Runs the command; returns the process exit code. A setup failure is reported on
 /// stderr with its causes (and no backtrace: it is the user's problem to fix, not a bug)
 /// and exits 1.
@@ -131,10 +128,10 @@ fn finish(
     common: &args::CommonArgs,
     schema: Option<&OutputSchema>,
 ) -> anyhow::Result<i32> {
-    if outcome.interrupted {
+    if let Some(signal) = outcome.interrupted_by {
         // A partial answer is not an answer: print nothing a script could mistake for one.
         eprintln!("interrupted");
-        return Ok(EXIT_INTERRUPTED);
+        return Ok(signal.exit_code());
     }
     let message = outcome.final_message.as_deref();
     if let Some(path) = &common.output_last_message {

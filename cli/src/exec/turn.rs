@@ -2,8 +2,9 @@
 //! turn, print them in the chosen format, and answer what a headless run cannot ask —
 //! approvals are denied so the tool fails back to the model with the reason.
 //!
-//! Ctrl-C interrupts the turn through the kernel (`Op::Interrupt`) and waits for
-//! `TurnAborted`, so the history and rollout close cleanly; a second Ctrl-C stops waiting.
+//! Ctrl-C (or SIGTERM) interrupts the turn through the kernel (`Op::Interrupt`) and waits
+//! for `TurnAborted`, so the history and rollout close cleanly and `exec resume` continues
+//! the session; a second signal stops waiting.
 
 use std::io::Write;
 use std::time::Duration;
@@ -34,11 +35,30 @@ pub struct TurnInput {
     pub announce: bool,
 }
 
+/// A signal that stops a headless run: Ctrl-C, or a supervisor's SIGTERM (the Codex SDK
+/// sends one when its abort signal fires).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StopSignal {
+    Interrupt,
+    Terminate,
+}
+
+impl StopSignal {
+    /// The exit code shells report for a process that signal ended.
+    pub fn exit_code(self) -> i32 {
+        match self {
+            StopSignal::Interrupt => 130,
+            StopSignal::Terminate => 143,
+        }
+    }
+}
+
 /// How the turn ended.
 #[derive(Debug, Default)]
 pub struct Outcome {
     pub completed: bool,
-    pub interrupted: bool,
+    /// The signal that interrupted the turn, if one did.
+    pub interrupted_by: Option<StopSignal>,
     pub final_message: Option<String>,
 }
 
@@ -97,6 +117,7 @@ pub async fn drive(
     let NewThread { handle, mut events } = thread;
     // Installed before the turn starts, so no Ctrl-C can kill the process uncleanly.
     let mut sigint = signal(SignalKind::interrupt()).context("installing the Ctrl-C handler")?;
+    let mut sigterm = signal(SignalKind::terminate()).context("installing the SIGTERM handler")?;
     let (mut printer, live) = match mode {
         OutputMode::Json => (Printer::Json(JsonlMapper::new()), false),
         OutputMode::Human(style) => (
@@ -148,11 +169,17 @@ pub async fn drive(
                 }
             }
             _ = ticker.tick(), if live => printer.tick().context("writing output")?,
-            _ = sigint.recv() => {
-                if outcome.interrupted {
+            stop = async {
+                tokio::select! {
+                    _ = sigint.recv() => StopSignal::Interrupt,
+                    _ = sigterm.recv() => StopSignal::Terminate,
+                }
+            } => {
+                // A second signal stops waiting for the turn to wind down.
+                if outcome.interrupted_by.is_some() {
                     break;
                 }
-                outcome.interrupted = true;
+                outcome.interrupted_by = Some(stop);
                 handle.submit(Op::Interrupt).await?;
             }
         }
