@@ -261,3 +261,33 @@ fn a_run_stopped_by_sigint_or_sigterm_resumes_with_its_partial_output_and_the_ma
         );
     }
 }
+
+#[test]
+fn output_schema_on_resume_is_told_to_the_model_with_the_prompt() {
+    let mock = MockModel::start(replies(&["plain", "{\"schema_marker_ok\":true}"]));
+    let home = Home::new(&mock, "responses");
+    let work = tempfile::tempdir().unwrap();
+    let id = thread_id(&run_in(&home, work.path(), &["--json", "first"]));
+    let schema = work.path().join("schema.json");
+    std::fs::write(
+        &schema,
+        r#"{"type":"object","required":["schema_marker_ok"]}"#,
+    )
+    .unwrap();
+    let out = run_in(
+        &home,
+        work.path(),
+        &[
+            "--json",
+            "--output-schema",
+            schema.to_str().unwrap(),
+            "resume",
+            &id,
+            "Report.",
+        ],
+    );
+    assert_eq!(answer(&out), "{\"schema_marker_ok\":true}");
+    assert!(!mock.requests()[0].to_string().contains("schema_marker_ok"));
+    let request = mock.requests()[1].to_string();
+    assert!(request.contains("schema_marker_ok"), "{request}");
+}

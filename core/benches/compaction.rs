@@ -28,14 +28,24 @@ struct Builder {
 impl Builder {
     fn push(&mut self, turn: Option<TurnId>, msg: EventMsg) {
         let seq = self.events.len() as u64;
-        self.events.push(Event { thread_id: self.thread, turn_id: turn, seq, timestamp_ms: seq, msg });
+        self.events.push(Event {
+            thread_id: self.thread,
+            turn_id: turn,
+            seq,
+            timestamp_ms: seq,
+            msg,
+        });
     }
 }
 
 /// A thread of `COMPACTIONS` × (`TURNS_BETWEEN` turns, then a compaction).
 fn thread_with_compactions() -> (Vec<Event>, Vec<(usize, usize)>) {
     let thread = ThreadId::new();
-    let mut b = Builder { thread, events: Vec::new(), history_len: 0 };
+    let mut b = Builder {
+        thread,
+        events: Vec::new(),
+        history_len: 0,
+    };
     let settings = ThreadSettings {
         model: "m".into(),
         cwd: PathBuf::from("/w"),
@@ -45,16 +55,49 @@ fn thread_with_compactions() -> (Vec<Event>, Vec<(usize, usize)>) {
         budget: TurnBudget::default(),
         instructions: String::new(),
     };
-    b.push(None, EventMsg::ThreadConfigured { session_id: thread.into(), settings: settings.clone(), forked_from: None });
+    b.push(
+        None,
+        EventMsg::ThreadConfigured {
+            session_id: thread.into(),
+            settings: settings.clone(),
+            forked_from: None,
+        },
+    );
     let mut sizes = Vec::new();
     let body = "some realistic line of conversation ".repeat(30);
     for _ in 0..COMPACTIONS {
         for n in 0..TURNS_BETWEEN {
             let turn = TurnId::new();
-            b.push(Some(turn), EventMsg::TurnStarted { kind: TaskKind::Regular, settings: settings.clone(), recovered: false });
-            b.push(Some(turn), EventMsg::ItemCompleted { item: Item::user_text(format!("{n}: {body}")) });
-            b.push(Some(turn), EventMsg::ItemCompleted { item: Item::AgentMessage { id: Default::default(), text: body.clone(), partial: false } });
-            b.push(Some(turn), EventMsg::TurnCompleted { last_agent_message: None });
+            b.push(
+                Some(turn),
+                EventMsg::TurnStarted {
+                    kind: TaskKind::Regular,
+                    settings: settings.clone(),
+                    recovered: false,
+                },
+            );
+            b.push(
+                Some(turn),
+                EventMsg::ItemCompleted {
+                    item: Item::user_text(format!("{n}: {body}")),
+                },
+            );
+            b.push(
+                Some(turn),
+                EventMsg::ItemCompleted {
+                    item: Item::AgentMessage {
+                        id: Default::default(),
+                        text: body.clone(),
+                        partial: false,
+                    },
+                },
+            );
+            b.push(
+                Some(turn),
+                EventMsg::TurnCompleted {
+                    last_agent_message: None,
+                },
+            );
             b.history_len += 2;
         }
         let history_bytes: usize = ThreadState::from_events(&b.events)
@@ -64,19 +107,46 @@ fn thread_with_compactions() -> (Vec<Event>, Vec<(usize, usize)>) {
             .sum();
         let before = serde_json::to_string(&b.events).unwrap().len();
         let turn = TurnId::new();
-        b.push(Some(turn), EventMsg::TurnStarted { kind: TaskKind::Compact, settings: settings.clone(), recovered: false });
-        b.push(Some(turn), EventMsg::CompactionStarted { trigger: CompactionTrigger::Auto, tokens_before: 100_000 });
-        let kept: Vec<u32> = ((b.history_len.saturating_sub(6))..b.history_len).step_by(2).map(|i| i as u32).collect();
+        b.push(
+            Some(turn),
+            EventMsg::TurnStarted {
+                kind: TaskKind::Compact,
+                settings: settings.clone(),
+                recovered: false,
+            },
+        );
+        b.push(
+            Some(turn),
+            EventMsg::CompactionStarted {
+                trigger: CompactionTrigger::Auto,
+                tokens_before: 100_000,
+            },
+        );
+        let kept: Vec<u32> = ((b.history_len.saturating_sub(6))..b.history_len)
+            .step_by(2)
+            .map(|i| i as u32)
+            .collect();
         let summary_at = kept.len() as u32;
         b.history_len = kept.len() + 1;
-        b.push(Some(turn), EventMsg::Compacted {
-            summary: Item::user_text(format!("<summary of the earlier conversation>\n{}", "summary ".repeat(200))),
-            kept,
-            summary_at,
-            tokens_before: 100_000,
-            tokens_after: 2_000,
-        });
-        b.push(Some(turn), EventMsg::TurnCompleted { last_agent_message: None });
+        b.push(
+            Some(turn),
+            EventMsg::Compacted {
+                summary: Item::user_text(format!(
+                    "<summary of the earlier conversation>\n{}",
+                    "summary ".repeat(200)
+                )),
+                kept,
+                summary_at,
+                tokens_before: 100_000,
+                tokens_after: 2_000,
+            },
+        );
+        b.push(
+            Some(turn),
+            EventMsg::TurnCompleted {
+                last_agent_message: None,
+            },
+        );
         let after = serde_json::to_string(&b.events).unwrap().len();
         sizes.push((history_bytes, after - before));
     }
@@ -93,7 +163,11 @@ fn bench(c: &mut Criterion) {
     let state = fold_owned(events.clone());
     assert!(state.history.len() < 10);
     c.bench_function("rebuild_thread_with_50_compactions", |b| {
-        b.iter_batched(|| events.clone(), fold_owned, criterion::BatchSize::LargeInput)
+        b.iter_batched(
+            || events.clone(),
+            fold_owned,
+            criterion::BatchSize::LargeInput,
+        )
     });
 }
 

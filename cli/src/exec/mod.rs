@@ -19,7 +19,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Context};
 use rein_core::bootstrap::{bootstrap, BootstrapOptions};
 use rein_core::tools::builtin::BuiltinConfig;
-use rein_protocol::{SettingsChange, ThreadId};
+use rein_protocol::{InputPart, SettingsChange, ThreadId};
 
 pub use args::ExecArgs;
 use args::{ColorMode, ExecCommand};
@@ -60,7 +60,7 @@ async fn run_exec(args: ExecArgs) -> anyhow::Result<i32> {
     } else {
         prompt::StdinUse::PromptOrExtra
     };
-    let input = prompt::resolve(prompt_arg, &common.images, stdin_extra)?;
+    let mut input = prompt::resolve(prompt_arg, &common.images, stdin_extra)?;
 
     let env = opts.provider_env();
     let kernel = bootstrap(
@@ -99,6 +99,10 @@ async fn run_exec(args: ExecArgs) -> anyhow::Result<i32> {
         },
     };
     let announce = !matches!(start, SessionStart::New);
+    if let (Some(schema), true) = (&schema, announce) {
+        // A continued thread keeps its own instructions, so the schema rides with the input.
+        input.push(InputPart::text(schema.instructions()));
+    }
     let thread = session::open(&kernel, &start, settings, common.ephemeral)?;
 
     let mode = if common.json || common.experimental_json {
