@@ -75,6 +75,10 @@ fn plain_turn_human_prints_only_the_answer_on_stdout() {
         "progress streams: {stderr}"
     );
     assert!(stderr.contains("model mock"), "{stderr}");
+    assert!(
+        stderr.contains("tokens: 12 in (2 cached), 5 out"),
+        "{stderr}"
+    );
 }
 
 #[test]

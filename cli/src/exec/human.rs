@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use std::io::Write;
 use std::time::Instant;
 
-use rein_protocol::{Event, EventMsg, FileChangeKind, PlanStepStatus, ThreadId};
+use rein_protocol::{Event, EventMsg, FileChangeKind, PlanStepStatus, ThreadId, TokenUsage};
 
 use super::jsonl::abort_text;
 
@@ -49,6 +49,8 @@ pub struct HumanProgress<W: Write> {
     /// A status line is drawn (without a newline) and must be erased before writing.
     status_drawn: bool,
     frame: usize,
+    /// Tokens of the turn so far.
+    usage: TokenUsage,
 }
 
 #[derive(PartialEq, Eq, Clone, Copy)]
@@ -68,6 +70,7 @@ impl<W: Write> HumanProgress<W> {
             calls: HashMap::new(),
             status_drawn: false,
             frame: 0,
+            usage: TokenUsage::default(),
         }
     }
 
@@ -204,12 +207,21 @@ impl<W: Write> HumanProgress<W> {
             EventMsg::ApprovalRequested { request, .. } => self.line(&format!(
                 "approval needed but rein exec cannot ask; denied: {request:?}"
             ))?,
-            EventMsg::TurnCompleted { .. } | EventMsg::TurnFailed { .. } => {
+            EventMsg::TurnCompleted { .. } => {
+                let u = self.usage;
+                let text = format!(
+                    "tokens: {} in ({} cached), {} out",
+                    u.input_tokens, u.cached_input_tokens, u.output_tokens
+                );
+                self.line(&self.style.dim(&text))?;
+            }
+            EventMsg::TurnFailed { .. } => {
                 if self.mid_line {
                     writeln!(self.err)?;
                     self.mid_line = false;
                 }
             }
+            EventMsg::TokenCount { last, .. } => self.usage.add(last),
             EventMsg::PlanUpdated { plan } => {
                 self.line(&self.style.bold("plan"))?;
                 for step in plan {
@@ -239,7 +251,6 @@ impl<W: Write> HumanProgress<W> {
             | EventMsg::ItemCompleted { .. }
             | EventMsg::ToolOutputDelta { .. }
             | EventMsg::ApprovalResolved { .. }
-            | EventMsg::TokenCount { .. }
             | EventMsg::RolledBack { .. }
             | EventMsg::ShutdownComplete => {}
         }
