@@ -7,10 +7,6 @@ use std::path::PathBuf;
 use clap::{Args, Subcommand, ValueEnum};
 
 #[derive(Args, Debug)]
-#[command(
-    args_conflicts_with_subcommands = false,
-    subcommand_negates_reqs = true
-)]
 pub struct ExecArgs {
     #[command(subcommand)]
     pub command: Option<ExecCommand>,
