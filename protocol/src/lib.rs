@@ -7,6 +7,7 @@
 #![cfg_attr(test, allow(clippy::unwrap_used))]
 
 pub mod event;
+pub mod exec_events;
 pub mod ids;
 pub mod items;
 pub mod op;
