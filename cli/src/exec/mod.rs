@@ -42,6 +42,9 @@ pub async fn run(args: ExecArgs) -> anyhow::Result<i32> {
     }
 }
 
+/// What `rein exec --demo` asks when no prompt is given.
+const DEMO_PROMPT: &str = "What does rein do?";
+
 async fn run_exec(args: ExecArgs) -> anyhow::Result<i32> {
     let common = &args.common;
     let opts = RunOptions::from_args(common);
@@ -54,7 +57,11 @@ async fn run_exec(args: ExecArgs) -> anyhow::Result<i32> {
         .map(OutputSchema::load)
         .transpose()?;
     let cwd = working_dir(common.cd.as_deref())?;
-    let (start, prompt_arg) = session_start(&args)?;
+    let (start, mut prompt_arg) = session_start(&args)?;
+    // The demo should run on a fresh machine with nothing typed or piped.
+    if common.demo && prompt_arg.is_none() && std::io::stdin().is_terminal() {
+        prompt_arg = Some(DEMO_PROMPT);
+    }
     let stdin_extra = if common.experimental_json {
         prompt::StdinUse::PromptOnly
     } else {
