@@ -291,3 +291,49 @@ fn output_schema_on_resume_is_told_to_the_model_with_the_prompt() {
     let request = mock.requests()[1].to_string();
     assert!(request.contains("schema_marker_ok"), "{request}");
 }
+
+fn sessions(home: &Home, args: &[&str]) -> String {
+    let out = support::rein()
+        .arg("sessions")
+        .args(args)
+        .env("REIN_HOME", home.path())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+#[test]
+fn a_lost_index_is_rebuilt_from_the_files_and_archive_hides_a_session() {
+    let mock = MockModel::start(replies(&["Indexed answer."]));
+    let home = Home::new(&mock, "responses");
+    let work = tempfile::tempdir().unwrap();
+    let id = thread_id(&run_in(
+        &home,
+        work.path(),
+        &["--json", "Keep me findable."],
+    ));
+    std::fs::remove_file(home.path().join("index.sqlite")).unwrap();
+    assert!(sessions(&home, &["reindex"]).contains("indexed 1 sessions"));
+    assert!(sessions(&home, &["list"])
+        .lines()
+        .any(|l| l.starts_with(&id)));
+
+    sessions(&home, &["archive", &id]);
+    assert!(!sessions(&home, &["list"])
+        .lines()
+        .any(|l| l.starts_with(&id)));
+    assert!(sessions(&home, &["list", "--archived"])
+        .lines()
+        .any(|l| l.starts_with(&id)));
+    // An archived session can still be read.
+    assert!(sessions(&home, &["show", &id]).contains("Keep me findable."));
+    sessions(&home, &["unarchive", &id]);
+    assert!(sessions(&home, &["list"])
+        .lines()
+        .any(|l| l.starts_with(&id)));
+}

@@ -41,6 +41,17 @@ enum SessionsCommand {
         #[arg(long)]
         json: bool,
     },
+    /// Rebuild the listing index from the rollout files (the files are the source of truth).
+    Reindex,
+    /// Move a session out of the listed set (it can still be shown, resumed and forked).
+    Archive { id: String },
+    /// Bring an archived session back into the listed set.
+    Unarchive { id: String },
+}
+
+fn parse_id(id: &str) -> anyhow::Result<ThreadId> {
+    id.parse()
+        .with_context(|| format!("`{id}` is not a session id (see `rein sessions list`)"))
 }
 
 pub fn run(args: SessionsArgs) -> anyhow::Result<()> {
@@ -89,10 +100,24 @@ pub fn run(args: SessionsArgs) -> anyhow::Result<()> {
                 )?;
             }
         }
+        SessionsCommand::Reindex => {
+            let n = store.reindex().context("rebuilding the session index")?;
+            writeln!(out, "indexed {n} sessions")?;
+        }
+        SessionsCommand::Archive { id } => {
+            let path = store
+                .archive(parse_id(&id)?)
+                .with_context(|| format!("archiving {id}"))?;
+            writeln!(out, "archived {id} ({})", path.display())?;
+        }
+        SessionsCommand::Unarchive { id } => {
+            let path = store
+                .unarchive(parse_id(&id)?)
+                .with_context(|| format!("unarchiving {id}"))?;
+            writeln!(out, "unarchived {id} ({})", path.display())?;
+        }
         SessionsCommand::Show { id, json } => {
-            let thread: ThreadId = id
-                .parse()
-                .with_context(|| format!("`{id}` is not a session id"))?;
+            let thread = parse_id(&id)?;
             let loaded = store
                 .load(thread)
                 .with_context(|| format!("loading session {id}"))?;
