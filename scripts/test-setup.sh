@@ -12,3 +12,16 @@ if ! command -v bwrap >/dev/null 2>&1; then
         echo "test-setup: bubblewrap missing and not installable here; its tests will be skipped" >&2
     fi
 fi
+
+# The official Codex TypeScript SDK, for the test that drives `rein exec` through it.
+# Without its optional dependencies, so the Codex binary itself is never fetched; under
+# target/ so nothing is committed.
+node_dir="${REIN_E2E_NODE_DIR:-target/e2e-node}"
+if ! command -v npm >/dev/null 2>&1; then
+    echo "test-setup: npm not found; the Codex SDK test will be skipped" >&2
+elif [ ! -f "$node_dir/node_modules/@openai/codex-sdk/dist/index.js" ]; then
+    mkdir -p "$node_dir"
+    [ -f "$node_dir/package.json" ] || printf '{ "name": "rein-e2e-node", "private": true }\n' >"$node_dir/package.json"
+    npm install --omit=optional --no-audit --no-fund --prefix "$node_dir" @openai/codex-sdk >&2 \
+        || echo "test-setup: could not install @openai/codex-sdk" >&2
+fi

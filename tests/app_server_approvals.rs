@@ -132,3 +132,61 @@ fn cancelled_command_does_not_run_and_interrupts_the_turn() {
     assert_eq!(turn["status"], "interrupted");
     assert_eq!(trip.model_requests, 1);
 }
+
+#[test]
+fn a_patch_turn_shows_a_file_change_item_and_the_turn_diff() {
+    let model = MockModel::start(json!({
+        "replies": [
+            { "tool_calls": [{ "call_id": "call_patch", "name": "apply_patch", "arguments": {
+                "input": "*** Begin Patch\n*** Add File: hello.txt\n+hello from the patch\n*** End Patch\n"
+            } }] },
+            { "text": "Wrote hello.txt." }
+        ]
+    }));
+    let home = home_for(&model);
+    let mut server = AppServer::start(home.path(), &[]);
+    server.initialize();
+    let cwd = tempfile::tempdir().unwrap();
+    let thread = server.start_thread(json!({
+        "cwd": cwd.path(), "approvalPolicy": "never", "sandbox": "workspace-write"
+    }));
+    server.request(
+        "turn/start",
+        json!({ "threadId": thread, "input": [{ "type": "text", "text": "write hello" }] }),
+    );
+    let seen = server.until(|m| method(m) == "turn/completed");
+    assert_eq!(
+        std::fs::read_to_string(cwd.path().join("hello.txt")).unwrap(),
+        "hello from the patch\n"
+    );
+    let item = seen
+        .iter()
+        .find(|m| method(m) == "item/completed" && m["params"]["item"]["type"] == "fileChange")
+        .map(|m| &m["params"]["item"])
+        .unwrap();
+    assert_eq!(item["status"], "completed");
+    assert_eq!(
+        item["changes"][0]["path"]
+            .as_str()
+            .unwrap()
+            .ends_with("hello.txt"),
+        true
+    );
+    assert_eq!(item["changes"][0]["kind"]["type"], "add");
+    assert!(item["changes"][0]["diff"]
+        .as_str()
+        .unwrap()
+        .contains("+hello from the patch"));
+    let diff = seen
+        .iter()
+        .find(|m| method(m) == "turn/diff/updated")
+        .unwrap();
+    assert!(diff["params"]["diff"]
+        .as_str()
+        .unwrap()
+        .contains("hello.txt"));
+    assert_eq!(
+        seen.last().unwrap()["params"]["turn"]["status"],
+        "completed"
+    );
+}

@@ -9,7 +9,12 @@ fn rein() -> Command {
 
 #[test]
 fn demo_streams_the_answer_to_stdout() {
-    let out = rein().args(["exec", "--demo", "ping"]).output().unwrap();
+    let home = tempfile::tempdir().unwrap();
+    let out = rein()
+        .args(["exec", "--demo", "ping"])
+        .env("REIN_HOME", home.path())
+        .output()
+        .unwrap();
     assert!(
         out.status.success(),
         "stderr: {}",
@@ -20,9 +25,11 @@ fn demo_streams_the_answer_to_stdout() {
 }
 
 #[test]
-fn demo_json_prints_one_event_per_line_in_seq_order() {
+fn demo_json_prints_the_codex_exec_event_stream() {
+    let home = tempfile::tempdir().unwrap();
     let out = rein()
         .args(["exec", "--demo", "--json", "ping"])
+        .env("REIN_HOME", home.path())
         .output()
         .unwrap();
     assert!(out.status.success());
@@ -31,16 +38,23 @@ fn demo_json_prints_one_event_per_line_in_seq_order() {
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
         .collect();
-    let types: Vec<&str> = events
+    let types: Vec<&str> = events.iter().map(|e| e["type"].as_str().unwrap()).collect();
+    assert_eq!(types.first(), Some(&"thread.started"));
+    assert_eq!(types.get(1), Some(&"turn.started"));
+    assert_eq!(types.last(), Some(&"turn.completed"));
+    // The demo runs a real shell command before answering.
+    let command = events
         .iter()
-        .map(|e| e["msg"]["type"].as_str().unwrap())
-        .collect();
-    assert_eq!(types.first(), Some(&"thread_configured"));
-    assert!(types.contains(&"turn_started"));
-    assert!(types.contains(&"agent_message_delta"));
-    assert_eq!(types.last(), Some(&"turn_completed"));
-    let seqs: Vec<u64> = events.iter().map(|e| e["seq"].as_u64().unwrap()).collect();
-    assert!(seqs.windows(2).all(|w| w[1] == w[0] + 1));
+        .find(|e| e["type"] == "item.completed" && e["item"]["type"] == "command_execution")
+        .unwrap();
+    assert_eq!(command["item"]["command"], "ls -a");
+    assert_eq!(command["item"]["exit_code"], 0);
+    let answer = &events[events.len() - 2]["item"];
+    assert_eq!(answer["type"], "agent_message");
+    assert!(answer["text"]
+        .as_str()
+        .unwrap()
+        .starts_with("Hello from rein."));
 }
 
 #[test]

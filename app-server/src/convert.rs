@@ -2,7 +2,8 @@
 //! history items, token usage.
 
 use rein_protocol::app_server::{
-    AskForApproval, SandboxMode, SandboxPolicyWire, ThreadItem, TokenUsageBreakdown, UserInput,
+    AskForApproval, FileUpdateChange, SandboxMode, SandboxPolicyWire, ThreadItem,
+    TokenUsageBreakdown, UserInput,
 };
 use rein_protocol::{ApprovalPolicy, InputPart, Item, ReasoningEffort, SandboxPolicy, TokenUsage};
 use serde_json::Value;
@@ -166,6 +167,23 @@ pub fn usage_to_wire(usage: &TokenUsage) -> TokenUsageBreakdown {
         cached_input_tokens: n(usage.cached_input_tokens),
         output_tokens: n(usage.output_tokens),
         reasoning_output_tokens: n(usage.reasoning_output_tokens),
+    }
+}
+
+/// One changed file as Codex's `FileUpdateChange`.
+pub fn file_change_to_wire(change: &rein_protocol::FileDiff) -> FileUpdateChange {
+    let kind = match change.kind {
+        rein_protocol::FileChangeKind::Add => serde_json::json!({ "type": "add" }),
+        rein_protocol::FileChangeKind::Delete => serde_json::json!({ "type": "delete" }),
+        rein_protocol::FileChangeKind::Update => serde_json::json!({
+            "type": "update",
+            "move_path": change.move_to.as_ref().map(|p| p.display().to_string()),
+        }),
+    };
+    FileUpdateChange {
+        path: change.path.display().to_string(),
+        kind,
+        diff: change.unified_diff.clone(),
     }
 }
 

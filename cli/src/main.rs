@@ -7,6 +7,7 @@ mod app_server_cmd;
 mod exec;
 mod mock_model_cmd;
 mod schema_cmd;
+mod sessions_cmd;
 
 use clap::{Parser, Subcommand};
 
@@ -20,11 +21,13 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Run an agent turn headless (Codex `exec` compatible).
-    Exec(exec::ExecArgs),
+    Exec(Box<exec::ExecArgs>),
     /// Serve the JSON-RPC app-server protocol (Codex app-server v2 compatible).
     AppServer(app_server_cmd::AppServerArgs),
     /// Serve a scripted model over HTTP (Responses and Chat Completions).
     MockModel(mock_model_cmd::MockModelArgs),
+    /// List and show persisted sessions.
+    Sessions(sessions_cmd::SessionsArgs),
     /// Write the JSON Schema of rein's wire types into a directory.
     Schema {
         #[arg(long, default_value = "schema")]
@@ -43,11 +46,12 @@ fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
     match cli.command {
         Command::Exec(args) => {
-            let code = runtime()?.block_on(exec::run(args))?;
+            let code = runtime()?.block_on(exec::run(*args))?;
             std::process::exit(code);
         }
         Command::AppServer(args) => runtime()?.block_on(app_server_cmd::run(args)),
         Command::MockModel(args) => runtime()?.block_on(mock_model_cmd::run(args)),
+        Command::Sessions(args) => sessions_cmd::run(args),
         Command::Schema { out } => schema_cmd::write_all(&out),
     }
 }

@@ -40,6 +40,8 @@ fn variant(msg: &EventMsg) -> &'static str {
         EventMsg::ApprovalResolved { .. } => "ApprovalResolved",
         EventMsg::TokenCount { .. } => "TokenCount",
         EventMsg::PlanUpdated { .. } => "PlanUpdated",
+        EventMsg::PatchApplied { .. } => "PatchApplied",
+        EventMsg::TurnDiff { .. } => "TurnDiff",
         EventMsg::StreamRetry { .. } => "StreamRetry",
         EventMsg::ModelRerouted { .. } => "ModelRerouted",
         EventMsg::CompactionStarted { .. } => "CompactionStarted",
@@ -52,7 +54,7 @@ fn variant(msg: &EventMsg) -> &'static str {
     }
 }
 
-const ALL_VARIANTS: usize = 26;
+const ALL_VARIANTS: usize = 28;
 
 fn meta_for(thread: ThreadId) -> SessionMeta {
     SessionMeta::new(

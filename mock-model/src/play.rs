@@ -135,10 +135,7 @@ pub fn delivery(reply: &ScriptedReply, index: usize, request_bytes: usize) -> De
     let text_events = said.len();
     for (n, call) in reply.tool_calls.iter().enumerate() {
         said.push(Said::ToolCall {
-            call_id: call
-                .call_id
-                .clone()
-                .unwrap_or_else(|| format!("call_{index}_{n}")),
+            call_id: call.id_for(index, n),
             name: call.name.clone(),
             arguments: call.arguments.to_string(),
         });

@@ -162,6 +162,16 @@ pub enum EventMsg {
     PlanUpdated {
         plan: Vec<PlanStep>,
     },
+    /// A patch changed files: one entry per file, each with its unified diff.
+    PatchApplied {
+        call_id: String,
+        changes: Vec<FileDiff>,
+    },
+    /// Every file change of the turn so far, as one unified diff (the turn's patches in
+    /// order).
+    TurnDiff {
+        unified_diff: String,
+    },
     /// A sampling request is retried after a recoverable failure.
     StreamRetry {
         attempt: u32,
@@ -250,6 +260,25 @@ pub enum ApprovalOutcome {
     Aborted,
     /// The turn ended (interrupt, shutdown) before an answer came.
     Cancelled,
+}
+
+/// One file a patch changed.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct FileDiff {
+    pub path: PathBuf,
+    pub kind: FileChangeKind,
+    /// Where an updated file was moved to, if it was.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub move_to: Option<PathBuf>,
+    pub unified_diff: String,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum FileChangeKind {
+    Add,
+    Delete,
+    Update,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]

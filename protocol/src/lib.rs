@@ -8,6 +8,7 @@
 
 pub mod app_server;
 pub mod event;
+pub mod exec_events;
 pub mod ids;
 pub mod items;
 pub mod op;
@@ -17,8 +18,8 @@ pub mod settings;
 pub mod status;
 
 pub use event::{
-    ApprovalOutcome, ApprovalRequest, CompactionTrigger, ErrorCode, Event, EventMsg, ItemKind,
-    PlanStep, PlanStepStatus, TaskKind, TurnAbortReason,
+    ApprovalOutcome, ApprovalRequest, CompactionTrigger, ErrorCode, Event, EventMsg,
+    FileChangeKind, FileDiff, ItemKind, PlanStep, PlanStepStatus, TaskKind, TurnAbortReason,
 };
 pub use ids::{ItemId, SessionId, SubmissionId, ThreadId, TurnId};
 pub use items::{InputPart, Item, MessageRole, INTERRUPTION_MARKER};

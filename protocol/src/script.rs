@@ -116,6 +116,16 @@ impl ScriptedReply {
     }
 }
 
+impl ScriptedToolCall {
+    /// The call's id: the scripted one, else `call_<reply index>_<call index>`. Both faces
+    /// of the scripted model use this, so a script yields the same ids in and out of process.
+    pub fn id_for(&self, reply_index: usize, call_index: usize) -> String {
+        self.call_id
+            .clone()
+            .unwrap_or_else(|| format!("call_{reply_index}_{call_index}"))
+    }
+}
+
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct ScriptedToolCall {
     /// Defaults to `call_<reply index>_<call index>`.

@@ -12,15 +12,15 @@ use rein_protocol::app_server::{
     FileChangeRequestApprovalParams, ItemCompletedNotification, ItemStartedNotification,
     ReasoningSummaryTextDeltaNotification, ServerNotification, ThreadIdNotification, ThreadItem,
     ThreadStatus, ThreadStatusChangedNotification, ThreadTokenUsage,
-    ThreadTokenUsageUpdatedNotification, TurnError, TurnItemsView, TurnNotification, TurnPlanStep,
-    TurnPlanUpdatedNotification, TurnStatus, WarningNotification,
+    ThreadTokenUsageUpdatedNotification, TurnDiffUpdatedNotification, TurnError, TurnItemsView,
+    TurnNotification, TurnPlanStep, TurnPlanUpdatedNotification, TurnStatus, WarningNotification,
 };
 use rein_protocol::{
     ApprovalOutcome, ApprovalRequest, Event, EventMsg, Item, ItemKind, PlanStepStatus, TurnId,
 };
 use serde_json::Value;
 
-use crate::convert::{item_to_wire, usage_to_wire};
+use crate::convert::{file_change_to_wire, item_to_wire, usage_to_wire};
 use crate::outbound::now_ms;
 
 mod shapes;
@@ -322,6 +322,25 @@ impl EventMapper {
             } => {
                 let text = format!("{message} (retry {attempt}/{max_attempts})");
                 out.push(self.error_or_warning(turn_id, plain_error(text), true));
+            }
+            // The patch's real diffs replace what was read from its arguments.
+            EventMsg::PatchApplied { call_id, changes } => {
+                if let Some(ThreadItem::FileChange { changes: shown, .. }) =
+                    self.tools.get_mut(call_id).map(|t| &mut t.started_item)
+                {
+                    *shown = changes.iter().map(file_change_to_wire).collect();
+                }
+            }
+            EventMsg::TurnDiff { unified_diff } => {
+                if let Some(turn_id) = turn_id {
+                    out.push(Outgoing::Notify(ServerNotification::TurnDiffUpdated(
+                        TurnDiffUpdatedNotification {
+                            thread_id: self.thread_id.clone(),
+                            turn_id: turn_id.to_string(),
+                            diff: unified_diff.clone(),
+                        },
+                    )));
+                }
             }
             // Codex's `model/rerouted` only knows its own safety reasons; a fallback after
             // failures is told to clients as a warning.

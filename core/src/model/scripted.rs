@@ -179,10 +179,7 @@ fn beats(
     events.extend(deltas.into_iter().map(ModelEvent::TextDelta));
     for (n, call) in reply.tool_calls.iter().enumerate() {
         events.push(ModelEvent::ToolCall {
-            call_id: call
-                .call_id
-                .clone()
-                .unwrap_or_else(|| format!("call_{index}_{n}")),
+            call_id: call.id_for(index, n),
             name: call.name.clone(),
             arguments: call.arguments.to_string(),
         });

@@ -195,6 +195,8 @@ impl ThreadState {
             | EventMsg::ApprovalRequested { .. }
             | EventMsg::ApprovalResolved { .. }
             | EventMsg::PlanUpdated { .. }
+            | EventMsg::PatchApplied { .. }
+            | EventMsg::TurnDiff { .. }
             | EventMsg::StreamRetry { .. }
             | EventMsg::CompactionStarted { .. }
             | EventMsg::ModelRerouted { .. }

@@ -151,14 +151,19 @@ struct ReplyBuilder {
 }
 
 impl ReplyBuilder {
-    fn on_text(&mut self, delta: String, sink: &TurnSink) {
+    /// Append a streamed delta to the open item of `kind`, opening it on the first one.
+    fn on_delta(&mut self, kind: ItemKind, delta: String, sink: &TurnSink) {
         let silent = self.silent;
-        let (id, text) = self.message.get_or_insert_with(|| {
+        let slot = match kind {
+            ItemKind::AgentMessage => &mut self.message,
+            ItemKind::Reasoning => &mut self.reasoning,
+        };
+        let (id, text) = slot.get_or_insert_with(|| {
             let id = ItemId::new();
             if !silent {
                 sink.emit(EventMsg::ItemStarted {
                     item_id: id.clone(),
-                    kind: ItemKind::AgentMessage,
+                    kind,
                 });
             }
             (id, String::new())
@@ -167,31 +172,10 @@ impl ReplyBuilder {
         if silent {
             return;
         }
-        sink.emit(EventMsg::AgentMessageDelta {
-            item_id: id.clone(),
-            delta,
-        });
-    }
-
-    fn on_reasoning(&mut self, delta: String, sink: &TurnSink) {
-        let silent = self.silent;
-        let (id, text) = self.reasoning.get_or_insert_with(|| {
-            let id = ItemId::new();
-            if !silent {
-                sink.emit(EventMsg::ItemStarted {
-                    item_id: id.clone(),
-                    kind: ItemKind::Reasoning,
-                });
-            }
-            (id, String::new())
-        });
-        text.push_str(&delta);
-        if silent {
-            return;
-        }
-        sink.emit(EventMsg::ReasoningDelta {
-            item_id: id.clone(),
-            delta,
+        let item_id = id.clone();
+        sink.emit(match kind {
+            ItemKind::AgentMessage => EventMsg::AgentMessageDelta { item_id, delta },
+            ItemKind::Reasoning => EventMsg::ReasoningDelta { item_id, delta },
         });
     }
 
@@ -247,8 +231,8 @@ async fn sample_once(
             next = stream.next() => next,
         };
         match next {
-            Some(Ok(ModelEvent::TextDelta(d))) => reply.on_text(d, sink),
-            Some(Ok(ModelEvent::ReasoningDelta(d))) => reply.on_reasoning(d, sink),
+            Some(Ok(ModelEvent::TextDelta(d))) => reply.on_delta(ItemKind::AgentMessage, d, sink),
+            Some(Ok(ModelEvent::ReasoningDelta(d))) => reply.on_delta(ItemKind::Reasoning, d, sink),
             Some(Ok(ModelEvent::ToolCall {
                 call_id,
                 name,

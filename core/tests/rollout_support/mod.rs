@@ -217,6 +217,18 @@ pub fn every_variant_thread() -> ThreadScript {
         max_attempts: 5,
         message: "reset by peer".into(),
     });
+    s.push(EventMsg::PatchApplied {
+        call_id: "c9".into(),
+        changes: vec![rein_protocol::FileDiff {
+            path: "src/a.rs".into(),
+            kind: rein_protocol::FileChangeKind::Update,
+            move_to: Some("src/b.rs".into()),
+            unified_diff: "--- a/src/a.rs\n+++ b/src/b.rs\n@@ -1 +1 @@\n-a\n+b\n".into(),
+        }],
+    });
+    s.push(EventMsg::TurnDiff {
+        unified_diff: "--- a/src/a.rs\n+++ b/src/b.rs\n@@ -1 +1 @@\n-a\n+b\n".into(),
+    });
     s.push(EventMsg::ModelRerouted {
         from: "gpt-test".into(),
         to: "gpt-backup".into(),

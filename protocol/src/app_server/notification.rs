@@ -31,6 +31,8 @@ pub enum ServerNotification {
     TurnCompleted(TurnNotification),
     #[serde(rename = "turn/plan/updated")]
     TurnPlanUpdated(TurnPlanUpdatedNotification),
+    #[serde(rename = "turn/diff/updated")]
+    TurnDiffUpdated(TurnDiffUpdatedNotification),
     #[serde(rename = "item/started")]
     ItemStarted(ItemStartedNotification),
     #[serde(rename = "item/completed")]
@@ -67,6 +69,7 @@ impl ServerNotification {
             ServerNotification::TurnStarted(_) => "turn/started",
             ServerNotification::TurnCompleted(_) => "turn/completed",
             ServerNotification::TurnPlanUpdated(_) => "turn/plan/updated",
+            ServerNotification::TurnDiffUpdated(_) => "turn/diff/updated",
             ServerNotification::ItemStarted(_) => "item/started",
             ServerNotification::ItemCompleted(_) => "item/completed",
             ServerNotification::AgentMessageDelta(_) => "item/agentMessage/delta",
@@ -149,6 +152,15 @@ pub struct TurnPlanUpdatedNotification {
     pub turn_id: String,
     pub explanation: Option<String>,
     pub plan: Vec<TurnPlanStep>,
+}
+
+/// Every file change of the turn so far, as one unified diff.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct TurnDiffUpdatedNotification {
+    pub thread_id: String,
+    pub turn_id: String,
+    pub diff: String,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]

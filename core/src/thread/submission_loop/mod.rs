@@ -40,6 +40,8 @@ struct RunningTurn {
     /// When the wall-time budget runs out.
     deadline: Option<Instant>,
     open: OpenItems,
+    /// The unified diffs of every patch this turn applied, in order.
+    diff: String,
 }
 
 struct ParkedApproval {
@@ -303,7 +305,19 @@ impl SubmissionLoop {
         match kind {
             TaskMsgKind::Emit(msg) => {
                 turn.open.observe(&msg);
+                let turn_diff = match &msg {
+                    EventMsg::PatchApplied { changes, .. } => {
+                        for change in changes {
+                            turn.diff.push_str(&change.unified_diff);
+                        }
+                        Some(turn.diff.clone())
+                    }
+                    _ => None,
+                };
                 self.emit(Some(turn_id), msg);
+                if let Some(unified_diff) = turn_diff {
+                    self.emit(Some(turn_id), EventMsg::TurnDiff { unified_diff });
+                }
             }
             TaskMsgKind::Usage(last) => {
                 let mut total = self.state.usage;

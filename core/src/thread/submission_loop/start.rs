@@ -95,6 +95,7 @@ impl SubmissionLoop {
             handle,
             deadline: opened.deadline,
             open: OpenItems::default(),
+            diff: String::new(),
         });
     }
 

@@ -6,9 +6,11 @@ use std::path::Path;
 use std::sync::Arc;
 
 use futures::future::BoxFuture;
+use rein_protocol::{EventMsg, FileChangeKind, FileDiff};
 use serde::Deserialize;
 use serde_json::json;
 
+use super::applier::{ChangeKind, FileChange};
 use super::{parse, stage, summarize, PatchError};
 use crate::tools::policy::{Action, PolicyEngine};
 use crate::tools::{Tool, ToolCall, ToolContext, ToolResult, ToolSpec};
@@ -84,8 +86,28 @@ pub async fn apply_checked(
     }
     // Staging and writing are plain blocking file I/O on a handful of files.
     match tokio::task::spawn_blocking(move || staged.commit()).await {
-        Ok(Ok(changes)) => ToolResult::ok(summarize(&changes)),
+        Ok(Ok(changes)) => {
+            ctx.emit(EventMsg::PatchApplied {
+                call_id: ctx.call_id.clone(),
+                changes: changes.iter().map(file_diff).collect(),
+            });
+            ToolResult::ok(summarize(&changes))
+        }
         Ok(Err(e)) => ToolResult::err(e.to_string()),
         Err(e) => ToolResult::err(format!("apply_patch failed: {e}")),
+    }
+}
+
+fn file_diff(change: &FileChange) -> FileDiff {
+    let (kind, move_to) = match &change.kind {
+        ChangeKind::Add => (FileChangeKind::Add, None),
+        ChangeKind::Delete => (FileChangeKind::Delete, None),
+        ChangeKind::Update { move_to } => (FileChangeKind::Update, move_to.clone()),
+    };
+    FileDiff {
+        path: change.path.clone(),
+        kind,
+        move_to,
+        unified_diff: change.diff.clone(),
     }
 }

@@ -1,0 +1,147 @@
+//! The `rein exec` command line, shaped like `codex exec` so scripts and the Codex SDKs
+//! can drive rein unchanged. Options that apply to the whole run are global, so they may
+//! stand before or after `resume` / `fork` (the SDK puts `--image` after `resume ID`).
+
+use std::path::PathBuf;
+
+use clap::{Args, Subcommand, ValueEnum};
+
+#[derive(Args, Debug)]
+pub struct ExecArgs {
+    #[command(subcommand)]
+    pub command: Option<ExecCommand>,
+
+    #[command(flatten)]
+    pub common: CommonArgs,
+
+    /// The prompt; `-` or none reads it from stdin. Piped stdin given with a prompt is
+    /// appended to it as a `<stdin>` block.
+    pub prompt: Option<String>,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum ExecCommand {
+    /// Continue an earlier session with a new prompt.
+    Resume(ResumeArgs),
+    /// Start a new session from a copy of an earlier one's history.
+    Fork(ForkArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct ResumeArgs {
+    /// The session to resume (a thread id).
+    pub session_id: Option<String>,
+    /// Resume the most recent session of this directory.
+    #[arg(long)]
+    pub last: bool,
+    /// With `--last`: the most recent session of any directory.
+    #[arg(long)]
+    pub all: bool,
+    /// The prompt; `-` or none reads it from stdin.
+    pub prompt: Option<String>,
+}
+
+#[derive(Args, Debug)]
+pub struct ForkArgs {
+    /// The session to fork (a thread id).
+    pub session_id: String,
+    /// Keep the history up to and including this completed turn (1-based); default: all.
+    #[arg(long)]
+    pub at: Option<u32>,
+    /// The prompt; `-` or none reads it from stdin.
+    pub prompt: Option<String>,
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct CommonArgs {
+    /// Use the built-in scripted model (no API key needed).
+    #[arg(long, global = true)]
+    pub demo: bool,
+    /// Print the run as JSON lines (the `codex exec --json` events) on stdout.
+    #[arg(long, global = true)]
+    pub json: bool,
+    /// `--json` as the Codex SDK spells it. The SDK may keep stdin open as a control
+    /// channel, so with this flag a prompt argument is never joined by stdin.
+    #[arg(long, hide = true, global = true)]
+    pub experimental_json: bool,
+    /// The model to use.
+    #[arg(short = 'm', long, global = true)]
+    pub model: Option<String>,
+    /// Override a configuration value (`key=value`, TOML value, dotted key).
+    #[arg(short = 'c', long = "config", value_name = "key=value", global = true)]
+    pub overrides: Vec<String>,
+    /// The configuration profile to use.
+    #[arg(short = 'p', long, global = true)]
+    pub profile: Option<String>,
+    /// What the agent's commands may touch.
+    #[arg(short = 's', long, value_enum, global = true)]
+    pub sandbox: Option<SandboxMode>,
+    /// Workspace-write sandbox (approvals are never asked headless anyway).
+    #[arg(long, global = true)]
+    pub full_auto: bool,
+    /// No sandbox and no approvals. Only for already isolated environments.
+    #[arg(
+        long = "dangerously-bypass-approvals-and-sandbox",
+        alias = "yolo",
+        global = true
+    )]
+    pub bypass: bool,
+    /// Work in this directory instead of the current one.
+    #[arg(short = 'C', long = "cd", value_name = "DIR", global = true)]
+    pub cd: Option<PathBuf>,
+    /// Another directory the agent may write to.
+    #[arg(long = "add-dir", value_name = "DIR", global = true)]
+    pub add_dirs: Vec<PathBuf>,
+    /// Accepted for compatibility: rein runs outside git repositories too.
+    #[arg(long, global = true)]
+    pub skip_git_repo_check: bool,
+    /// A JSON Schema the final answer must satisfy (it is checked; a mismatch fails).
+    #[arg(long, value_name = "FILE", global = true)]
+    pub output_schema: Option<PathBuf>,
+    /// Also write the final message to this file.
+    #[arg(
+        short = 'o',
+        long = "output-last-message",
+        value_name = "FILE",
+        global = true
+    )]
+    pub output_last_message: Option<PathBuf>,
+    /// Attach an image to the prompt (repeatable).
+    #[arg(
+        short = 'i',
+        long = "image",
+        value_name = "FILE",
+        value_delimiter = ',',
+        global = true
+    )]
+    pub images: Vec<PathBuf>,
+    /// Do not persist the session.
+    #[arg(long, global = true)]
+    pub ephemeral: bool,
+    /// When to color human output.
+    #[arg(long, value_enum, default_value_t = ColorMode::Auto, global = true)]
+    pub color: ColorMode,
+    /// Accepted for SDK compatibility; rein has no equivalent and says so on stderr.
+    #[arg(long, hide = true, global = true)]
+    pub thread_source: Option<String>,
+    /// Accepted for SDK compatibility; rein has no equivalent and says so on stderr.
+    #[arg(long, hide = true, global = true)]
+    pub cyber_access_program: Option<String>,
+    /// Accepted for SDK compatibility; rein has no equivalent and says so on stderr.
+    #[arg(long, hide = true, global = true)]
+    pub collaboration_mode: Option<String>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum SandboxMode {
+    ReadOnly,
+    WorkspaceWrite,
+    DangerFullAccess,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum ColorMode {
+    Always,
+    Never,
+    Auto,
+}

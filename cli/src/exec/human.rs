@@ -1,0 +1,358 @@
+//! Human output: progress on stderr as it happens (streamed text, reasoning, tool calls
+//! with their elapsed time), and — printed by the run once the turn is over — the final
+//! message alone on stdout, so `rein exec "..." > answer.txt` captures just the answer.
+
+use std::collections::HashMap;
+use std::io::Write;
+use std::time::Instant;
+
+use rein_protocol::{Event, EventMsg, FileChangeKind, PlanStepStatus, ThreadId, TokenUsage};
+
+use super::jsonl::abort_text;
+
+/// How stderr may be written: ANSI styling (a terminal, or `--color always`) and a live
+/// status line redrawn in place (a terminal only).
+#[derive(Clone, Copy)]
+pub struct Style {
+    pub color: bool,
+    pub live: bool,
+}
+
+const SPINNER: [char; 10] = ['⠋', '⠙', '⠹', '⠸', '⠼', '⠴', '⠦', '⠧', '⠇', '⠏'];
+
+impl Style {
+    fn dim(self, s: &str) -> String {
+        if self.color {
+            format!("\x1b[2m{s}\x1b[0m")
+        } else {
+            s.to_owned()
+        }
+    }
+
+    fn bold(self, s: &str) -> String {
+        if self.color {
+            format!("\x1b[1m{s}\x1b[0m")
+        } else {
+            s.to_owned()
+        }
+    }
+}
+
+pub struct HumanProgress<W: Write> {
+    err: W,
+    style: Style,
+    /// What the last thing written was, to put breaks between streams.
+    mid_line: bool,
+    streaming: Stream,
+    /// Running tool calls: summary and start, by call id.
+    calls: HashMap<String, (String, Instant)>,
+    /// A status line is drawn (without a newline) and must be erased before writing.
+    status_drawn: bool,
+    frame: usize,
+    /// Tokens of the turn so far.
+    usage: TokenUsage,
+}
+
+#[derive(PartialEq, Eq, Clone, Copy)]
+enum Stream {
+    None,
+    Reasoning,
+    Answer,
+}
+
+impl<W: Write> HumanProgress<W> {
+    pub fn new(err: W, style: Style) -> Self {
+        Self {
+            err,
+            style,
+            mid_line: false,
+            streaming: Stream::None,
+            calls: HashMap::new(),
+            status_drawn: false,
+            frame: 0,
+            usage: TokenUsage::default(),
+        }
+    }
+
+    fn erase_status(&mut self) -> std::io::Result<()> {
+        if self.status_drawn {
+            self.status_drawn = false;
+            write!(self.err, "\r\x1b[2K")?;
+        }
+        Ok(())
+    }
+
+    /// Redraw the live status line: a spinner and the elapsed time of the oldest running
+    /// call. Called periodically by the run loop, on a terminal only.
+    pub fn tick(&mut self) -> std::io::Result<()> {
+        if !self.style.live || self.mid_line {
+            return Ok(());
+        }
+        let Some((summary, started)) = self.calls.values().min_by_key(|(_, at)| *at) else {
+            return Ok(());
+        };
+        let ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+        let text = format!(
+            "\r\x1b[2K{} {summary} ({})",
+            SPINNER[self.frame % SPINNER.len()],
+            elapsed(ms)
+        );
+        self.frame += 1;
+        self.status_drawn = true;
+        write!(self.err, "{}", self.style.dim(&text))?;
+        self.err.flush()
+    }
+
+    fn line(&mut self, text: &str) -> std::io::Result<()> {
+        self.erase_status()?;
+        if self.mid_line {
+            writeln!(self.err)?;
+        }
+        self.mid_line = false;
+        self.streaming = Stream::None;
+        writeln!(self.err, "{text}")
+    }
+
+    fn stream(&mut self, kind: Stream, delta: &str) -> std::io::Result<()> {
+        self.erase_status()?;
+        if self.streaming != kind {
+            let header = match kind {
+                Stream::Reasoning => self.style.dim("thinking"),
+                _ => self.style.bold("answer"),
+            };
+            self.line(&header)?;
+            self.streaming = kind;
+        }
+        let text = match kind {
+            Stream::Reasoning => self.style.dim(delta),
+            _ => delta.to_owned(),
+        };
+        write!(self.err, "{text}")?;
+        self.mid_line = !delta.ends_with('\n');
+        self.err.flush()
+    }
+
+    /// The header of a run that continues an earlier session.
+    pub fn resumed(&mut self, thread_id: ThreadId) -> std::io::Result<()> {
+        let header = format!("rein exec · session {thread_id} (continued)");
+        self.line(&self.style.dim(&header))?;
+        self.err.flush()
+    }
+
+    pub fn on_event(&mut self, event: &Event) -> std::io::Result<()> {
+        match &event.msg {
+            EventMsg::ThreadConfigured { settings, .. } => {
+                let header = format!(
+                    "rein exec · session {} · model {} · {}",
+                    event.thread_id,
+                    settings.model,
+                    settings.cwd.display()
+                );
+                self.line(&self.style.dim(&header))?;
+            }
+            EventMsg::AgentMessageDelta { delta, .. } => self.stream(Stream::Answer, delta)?,
+            EventMsg::ReasoningDelta { delta, .. } => self.stream(Stream::Reasoning, delta)?,
+            EventMsg::ToolCallBegin {
+                call_id,
+                name,
+                arguments,
+            } => {
+                let summary = call_summary(name, arguments);
+                self.line(&format!("{} {summary}", self.style.bold("▶")))?;
+                self.calls
+                    .insert(call_id.clone(), (summary, Instant::now()));
+            }
+            EventMsg::ToolCallEnd {
+                call_id,
+                success,
+                duration_ms,
+            } => {
+                let summary = self
+                    .calls
+                    .remove(call_id)
+                    .map(|(summary, _)| summary)
+                    .unwrap_or_default();
+                let mark = if *success { "✓" } else { "✗" };
+                let text = format!("{mark} {summary} ({})", elapsed(*duration_ms));
+                self.line(&self.style.dim(&text))?;
+            }
+            EventMsg::StreamRetry {
+                attempt,
+                max_attempts,
+                message,
+            } => self.line(&format!(
+                "reconnecting ({attempt}/{max_attempts}): {message}"
+            ))?,
+            EventMsg::Warning { message } => self.line(&format!("warning: {message}"))?,
+            EventMsg::ModelRerouted { from, to, reason } => self.line(&format!(
+                "warning: model {from} failed ({reason}); continuing with {to}"
+            ))?,
+            EventMsg::ModelSwitched { from, to } => {
+                self.line(&self.style.dim(&format!("model switched: {from} → {to}")))?;
+            }
+            EventMsg::CompactionStarted { tokens_before, .. } => self.line(
+                &self
+                    .style
+                    .dim(&format!("compacting the context ({tokens_before} tokens)")),
+            )?,
+            EventMsg::Compacted { tokens_after, .. } => self.line(
+                &self
+                    .style
+                    .dim(&format!("context compacted to {tokens_after} tokens")),
+            )?,
+            EventMsg::Error { message, .. } => self.line(&format!("error: {message}"))?,
+            EventMsg::TurnAborted { reason } => {
+                self.line(&format!("turn aborted: {}", abort_text(*reason)))?;
+            }
+            EventMsg::ApprovalRequested { request, .. } => self.line(&format!(
+                "approval needed but rein exec cannot ask; denied: {request:?}"
+            ))?,
+            EventMsg::TurnCompleted { .. } => {
+                let u = self.usage;
+                let text = format!(
+                    "tokens: {} in ({} cached), {} out",
+                    u.input_tokens, u.cached_input_tokens, u.output_tokens
+                );
+                self.line(&self.style.dim(&text))?;
+            }
+            EventMsg::TurnFailed { .. } => {
+                if self.mid_line {
+                    writeln!(self.err)?;
+                    self.mid_line = false;
+                }
+            }
+            EventMsg::TokenCount { last, .. } => self.usage.add(last),
+            EventMsg::PlanUpdated { plan } => {
+                self.line(&self.style.bold("plan"))?;
+                for step in plan {
+                    let mark = match step.status {
+                        PlanStepStatus::Completed => "[x]",
+                        PlanStepStatus::InProgress => "[>]",
+                        PlanStepStatus::Pending => "[ ]",
+                    };
+                    self.line(&format!("  {mark} {}", step.step))?;
+                }
+            }
+            EventMsg::PatchApplied { changes, .. } => {
+                for change in changes {
+                    let mark = match change.kind {
+                        FileChangeKind::Add => "A",
+                        FileChangeKind::Delete => "D",
+                        FileChangeKind::Update => "M",
+                    };
+                    let path = change.move_to.as_ref().unwrap_or(&change.path);
+                    self.line(&format!("  {mark} {}", path.display()))?;
+                }
+            }
+            EventMsg::SettingsChanged { .. }
+            | EventMsg::TurnDiff { .. }
+            | EventMsg::TurnStarted { .. }
+            | EventMsg::ItemStarted { .. }
+            | EventMsg::ItemCompleted { .. }
+            | EventMsg::ToolOutputDelta { .. }
+            | EventMsg::ApprovalResolved { .. }
+            | EventMsg::RolledBack { .. }
+            | EventMsg::ShutdownComplete => {}
+        }
+        self.err.flush()
+    }
+}
+
+fn call_summary(name: &str, arguments: &str) -> String {
+    let args: serde_json::Value = serde_json::from_str(arguments).unwrap_or_default();
+    match (name, &args["command"]) {
+        ("shell", serde_json::Value::String(s)) => format!("$ {s}"),
+        ("shell", serde_json::Value::Array(argv)) => format!(
+            "$ {}",
+            argv.iter()
+                .filter_map(|a| a.as_str())
+                .collect::<Vec<_>>()
+                .join(" ")
+        ),
+        _ => {
+            let mut text = format!("{name} {arguments}");
+            if text.chars().count() > 120 {
+                text = text.chars().take(117).collect::<String>() + "...";
+            }
+            text
+        }
+    }
+}
+
+fn elapsed(ms: u64) -> String {
+    if ms < 1000 {
+        format!("{ms} ms")
+    } else {
+        format!("{:.1} s", ms as f64 / 1000.0)
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use rein_protocol::{Event, EventMsg, ThreadId};
+
+    use super::*;
+
+    fn event(msg: EventMsg) -> Event {
+        Event {
+            thread_id: ThreadId::new(),
+            turn_id: None,
+            seq: 0,
+            timestamp_ms: 0,
+            msg,
+        }
+    }
+
+    fn begin() -> Event {
+        event(EventMsg::ToolCallBegin {
+            call_id: "c".into(),
+            name: "shell".into(),
+            arguments: r#"{"command":"make"}"#.into(),
+        })
+    }
+
+    #[test]
+    fn a_live_status_line_is_erased_before_the_next_line() {
+        let mut out = Vec::new();
+        let mut p = HumanProgress::new(
+            &mut out,
+            Style {
+                color: false,
+                live: true,
+            },
+        );
+        p.on_event(&begin()).unwrap();
+        p.tick().unwrap();
+        p.on_event(&event(EventMsg::ToolCallEnd {
+            call_id: "c".into(),
+            success: true,
+            duration_ms: 1500,
+        }))
+        .unwrap();
+        let text = String::from_utf8(out).unwrap();
+        assert!(
+            text.starts_with("▶ $ make\n\r\x1b[2K⠋ $ make ("),
+            "{text:?}"
+        );
+        assert!(
+            text.ends_with(" ms)\r\x1b[2K✓ $ make (1.5 s)\n"),
+            "{text:?}"
+        );
+    }
+
+    #[test]
+    fn without_a_terminal_there_is_no_status_line() {
+        let mut out = Vec::new();
+        let mut p = HumanProgress::new(
+            &mut out,
+            Style {
+                color: false,
+                live: false,
+            },
+        );
+        p.on_event(&begin()).unwrap();
+        p.tick().unwrap();
+        assert_eq!(String::from_utf8(out).unwrap(), "▶ $ make\n");
+    }
+}

@@ -1,0 +1,217 @@
+//! `rein sessions list|show`: the persisted sessions of `$REIN_HOME`, for people. `list`
+//! prints a table (id, last update, cwd, first message), newest first; `show` prints one
+//! session's conversation (or, with `--json`, its events as stored).
+
+use std::io::Write;
+use std::path::PathBuf;
+
+use anyhow::Context;
+use clap::{Args, Subcommand};
+use rein_core::rollout::index::ListQuery;
+use rein_core::rollout::RolloutStore;
+use rein_protocol::{EventMsg, Item, ThreadId};
+
+#[derive(Args)]
+pub struct SessionsArgs {
+    #[command(subcommand)]
+    command: SessionsCommand,
+}
+
+#[derive(Subcommand)]
+enum SessionsCommand {
+    /// List sessions, most recently updated first.
+    List {
+        /// Only sessions whose working directory is this one.
+        #[arg(long)]
+        cwd: Option<PathBuf>,
+        /// Only sessions whose first message contains this text.
+        #[arg(long)]
+        search: Option<String>,
+        /// List archived sessions instead.
+        #[arg(long)]
+        archived: bool,
+        #[arg(long, default_value_t = 50)]
+        limit: usize,
+    },
+    /// Print one session's conversation.
+    Show {
+        /// The session (thread) id.
+        id: String,
+        /// Print the stored events as JSON lines instead.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Rebuild the listing index from the rollout files (the files are the source of truth).
+    Reindex,
+    /// Move a session out of the listed set (it can still be shown, resumed and forked).
+    Archive { id: String },
+    /// Bring an archived session back into the listed set.
+    Unarchive { id: String },
+}
+
+fn parse_id(id: &str) -> anyhow::Result<ThreadId> {
+    id.parse()
+        .with_context(|| format!("`{id}` is not a session id (see `rein sessions list`)"))
+}
+
+pub fn run(args: SessionsArgs) -> anyhow::Result<()> {
+    let env = |k: &str| std::env::var(k).ok();
+    let home = rein_core::config::rein_home(&env)
+        .context("cannot find rein's home: set REIN_HOME or HOME")?;
+    let store = RolloutStore::new(home);
+    let mut out = std::io::stdout().lock();
+    match args.command {
+        SessionsCommand::List {
+            cwd,
+            search,
+            archived,
+            limit,
+        } => {
+            let page = store
+                .list(&ListQuery {
+                    limit,
+                    cwd,
+                    search,
+                    archived,
+                    ..ListQuery::default()
+                })
+                .context("listing sessions")?;
+            writeln!(
+                out,
+                "{:<36}  {:<16}  {:<30}  FIRST MESSAGE",
+                "ID", "UPDATED", "CWD"
+            )?;
+            for t in page.threads {
+                writeln!(
+                    out,
+                    "{:<36}  {:<16}  {:<30}  {}",
+                    t.thread_id,
+                    utc_minute(t.updated_ms),
+                    clip(&t.cwd.display().to_string(), 30),
+                    clip(
+                        t.title
+                            .as_deref()
+                            .unwrap_or("")
+                            .lines()
+                            .next()
+                            .unwrap_or(""),
+                        60
+                    ),
+                )?;
+            }
+        }
+        SessionsCommand::Reindex => {
+            let n = store.reindex().context("rebuilding the session index")?;
+            writeln!(out, "indexed {n} sessions")?;
+        }
+        SessionsCommand::Archive { id } => {
+            let path = store
+                .archive(parse_id(&id)?)
+                .with_context(|| format!("archiving {id}"))?;
+            writeln!(out, "archived {id} ({})", path.display())?;
+        }
+        SessionsCommand::Unarchive { id } => {
+            let path = store
+                .unarchive(parse_id(&id)?)
+                .with_context(|| format!("unarchiving {id}"))?;
+            writeln!(out, "unarchived {id} ({})", path.display())?;
+        }
+        SessionsCommand::Show { id, json } => {
+            let thread = parse_id(&id)?;
+            let loaded = store
+                .load(thread)
+                .with_context(|| format!("loading session {id}"))?;
+            if json {
+                for event in &loaded.events {
+                    serde_json::to_writer(&mut out, event)?;
+                    writeln!(out)?;
+                }
+                return Ok(());
+            }
+            let meta = &loaded.meta;
+            writeln!(out, "session {}", meta.thread_id)?;
+            writeln!(
+                out,
+                "created {} · model {} · {}",
+                meta.created_at,
+                meta.model,
+                meta.cwd.display()
+            )?;
+            if let Some(parent) = meta.forked_from {
+                writeln!(out, "forked from {parent}")?;
+            }
+            for event in &loaded.events {
+                show_event(&mut out, &event.msg)?;
+            }
+        }
+    }
+    out.flush()?;
+    Ok(())
+}
+
+fn show_event(out: &mut impl Write, msg: &EventMsg) -> std::io::Result<()> {
+    match msg {
+        EventMsg::ItemCompleted { item } => match item {
+            Item::UserMessage { .. } => {
+                writeln!(out, "\nuser: {}", item.message_text().unwrap_or_default())
+            }
+            Item::AgentMessage { text, .. } => writeln!(out, "\nassistant: {text}"),
+            Item::ToolCall {
+                name, arguments, ..
+            } => {
+                writeln!(out, "  tool {name} {}", clip(arguments, 100))
+            }
+            Item::ToolOutput {
+                success, output, ..
+            } => writeln!(
+                out,
+                "  {} {}",
+                if *success { "ok" } else { "failed" },
+                clip(output.lines().next().unwrap_or(""), 100)
+            ),
+            Item::Interruption { .. } => writeln!(out, "  (interrupted)"),
+            Item::Reasoning { .. } | Item::DeveloperMessage { .. } => Ok(()),
+        },
+        EventMsg::TurnFailed { message, .. } => writeln!(out, "  turn failed: {message}"),
+        _ => Ok(()),
+    }
+}
+
+fn clip(text: &str, max: usize) -> String {
+    if text.chars().count() <= max {
+        return text.to_owned();
+    }
+    let mut s: String = text.chars().take(max.saturating_sub(1)).collect();
+    s.push('…');
+    s
+}
+
+/// `YYYY-MM-DD HH:MM` (UTC) of a Unix time in milliseconds.
+fn utc_minute(ms: u64) -> String {
+    let secs = ms / 1000;
+    let days = i64::try_from(secs / 86_400).unwrap_or(0);
+    let (h, m) = ((secs % 86_400) / 3600, (secs % 3600) / 60);
+    // Days since 1970-01-01 to a civil date (proleptic Gregorian).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!("{year:04}-{month:02}-{d:02} {h:02}:{m:02}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn utc_minute_formats_known_instants() {
+        assert_eq!(utc_minute(0), "1970-01-01 00:00");
+        assert_eq!(utc_minute(951_782_400_000), "2000-02-29 00:00");
+        assert_eq!(utc_minute(1_796_013_900_000), "2026-11-30 04:45");
+    }
+}

@@ -1,0 +1,98 @@
+//! The built-in tools inside real turns: a patch edits a real file and the turn reports
+//! per-file and aggregated diffs; a shell command's output reaches the model.
+#![allow(clippy::unwrap_used)]
+
+mod support;
+
+use std::sync::Arc;
+
+use rein_core::model::scripted::ScriptedModel;
+use rein_core::tools::builtin::{builtin_tools, BuiltinConfig};
+use rein_core::{ThreadManager, ThreadOptions};
+use rein_protocol::script::ScriptedReply;
+use rein_protocol::{ApprovalPolicy, EventMsg, FileChangeKind, Item, Op, SandboxPolicy};
+use serde_json::json;
+use support::*;
+
+fn manager_with_builtins(model: Arc<ScriptedModel>) -> ThreadManager {
+    ThreadManager::builder(catalog(model))
+        .tools(builtin_tools(BuiltinConfig::default()))
+        .config(fast_config())
+        .build()
+}
+
+#[tokio::test]
+async fn a_patch_in_a_turn_edits_the_file_and_reports_its_diffs() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("greet.txt"), "hello\nworld\n").unwrap();
+    let patch = "*** Begin Patch\n*** Update File: greet.txt\n@@\n hello\n-world\n+rein\n*** Add File: new.txt\n+fresh\n*** End Patch\n";
+    let model = ScriptedModel::replies(vec![
+        ScriptedReply::tool_call("apply_patch", json!({ "input": patch })),
+        ScriptedReply::text("patched"),
+    ]);
+    let m = manager_with_builtins(model.clone());
+    let mut s = settings();
+    s.cwd = dir.path().canonicalize().unwrap();
+    s.approval_policy = ApprovalPolicy::Never;
+    s.sandbox_policy = SandboxPolicy::WorkspaceWrite;
+    let mut t = m.create_thread(ThreadOptions::new(s)).unwrap();
+    t.handle
+        .submit(Op::user_text("rename world"))
+        .await
+        .unwrap();
+    let events = t.events.collect_until(is_turn_end).await;
+    assert!(
+        matches!(events.last().unwrap().msg, EventMsg::TurnCompleted { .. }),
+        "{:?}",
+        events.last()
+    );
+
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("greet.txt")).unwrap(),
+        "hello\nrein\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("new.txt")).unwrap(),
+        "fresh\n"
+    );
+    let changes = events.iter().find_map(|e| match &e.msg {
+        EventMsg::PatchApplied { changes, .. } => Some(changes.clone()),
+        _ => None,
+    });
+    let changes = changes.unwrap();
+    assert_eq!(changes.len(), 2);
+    assert_eq!(changes[0].kind, FileChangeKind::Update);
+    assert!(
+        changes[0].unified_diff.contains("-world") && changes[0].unified_diff.contains("+rein")
+    );
+    assert_eq!(changes[1].kind, FileChangeKind::Add);
+    let turn_diff = events.iter().find_map(|e| match &e.msg {
+        EventMsg::TurnDiff { unified_diff } => Some(unified_diff.clone()),
+        _ => None,
+    });
+    let turn_diff = turn_diff.unwrap();
+    assert!(turn_diff.contains("+rein") && turn_diff.contains("+fresh"));
+}
+
+#[tokio::test]
+async fn a_shell_call_runs_a_real_process_and_its_output_reaches_the_model() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = ScriptedModel::replies(vec![
+        ScriptedReply::tool_call(
+            "shell",
+            json!({ "command": ["sh", "-c", "echo from-the-shell"] }),
+        ),
+        ScriptedReply::text("seen"),
+    ]);
+    let m = manager_with_builtins(model.clone());
+    let mut s = settings();
+    s.cwd = dir.path().canonicalize().unwrap();
+    s.approval_policy = ApprovalPolicy::Never;
+    s.sandbox_policy = SandboxPolicy::DangerFullAccess;
+    let mut t = m.create_thread(ThreadOptions::new(s)).unwrap();
+    t.handle.submit(Op::user_text("run it")).await.unwrap();
+    let events = t.events.collect_until(is_turn_end).await;
+    assert!(events.iter().any(|e| matches!(&e.msg, EventMsg::ToolOutputDelta { delta, .. } if delta.contains("from-the-shell"))));
+    let second = &model.requests()[1];
+    assert!(second.input.iter().any(|i| matches!(i.as_ref(), Item::ToolOutput { output, success: true, .. } if output.contains("from-the-shell"))));
+}
