@@ -123,3 +123,28 @@ fn bad_input_corpus_is_answered_and_the_server_keeps_working() {
     );
     assert!(s.finish().success());
 }
+
+#[test]
+fn a_kernel_that_cannot_start_answers_every_request_with_why() {
+    // A config naming a provider without its key: the kernel cannot be built.
+    let home = tempfile::tempdir().unwrap();
+    std::fs::write(
+        home.path().join("config.toml"),
+        "model = \"m\"\nmodel_provider = \"p\"\n\n[model_providers.p]\nbase_url = \"http://127.0.0.1:9/v1\"\nwire_api = \"responses\"\nenv_key = \"REIN_TEST_KEY_THAT_IS_NOT_SET\"\n",
+    )
+    .unwrap();
+    let mut s = AppServer::start(home.path(), &[]);
+    let init = s.initialize();
+    assert!(
+        init.get("result").is_some(),
+        "initialize needs only rein's home: {init}"
+    );
+    let refused = s.call("thread/start", json!({}));
+    assert_eq!(refused["error"]["code"], -32603);
+    let message = refused["error"]["message"].as_str().unwrap();
+    assert!(
+        message.contains("REIN_TEST_KEY_THAT_IS_NOT_SET"),
+        "{message}"
+    );
+    assert!(s.finish().success());
+}

@@ -3,14 +3,15 @@
 //! queue. A full inbound queue answers requests with -32001 "overloaded" at once; no input
 //! ends the connection except the end of input itself.
 
-use std::sync::Arc;
+use std::path::Path;
 
-use rein_core::bootstrap::Kernel;
 use tokio::io::{AsyncBufRead, AsyncWrite};
 use tokio::sync::mpsc::{self, error::TrySendError};
 
 use crate::dispatch::ServerState;
 use crate::error::{AppServerError, RpcError};
+use crate::handlers::meta::initialize_response;
+use crate::kernel_source::KernelSource;
 use crate::lines::{Line, LineReader};
 use crate::message::{self, Inbound};
 use crate::outbound::{write_lines, Outbound};
@@ -38,7 +39,7 @@ impl Default for ConnectionLimits {
 
 /// Serve one client until its input ends; then shut every thread down.
 pub async fn serve<R, W>(
-    kernel: Arc<Kernel>,
+    kernel: KernelSource,
     reader: R,
     writer: W,
     limits: ConnectionLimits,
@@ -86,9 +87,30 @@ where
 /// The handling loop of one connection, whatever its transport: messages in order from
 /// `inbound`, answers and notifications out through `out`. When the input ends, every
 /// thread the connection loaded is shut down.
-pub async fn run(kernel: Arc<Kernel>, mut inbound: mpsc::Receiver<Vec<u8>>, out: Outbound) {
+pub async fn run(kernel: KernelSource, mut inbound: mpsc::Receiver<Vec<u8>>, out: Outbound) {
+    // Clients open with `initialize`: answer it while the kernel is still being built.
+    let first = inbound.recv().await;
+    let answered_early = match &first {
+        Some(bytes) => initialize_early(bytes, kernel.home(), &out).await,
+        None => return,
+    };
+    let mut pending_first = first.filter(|_| !answered_early);
+    let kernel = match kernel.get().await {
+        Ok(kernel) => kernel,
+        Err(why) => return refuse_all(&why, pending_first, inbound, &out).await,
+    };
     let state = ServerState::new(kernel, out);
-    while let Some(bytes) = inbound.recv().await {
+    if answered_early {
+        state.mark_initialized();
+    }
+    loop {
+        let bytes = match pending_first.take() {
+            Some(bytes) => bytes,
+            None => match inbound.recv().await {
+                Some(bytes) => bytes,
+                None => break,
+            },
+        };
         match message::parse(&bytes) {
             Ok(Inbound::Request { id, method, params }) => {
                 state.handle_request(id, &method, params).await;
@@ -102,6 +124,51 @@ pub async fn run(kernel: Arc<Kernel>, mut inbound: mpsc::Receiver<Vec<u8>>, out:
     }
     for thread in state.threads.all() {
         let _ = thread.handle.shutdown().await;
+    }
+}
+
+/// Answer `bytes` if it is a well-formed `initialize` request; false otherwise (it is then
+/// handled normally once the kernel is ready).
+async fn initialize_early(bytes: &[u8], home: &Path, out: &Outbound) -> bool {
+    let Ok(Inbound::Request { id, method, params }) = message::parse(bytes) else {
+        return false;
+    };
+    if method != "initialize" {
+        return false;
+    }
+    match initialize_response(home, out, params) {
+        Ok(result) => {
+            out.respond(id, Ok(result)).await;
+            true
+        }
+        Err(_) => false,
+    }
+}
+
+/// The kernel could not be built: every request is answered with why, until the input ends.
+async fn refuse_all(
+    why: &str,
+    first: Option<Vec<u8>>,
+    mut inbound: mpsc::Receiver<Vec<u8>>,
+    out: &Outbound,
+) {
+    tracing::error!("rein could not start: {why}");
+    let mut next = first;
+    loop {
+        let bytes = match next.take() {
+            Some(b) => b,
+            None => match inbound.recv().await {
+                Some(b) => b,
+                None => return,
+            },
+        };
+        if let Ok(Inbound::Request { id, .. }) = message::parse(&bytes) {
+            out.respond(
+                id,
+                Err(RpcError::internal(format!("rein could not start: {why}"))),
+            )
+            .await;
+        }
     }
 }
 

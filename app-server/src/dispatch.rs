@@ -41,6 +41,11 @@ impl ServerState {
         }
     }
 
+    /// `initialize` was answered before this state existed.
+    pub fn mark_initialized(&self) {
+        self.initialized.store(true, Ordering::Release);
+    }
+
     pub async fn handle_request(&self, id: RequestId, method: &str, params: Value) {
         let reply = if method == "initialize" {
             if self.initialized.load(Ordering::Acquire) {

@@ -20,6 +20,7 @@ pub mod dispatch;
 pub mod error;
 pub mod event_map;
 pub mod handlers;
+pub mod kernel_source;
 pub mod lines;
 pub mod loaded;
 pub mod message;
@@ -31,10 +32,11 @@ pub mod ws;
 
 pub use connection::{serve, ConnectionLimits};
 pub use error::{AppServerError, RpcError};
+pub use kernel_source::KernelSource;
 
 /// Serve one client on this process's stdin and stdout.
 pub async fn serve_stdio(
-    kernel: std::sync::Arc<rein_core::bootstrap::Kernel>,
+    kernel: KernelSource,
     limits: ConnectionLimits,
 ) -> Result<(), AppServerError> {
     let stdin = tokio::io::BufReader::with_capacity(64 * 1024, tokio::io::stdin());

@@ -7,7 +7,6 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 
 use futures::{SinkExt, StreamExt};
-use rein_core::bootstrap::Kernel;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::mpsc;
@@ -18,6 +17,7 @@ use tokio_tungstenite::tungstenite::Message;
 
 use crate::connection::{enqueue, run, ConnectionLimits};
 use crate::error::{AppServerError, RpcError};
+use crate::kernel_source::KernelSource;
 use crate::outbound::Outbound;
 
 #[derive(Clone, Debug, Default)]
@@ -33,7 +33,7 @@ pub async fn bind(addr: SocketAddr) -> Result<TcpListener, AppServerError> {
 
 /// Accept connections until the process ends.
 pub async fn serve_ws(
-    kernel: Arc<Kernel>,
+    kernel: KernelSource,
     listener: TcpListener,
     options: WsOptions,
 ) -> Result<(), AppServerError> {
@@ -41,7 +41,7 @@ pub async fn serve_ws(
     loop {
         let (stream, peer) = listener.accept().await.map_err(AppServerError::Read)?;
         let _ = stream.set_nodelay(true);
-        let kernel = Arc::clone(&kernel);
+        let kernel = kernel.clone();
         let options = Arc::clone(&options);
         tokio::spawn(async move {
             if let Err(e) = connection(kernel, stream, &options).await {
@@ -52,7 +52,7 @@ pub async fn serve_ws(
 }
 
 async fn connection(
-    kernel: Arc<Kernel>,
+    kernel: KernelSource,
     mut stream: TcpStream,
     options: &WsOptions,
 ) -> Result<(), tokio_tungstenite::tungstenite::Error> {

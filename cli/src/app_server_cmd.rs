@@ -2,13 +2,12 @@
 //! and `rein app-server generate-json-schema --out DIR` for rein's own schema of it.
 
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 
 use anyhow::{bail, Context};
 use clap::{Args, Subcommand};
 use std::net::SocketAddr;
 
-use rein_app_server::{ws, ConnectionLimits};
+use rein_app_server::{ws, ConnectionLimits, KernelSource};
 use rein_core::bootstrap::{bootstrap, BootstrapOptions};
 
 #[derive(Args)]
@@ -70,23 +69,26 @@ pub async fn run(args: AppServerArgs) -> anyhow::Result<()> {
         None => None,
     };
     let env = |k: &str| std::env::var(k).ok();
-    let kernel = bootstrap(
-        BootstrapOptions {
-            demo: args.demo,
-            overrides: args.overrides.clone(),
-            profile: args.profile.clone(),
-            ..BootstrapOptions::default()
-        },
-        &env,
-    )
-    .context(
-        "setting up the model (or run `rein app-server --demo` for the built-in scripted model)",
-    )?;
+    let home = rein_core::config::rein_home(&env)
+        .context("cannot find rein's home: set REIN_HOME or HOME")?;
+    let options = BootstrapOptions {
+        demo: args.demo,
+        overrides: args.overrides.clone(),
+        profile: args.profile.clone(),
+        home: Some(home.clone()),
+        ..BootstrapOptions::default()
+    };
+    // Built while the first request (`initialize`) is read and answered.
+    let kernel = KernelSource::building(home, move || {
+        let env = |k: &str| std::env::var(k).ok();
+        bootstrap(options, &env).map_err(|e| {
+            format!("{e} (or run `rein app-server --demo` for the built-in scripted model)")
+        })
+    });
     let limits = ConnectionLimits {
         max_line_bytes: args.max_message_bytes,
         ..ConnectionLimits::default()
     };
-    let kernel = Arc::new(kernel);
     let Some(addr) = ws_addr else {
         rein_app_server::serve_stdio(kernel, limits).await?;
         return Ok(());

@@ -2,6 +2,7 @@
 //! skills or permission profiles yet, so those answer with Codex's shapes, empty.
 
 use std::collections::{BTreeMap, HashSet};
+use std::path::Path;
 
 use rein_protocol::app_server::{
     ConfigReadParams, ConfigReadResponse, GetAccountParams, GetAccountResponse, InitializeParams,
@@ -15,31 +16,33 @@ use super::to_value;
 use crate::convert::{approval_policy_to_wire, effort_to_wire};
 use crate::dispatch::{params, Reply, ServerState};
 use crate::error::RpcError;
+use crate::outbound::Outbound;
 
 pub fn initialize(state: &ServerState, raw: Value) -> Reply {
-    Reply::Now((|| {
-        let p: InitializeParams = params(raw)?;
-        let caps = p.capabilities.unwrap_or_default();
-        if let Some(methods) = caps.opt_out_notification_methods {
-            state
-                .out
-                .set_opted_out(methods.into_iter().collect::<HashSet<_>>());
-        }
-        to_value(&InitializeResponse {
-            user_agent: format!(
-                "{}/{} ({}; {}) rein ({}; {})",
-                p.client_info.name,
-                env!("CARGO_PKG_VERSION"),
-                std::env::consts::OS,
-                std::env::consts::ARCH,
-                p.client_info.name,
-                p.client_info.version
-            ),
-            codex_home: state.kernel.home.display().to_string(),
-            platform_family: std::env::consts::FAMILY.into(),
-            platform_os: std::env::consts::OS.into(),
-        })
-    })())
+    Reply::Now(initialize_response(&state.kernel.home, &state.out, raw))
+}
+
+/// The answer to `initialize`; applies the client's notification opt-outs to `out`.
+pub fn initialize_response(home: &Path, out: &Outbound, raw: Value) -> Result<Value, RpcError> {
+    let p: InitializeParams = params(raw)?;
+    let caps = p.capabilities.unwrap_or_default();
+    if let Some(methods) = caps.opt_out_notification_methods {
+        out.set_opted_out(methods.into_iter().collect::<HashSet<_>>());
+    }
+    to_value(&InitializeResponse {
+        user_agent: format!(
+            "{}/{} ({}; {}) rein ({}; {})",
+            p.client_info.name,
+            env!("CARGO_PKG_VERSION"),
+            std::env::consts::OS,
+            std::env::consts::ARCH,
+            p.client_info.name,
+            p.client_info.version
+        ),
+        codex_home: home.display().to_string(),
+        platform_family: std::env::consts::FAMILY.into(),
+        platform_os: std::env::consts::OS.into(),
+    })
 }
 
 pub fn model_list(state: &ServerState, raw: Value) -> Reply {
