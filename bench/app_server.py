@@ -1,10 +1,11 @@
 #!/usr/bin/env python3
 """Whole-process benchmark of `rein app-server` (and, side by side, `codex app-server`).
 
-Both servers talk to the same `rein mock-model` (an instant scripted model that echoes),
-through the same JSON-RPC client below. Measures: spawn -> initialize response;
-turn/start -> turn/completed for a plain turn; RSS after 20 turns; RSS with 100 loaded
-threads. Prints one line per figure and, with Codex, the ratio rein/codex.
+Both servers talk to `rein mock-model` (an instant scripted model) through the same
+JSON-RPC client below. Measures: spawn -> initialize response; turn/start ->
+turn/completed for a plain turn and for a turn that runs one shell command (each server's
+mock calls the tool that server knows: rein's `shell`, Codex's `exec_command`); RSS after
+20 turns; RSS with 100 loaded threads. Prints one line per figure and, with Codex, the ratio rein/codex.
 """
 import argparse, json, os, statistics, subprocess, sys, tempfile, time
 
@@ -76,6 +77,31 @@ def turns_and_rss(argv, env, cwd, turns, threads):
     s.close()
     return statistics.median(times), rss_turns, rss_threads
 
+def start_mock(rein, work, name, script):
+    path = os.path.join(work, f"{name}.json")
+    with open(path, "w") as f:
+        json.dump(script, f)
+    mock = subprocess.Popen([rein, "mock-model", "--script", path, "--listen", "127.0.0.1:0"],
+                            stdout=subprocess.PIPE, text=True)
+    return mock, mock.stdout.readline().strip()
+
+def tool_turns(argv, env, cwd, turns):
+    """turn/start -> turn/completed for turns that run one shell command each."""
+    s = Server(argv, env)
+    s.call("initialize", INIT)
+    s.send({"method": "initialized"})
+    tid = s.call("thread/start", {"cwd": cwd, "approvalPolicy": "never",
+                                  "sandbox": "danger-full-access"})["thread"]["id"]
+    times = []
+    for i in range(turns):
+        t0 = time.perf_counter()
+        s.request("turn/start", {"threadId": tid, "input": [{"type": "text", "text": f"run {i}"}]})
+        m = s.until(lambda m: m.get("method") == "turn/completed")
+        times.append(time.perf_counter() - t0)
+        assert m["params"]["turn"]["status"] == "completed", m
+    s.close()
+    return statistics.median(times)
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--rein", required=True)
@@ -96,6 +122,10 @@ def main():
     provider = (f'[model_providers.mock]\nname = "mock"\nbase_url = "{url}"\n'
                 f'wire_api = "responses"\nenv_key = "MOCK_API_KEY"\n')
     results = {}
+    mocks = [mock]
+    # One-tool turns: each server gets its own mock, scripted with the tool it knows.
+    def tool_script(call):
+        return {"replies": [r for _ in range(a.turns) for r in ({"tool_calls": [call]}, {"text": "done"})]}
     try:
         rein_home = os.path.join(work, "rein_home"); os.makedirs(rein_home)
         with open(os.path.join(rein_home, "config.toml"), "w") as f:
@@ -104,6 +134,13 @@ def main():
         argv = [a.rein, "app-server"]
         results["rein"] = (spawn_to_initialize(argv, rein_env, a.runs),
                            *turns_and_rss(argv, rein_env, cwd, a.turns, a.threads))
+        tmock, turl = start_mock(a.rein, work, "rein_tool", tool_script(
+            {"name": "shell", "arguments": {"command": ["echo", "hi"]}}))
+        mocks.append(tmock)
+        tool_home = os.path.join(work, "rein_tool_home"); os.makedirs(tool_home)
+        with open(os.path.join(tool_home, "config.toml"), "w") as f:
+            f.write('model = "mock"\nmodel_provider = "mock"\n\n' + provider.replace(url, turl))
+        results["rein"] += (tool_turns(argv, dict(env, REIN_HOME=tool_home), cwd, a.turns),)
         if a.codex:
             codex_home = os.path.join(work, "codex_home"); os.makedirs(codex_home)
             with open(os.path.join(codex_home, "config.toml"), "w") as f:
@@ -113,11 +150,21 @@ def main():
             argv = [a.codex, "app-server"]
             results["codex"] = (spawn_to_initialize(argv, codex_env, a.runs),
                                 *turns_and_rss(argv, codex_env, cwd, a.turns, a.threads))
+            tmock, turl = start_mock(a.rein, work, "codex_tool", tool_script(
+                {"name": "exec_command", "arguments": {"cmd": "echo hi", "yield_time_ms": 250}}))
+            mocks.append(tmock)
+            tool_home = os.path.join(work, "codex_tool_home"); os.makedirs(tool_home)
+            with open(os.path.join(tool_home, "config.toml"), "w") as f:
+                f.write('model = "gpt-5.5"\nmodel_provider = "mock"\napproval_policy = "never"\n'
+                        'sandbox_mode = "danger-full-access"\n\n' + provider.replace(url, turl))
+            results["codex"] += (tool_turns(argv, dict(env, CODEX_HOME=tool_home), cwd, a.turns),)
     finally:
-        mock.terminate()
+        for m in mocks:
+            m.terminate()
     labels = ["spawn -> initialize (ms)", "turn/start -> turn/completed (ms)",
-              f"RSS after {a.turns} turns (MiB)", f"RSS with {a.threads} threads (MiB)"]
-    scale = [1000, 1000, 1 / 1024, 1 / 1024]
+              f"RSS after {a.turns} turns (MiB)", f"RSS with {a.threads} threads (MiB)",
+              "one-tool turn (ms)"]
+    scale = [1000, 1000, 1 / 1024, 1 / 1024, 1000]
     for i, label in enumerate(labels):
         r = results["rein"][i] * scale[i]
         line = f"{label:40} rein {r:9.2f}"
