@@ -8,23 +8,22 @@
 use std::collections::HashMap;
 
 use rein_protocol::app_server::{
-    CommandExecutionRequestApprovalParams, DeltaNotification, ErrorNotification, ExecutionStatus,
-    FileChangeRequestApprovalParams, ItemCompletedNotification, ItemStartedNotification,
-    ReasoningSummaryTextDeltaNotification, ServerNotification, ThreadIdNotification, ThreadItem,
-    ThreadStatus, ThreadStatusChangedNotification, ThreadTokenUsage,
-    ThreadTokenUsageUpdatedNotification, TurnDiffUpdatedNotification, TurnError, TurnItemsView,
-    TurnNotification, TurnPlanStep, TurnPlanUpdatedNotification, TurnStatus, WarningNotification,
+    DeltaNotification, ErrorNotification, ExecutionStatus, ItemCompletedNotification,
+    ItemStartedNotification, ReasoningSummaryTextDeltaNotification, ServerNotification,
+    ThreadIdNotification, ThreadItem, ThreadStatus, ThreadStatusChangedNotification,
+    ThreadTokenUsage, ThreadTokenUsageUpdatedNotification, TurnDiffUpdatedNotification, TurnError,
+    TurnItemsView, TurnNotification, TurnPlanStep, TurnPlanUpdatedNotification, TurnStatus,
+    WarningNotification,
 };
-use rein_protocol::{
-    ApprovalOutcome, ApprovalRequest, Event, EventMsg, Item, ItemKind, PlanStepStatus, TurnId,
-};
+use rein_protocol::{ApprovalOutcome, Event, EventMsg, Item, ItemKind, PlanStepStatus, TurnId};
 use serde_json::Value;
 
 use crate::convert::{file_change_to_wire, item_to_wire, usage_to_wire};
 use crate::outbound::now_ms;
 
+mod approval;
 mod shapes;
-use crate::tool_items::{join_command, tool_item};
+use crate::tool_items::tool_item;
 use shapes::{active, plain_error, turn_error, turn_object, TurnTrack};
 
 /// What the mapper asks the connection to send.
@@ -248,7 +247,14 @@ impl EventMapper {
                 if let Some(turn_id) = turn_id {
                     self.approvals.insert(approval_id.clone(), call_id.clone());
                     self.set_status(&mut out, active(true));
-                    out.push(self.ask(approval_id, call_id, turn_id, request, event_ms(event)));
+                    out.push(approval::ask(
+                        &self.thread_id,
+                        approval_id,
+                        call_id,
+                        turn_id,
+                        request,
+                        event_ms(event),
+                    ));
                 }
             }
             EventMsg::ApprovalResolved {
@@ -554,49 +560,6 @@ impl EventMapper {
                 status,
             },
         )));
-    }
-
-    fn ask(
-        &self,
-        approval_id: &str,
-        call_id: &str,
-        turn_id: TurnId,
-        request: &ApprovalRequest,
-        at: i64,
-    ) -> Outgoing {
-        let (method, params) = match request {
-            ApprovalRequest::Command {
-                command,
-                cwd,
-                reason,
-            } => (
-                "item/commandExecution/requestApproval",
-                serde_json::to_value(CommandExecutionRequestApprovalParams {
-                    thread_id: self.thread_id.clone(),
-                    turn_id: turn_id.to_string(),
-                    item_id: call_id.to_owned(),
-                    started_at_ms: at,
-                    reason: Some(reason.clone()),
-                    command: Some(join_command(command)),
-                    cwd: Some(cwd.display().to_string()),
-                }),
-            ),
-            ApprovalRequest::Patch { reason, .. } => (
-                "item/fileChange/requestApproval",
-                serde_json::to_value(FileChangeRequestApprovalParams {
-                    thread_id: self.thread_id.clone(),
-                    turn_id: turn_id.to_string(),
-                    item_id: call_id.to_owned(),
-                    started_at_ms: at,
-                    reason: Some(reason.clone()),
-                }),
-            ),
-        };
-        Outgoing::Ask {
-            approval_id: approval_id.to_owned(),
-            method,
-            params: params.unwrap_or(Value::Null),
-        }
     }
 
     fn error_or_warning(

@@ -14,6 +14,7 @@ use rein_protocol::app_server::{
 };
 use serde_json::Value;
 use tokio::sync::mpsc;
+use tokio::sync::mpsc::error::TrySendError;
 
 use super::meta::page;
 use super::{loaded, to_value};
@@ -243,10 +244,14 @@ pub async fn unsubscribe(state: &ServerState, id: RequestId, raw: Value) -> Repl
             }))
         }
     };
-    state.threads.remove(thread.handle.id());
-    match thread.pump.send(PumpCmd::Unsubscribe { id }).await {
-        Ok(()) => Reply::Deferred,
-        Err(_) => Reply::Now(to_value(&ThreadUnsubscribeResponse {
+    // Never wait on a busy pump here: the connection's loop would stall behind it.
+    match thread.pump.try_send(PumpCmd::Unsubscribe { id }) {
+        Ok(()) => {
+            state.threads.remove(thread.handle.id());
+            Reply::Deferred
+        }
+        Err(TrySendError::Full(_)) => Reply::Now(Err(RpcError::overloaded())),
+        Err(TrySendError::Closed(_)) => Reply::Now(to_value(&ThreadUnsubscribeResponse {
             status: ThreadUnsubscribeStatus::NotLoaded,
         })),
     }
