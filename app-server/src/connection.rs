@@ -188,3 +188,37 @@ pub(crate) async fn enqueue(tx: &mpsc::Sender<Vec<u8>>, out: &Outbound, bytes: V
         Err(TrySendError::Closed(_)) => false,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_full_inbound_queue_refuses_requests_but_keeps_answers() {
+        let (out, mut written) = Outbound::new(8);
+        let (tx, mut rx) = mpsc::channel::<Vec<u8>>(1);
+        assert!(enqueue(&tx, &out, b"{\"id\":1,\"method\":\"a\"}".to_vec()).await);
+        // The queue is full: a request is answered "overloaded" at once, not queued.
+        assert!(enqueue(&tx, &out, b"{\"id\":2,\"method\":\"b\"}".to_vec()).await);
+        let refusal: serde_json::Value =
+            serde_json::from_str(&written.recv().await.unwrap()).unwrap();
+        assert_eq!(refusal["id"], 2);
+        assert_eq!(refusal["error"]["code"], -32001);
+        // An answer to our own request waits for room instead of being dropped.
+        let answer = b"{\"id\":0,\"result\":{}}".to_vec();
+        let waiting = tokio::spawn({
+            let (tx, out) = (tx.clone(), out.clone());
+            async move { enqueue(&tx, &out, answer).await }
+        });
+        assert_eq!(
+            rx.recv().await.unwrap(),
+            b"{\"id\":1,\"method\":\"a\"}".to_vec()
+        );
+        assert!(waiting.await.unwrap());
+        assert_eq!(
+            rx.recv().await.unwrap(),
+            b"{\"id\":0,\"result\":{}}".to_vec()
+        );
+        assert!(written.try_recv().is_err(), "nothing else was written");
+    }
+}
