@@ -155,3 +155,34 @@ fn threads_survive_a_restart_and_can_be_resumed_forked_and_archived() {
     assert_eq!(missing["error"]["code"], -32600);
     assert!(second.finish().success());
 }
+
+#[test]
+fn unsubscribing_lets_a_running_turn_finish_before_the_thread_unloads() {
+    let model = MockModel::start(json!({
+        "replies": [{ "text": "a slow but complete answer", "deltas": 10, "delay_ms": 20 }]
+    }));
+    let home = home_for(&model);
+    let cwd = tempfile::tempdir().unwrap();
+    let mut first = AppServer::start(home.path(), &[]);
+    first.initialize();
+    let thread = first.start_thread(json!({ "cwd": cwd.path() }));
+    first.request(
+        "turn/start",
+        json!({ "threadId": thread, "input": [{ "type": "text", "text": "take your time" }] }),
+    );
+    first.until(|m| method(m) == "item/agentMessage/delta");
+    let unsub = first.call("thread/unsubscribe", json!({ "threadId": thread }));
+    assert_eq!(unsub["result"], json!({ "status": "unsubscribed" }));
+    // The process exits only once the unloaded thread has finished and shut down.
+    assert!(first.finish().success());
+
+    let mut second = AppServer::start(home.path(), &[]);
+    second.initialize();
+    let read = second.call(
+        "thread/read",
+        json!({ "threadId": thread, "includeTurns": true }),
+    );
+    let turn = &read["result"]["thread"]["turns"][0];
+    assert_eq!(turn["status"], "completed", "{read:#}");
+    assert_eq!(turn["items"][1]["text"], "a slow but complete answer");
+}

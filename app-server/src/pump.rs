@@ -104,8 +104,17 @@ impl Pump {
                 }
                 event = self.events.recv() => {
                     let Some(event) = event else { break };
+                    let turn_ended = matches!(
+                        event.msg,
+                        EventMsg::TurnCompleted { .. }
+                            | EventMsg::TurnAborted { .. }
+                            | EventMsg::TurnFailed { .. }
+                    );
                     if self.on_event(&event, &mut asked, muted).await {
                         break;
+                    }
+                    if muted && turn_ended {
+                        self.unload_when_idle().await;
                     }
                 }
             }
@@ -296,11 +305,25 @@ impl Pump {
                         },
                     )
                     .await;
-                let handle = self.thread.handle.clone();
-                tokio::spawn(async move {
-                    let _ = handle.shutdown().await;
-                });
+                self.unload_when_idle().await;
             }
+        }
+    }
+
+    /// Nobody listens to this thread any more: shut it down, but never under a running
+    /// turn (it finishes, and is written to its rollout, first).
+    async fn unload_when_idle(&self) {
+        let idle = self
+            .thread
+            .handle
+            .state()
+            .await
+            .map_or(true, |s| s.active_turn.is_none());
+        if idle {
+            let handle = self.thread.handle.clone();
+            tokio::spawn(async move {
+                let _ = handle.shutdown().await;
+            });
         }
     }
 
