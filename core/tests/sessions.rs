@@ -157,3 +157,22 @@ async fn ephemeral_threads_write_nothing() {
     assert!(k.store().find(t.handle.id()).is_err());
     assert!(!home.path().join("sessions").exists());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_shut_down_thread_can_be_resumed_at_once() {
+    let home = tempfile::tempdir().unwrap();
+    let server = echo_server().await;
+    let k = kernel(home.path(), &server);
+    let mut t = k
+        .start_thread(
+            k.default_settings(home.path().to_owned()),
+            Persistence::Rollout,
+        )
+        .unwrap();
+    let id = t.handle.id();
+    turn(&mut t, "one").await;
+    t.handle.shutdown().await.unwrap();
+    // The writer lock is released before the shutdown is answered, so this cannot race.
+    let mut resumed = k.resume_thread(id).unwrap();
+    turn(&mut resumed.thread, "two").await;
+}

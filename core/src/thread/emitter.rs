@@ -91,6 +91,14 @@ impl Emitter {
         self.recorder.sync()
     }
 
+    /// Release the recorder (and with it the rollout's writer lock): nothing more will be
+    /// recorded after `ShutdownComplete`, and whoever asked for the shutdown may reopen the
+    /// rollout as soon as it is answered.
+    pub(crate) fn close(&mut self) {
+        self.sync();
+        self.recorder = Box::new(crate::recorder::NullRecorder);
+    }
+
     pub(crate) fn sync(&mut self) {
         if let Err(e) = self.recorder.sync() {
             tracing::warn!(thread = %self.thread_id, "rollout sync failed: {e}");

@@ -437,7 +437,7 @@ impl SubmissionLoop {
             tool.on_thread_shutdown(self.thread_id);
         }
         self.emit(None, EventMsg::ShutdownComplete);
-        self.emitter.sync();
+        self.emitter.close();
         self.emitter.bus().close();
         self.inbox.close();
         for (_, reply) in self.deferred.drain(..) {
