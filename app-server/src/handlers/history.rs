@@ -20,11 +20,11 @@ use rein_protocol::{Item, ThreadId, TurnId};
 use serde_json::Value;
 
 use super::meta::page;
-use super::thread::{kernel_error, register};
+use super::thread::{answer, kernel_error, register};
 use super::to_value;
 use crate::dispatch::{params, Reply, ServerState};
 use crate::error::RpcError;
-use crate::loaded::ThreadMeta;
+use crate::loaded::{LoadedThread, ThreadMeta};
 use crate::outbound::now_secs;
 use crate::turns::turns_from_state;
 
@@ -131,10 +131,14 @@ pub async fn resume(state: &ServerState, id: RequestId, raw: Value) -> Reply {
         Ok(t) => t,
         Err(e) => return Reply::Now(Err(e)),
     };
-    if state.threads.get(thread).is_some() {
-        return Reply::Now(Err(RpcError::invalid_request(format!(
-            "thread {thread} is already loaded on this connection"
-        ))));
+    if let Some(loaded) = state.threads.get(thread) {
+        return match subscribe(state, &loaded, p.exclude_turns).await {
+            Ok(response) => {
+                state.out.respond_with(id, &response).await;
+                Reply::Deferred
+            }
+            Err(e) => Reply::Now(Err(e)),
+        };
     }
     let resumed = match state.kernel.resume_thread(thread) {
         Ok(r) => r,
@@ -162,6 +166,34 @@ pub async fn resume(state: &ServerState, id: RequestId, raw: Value) -> Reply {
         }
         Err(e) => Reply::Now(Err(e)),
     }
+}
+
+/// `thread/resume` of a loaded thread subscribes this connection to it (again, harmlessly,
+/// if it already is), which also cancels a pending idle unload.
+async fn subscribe(
+    state: &ServerState,
+    loaded: &LoadedThread,
+    exclude_turns: bool,
+) -> Result<ThreadStartResponse, RpcError> {
+    let folded = loaded
+        .handle
+        .state()
+        .await
+        .map_err(|e| RpcError::invalid_request(e.to_string()))?;
+    if !loaded.subscribers.join(state.subscriber()) {
+        return Err(RpcError::invalid_request(format!(
+            "thread {} is being unloaded; resume it again once it has closed",
+            loaded.handle.id()
+        )));
+    }
+    let (settings, mut thread) = {
+        let meta = loaded.meta();
+        (meta.settings.clone(), meta.to_wire())
+    };
+    if !exclude_turns {
+        thread.turns = turns_from_state(&folded);
+    }
+    Ok(answer(state, &settings, thread))
 }
 
 pub async fn fork(state: &ServerState, id: RequestId, raw: Value) -> Reply {
