@@ -1,9 +1,10 @@
 //! One task per loaded thread: it forwards the thread's events to its subscribers (through
 //! the [`EventMapper`]), puts approval questions to all of them (the first answer wins),
-//! unloads the thread once nobody has subscribed for the idle-unload time, and carries out the requests that must be ordered with those events —
-//! `turn/start`, `turn/steer`, `turn/interrupt`, approval answers. Because a single task
-//! writes both the answer and the notifications, the client always sees the answer to
-//! `turn/start` before `turn/started`, as with Codex.
+//! unloads the thread once nobody has subscribed for the idle-unload time, and carries out
+//! the requests that must be ordered with those events — `turn/start`, `turn/steer`,
+//! `turn/interrupt`, approval answers. Because a single task writes both the answer and
+//! the notifications, the client always sees the answer to `turn/start` before
+//! `turn/started`, as with Codex.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
