@@ -255,7 +255,7 @@ fn two_connections_share_a_thread_its_turns_and_its_approvals() {
         assert_eq!(done["params"]["turn"]["items"][0]["text"], "first answer");
     }
 
-    // One started by the second asks both; the first answer wins, both are told.
+    // One started by the second asks every subscriber; the first answer wins, all are told.
     let answer_id = second.request(
         "turn/start",
         json!({ "threadId": thread, "input": [{ "type": "text", "text": "make a file" }] }),
@@ -278,13 +278,29 @@ fn two_connections_share_a_thread_its_turns_and_its_approvals() {
     let asked_second = seen_second.last().unwrap().clone();
     assert_eq!(asked_first["params"]["itemId"], "call_touch");
     assert_eq!(asked_second["params"]["itemId"], "call_touch");
-    first
+    // A connection subscribing while the question is open is asked too, after its answer.
+    let mut third = Client::connect(&url, None).unwrap();
+    third.initialize(&schema);
+    let joined = third.call(&schema, "thread/resume", json!({ "threadId": thread }));
+    assert_eq!(joined["result"]["thread"]["id"], thread, "{joined:#}");
+    let asked_third = third
+        .until(&schema, |m| {
+            method(m) == "item/commandExecution/requestApproval"
+        })
+        .pop()
+        .unwrap();
+    assert_eq!(asked_third["params"]["itemId"], "call_touch");
+    third
         .ws
         .send(Message::text(
-            json!({ "id": asked_first["id"], "result": { "decision": "accept" } }).to_string(),
+            json!({ "id": asked_third["id"], "result": { "decision": "accept" } }).to_string(),
         ))
         .unwrap();
-    for (client, asked) in [(&mut first, &asked_first), (&mut second, &asked_second)] {
+    for (client, asked) in [
+        (&mut first, &asked_first),
+        (&mut second, &asked_second),
+        (&mut third, &asked_third),
+    ] {
         let seen = client.until(&schema, |m| method(m) == "turn/completed");
         let resolved: Vec<&Value> = seen
             .iter()
@@ -298,7 +314,7 @@ fn two_connections_share_a_thread_its_turns_and_its_approvals() {
         );
     }
     assert!(cwd.path().join("shared-file.txt").exists());
-    // The late answer of the second connection changes nothing and is not an error.
+    // A late answer changes nothing and is not an error.
     second
         .ws
         .send(Message::text(

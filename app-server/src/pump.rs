@@ -27,7 +27,7 @@ use tokio::time::{sleep_until, Instant};
 use crate::error::RpcError;
 use crate::event_map::{EventMapper, Outgoing};
 use crate::loaded::{LoadedThread, LoadedThreads};
-use crate::outbound::now_secs;
+use crate::outbound::{now_secs, Outbound};
 use crate::subscribers::Subscriber;
 use crate::turns::turns_from_state;
 
@@ -57,6 +57,12 @@ pub enum PumpCmd {
     Answer {
         request_id: RequestId,
         outcome: Result<Value, Value>,
+    },
+    /// The connection subscribed (`thread/resume` of the loaded thread): answer `id` with
+    /// `response`, then put the questions still open to it too.
+    Joined {
+        id: RequestId,
+        response: Value,
     },
     /// The connection stopped listening (unsubscribed or went away); `last` if nobody
     /// listens any more, which starts the idle-unload countdown.
@@ -95,8 +101,16 @@ impl PendingRequests {
     }
 }
 
-/// One open approval: every subscriber asked, each under its own request id.
-type Asked = HashMap<String, Vec<(Subscriber, RequestId)>>;
+/// One open approval: what was asked, and every subscriber asked, each under its own
+/// request id.
+struct Question {
+    method: &'static str,
+    params: Value,
+    askees: Vec<(Subscriber, RequestId)>,
+}
+
+/// Open approvals by approval id.
+type Asked = HashMap<String, Question>;
 
 pub struct Pump {
     pub thread: LoadedThread,
@@ -145,7 +159,7 @@ impl Pump {
         }
         let id = self.thread.handle.id();
         self.threads.remove_served_by(id, &self.thread.pump);
-        for (subscriber, request_id) in asked.values().flatten() {
+        for (subscriber, request_id) in asked.values().flat_map(|q| &q.askees) {
             subscriber.pending.take(request_id);
         }
         self.thread.subscribers.clear();
@@ -218,7 +232,8 @@ impl Pump {
                     params,
                 } => self.ask(approval_id, method, params, asked).await,
                 Outgoing::Withdrawn { approval_id } => {
-                    for (subscriber, request_id) in asked.remove(&approval_id).unwrap_or_default() {
+                    let askees = asked.remove(&approval_id).map(|q| q.askees);
+                    for (subscriber, request_id) in askees.unwrap_or_default() {
                         subscriber.pending.take(&request_id);
                         self.resolved(&subscriber, request_id).await;
                     }
@@ -231,28 +246,49 @@ impl Pump {
 
     /// Put the question to every subscriber; with nobody to ask, the answer is no (a turn
     /// never waits on a question nobody can see, nor runs unapproved).
-    async fn ask(&self, approval_id: String, method: &str, params: Value, asked: &mut Asked) {
+    async fn ask(
+        &self,
+        approval_id: String,
+        method: &'static str,
+        params: Value,
+        asked: &mut Asked,
+    ) {
         let subscribers = self.thread.subscribers.current();
         if subscribers.is_empty() {
             self.decide(approval_id, ApprovalDecision::Deny).await;
             return;
         }
-        let mut askees = Vec::with_capacity(subscribers.len());
+        let mut question = Question {
+            method,
+            params,
+            askees: Vec::with_capacity(subscribers.len()),
+        };
+        let mut sending = Vec::with_capacity(subscribers.len());
         for subscriber in subscribers {
-            let request_id = subscriber.out.next_request_id();
-            subscriber
-                .pending
-                .insert(request_id.clone(), self.thread.pump.clone());
-            askees.push((subscriber, request_id));
+            sending.push(self.register_ask(&mut question, subscriber));
         }
+        let (method, params) = (question.method, question.params.clone());
         // Recorded before sending, so an answer always finds its question.
-        asked.insert(approval_id, askees.clone());
-        for (subscriber, request_id) in askees {
-            subscriber
-                .out
-                .request(&request_id, method, params.clone())
-                .await;
+        asked.insert(approval_id, question);
+        for (out, request_id) in sending {
+            out.request(&request_id, method, params.clone()).await;
         }
+    }
+
+    /// Give `subscriber` a request id for `question` and the pump to answer; returns where
+    /// and under which id to send it.
+    fn register_ask(
+        &self,
+        question: &mut Question,
+        subscriber: Subscriber,
+    ) -> (Outbound, RequestId) {
+        let request_id = subscriber.out.next_request_id();
+        subscriber
+            .pending
+            .insert(request_id.clone(), self.thread.pump.clone());
+        let out = subscriber.out.clone();
+        question.askees.push((subscriber, request_id.clone()));
+        (out, request_id)
     }
 
     async fn decide(&self, approval_id: String, decision: ApprovalDecision) {
@@ -343,26 +379,43 @@ impl Pump {
                 request_id,
                 outcome,
             } => {
-                let question = asked.iter().find_map(|(approval, askees)| {
-                    askees
+                let question = asked.iter().find_map(|(approval, question)| {
+                    question
+                        .askees
                         .iter()
                         .any(|(s, r)| s.connection == from.connection && *r == request_id)
                         .then(|| approval.clone())
                 });
                 // Already answered by another subscriber, or withdrawn.
                 let Some(approval_id) = question else { return };
-                let askees = asked.remove(&approval_id).unwrap_or_default();
+                let askees = asked.remove(&approval_id).map(|q| q.askees);
                 self.decide(approval_id, decision_of(&outcome)).await;
-                for (subscriber, request_id) in askees {
+                for (subscriber, request_id) in askees.unwrap_or_default() {
                     subscriber.pending.take(&request_id);
                     self.resolved(&subscriber, request_id).await;
+                }
+            }
+            PumpCmd::Joined { id, response } => {
+                from.out.respond(id, Ok(response)).await;
+                for question in asked.values_mut() {
+                    if question
+                        .askees
+                        .iter()
+                        .any(|(s, _)| s.connection == from.connection)
+                    {
+                        continue;
+                    }
+                    let (out, request_id) = self.register_ask(question, from.clone());
+                    out.request(&request_id, question.method, question.params.clone())
+                        .await;
                 }
             }
             PumpCmd::Left { .. } => {
                 // Its questions are no longer its to answer; one nobody else was asked is
                 // declined, so the turn does not wait forever.
                 let mut unanswerable = Vec::new();
-                for (approval_id, askees) in asked.iter_mut() {
+                for (approval_id, question) in asked.iter_mut() {
+                    let askees = &mut question.askees;
                     let mut kept = Vec::with_capacity(askees.len());
                     for (subscriber, request_id) in askees.drain(..) {
                         if subscriber.connection == from.connection {

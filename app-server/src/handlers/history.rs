@@ -18,14 +18,16 @@ use rein_protocol::app_server::{
 };
 use rein_protocol::{Item, ThreadId, TurnId};
 use serde_json::Value;
+use tokio::sync::mpsc::error::TrySendError;
 
 use super::meta::page;
-use super::thread::{answer, kernel_error, register};
+use super::thread::{answer, kernel_error, leave, register};
 use super::to_value;
 use crate::dispatch::{params, Reply, ServerState};
 use crate::error::RpcError;
 use crate::loaded::{LoadedThread, ThreadMeta};
 use crate::outbound::now_secs;
+use crate::pump::{PumpCmd, PumpRequest};
 use crate::turns::turns_from_state;
 
 fn thread_id(text: &str) -> Result<ThreadId, RpcError> {
@@ -133,10 +135,11 @@ pub async fn resume(state: &ServerState, id: RequestId, raw: Value) -> Reply {
     };
     if let Some(loaded) = state.threads.get(thread) {
         return match subscribe(state, &loaded, p.exclude_turns).await {
-            Ok(response) => {
-                state.out.respond_with(id, &response).await;
-                Reply::Deferred
-            }
+            // The pump answers, so questions still open reach the new subscriber after it.
+            Ok(response) => match to_value(&response) {
+                Ok(response) => joined(state, &loaded, id, response),
+                Err(e) => Reply::Now(Err(e)),
+            },
             Err(e) => Reply::Now(Err(e)),
         };
     }
@@ -194,6 +197,24 @@ async fn subscribe(
         thread.turns = turns_from_state(&folded);
     }
     Ok(answer(state, &settings, thread))
+}
+
+fn joined(state: &ServerState, loaded: &LoadedThread, id: RequestId, response: Value) -> Reply {
+    let request = PumpRequest {
+        from: state.subscriber(),
+        cmd: PumpCmd::Joined { id, response },
+    };
+    match loaded.pump.try_send(request) {
+        Ok(()) => Reply::Deferred,
+        Err(TrySendError::Full(_)) => {
+            leave(state, loaded, false);
+            Reply::Now(Err(RpcError::overloaded()))
+        }
+        Err(TrySendError::Closed(_)) => Reply::Now(Err(RpcError::invalid_request(format!(
+            "thread {} has shut down",
+            loaded.handle.id()
+        )))),
+    }
 }
 
 pub async fn fork(state: &ServerState, id: RequestId, raw: Value) -> Reply {
