@@ -396,3 +396,39 @@ fn the_last_subscriber_leaving_unloads_after_the_idle_time_unless_one_returns() 
     let resumed = first.call(&schema, "thread/resume", json!({ "threadId": dropped }));
     assert_eq!(resumed["result"]["thread"]["id"], dropped, "{resumed:#}");
 }
+
+#[test]
+fn a_thread_left_mid_turn_unloads_only_after_the_turn_completes() {
+    let model = MockModel::start(json!({
+        "replies": [{ "text": "a slow but complete answer", "deltas": 10, "delay_ms": 30 }]
+    }));
+    let home = home_for(&model);
+    // Shorter than the turn: the countdown must not start before the turn ends.
+    let (_server, url) = serve(home.path(), &["--idle-unload-ms", "50"]);
+    let schema = CodexSchema::load();
+    let mut client = Client::connect(&url, None).unwrap();
+    client.initialize(&schema);
+    let cwd = tempfile::tempdir().unwrap();
+    let started = client.call(&schema, "thread/start", json!({ "cwd": cwd.path() }));
+    let thread = started["result"]["thread"]["id"].clone();
+    client.request(
+        "turn/start",
+        json!({ "threadId": thread, "input": [{ "type": "text", "text": "take your time" }] }),
+    );
+    client.until(&schema, |m| method(m) == "item/agentMessage/delta");
+    let unsub = client.call(&schema, "thread/unsubscribe", json!({ "threadId": thread }));
+    assert_eq!(unsub["result"], json!({ "status": "unsubscribed" }));
+    let seen = client.until(&schema, |m| is_closed(m, &thread));
+    assert!(
+        !seen.iter().any(|m| method(m) == "turn/completed"),
+        "an unsubscribed connection hears only thread/closed: {seen:#?}"
+    );
+    let read = client.call(
+        &schema,
+        "thread/read",
+        json!({ "threadId": thread, "includeTurns": true }),
+    );
+    let turn = &read["result"]["thread"]["turns"][0];
+    assert_eq!(turn["status"], "completed", "{read:#}");
+    assert_eq!(turn["items"][1]["text"], "a slow but complete answer");
+}
