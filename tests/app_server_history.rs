@@ -168,7 +168,7 @@ fn unsubscribing_lets_a_running_turn_finish_before_the_thread_unloads() {
     }));
     let home = home_for(&model);
     let cwd = tempfile::tempdir().unwrap();
-    let mut first = AppServer::start(home.path(), &[]);
+    let mut first = AppServer::start(home.path(), &["--idle-unload-ms", "0"]);
     first.initialize();
     let thread = first.start_thread(json!({ "cwd": cwd.path() }));
     first.request(

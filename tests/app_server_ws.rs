@@ -1,14 +1,17 @@
 //! `rein app-server --listen ws://…`: the same protocol over WebSocket text frames, a
-//! session per connection, `/readyz`, and bearer-token auth.
+//! session per connection, `/readyz`, bearer-token auth, and threads shared by several
+//! connections (subscriptions, approvals to all, unloading once nobody listens).
 #![allow(clippy::unwrap_used)]
 
 #[path = "support/app_server.rs"]
 mod support;
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
+use std::path::Path;
 use std::process::{Child, Stdio};
+use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 use support::{home_for, method, CodexSchema, MockModel};
@@ -28,6 +31,8 @@ struct Client {
     ws: WebSocket<TcpStream>,
     methods: HashMap<String, String>,
     next_id: i64,
+    /// Messages read while waiting for an answer, not yet looked at.
+    stash: VecDeque<Value>,
 }
 
 impl Client {
@@ -49,6 +54,7 @@ impl Client {
             ws,
             methods: HashMap::new(),
             next_id: 1,
+            stash: VecDeque::new(),
         })
     }
 
@@ -82,8 +88,56 @@ impl Client {
             if m.get("id") == Some(&id) && m.get("method").is_none() {
                 return m;
             }
+            self.stash.push_back(m);
         }
     }
+
+    /// Messages up to and including the first that `done` accepts, stashed ones first.
+    fn until(&mut self, schema: &CodexSchema, done: impl Fn(&Value) -> bool) -> Vec<Value> {
+        let mut seen = Vec::new();
+        loop {
+            let m = match self.stash.pop_front() {
+                Some(m) => m,
+                None => self.recv(schema),
+            };
+            let last = done(&m);
+            seen.push(m);
+            if last {
+                return seen;
+            }
+        }
+    }
+
+    fn initialize(&mut self, schema: &CodexSchema) {
+        let init = self.call(
+            schema,
+            "initialize",
+            json!({ "clientInfo": { "name": "ws", "version": "1" } }),
+        );
+        assert!(init.get("result").is_some(), "{init}");
+    }
+}
+
+/// A `rein app-server --listen ws://127.0.0.1:0` with `extra` arguments, and its URL.
+fn serve(home: &Path, extra: &[&str]) -> (Killed, String) {
+    let mut child = support::rein()
+        .args(["app-server", "--listen", "ws://127.0.0.1:0"])
+        .args(extra)
+        .env("REIN_HOME", home)
+        .env("MOCK_API_KEY", "test-key")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .unwrap();
+    let mut url = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut url)
+        .unwrap();
+    (Killed(child), url.trim().to_owned())
+}
+
+fn is_closed(m: &Value, thread: &Value) -> bool {
+    method(m) == "thread/closed" && m["params"]["threadId"] == *thread
 }
 
 #[test]
@@ -159,4 +213,222 @@ fn websocket_sessions_readyz_and_token() {
         completed["params"]["turn"]["items"][0]["text"],
         "echo: over ws"
     );
+}
+
+#[test]
+fn two_connections_share_a_thread_its_turns_and_its_approvals() {
+    let model = MockModel::start(json!({
+        "replies": [
+            { "text": "first answer" },
+            { "tool_calls": [{ "call_id": "call_touch", "name": "shell",
+                               "arguments": { "command": ["touch", "shared-file.txt"] } }] },
+            { "text": "Done with the file." }
+        ],
+        "when_exhausted": "echo"
+    }));
+    let home = home_for(&model);
+    let (_server, url) = serve(home.path(), &[]);
+    let schema = CodexSchema::load();
+    let mut first = Client::connect(&url, None).unwrap();
+    let mut second = Client::connect(&url, None).unwrap();
+    first.initialize(&schema);
+    second.initialize(&schema);
+    let cwd = tempfile::tempdir().unwrap();
+    let started = first.call(
+        &schema,
+        "thread/start",
+        json!({ "cwd": cwd.path(), "approvalPolicy": "untrusted", "sandbox": "danger-full-access" }),
+    );
+    let thread = started["result"]["thread"]["id"].clone();
+    let joined = second.call(&schema, "thread/resume", json!({ "threadId": thread }));
+    assert_eq!(joined["result"]["thread"]["id"], thread, "{joined:#}");
+
+    // A turn started by the first connection reaches both.
+    first.request(
+        "turn/start",
+        json!({ "threadId": thread, "input": [{ "type": "text", "text": "hello" }] }),
+    );
+    for client in [&mut first, &mut second] {
+        let seen = client.until(&schema, |m| method(m) == "turn/completed");
+        let done = seen.last().unwrap();
+        assert_eq!(done["params"]["threadId"], thread);
+        assert_eq!(done["params"]["turn"]["items"][0]["text"], "first answer");
+    }
+
+    // One started by the second asks every subscriber; the first answer wins, all are told.
+    let answer_id = second.request(
+        "turn/start",
+        json!({ "threadId": thread, "input": [{ "type": "text", "text": "make a file" }] }),
+    );
+    let asked_first = first
+        .until(&schema, |m| {
+            method(m) == "item/commandExecution/requestApproval"
+        })
+        .pop()
+        .unwrap();
+    let seen_second = second.until(&schema, |m| {
+        method(m) == "item/commandExecution/requestApproval"
+    });
+    assert!(
+        seen_second
+            .iter()
+            .any(|m| m["id"] == answer_id && m.get("result").is_some()),
+        "the turn/start answer goes to the connection that asked: {seen_second:#?}"
+    );
+    let asked_second = seen_second.last().unwrap().clone();
+    assert_eq!(asked_first["params"]["itemId"], "call_touch");
+    assert_eq!(asked_second["params"]["itemId"], "call_touch");
+    // A connection subscribing while the question is open is asked too, after its answer.
+    let mut third = Client::connect(&url, None).unwrap();
+    third.initialize(&schema);
+    let joined = third.call(&schema, "thread/resume", json!({ "threadId": thread }));
+    assert_eq!(joined["result"]["thread"]["id"], thread, "{joined:#}");
+    let asked_third = third
+        .until(&schema, |m| {
+            method(m) == "item/commandExecution/requestApproval"
+        })
+        .pop()
+        .unwrap();
+    assert_eq!(asked_third["params"]["itemId"], "call_touch");
+    third
+        .ws
+        .send(Message::text(
+            json!({ "id": asked_third["id"], "result": { "decision": "accept" } }).to_string(),
+        ))
+        .unwrap();
+    for (client, asked) in [
+        (&mut first, &asked_first),
+        (&mut second, &asked_second),
+        (&mut third, &asked_third),
+    ] {
+        let seen = client.until(&schema, |m| method(m) == "turn/completed");
+        let resolved: Vec<&Value> = seen
+            .iter()
+            .filter(|m| method(m) == "serverRequest/resolved")
+            .collect();
+        assert_eq!(resolved.len(), 1, "{seen:#?}");
+        assert_eq!(resolved[0]["params"]["requestId"], asked["id"]);
+        assert_eq!(
+            seen.last().unwrap()["params"]["turn"]["status"],
+            "completed"
+        );
+    }
+    assert!(cwd.path().join("shared-file.txt").exists());
+    // A late answer changes nothing and is not an error.
+    second
+        .ws
+        .send(Message::text(
+            json!({ "id": asked_second["id"], "result": { "decision": "decline" } }).to_string(),
+        ))
+        .unwrap();
+    let loaded = second.call(&schema, "thread/loaded/list", json!({}));
+    assert_eq!(loaded["result"]["data"], json!([thread]));
+}
+
+#[test]
+fn the_last_subscriber_leaving_unloads_after_the_idle_time_unless_one_returns() {
+    const IDLE: Duration = Duration::from_millis(1500);
+    let model = MockModel::start(json!({ "replies": [], "when_exhausted": "echo" }));
+    let home = home_for(&model);
+    let idle_ms = IDLE.as_millis().to_string();
+    let (_server, url) = serve(home.path(), &["--idle-unload-ms", &idle_ms]);
+    let schema = CodexSchema::load();
+    let mut first = Client::connect(&url, None).unwrap();
+    let mut second = Client::connect(&url, None).unwrap();
+    first.initialize(&schema);
+    second.initialize(&schema);
+    let cwd = tempfile::tempdir().unwrap();
+    let start = |client: &mut Client| {
+        let started = client.call(&schema, "thread/start", json!({ "cwd": cwd.path() }));
+        started["result"]["thread"]["id"].clone()
+    };
+    let kept = start(&mut first);
+    let dropped = start(&mut first);
+    let joined = second.call(&schema, "thread/resume", json!({ "threadId": dropped }));
+    assert!(joined.get("result").is_some(), "{joined:#}");
+
+    // `kept` loses its only subscriber, then gets it back within the idle time.
+    let unsub = first.call(&schema, "thread/unsubscribe", json!({ "threadId": kept }));
+    assert_eq!(unsub["result"], json!({ "status": "unsubscribed" }));
+    let again = first.call(&schema, "thread/unsubscribe", json!({ "threadId": kept }));
+    assert_eq!(again["result"], json!({ "status": "notSubscribed" }));
+    let back = first.call(&schema, "thread/resume", json!({ "threadId": kept }));
+    assert_eq!(back["result"]["thread"]["id"], kept, "{back:#}");
+
+    // `dropped` loses its subscribers one by one: the first by unsubscribing, the last by
+    // closing its connection. Its countdown starts after `kept`'s.
+    let unsub = first.call(
+        &schema,
+        "thread/unsubscribe",
+        json!({ "threadId": dropped }),
+    );
+    assert_eq!(unsub["result"], json!({ "status": "unsubscribed" }));
+    let loaded = first.call(&schema, "thread/loaded/list", json!({}));
+    assert_eq!(loaded["result"]["data"], json!([kept, dropped]));
+    let left = Instant::now();
+    second.ws.close(None).unwrap();
+    // The first connection left `dropped` but is still connected: it hears it close.
+    let seen = first.until(&schema, |m| is_closed(m, &dropped));
+    assert!(
+        left.elapsed() >= IDLE,
+        "unloaded after {:?}, before the idle time",
+        left.elapsed()
+    );
+    assert!(!seen.iter().any(|m| is_closed(m, &kept)), "{seen:#?}");
+    // `kept`'s countdown, begun earlier, has run out: its subscriber kept it loaded.
+    let loaded = first.call(&schema, "thread/loaded/list", json!({}));
+    assert_eq!(loaded["result"]["data"], json!([kept]));
+    let turn = first.call(
+        &schema,
+        "turn/start",
+        json!({ "threadId": kept, "input": [{ "type": "text", "text": "still here" }] }),
+    );
+    assert!(turn.get("result").is_some(), "{turn:#}");
+    let done = first
+        .until(&schema, |m| method(m) == "turn/completed")
+        .pop()
+        .unwrap();
+    assert_eq!(
+        done["params"]["turn"]["items"][0]["text"],
+        "echo: still here"
+    );
+    // And an unloaded thread can be resumed again, by anyone.
+    let resumed = first.call(&schema, "thread/resume", json!({ "threadId": dropped }));
+    assert_eq!(resumed["result"]["thread"]["id"], dropped, "{resumed:#}");
+}
+
+#[test]
+fn a_thread_left_mid_turn_unloads_only_after_the_turn_completes() {
+    let model = MockModel::start(json!({
+        "replies": [{ "text": "a slow but complete answer", "deltas": 10, "delay_ms": 30 }]
+    }));
+    let home = home_for(&model);
+    // Shorter than the turn: the countdown must not start before the turn ends.
+    let (_server, url) = serve(home.path(), &["--idle-unload-ms", "50"]);
+    let schema = CodexSchema::load();
+    let mut client = Client::connect(&url, None).unwrap();
+    client.initialize(&schema);
+    let cwd = tempfile::tempdir().unwrap();
+    let started = client.call(&schema, "thread/start", json!({ "cwd": cwd.path() }));
+    let thread = started["result"]["thread"]["id"].clone();
+    client.request(
+        "turn/start",
+        json!({ "threadId": thread, "input": [{ "type": "text", "text": "take your time" }] }),
+    );
+    client.until(&schema, |m| method(m) == "item/agentMessage/delta");
+    let unsub = client.call(&schema, "thread/unsubscribe", json!({ "threadId": thread }));
+    assert_eq!(unsub["result"], json!({ "status": "unsubscribed" }));
+    let seen = client.until(&schema, |m| is_closed(m, &thread));
+    assert!(
+        !seen.iter().any(|m| method(m) == "turn/completed"),
+        "an unsubscribed connection hears only thread/closed: {seen:#?}"
+    );
+    let read = client.call(
+        &schema,
+        "thread/read",
+        json!({ "threadId": thread, "includeTurns": true }),
+    );
+    let turn = &read["result"]["thread"]["turns"][0];
+    assert_eq!(turn["status"], "completed", "{read:#}");
+    assert_eq!(turn["items"][1]["text"], "a slow but complete answer");
 }

@@ -4,6 +4,8 @@
 //! ends the connection except the end of input itself.
 
 use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
 
 use tokio::io::{AsyncBufRead, AsyncWrite};
 use tokio::sync::mpsc::{self, error::TrySendError};
@@ -11,10 +13,12 @@ use tokio::sync::mpsc::{self, error::TrySendError};
 use crate::dispatch::ServerState;
 use crate::error::{AppServerError, RpcError};
 use crate::handlers::meta::initialize_response;
+use crate::handlers::thread::leave;
 use crate::kernel_source::KernelSource;
 use crate::lines::{Line, LineReader};
 use crate::message::{self, Inbound};
 use crate::outbound::{write_lines, Outbound};
+use crate::subscribers::Hub;
 
 /// Limits of one connection.
 #[derive(Clone, Debug)]
@@ -25,6 +29,8 @@ pub struct ConnectionLimits {
     pub inbound_queue: usize,
     /// Messages produced but not yet written.
     pub outbound_queue: usize,
+    /// Server-wide: how long a thread nobody subscribes to stays loaded once idle.
+    pub idle_unload: Duration,
 }
 
 impl Default for ConnectionLimits {
@@ -33,6 +39,7 @@ impl Default for ConnectionLimits {
             max_line_bytes: 16 * 1024 * 1024,
             inbound_queue: 256,
             outbound_queue: 4096,
+            idle_unload: Duration::from_secs(30),
         }
     }
 }
@@ -78,16 +85,27 @@ where
         Ok(())
     });
 
-    run(kernel, in_rx, out).await;
+    let hub = Arc::new(Hub::new(limits.idle_unload));
+    run(kernel, Arc::clone(&hub), in_rx, out).await;
+    // The only connection is gone, and the process with it: shut every thread down.
+    for thread in hub.threads.all() {
+        let _ = thread.handle.shutdown().await;
+    }
     let read = reader.await.unwrap_or(Ok(()));
     let written = writer.await.unwrap_or(Ok(()));
     read.and(written)
 }
 
 /// The handling loop of one connection, whatever its transport: messages in order from
-/// `inbound`, answers and notifications out through `out`. When the input ends, every
-/// thread the connection loaded is shut down.
-pub async fn run(kernel: KernelSource, mut inbound: mpsc::Receiver<Vec<u8>>, out: Outbound) {
+/// `inbound`, answers and notifications out through `out`, over the threads of `hub`. When
+/// the input ends, the connection leaves every thread it subscribed to (the last to leave
+/// starts its idle-unload countdown).
+pub async fn run(
+    kernel: KernelSource,
+    hub: Arc<Hub>,
+    mut inbound: mpsc::Receiver<Vec<u8>>,
+    out: Outbound,
+) {
     // Clients open with `initialize`: answer it while the kernel is still being built.
     let first = inbound.recv().await;
     let answered_early = match &first {
@@ -99,7 +117,7 @@ pub async fn run(kernel: KernelSource, mut inbound: mpsc::Receiver<Vec<u8>>, out
         Ok(kernel) => kernel,
         Err(why) => return refuse_all(&why, pending_first, inbound, &out).await,
     };
-    let state = ServerState::new(kernel, out);
+    let state = ServerState::new(kernel, hub, out);
     if answered_early {
         state.mark_initialized();
     }
@@ -123,7 +141,7 @@ pub async fn run(kernel: KernelSource, mut inbound: mpsc::Receiver<Vec<u8>>, out
         }
     }
     for thread in state.threads.all() {
-        let _ = thread.handle.shutdown().await;
+        leave(&state, &thread, false);
     }
 }
 

@@ -13,12 +13,16 @@ use crate::error::RpcError;
 use crate::handlers;
 use crate::loaded::LoadedThreads;
 use crate::outbound::Outbound;
-use crate::pump::{PendingRequests, PumpCmd};
+use crate::pump::{PendingRequests, PumpCmd, PumpRequest};
+use crate::subscribers::{ConnectionId, Hub, Subscriber};
 
 /// What one connection's requests work on.
 pub struct ServerState {
     pub kernel: Arc<Kernel>,
+    pub hub: Arc<Hub>,
+    /// The server's loaded threads (the hub's), shared with every connection.
     pub threads: Arc<LoadedThreads>,
+    pub connection: ConnectionId,
     pub out: Outbound,
     pub pending: Arc<PendingRequests>,
     initialized: AtomicBool,
@@ -31,13 +35,24 @@ pub enum Reply {
 }
 
 impl ServerState {
-    pub fn new(kernel: Arc<Kernel>, out: Outbound) -> Self {
+    pub fn new(kernel: Arc<Kernel>, hub: Arc<Hub>, out: Outbound) -> Self {
         Self {
             kernel,
-            threads: Arc::new(LoadedThreads::default()),
+            threads: Arc::clone(&hub.threads),
+            connection: hub.connection_id(),
+            hub,
             out,
             pending: Arc::new(PendingRequests::default()),
             initialized: AtomicBool::new(false),
+        }
+    }
+
+    /// This connection as a thread's subscriber.
+    pub fn subscriber(&self) -> Subscriber {
+        Subscriber {
+            connection: self.connection,
+            out: self.out.clone(),
+            pending: Arc::clone(&self.pending),
         }
     }
 
@@ -78,7 +93,7 @@ impl ServerState {
             "thread/start" => thread::start(self, id, params).await,
             "thread/loaded/list" => thread::loaded_list(self, params),
             "thread/name/set" => thread::set_name(self, id, params).await,
-            "thread/unsubscribe" => thread::unsubscribe(self, id, params).await,
+            "thread/unsubscribe" => thread::unsubscribe(self, params),
             "turn/start" => turn::start(self, id, params).await,
             "turn/steer" => turn::steer(self, id, params).await,
             "turn/interrupt" => turn::interrupt(self, id, params).await,
@@ -100,13 +115,17 @@ impl ServerState {
         match self.pending.take(&id) {
             Some(pump) => {
                 let _ = pump
-                    .send(PumpCmd::Answer {
-                        request_id: id,
-                        outcome,
+                    .send(PumpRequest {
+                        from: self.subscriber(),
+                        cmd: PumpCmd::Answer {
+                            request_id: id,
+                            outcome,
+                        },
                     })
                     .await;
             }
-            None => tracing::warn!("ignoring a response to unknown request id {id}"),
+            // Late answers are normal: another subscriber may have answered first.
+            None => tracing::debug!("ignoring a response to unknown request id {id}"),
         }
     }
 }

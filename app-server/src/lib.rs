@@ -26,6 +26,7 @@ pub mod loaded;
 pub mod message;
 pub mod outbound;
 pub mod pump;
+pub mod subscribers;
 pub mod tool_items;
 pub mod turns;
 pub mod ws;

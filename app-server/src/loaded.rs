@@ -1,5 +1,5 @@
-//! The threads this server has loaded: for each, the kernel handle, the channel to its
-//! [`pump`](crate::pump) and what the `Thread` object shows (name, preview, status).
+//! The threads this server has loaded (shared by all its connections): for each, the kernel
+//! handle, the channel to its [`pump`](crate::pump), its subscribers and what the `Thread` object shows (name, preview, status).
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -10,7 +10,8 @@ use rein_protocol::{ThreadId, ThreadSettings};
 use tokio::sync::mpsc;
 
 use crate::convert::effort_to_wire;
-use crate::pump::PumpCmd;
+use crate::pump::PumpRequest;
+use crate::subscribers::Subscribers;
 
 /// What a `Thread` object says beyond the kernel's state.
 #[derive(Clone, Debug)]
@@ -69,7 +70,8 @@ impl ThreadMeta {
 pub struct LoadedThread {
     pub handle: ThreadHandle,
     pub meta: Arc<Mutex<ThreadMeta>>,
-    pub pump: mpsc::Sender<PumpCmd>,
+    pub pump: mpsc::Sender<PumpRequest>,
+    pub subscribers: Subscribers,
 }
 
 impl LoadedThread {
@@ -99,6 +101,15 @@ impl LoadedThreads {
 
     pub fn remove(&self, id: ThreadId) -> Option<LoadedThread> {
         self.lock().remove(&id)
+    }
+
+    /// Remove `id` only if it is still the thread `pump` serves (it may have been
+    /// unloaded and loaded again since).
+    pub fn remove_served_by(&self, id: ThreadId, pump: &mpsc::Sender<PumpRequest>) {
+        let mut threads = self.lock();
+        if threads.get(&id).is_some_and(|t| t.pump.same_channel(pump)) {
+            threads.remove(&id);
+        }
     }
 
     /// Loaded thread ids, oldest first (ids are time-ordered).

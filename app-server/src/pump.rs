@@ -1,17 +1,20 @@
-//! One task per loaded thread: it forwards the thread's events to the client (through the
-//! [`EventMapper`]) and carries out the requests that must be ordered with those events —
-//! `turn/start`, `turn/steer`, `turn/interrupt`, approval answers. Because a single task
-//! writes both the answer and the notifications, the client always sees the answer to
-//! `turn/start` before `turn/started`, as with Codex.
+//! One task per loaded thread: it forwards the thread's events to its subscribers (through
+//! the [`EventMapper`]), puts approval questions to all of them (the first answer wins),
+//! unloads the thread once nobody has subscribed for the idle-unload time, and carries out
+//! the requests that must be ordered with those events — `turn/start`, `turn/steer`,
+//! `turn/interrupt`, approval answers. Because a single task writes both the answer and
+//! the notifications, the client always sees the answer to `turn/start` before
+//! `turn/started`, as with Codex.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
 
 use rein_core::{EventStream, ThreadError};
 use rein_protocol::app_server::{
     EmptyResponse, RequestId, ReviewDecision, ServerNotification,
-    ServerRequestResolvedNotification, ThreadResponse, ThreadUnsubscribeResponse,
-    ThreadUnsubscribeStatus, Turn, TurnItemsView, TurnStartResponse, TurnStatus, TurnSteerResponse,
+    ServerRequestResolvedNotification, ThreadResponse, Turn, TurnItemsView, TurnStartResponse,
+    TurnStatus, TurnSteerResponse,
 };
 use rein_protocol::{
     ApprovalDecision, Event, EventMsg, InputMode, InputOutcome, InputPart, Op, OpResult,
@@ -19,12 +22,20 @@ use rein_protocol::{
 };
 use serde_json::Value;
 use tokio::sync::mpsc;
+use tokio::time::{sleep_until, Instant};
 
 use crate::error::RpcError;
 use crate::event_map::{EventMapper, Outgoing};
 use crate::loaded::{LoadedThread, LoadedThreads};
 use crate::outbound::{now_secs, Outbound};
+use crate::subscribers::Subscriber;
 use crate::turns::turns_from_state;
+
+/// A request for a pump, from the connection `from` (which gets the answer).
+pub struct PumpRequest {
+    pub from: Subscriber,
+    pub cmd: PumpCmd,
+}
 
 /// Requests a pump carries out, each answering `id` itself.
 pub enum PumpCmd {
@@ -47,9 +58,16 @@ pub enum PumpCmd {
         request_id: RequestId,
         outcome: Result<Value, Value>,
     },
-    /// Stop sending this thread's notifications and shut it down.
-    Unsubscribe {
+    /// The connection subscribed (`thread/resume` of the loaded thread): answer `id` with
+    /// `response`, then put the questions still open to it too.
+    Joined {
         id: RequestId,
+        response: Value,
+    },
+    /// The connection stopped listening (unsubscribed or went away); `last` if nobody
+    /// listens any more, which starts the idle-unload countdown.
+    Left {
+        last: bool,
     },
     /// Summarise the history now (`thread/compact/start`).
     Compact {
@@ -62,45 +80,61 @@ pub enum PumpCmd {
     },
 }
 
-/// Server → client requests waiting for an answer: request id → the pump that asked.
+/// Server → client requests one connection is waiting to have answered: request id → the
+/// pump that asked.
 #[derive(Default)]
 pub struct PendingRequests {
-    inner: Mutex<HashMap<RequestId, mpsc::Sender<PumpCmd>>>,
+    inner: Mutex<HashMap<RequestId, mpsc::Sender<PumpRequest>>>,
 }
 
 impl PendingRequests {
-    fn lock(&self) -> MutexGuard<'_, HashMap<RequestId, mpsc::Sender<PumpCmd>>> {
+    fn lock(&self) -> MutexGuard<'_, HashMap<RequestId, mpsc::Sender<PumpRequest>>> {
         self.inner.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    pub fn take(&self, id: &RequestId) -> Option<mpsc::Sender<PumpCmd>> {
+    pub fn take(&self, id: &RequestId) -> Option<mpsc::Sender<PumpRequest>> {
         self.lock().remove(id)
     }
+
+    fn insert(&self, id: RequestId, pump: mpsc::Sender<PumpRequest>) {
+        self.lock().insert(id, pump);
+    }
 }
+
+/// One open approval: what was asked, and every subscriber asked, each under its own
+/// request id.
+struct Question {
+    method: &'static str,
+    params: Value,
+    askees: Vec<(Subscriber, RequestId)>,
+}
+
+/// Open approvals by approval id.
+type Asked = HashMap<String, Question>;
 
 pub struct Pump {
     pub thread: LoadedThread,
     pub events: EventStream,
-    pub cmds: mpsc::Receiver<PumpCmd>,
+    pub cmds: mpsc::Receiver<PumpRequest>,
     pub mapper: EventMapper,
-    pub out: Outbound,
-    pub pending: Arc<PendingRequests>,
     pub threads: Arc<LoadedThreads>,
+    /// How long the thread stays loaded, idle, once nobody subscribes.
+    pub idle_unload: Duration,
 }
 
 impl Pump {
     pub async fn run(mut self) {
-        // approval id ↔ request id of the questions this thread has open.
-        let mut asked: HashMap<String, RequestId> = HashMap::new();
-        let mut muted = false;
+        let mut asked = Asked::new();
+        let mut unload_at: Option<Instant> = None;
         loop {
             tokio::select! {
                 biased;
-                Some(cmd) = self.cmds.recv() => {
-                    if let PumpCmd::Unsubscribe { .. } = cmd {
-                        muted = true;
+                Some(request) = self.cmds.recv() => {
+                    let orphaned = matches!(request.cmd, PumpCmd::Left { last: true });
+                    self.on_cmd(request, &mut asked).await;
+                    if orphaned {
+                        unload_at = self.idle_deadline().await;
                     }
-                    self.on_cmd(cmd, &mut asked).await;
                 }
                 event = self.events.recv() => {
                     let Some(event) = event else { break };
@@ -110,30 +144,61 @@ impl Pump {
                             | EventMsg::TurnAborted { .. }
                             | EventMsg::TurnFailed { .. }
                     );
-                    if self.on_event(&event, &mut asked, muted).await {
+                    if self.on_event(&event, &mut asked).await {
                         break;
                     }
-                    if muted && turn_ended {
-                        self.unload_when_idle().await;
+                    if turn_ended && self.thread.subscribers.current().is_empty() {
+                        unload_at = self.idle_deadline().await;
                     }
+                }
+                () = sleep_until(unload_at.unwrap_or_else(Instant::now)), if unload_at.is_some() => {
+                    unload_at = None;
+                    self.unload_if_orphaned().await;
                 }
             }
         }
         let id = self.thread.handle.id();
-        self.threads.remove(id);
-        let mut pending = self.pending.lock();
-        for request_id in asked.values() {
-            pending.remove(request_id);
+        self.threads.remove_served_by(id, &self.thread.pump);
+        for (subscriber, request_id) in asked.values().flat_map(|q| &q.askees) {
+            subscriber.pending.take(request_id);
         }
+        self.thread.subscribers.clear();
+    }
+
+    /// When to unload the thread if nobody subscribes by then; none while a turn runs
+    /// (its end asks again).
+    async fn idle_deadline(&self) -> Option<Instant> {
+        let idle = self
+            .thread
+            .handle
+            .state()
+            .await
+            .map_or(true, |s| s.active_turn.is_none());
+        idle.then(|| Instant::now() + self.idle_unload)
+    }
+
+    /// The countdown ran out: shut the thread down, unless someone subscribed meanwhile or
+    /// a turn started (it finishes, and is written to its rollout, first).
+    async fn unload_if_orphaned(&self) {
+        let idle = self
+            .thread
+            .handle
+            .state()
+            .await
+            .map_or(true, |s| s.active_turn.is_none());
+        if !idle || !self.thread.subscribers.close_if_orphaned() {
+            return;
+        }
+        self.threads
+            .remove_served_by(self.thread.handle.id(), &self.thread.pump);
+        let handle = self.thread.handle.clone();
+        tokio::spawn(async move {
+            let _ = handle.shutdown().await;
+        });
     }
 
     /// Returns true once the thread has closed.
-    async fn on_event(
-        &mut self,
-        event: &Event,
-        asked: &mut HashMap<String, RequestId>,
-        muted: bool,
-    ) -> bool {
+    async fn on_event(&mut self, event: &Event, asked: &mut Asked) -> bool {
         if let EventMsg::SettingsChanged { settings } = &event.msg {
             self.thread.meta().settings = settings.clone();
         }
@@ -151,24 +216,26 @@ impl Pump {
         let mut closed = false;
         for o in outgoing {
             match o {
-                Outgoing::Notify(n) if !muted => self.out.notify(n).await,
-                Outgoing::Notify(_) => {}
+                Outgoing::Notify(n) => {
+                    let to = if matches!(n, ServerNotification::ThreadClosed(_)) {
+                        self.thread.subscribers.everyone()
+                    } else {
+                        self.thread.subscribers.current()
+                    };
+                    for subscriber in to {
+                        subscriber.out.notify(n.clone()).await;
+                    }
+                }
                 Outgoing::Ask {
                     approval_id,
                     method,
                     params,
-                } => {
-                    let request_id = self.out.next_request_id();
-                    self.pending
-                        .lock()
-                        .insert(request_id.clone(), self.thread.pump.clone());
-                    asked.insert(approval_id, request_id.clone());
-                    self.out.request(&request_id, method, params).await;
-                }
+                } => self.ask(approval_id, method, params, asked).await,
                 Outgoing::Withdrawn { approval_id } => {
-                    if let Some(request_id) = asked.remove(&approval_id) {
-                        self.pending.take(&request_id);
-                        self.resolved(request_id).await;
+                    let askees = asked.remove(&approval_id).map(|q| q.askees);
+                    for (subscriber, request_id) in askees.unwrap_or_default() {
+                        subscriber.pending.take(&request_id);
+                        self.resolved(&subscriber, request_id).await;
                     }
                 }
                 Outgoing::Closed => closed = true,
@@ -177,7 +244,65 @@ impl Pump {
         closed
     }
 
-    async fn on_cmd(&mut self, cmd: PumpCmd, asked: &mut HashMap<String, RequestId>) {
+    /// Put the question to every subscriber; with nobody to ask, the answer is no (a turn
+    /// never waits on a question nobody can see, nor runs unapproved).
+    async fn ask(
+        &self,
+        approval_id: String,
+        method: &'static str,
+        params: Value,
+        asked: &mut Asked,
+    ) {
+        let subscribers = self.thread.subscribers.current();
+        if subscribers.is_empty() {
+            self.decide(approval_id, ApprovalDecision::Deny).await;
+            return;
+        }
+        let mut question = Question {
+            method,
+            params,
+            askees: Vec::with_capacity(subscribers.len()),
+        };
+        let mut sending = Vec::with_capacity(subscribers.len());
+        for subscriber in subscribers {
+            sending.push(self.register_ask(&mut question, subscriber));
+        }
+        let (method, params) = (question.method, question.params.clone());
+        // Recorded before sending, so an answer always finds its question.
+        asked.insert(approval_id, question);
+        for (out, request_id) in sending {
+            out.request(&request_id, method, params.clone()).await;
+        }
+    }
+
+    /// Give `subscriber` a request id for `question` and the pump to answer; returns where
+    /// and under which id to send it.
+    fn register_ask(
+        &self,
+        question: &mut Question,
+        subscriber: Subscriber,
+    ) -> (Outbound, RequestId) {
+        let request_id = subscriber.out.next_request_id();
+        subscriber
+            .pending
+            .insert(request_id.clone(), self.thread.pump.clone());
+        let out = subscriber.out.clone();
+        question.askees.push((subscriber, request_id.clone()));
+        (out, request_id)
+    }
+
+    async fn decide(&self, approval_id: String, decision: ApprovalDecision) {
+        let op = Op::ApprovalAnswer {
+            approval_id,
+            decision,
+        };
+        if let Err(e) = self.thread.handle.submit(op).await {
+            tracing::debug!("approval answer: {e}");
+        }
+    }
+
+    async fn on_cmd(&mut self, request: PumpRequest, asked: &mut Asked) {
+        let PumpRequest { from, cmd } = request;
         match cmd {
             PumpCmd::StartTurn {
                 id,
@@ -204,7 +329,7 @@ impl Pump {
                     }
                     other => Err(refusal(other)),
                 };
-                self.out.respond(id, result).await;
+                from.out.respond(id, result).await;
             }
             PumpCmd::Steer {
                 id,
@@ -231,7 +356,7 @@ impl Pump {
                     }
                     other => Err(refusal(other)),
                 };
-                self.out.respond(id, result).await;
+                from.out.respond(id, result).await;
             }
             PumpCmd::Interrupt { id, turn_id } => {
                 // Interrupt only the turn the client named; an ended or unknown turn is
@@ -248,36 +373,74 @@ impl Pump {
                         tracing::debug!("interrupt: {e}");
                     }
                 }
-                self.out.respond_with(id, &EmptyResponse {}).await;
+                from.out.respond_with(id, &EmptyResponse {}).await;
             }
             PumpCmd::Answer {
                 request_id,
                 outcome,
             } => {
-                let Some(approval_id) = asked
-                    .iter()
-                    .find(|(_, r)| **r == request_id)
-                    .map(|(a, _)| a.clone())
-                else {
-                    return;
-                };
-                asked.remove(&approval_id);
-                let decision = decision_of(&outcome);
-                let op = Op::ApprovalAnswer {
-                    approval_id,
-                    decision,
-                };
-                if let Err(e) = self.thread.handle.submit(op).await {
-                    tracing::debug!("approval answer: {e}");
+                let question = asked.iter().find_map(|(approval, question)| {
+                    question
+                        .askees
+                        .iter()
+                        .any(|(s, r)| s.connection == from.connection && *r == request_id)
+                        .then(|| approval.clone())
+                });
+                // Already answered by another subscriber, or withdrawn.
+                let Some(approval_id) = question else { return };
+                let askees = asked.remove(&approval_id).map(|q| q.askees);
+                self.decide(approval_id, decision_of(&outcome)).await;
+                for (subscriber, request_id) in askees.unwrap_or_default() {
+                    subscriber.pending.take(&request_id);
+                    self.resolved(&subscriber, request_id).await;
                 }
-                self.resolved(request_id).await;
+            }
+            PumpCmd::Joined { id, response } => {
+                from.out.respond(id, Ok(response)).await;
+                for question in asked.values_mut() {
+                    if question
+                        .askees
+                        .iter()
+                        .any(|(s, _)| s.connection == from.connection)
+                    {
+                        continue;
+                    }
+                    let (out, request_id) = self.register_ask(question, from.clone());
+                    out.request(&request_id, question.method, question.params.clone())
+                        .await;
+                }
+            }
+            PumpCmd::Left { .. } => {
+                // Its questions are no longer its to answer; one nobody else was asked is
+                // declined, so the turn does not wait forever.
+                let mut unanswerable = Vec::new();
+                for (approval_id, question) in asked.iter_mut() {
+                    let askees = &mut question.askees;
+                    let mut kept = Vec::with_capacity(askees.len());
+                    for (subscriber, request_id) in askees.drain(..) {
+                        if subscriber.connection == from.connection {
+                            subscriber.pending.take(&request_id);
+                            self.resolved(&subscriber, request_id).await;
+                        } else {
+                            kept.push((subscriber, request_id));
+                        }
+                    }
+                    *askees = kept;
+                    if askees.is_empty() {
+                        unanswerable.push(approval_id.clone());
+                    }
+                }
+                for approval_id in unanswerable {
+                    asked.remove(&approval_id);
+                    self.decide(approval_id, ApprovalDecision::Deny).await;
+                }
             }
             PumpCmd::Compact { id } => {
                 let result = match self.submit(SubmissionId::new(), Op::Compact).await {
                     Ok(OpResult::Accepted) => to_value(&EmptyResponse {}),
                     other => Err(refusal(other)),
                 };
-                self.out.respond(id, result).await;
+                from.out.respond(id, result).await;
             }
             PumpCmd::Rollback { id, turns } => {
                 let result = match self
@@ -294,36 +457,8 @@ impl Pump {
                     },
                     other => Err(refusal(other)),
                 };
-                self.out.respond(id, result).await;
+                from.out.respond(id, result).await;
             }
-            PumpCmd::Unsubscribe { id } => {
-                self.out
-                    .respond_with(
-                        id,
-                        &ThreadUnsubscribeResponse {
-                            status: ThreadUnsubscribeStatus::Unsubscribed,
-                        },
-                    )
-                    .await;
-                self.unload_when_idle().await;
-            }
-        }
-    }
-
-    /// Nobody listens to this thread any more: shut it down, but never under a running
-    /// turn (it finishes, and is written to its rollout, first).
-    async fn unload_when_idle(&self) {
-        let idle = self
-            .thread
-            .handle
-            .state()
-            .await
-            .map_or(true, |s| s.active_turn.is_none());
-        if idle {
-            let handle = self.thread.handle.clone();
-            tokio::spawn(async move {
-                let _ = handle.shutdown().await;
-            });
         }
     }
 
@@ -331,8 +466,8 @@ impl Pump {
         self.thread.handle.submit_with_id(id, op).await
     }
 
-    async fn resolved(&self, request_id: RequestId) {
-        self.out
+    async fn resolved(&self, to: &Subscriber, request_id: RequestId) {
+        to.out
             .notify(ServerNotification::ServerRequestResolved(
                 ServerRequestResolvedNotification {
                     thread_id: self.thread.handle.id().to_string(),

@@ -1,5 +1,6 @@
 //! The WebSocket transport: one JSON-RPC message per text frame, each connection with its
-//! own session (initialize gate, threads, pending requests) over the shared kernel.
+//! own session (initialize gate, pending requests) over the shared kernel and the shared
+//! loaded threads, which several connections may subscribe to.
 //! `GET /readyz` answers `200 ok` for health checks. With a token configured, the upgrade
 //! request must carry `Authorization: Bearer <token>`.
 
@@ -19,6 +20,7 @@ use crate::connection::{enqueue, run, ConnectionLimits};
 use crate::error::{AppServerError, RpcError};
 use crate::kernel_source::KernelSource;
 use crate::outbound::Outbound;
+use crate::subscribers::Hub;
 
 #[derive(Clone, Debug, Default)]
 pub struct WsOptions {
@@ -38,13 +40,15 @@ pub async fn serve_ws(
     options: WsOptions,
 ) -> Result<(), AppServerError> {
     let options = Arc::new(options);
+    let hub = Arc::new(Hub::new(options.limits.idle_unload));
     loop {
         let (stream, peer) = listener.accept().await.map_err(AppServerError::Read)?;
         let _ = stream.set_nodelay(true);
         let kernel = kernel.clone();
         let options = Arc::clone(&options);
+        let hub = Arc::clone(&hub);
         tokio::spawn(async move {
-            if let Err(e) = connection(kernel, stream, &options).await {
+            if let Err(e) = connection(kernel, hub, stream, &options).await {
                 tracing::debug!(%peer, "websocket connection ended: {e}");
             }
         });
@@ -53,6 +57,7 @@ pub async fn serve_ws(
 
 async fn connection(
     kernel: KernelSource,
+    hub: Arc<Hub>,
     mut stream: TcpStream,
     options: &WsOptions,
 ) -> Result<(), tokio_tungstenite::tungstenite::Error> {
@@ -127,7 +132,7 @@ async fn connection(
             }
         }
     });
-    run(kernel, in_rx, out).await;
+    run(kernel, hub, in_rx, out).await;
     let _ = reader.await;
     let _ = writer.await;
     Ok(())

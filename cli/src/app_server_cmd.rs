@@ -33,6 +33,10 @@ pub struct AppServerArgs {
     /// Longest accepted message, in bytes; longer lines are answered with an error.
     #[arg(long, default_value_t = 16 * 1024 * 1024)]
     max_message_bytes: usize,
+    /// How long a thread stays loaded, idle, after its last subscriber leaves (0: unload
+    /// as soon as it is idle).
+    #[arg(long, default_value_t = 30_000)]
+    idle_unload_ms: u64,
 }
 
 #[derive(Subcommand)]
@@ -87,6 +91,7 @@ pub async fn run(args: AppServerArgs) -> anyhow::Result<()> {
     });
     let limits = ConnectionLimits {
         max_line_bytes: args.max_message_bytes,
+        idle_unload: std::time::Duration::from_millis(args.idle_unload_ms),
         ..ConnectionLimits::default()
     };
     let Some(addr) = ws_addr else {

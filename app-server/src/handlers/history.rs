@@ -18,14 +18,16 @@ use rein_protocol::app_server::{
 };
 use rein_protocol::{Item, ThreadId, TurnId};
 use serde_json::Value;
+use tokio::sync::mpsc::error::TrySendError;
 
 use super::meta::page;
-use super::thread::{kernel_error, register};
+use super::thread::{answer, kernel_error, leave, register};
 use super::to_value;
 use crate::dispatch::{params, Reply, ServerState};
 use crate::error::RpcError;
-use crate::loaded::ThreadMeta;
+use crate::loaded::{LoadedThread, ThreadMeta};
 use crate::outbound::now_secs;
+use crate::pump::{PumpCmd, PumpRequest};
 use crate::turns::turns_from_state;
 
 fn thread_id(text: &str) -> Result<ThreadId, RpcError> {
@@ -131,10 +133,15 @@ pub async fn resume(state: &ServerState, id: RequestId, raw: Value) -> Reply {
         Ok(t) => t,
         Err(e) => return Reply::Now(Err(e)),
     };
-    if state.threads.get(thread).is_some() {
-        return Reply::Now(Err(RpcError::invalid_request(format!(
-            "thread {thread} is already loaded on this connection"
-        ))));
+    if let Some(loaded) = state.threads.get(thread) {
+        return match subscribe(state, &loaded, p.exclude_turns).await {
+            // The pump answers, so questions still open reach the new subscriber after it.
+            Ok(response) => match to_value(&response) {
+                Ok(response) => joined(state, &loaded, id, response),
+                Err(e) => Reply::Now(Err(e)),
+            },
+            Err(e) => Reply::Now(Err(e)),
+        };
     }
     let resumed = match state.kernel.resume_thread(thread) {
         Ok(r) => r,
@@ -161,6 +168,52 @@ pub async fn resume(state: &ServerState, id: RequestId, raw: Value) -> Reply {
             Reply::Deferred
         }
         Err(e) => Reply::Now(Err(e)),
+    }
+}
+
+/// `thread/resume` of a loaded thread subscribes this connection to it (again, harmlessly,
+/// if it already is), which also cancels a pending idle unload.
+async fn subscribe(
+    state: &ServerState,
+    loaded: &LoadedThread,
+    exclude_turns: bool,
+) -> Result<ThreadStartResponse, RpcError> {
+    let folded = loaded
+        .handle
+        .state()
+        .await
+        .map_err(|e| RpcError::invalid_request(e.to_string()))?;
+    if !loaded.subscribers.join(state.subscriber()) {
+        return Err(RpcError::invalid_request(format!(
+            "thread {} is being unloaded; resume it again once it has closed",
+            loaded.handle.id()
+        )));
+    }
+    let (settings, mut thread) = {
+        let meta = loaded.meta();
+        (meta.settings.clone(), meta.to_wire())
+    };
+    if !exclude_turns {
+        thread.turns = turns_from_state(&folded);
+    }
+    Ok(answer(state, &settings, thread))
+}
+
+fn joined(state: &ServerState, loaded: &LoadedThread, id: RequestId, response: Value) -> Reply {
+    let request = PumpRequest {
+        from: state.subscriber(),
+        cmd: PumpCmd::Joined { id, response },
+    };
+    match loaded.pump.try_send(request) {
+        Ok(()) => Reply::Deferred,
+        Err(TrySendError::Full(_)) => {
+            leave(state, loaded, false);
+            Reply::Now(Err(RpcError::overloaded()))
+        }
+        Err(TrySendError::Closed(_)) => Reply::Now(Err(RpcError::invalid_request(format!(
+            "thread {} has shut down",
+            loaded.handle.id()
+        )))),
     }
 }
 

@@ -1,4 +1,5 @@
-//! `thread/*` methods on loaded threads: start, list the loaded ones, name, unsubscribe.
+//! `thread/*` methods on loaded threads: start, list the loaded ones, name, unsubscribe
+//! (and leaving a thread when the connection ends).
 
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
@@ -12,6 +13,7 @@ use rein_protocol::app_server::{
     ThreadStartParams, ThreadStartResponse, ThreadStartedNotification, ThreadStatus,
     ThreadUnsubscribeResponse, ThreadUnsubscribeStatus,
 };
+use rein_protocol::ThreadSettings;
 use serde_json::Value;
 use tokio::sync::mpsc;
 use tokio::sync::mpsc::error::TrySendError;
@@ -27,7 +29,8 @@ use crate::error::RpcError;
 use crate::event_map::EventMapper;
 use crate::loaded::{LoadedThread, ThreadMeta};
 use crate::outbound::now_secs;
-use crate::pump::{Pump, PumpCmd};
+use crate::pump::{Pump, PumpCmd, PumpRequest};
+use crate::subscribers::{Left, Subscribers};
 
 /// How many requests may wait for one thread's pump before the server says "overloaded".
 const PUMP_QUEUE: usize = 64;
@@ -132,7 +135,7 @@ pub fn kernel_error(e: KernelError) -> RpcError {
     }
 }
 
-/// Load a thread into this connection: keep it in the registry and start its pump.
+/// Load a thread, subscribed by this connection: keep it in the registry and start its pump.
 /// Returns the answer `thread/start`, `thread/resume` and `thread/fork` share.
 pub fn register(
     state: &ServerState,
@@ -143,10 +146,13 @@ pub fn register(
     let settings = meta.settings.clone();
     let thread = meta.to_wire();
     let (tx, rx) = mpsc::channel(PUMP_QUEUE);
+    let subscribers = Subscribers::default();
+    subscribers.join(state.subscriber());
     let entry = LoadedThread {
         handle: new.handle,
         meta: Arc::new(Mutex::new(meta)),
         pump: tx,
+        subscribers,
     };
     state.threads.insert(entry.clone());
     let context_window = kernel
@@ -165,15 +171,23 @@ pub fn register(
         thread: entry,
         events: new.events,
         cmds: rx,
-        out: state.out.clone(),
-        pending: Arc::clone(&state.pending),
         threads: Arc::clone(&state.threads),
+        idle_unload: state.hub.idle_unload,
     };
     tokio::spawn(pump.run());
-    let response = ThreadStartResponse {
-        thread: thread.clone(),
+    (answer(state, &settings, thread.clone()), thread)
+}
+
+/// The answer `thread/start`, `thread/resume` and `thread/fork` share.
+pub fn answer(
+    state: &ServerState,
+    settings: &ThreadSettings,
+    thread: Thread,
+) -> ThreadStartResponse {
+    ThreadStartResponse {
+        thread,
         model: settings.model.clone(),
-        model_provider: kernel.provider.clone(),
+        model_provider: state.kernel.provider.clone(),
         service_tier: None,
         cwd: settings.cwd.display().to_string(),
         instruction_sources: Vec::new(),
@@ -181,8 +195,7 @@ pub fn register(
         approvals_reviewer: "user".into(),
         sandbox: sandbox_to_wire(settings.sandbox_policy),
         reasoning_effort: settings.reasoning_effort.map(|e| effort_to_wire(e).into()),
-    };
-    (response, thread)
+    }
 }
 
 pub fn loaded_list(state: &ServerState, raw: Value) -> Reply {
@@ -231,28 +244,43 @@ pub async fn set_name(state: &ServerState, id: RequestId, raw: Value) -> Reply {
     }
 }
 
-pub async fn unsubscribe(state: &ServerState, id: RequestId, raw: Value) -> Reply {
+pub fn unsubscribe(state: &ServerState, raw: Value) -> Reply {
     let p: ThreadIdParams = match params(raw) {
         Ok(p) => p,
         Err(e) => return Reply::Now(Err(e)),
     };
-    let thread = match loaded(state, &p.thread_id) {
-        Ok(t) => t,
-        Err(_) => {
-            return Reply::Now(to_value(&ThreadUnsubscribeResponse {
-                status: ThreadUnsubscribeStatus::NotLoaded,
-            }))
-        }
+    let status = match loaded(state, &p.thread_id) {
+        Ok(thread) => match leave(state, &thread, true) {
+            Left::NotSubscribed => ThreadUnsubscribeStatus::NotSubscribed,
+            Left::Left | Left::Last => ThreadUnsubscribeStatus::Unsubscribed,
+        },
+        Err(_) => ThreadUnsubscribeStatus::NotLoaded,
+    };
+    Reply::Now(to_value(&ThreadUnsubscribeResponse { status }))
+}
+
+/// Take this connection off `thread` (`connected`: it still hears `thread/closed`) and tell
+/// the pump, which starts the idle-unload countdown if nobody is left. With no grace
+/// period the thread leaves the registry at once, and unloads as soon as it is idle.
+pub fn leave(state: &ServerState, thread: &LoadedThread, connected: bool) -> Left {
+    let left = thread.subscribers.leave(state.connection, connected);
+    if left == Left::NotSubscribed {
+        return left;
+    }
+    let last = left == Left::Last;
+    if last && state.hub.idle_unload.is_zero() {
+        state
+            .threads
+            .remove_served_by(thread.handle.id(), &thread.pump);
+    }
+    let request = PumpRequest {
+        from: state.subscriber(),
+        cmd: PumpCmd::Left { last },
     };
     // Never wait on a busy pump here: the connection's loop would stall behind it.
-    match thread.pump.try_send(PumpCmd::Unsubscribe { id }) {
-        Ok(()) => {
-            state.threads.remove(thread.handle.id());
-            Reply::Deferred
-        }
-        Err(TrySendError::Full(_)) => Reply::Now(Err(RpcError::overloaded())),
-        Err(TrySendError::Closed(_)) => Reply::Now(to_value(&ThreadUnsubscribeResponse {
-            status: ThreadUnsubscribeStatus::NotLoaded,
-        })),
+    if let Err(TrySendError::Full(request)) = thread.pump.try_send(request) {
+        let pump = thread.pump.clone();
+        tokio::spawn(async move { pump.send(request).await });
     }
+    left
 }

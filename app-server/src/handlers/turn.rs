@@ -18,7 +18,7 @@ use crate::convert::{
 use crate::dispatch::{params, Reply, ServerState};
 use crate::error::RpcError;
 use crate::loaded::LoadedThread;
-use crate::pump::PumpCmd;
+use crate::pump::{PumpCmd, PumpRequest};
 
 pub async fn start(state: &ServerState, id: RequestId, raw: Value) -> Reply {
     let prepared = (|| {
@@ -52,6 +52,7 @@ pub async fn start(state: &ServerState, id: RequestId, raw: Value) -> Reply {
     })();
     match prepared {
         Ok((thread, items, settings)) => send(
+            state,
             &thread,
             PumpCmd::StartTurn {
                 id,
@@ -72,6 +73,7 @@ pub async fn steer(state: &ServerState, id: RequestId, raw: Value) -> Reply {
     })();
     match prepared {
         Ok((thread, items, expected)) => send(
+            state,
             &thread,
             PumpCmd::Steer {
                 id,
@@ -90,7 +92,7 @@ pub async fn interrupt(state: &ServerState, id: RequestId, raw: Value) -> Reply 
         Ok((loaded(state, &p.thread_id)?, turn_id))
     })();
     match prepared {
-        Ok((thread, turn_id)) => send(&thread, PumpCmd::Interrupt { id, turn_id }),
+        Ok((thread, turn_id)) => send(state, &thread, PumpCmd::Interrupt { id, turn_id }),
         Err(e) => Reply::Now(Err(e)),
     }
 }
@@ -102,7 +104,7 @@ pub async fn compact(state: &ServerState, id: RequestId, raw: Value) -> Reply {
         loaded(state, &p.thread_id)
     })();
     match prepared {
-        Ok(thread) => send(&thread, PumpCmd::Compact { id }),
+        Ok(thread) => send(state, &thread, PumpCmd::Compact { id }),
         Err(e) => Reply::Now(Err(e)),
     }
 }
@@ -114,7 +116,7 @@ pub async fn rollback(state: &ServerState, id: RequestId, raw: Value) -> Reply {
         Ok((loaded(state, &p.thread_id)?, p.num_turns))
     })();
     match prepared {
-        Ok((thread, turns)) => send(&thread, PumpCmd::Rollback { id, turns }),
+        Ok((thread, turns)) => send(state, &thread, PumpCmd::Rollback { id, turns }),
         Err(e) => Reply::Now(Err(e)),
     }
 }
@@ -129,8 +131,12 @@ fn turn_id(text: &str, field: &str) -> Result<TurnId, RpcError> {
 }
 
 /// Hand a request to the thread's pump without waiting: a full pump queue is "overloaded".
-fn send(thread: &LoadedThread, cmd: PumpCmd) -> Reply {
-    match thread.pump.try_send(cmd) {
+fn send(state: &ServerState, thread: &LoadedThread, cmd: PumpCmd) -> Reply {
+    let request = PumpRequest {
+        from: state.subscriber(),
+        cmd,
+    };
+    match thread.pump.try_send(request) {
         Ok(()) => Reply::Deferred,
         Err(TrySendError::Full(_)) => Reply::Now(Err(RpcError::overloaded())),
         Err(TrySendError::Closed(_)) => Reply::Now(Err(RpcError::invalid_request(format!(
