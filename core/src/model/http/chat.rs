@@ -4,57 +4,36 @@
 //! request body is built in `chat_request.rs`.
 
 use std::collections::{BTreeMap, VecDeque};
-use std::sync::Arc;
 
-use futures::StreamExt;
 use rein_protocol::TokenUsage;
 use serde::Deserialize;
 
 pub use super::chat_request::request_body;
+use super::client::{HttpModelClient, WireFormat};
 use super::errors::{error_for_stream_failure, malformed, ApiErrorBody};
 use super::sse::SseEvent;
-use super::stream::{sse_stream, WireDecoder};
-use super::Endpoint;
-use crate::model::{ModelClient, ModelError, ModelEvent, ModelRequest, ModelStream, RetryPolicy};
+use super::stream::WireDecoder;
+use crate::model::{ModelError, ModelEvent, ModelRequest};
+
+/// The Chat Completions wire format.
+#[derive(Clone, Copy, Debug)]
+pub struct Chat;
+
+impl WireFormat for Chat {
+    const PATH: &'static str = "chat/completions";
+    type Decoder = ChatDecoder;
+
+    fn request_body(request: &ModelRequest) -> Result<Vec<u8>, ModelError> {
+        request_body(request)
+    }
+
+    fn decoder() -> ChatDecoder {
+        ChatDecoder::default()
+    }
+}
 
 /// A client for one Chat Completions server.
-#[derive(Clone, Debug)]
-pub struct ChatClient {
-    http: reqwest::Client,
-    endpoint: Arc<Endpoint>,
-}
-
-impl ChatClient {
-    pub fn new(http: reqwest::Client, endpoint: Endpoint) -> Self {
-        Self {
-            http,
-            endpoint: Arc::new(endpoint),
-        }
-    }
-
-    pub fn endpoint(&self) -> &Endpoint {
-        &self.endpoint
-    }
-}
-
-impl ModelClient for ChatClient {
-    fn stream(&self, request: ModelRequest) -> ModelStream {
-        let body = match request_body(&request) {
-            Ok(body) => body,
-            Err(e) => return futures::stream::once(async move { Err(e) }).boxed(),
-        };
-        let builder = self.endpoint.post(&self.http, "chat/completions", body);
-        sse_stream(
-            builder,
-            ChatDecoder::default(),
-            self.endpoint.stream_idle_timeout,
-        )
-    }
-
-    fn retry_policy(&self) -> RetryPolicy {
-        self.endpoint.retry_policy()
-    }
-}
+pub type ChatClient = HttpModelClient<Chat>;
 
 #[derive(Deserialize)]
 struct Chunk {

@@ -9,6 +9,7 @@
 
 pub mod chat;
 mod chat_request;
+pub mod client;
 pub mod errors;
 pub mod responses;
 pub mod sse;

@@ -3,52 +3,35 @@
 
 use std::borrow::Cow;
 use std::collections::VecDeque;
-use std::sync::Arc;
 
-use futures::StreamExt;
 use rein_protocol::{InputPart, Item, ReasoningEffort, TokenUsage};
 use serde::{Deserialize, Serialize};
 
+use super::client::{HttpModelClient, WireFormat};
 use super::errors::{error_for_stream_failure, malformed, ApiErrorBody};
 use super::sse::SseEvent;
-use super::stream::{sse_stream, WireDecoder};
-use super::Endpoint;
-use crate::model::{ModelClient, ModelError, ModelEvent, ModelRequest, ModelStream, RetryPolicy};
+use super::stream::WireDecoder;
+use crate::model::{ModelError, ModelEvent, ModelRequest};
+
+/// The Responses API wire format.
+#[derive(Clone, Copy, Debug)]
+pub struct Responses;
+
+impl WireFormat for Responses {
+    const PATH: &'static str = "responses";
+    type Decoder = ResponsesDecoder;
+
+    fn request_body(request: &ModelRequest) -> Result<Vec<u8>, ModelError> {
+        request_body(request)
+    }
+
+    fn decoder() -> ResponsesDecoder {
+        ResponsesDecoder
+    }
+}
 
 /// A client for one Responses API server.
-#[derive(Clone, Debug)]
-pub struct ResponsesClient {
-    http: reqwest::Client,
-    endpoint: Arc<Endpoint>,
-}
-
-impl ResponsesClient {
-    pub fn new(http: reqwest::Client, endpoint: Endpoint) -> Self {
-        Self {
-            http,
-            endpoint: Arc::new(endpoint),
-        }
-    }
-
-    pub fn endpoint(&self) -> &Endpoint {
-        &self.endpoint
-    }
-}
-
-impl ModelClient for ResponsesClient {
-    fn stream(&self, request: ModelRequest) -> ModelStream {
-        let body = match request_body(&request) {
-            Ok(body) => body,
-            Err(e) => return futures::stream::once(async move { Err(e) }).boxed(),
-        };
-        let builder = self.endpoint.post(&self.http, "responses", body);
-        sse_stream(builder, ResponsesDecoder, self.endpoint.stream_idle_timeout)
-    }
-
-    fn retry_policy(&self) -> RetryPolicy {
-        self.endpoint.retry_policy()
-    }
-}
+pub type ResponsesClient = HttpModelClient<Responses>;
 
 #[derive(Serialize)]
 struct Body<'a> {
@@ -409,6 +392,7 @@ mod tests {
     use crate::tools::ToolSpec;
     use pretty_assertions::assert_eq;
     use rein_protocol::ItemId;
+    use std::sync::Arc;
 
     fn sample_request() -> ModelRequest {
         ModelRequest {
