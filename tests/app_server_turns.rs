@@ -138,6 +138,13 @@ fn startup_calls_of_editor_clients_are_answered_with_codex_shapes() {
         seen.last().unwrap()["params"]["turn"]["items"][0]["text"],
         "echo: ping"
     );
+    // outputSchema reached the model as strict structured output.
+    let body = model.requests().pop().unwrap();
+    assert_eq!(
+        body["text"]["format"]["schema"],
+        json!({ "type": "object" }),
+        "{body}"
+    );
     let name = server.request(
         "thread/name/set",
         json!({ "threadId": thread, "name": "Demo" }),

@@ -217,10 +217,16 @@ fn output_schema_accepts_a_matching_answer_and_rejects_another() {
             );
             assert!(stderr.contains("/status"), "{stderr}");
         }
-        // The model was told the schema, in its instructions.
+        // The model was told the schema, in its instructions and as structured output.
         let request = &mock.requests()[0];
         let told = request["instructions"].as_str().unwrap_or_default();
         assert!(told.contains(r#""enum":["ok"]"#), "{request}");
+        assert_eq!(
+            request["text"]["format"]["type"], "json_schema",
+            "{request}"
+        );
+        assert_eq!(request["text"]["format"]["schema"], schema, "{request}");
+        assert_eq!(request["text"]["format"]["strict"], true, "{request}");
     }
 }
 

@@ -43,6 +43,8 @@ pub enum PumpCmd {
         id: RequestId,
         items: Vec<InputPart>,
         settings: SettingsChange,
+        /// `outputSchema`: structured output for this turn.
+        output_schema: Option<serde_json::Value>,
     },
     Steer {
         id: RequestId,
@@ -308,11 +310,13 @@ impl Pump {
                 id,
                 items,
                 settings,
+                output_schema,
             } => {
                 let op = Op::UserInput {
                     items,
                     mode: InputMode::StartIfIdle,
                     settings,
+                    output_schema,
                 };
                 let submission = SubmissionId::new();
                 let result = match self.submit(submission, op).await {
@@ -340,6 +344,7 @@ impl Pump {
                     items,
                     mode: InputMode::Steer(expected),
                     settings: SettingsChange::default(),
+                    output_schema: None,
                 };
                 let submission = SubmissionId::new();
                 let result = match self.submit(submission, op).await {

@@ -104,6 +104,7 @@ fn loopback(c: &mut Criterion) {
         parallel_tool_calls: false,
         reasoning_effort: None,
         prompt_cache_key: "bench".into(),
+        output_schema: None,
     };
     let mut group = c.benchmark_group("loopback_turn");
     group.throughput(Throughput::Elements(u64::from(TURN_DELTAS)));
@@ -162,6 +163,7 @@ fn first_byte_to_event(c: &mut Criterion) {
         parallel_tool_calls: false,
         reasoning_effort: None,
         prompt_cache_key: "bench".into(),
+        output_schema: None,
     };
     let mut stream = client.stream(request);
     c.bench_function("first_byte_to_event", |b| {

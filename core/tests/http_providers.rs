@@ -57,6 +57,7 @@ fn request(text: &str) -> ModelRequest {
         parallel_tool_calls: true,
         reasoning_effort: None,
         prompt_cache_key: "thread-1".into(),
+        output_schema: None,
     }
 }
 

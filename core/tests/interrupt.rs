@@ -213,6 +213,7 @@ async fn a_turn_over_its_wall_time_budget_is_aborted_budget_limited() {
             }),
             ..SettingsChange::default()
         },
+        output_schema: None,
     };
     t.handle.submit(op).await.unwrap();
     let end = until(&mut t.events, is_turn_end).await;
@@ -251,6 +252,7 @@ async fn a_turn_over_its_token_budget_is_aborted_budget_limited() {
             }),
             ..SettingsChange::default()
         },
+        output_schema: None,
     };
     t.handle.submit(op).await.unwrap();
     let end = until(&mut t.events, is_turn_end).await;

@@ -23,6 +23,7 @@ fn request(model: &str) -> ModelRequest {
         parallel_tool_calls: false,
         reasoning_effort: None,
         prompt_cache_key: "t".into(),
+        output_schema: None,
     }
 }
 

@@ -383,6 +383,7 @@ fn resumed_request_body_equals_live_request_body() {
             parallel_tool_calls: true,
             reasoning_effort: settings.reasoning_effort,
             prompt_cache_key: state.thread_id.unwrap().to_string(),
+            output_schema: None,
         };
         serde_json::to_string(&request).unwrap()
     };

@@ -19,6 +19,7 @@ fn input(text: &str, mode: InputMode) -> Op {
         items: vec![InputPart::text(text)],
         mode,
         settings: SettingsChange::default(),
+        output_schema: None,
     }
 }
 
@@ -153,6 +154,7 @@ async fn empty_input_is_rejected() {
                 items,
                 mode: InputMode::StartOrSteer,
                 settings: SettingsChange::default(),
+                output_schema: None,
             })
             .await
             .unwrap();
@@ -178,6 +180,7 @@ async fn a_rejected_inputs_settings_change_is_not_applied() {
             approval_policy: Some(rein_protocol::ApprovalPolicy::Never),
             ..SettingsChange::default()
         },
+        output_schema: None,
     };
     let res = t.handle.submit(bad).await.unwrap();
     assert!(matches!(
@@ -200,6 +203,7 @@ async fn a_rejected_inputs_settings_change_is_not_applied() {
             model: Some("scripted-small".into()),
             ..SettingsChange::default()
         },
+        output_schema: None,
     };
     started(t.handle.submit(good).await.unwrap());
     let ev = until(&mut events, |e| {

@@ -318,3 +318,39 @@ async fn a_bad_request_never_falls_back() {
     ));
     assert_eq!(backup.request_count(), 0);
 }
+
+#[tokio::test]
+async fn an_output_schema_rides_on_every_request_of_its_turn_only() {
+    let model = ScriptedModel::replies(vec![
+        ScriptedReply::tool_call("order", json!({"name": "a"})),
+        ScriptedReply::text("{\"ok\":true}"),
+        ScriptedReply::text("free text"),
+    ]);
+    let m = manager(Arc::clone(&model), vec![Arc::new(OrderTool::default())]);
+    let mut t = start(&m);
+    let schema = json!({"type": "object", "properties": {"ok": {"type": "boolean"}}});
+    t.handle
+        .submit(Op::UserInput {
+            items: vec![rein_protocol::InputPart::text("answer as JSON")],
+            mode: rein_protocol::InputMode::StartOrSteer,
+            settings: rein_protocol::SettingsChange::default(),
+            output_schema: Some(schema.clone()),
+        })
+        .await
+        .unwrap();
+    until(&mut t.events, is_turn_end).await;
+    t.handle
+        .submit(Op::user_text("now free text"))
+        .await
+        .unwrap();
+    until(&mut t.events, is_turn_end).await;
+    let reqs = model.requests();
+    assert_eq!(reqs.len(), 3);
+    assert_eq!(reqs[0].output_schema.as_deref(), Some(&schema));
+    assert_eq!(
+        reqs[1].output_schema.as_deref(),
+        Some(&schema),
+        "the follow-up step keeps it"
+    );
+    assert_eq!(reqs[2].output_schema, None, "the next turn asked for none");
+}

@@ -28,6 +28,10 @@ pub enum Op {
         /// Applied only if the input is accepted, all or nothing.
         #[serde(default, skip_serializing_if = "SettingsChange::is_empty")]
         settings: SettingsChange,
+        /// JSON Schema the final answer of the turn this input starts must follow
+        /// (structured output). Ignored when the input steers a running turn.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        output_schema: Option<serde_json::Value>,
     },
     /// Restart the interrupted turn with the same turn id and no new input.
     Recover,
@@ -63,6 +67,7 @@ impl Op {
             items: vec![InputPart::text(text)],
             mode: InputMode::StartOrSteer,
             settings: SettingsChange::default(),
+            output_schema: None,
         }
     }
 }

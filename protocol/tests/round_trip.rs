@@ -25,6 +25,7 @@ fn ops_round_trip() {
                 model: Some("m".into()),
                 ..Default::default()
             },
+            output_schema: None,
         },
         Op::Recover,
         Op::Interrupt,

@@ -48,16 +48,17 @@ pub async fn start(state: &ServerState, id: RequestId, raw: Value) -> Reply {
         if let Some(effort) = &p.effort {
             settings.reasoning_effort = effort_from_wire(effort)?;
         }
-        Ok((thread, items, settings))
+        Ok((thread, items, settings, p.output_schema))
     })();
     match prepared {
-        Ok((thread, items, settings)) => send(
+        Ok((thread, items, settings, output_schema)) => send(
             state,
             &thread,
             PumpCmd::StartTurn {
                 id,
                 items,
                 settings,
+                output_schema,
             },
         ),
         Err(e) => Reply::Now(Err(e)),

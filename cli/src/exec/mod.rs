@@ -126,6 +126,7 @@ async fn run_exec(args: ExecArgs) -> anyhow::Result<i32> {
             parts: input,
             settings: change,
             announce,
+            output_schema: schema.as_ref().map(|s| s.schema.clone()),
         },
         mode,
     )

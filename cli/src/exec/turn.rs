@@ -33,6 +33,8 @@ pub struct TurnInput {
     pub settings: SettingsChange,
     /// Announce the thread first: a resumed or forked thread emits no `ThreadConfigured`.
     pub announce: bool,
+    /// `--output-schema`: sent to the model as structured output for this turn.
+    pub output_schema: Option<serde_json::Value>,
 }
 
 /// A signal that stops a headless run: Ctrl-C, or a supervisor's SIGTERM (the Codex SDK
@@ -135,6 +137,7 @@ pub async fn drive(
             items: input.parts,
             mode: InputMode::StartIfIdle,
             settings: input.settings,
+            output_schema: input.output_schema,
         })
         .await?;
     if let OpResult::Input(InputOutcome::Rejected { reason }) = submitted {

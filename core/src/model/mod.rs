@@ -32,6 +32,8 @@ pub struct ModelRequest {
     pub reasoning_effort: Option<ReasoningEffort>,
     /// Stable per thread, so a provider's prompt cache hits across turns.
     pub prompt_cache_key: String,
+    /// JSON Schema the final answer must follow (structured output), if the turn asked.
+    pub output_schema: Option<Arc<serde_json::Value>>,
 }
 
 impl ModelRequest {

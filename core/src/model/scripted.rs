@@ -294,6 +294,7 @@ mod tests {
             parallel_tool_calls: true,
             reasoning_effort: None,
             prompt_cache_key: "t".into(),
+            output_schema: None,
         }
     }
 

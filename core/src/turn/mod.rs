@@ -30,6 +30,8 @@ pub(crate) struct TurnContext {
     pub fallback: Option<Fallback>,
     pub tools: Arc<ToolSet>,
     pub parallel_tool_calls: bool,
+    /// The structured-output schema the turn's input asked for.
+    pub output_schema: Option<Arc<serde_json::Value>>,
 }
 
 /// A fallback model and its client, resolved when the turn starts.

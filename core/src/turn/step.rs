@@ -29,6 +29,7 @@ pub(crate) struct StepContext {
     pub prompt_cache_key: String,
     /// Stream nothing to clients (a compaction's summary is not an agent message).
     pub silent: bool,
+    pub output_schema: Option<Arc<serde_json::Value>>,
 }
 
 impl StepContext {
@@ -42,6 +43,7 @@ impl StepContext {
             parallel_tool_calls: turn.parallel_tool_calls,
             prompt_cache_key: turn.thread_id.to_string(),
             silent: false,
+            output_schema: turn.output_schema.clone(),
         }
     }
 
@@ -56,6 +58,8 @@ impl StepContext {
             parallel_tool_calls: false,
             prompt_cache_key: self.prompt_cache_key.clone(),
             silent: true,
+            // A summary is free text, whatever the turn's answer must look like.
+            output_schema: None,
         }
     }
 
@@ -68,6 +72,7 @@ impl StepContext {
             parallel_tool_calls: self.parallel_tool_calls,
             reasoning_effort: self.settings.reasoning_effort,
             prompt_cache_key: self.prompt_cache_key.clone(),
+            output_schema: self.output_schema.clone(),
         }
     }
 }

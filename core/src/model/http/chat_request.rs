@@ -25,6 +25,23 @@ struct Body<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     reasoning_effort: Option<ReasoningEffort>,
     prompt_cache_key: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    response_format: Option<ResponseFormat<'a>>,
+}
+
+/// `response_format`: the final answer must be JSON following the schema.
+#[derive(Serialize)]
+struct ResponseFormat<'a> {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    json_schema: NamedSchema<'a>,
+}
+
+#[derive(Serialize)]
+struct NamedSchema<'a> {
+    name: &'static str,
+    schema: &'a serde_json::Value,
+    strict: bool,
 }
 
 #[derive(Serialize)]
@@ -204,6 +221,17 @@ pub fn request_body(request: &ModelRequest) -> Result<Vec<u8>, ModelError> {
         parallel_tool_calls: has_tools.then_some(request.parallel_tool_calls),
         reasoning_effort: request.reasoning_effort,
         prompt_cache_key: &request.prompt_cache_key,
+        response_format: request
+            .output_schema
+            .as_deref()
+            .map(|schema| ResponseFormat {
+                kind: "json_schema",
+                json_schema: NamedSchema {
+                    name: super::responses::OUTPUT_SCHEMA_NAME,
+                    schema,
+                    strict: true,
+                },
+            }),
     };
     serde_json::to_vec(&body).map_err(|e| ModelError::BadRequest {
         status: 0,
@@ -219,6 +247,31 @@ mod tests {
     use pretty_assertions::assert_eq;
     use rein_protocol::ItemId;
     use std::sync::Arc;
+
+    #[test]
+    fn an_output_schema_becomes_a_strict_json_schema_response_format() {
+        let schema = serde_json::json!({"type": "object"});
+        let mut request = ModelRequest {
+            model: "m".into(),
+            instructions: String::new(),
+            input: vec![Arc::new(Item::user_text("hi"))],
+            tools: Arc::from(Vec::new()),
+            parallel_tool_calls: false,
+            reasoning_effort: None,
+            prompt_cache_key: "t".into(),
+            output_schema: None,
+        };
+        let plain: serde_json::Value =
+            serde_json::from_slice(&request_body(&request).unwrap()).unwrap();
+        assert!(plain.get("response_format").is_none());
+        request.output_schema = Some(Arc::new(schema.clone()));
+        let body: serde_json::Value =
+            serde_json::from_slice(&request_body(&request).unwrap()).unwrap();
+        assert_eq!(
+            body["response_format"],
+            serde_json::json!({"type": "json_schema", "json_schema": {"name": "final_answer", "schema": schema, "strict": true}})
+        );
+    }
 
     #[test]
     fn messages_group_calls_under_the_assistant_message() {
@@ -253,6 +306,7 @@ mod tests {
             parallel_tool_calls: false,
             reasoning_effort: None,
             prompt_cache_key: "k".into(),
+            output_schema: None,
         };
         let body: serde_json::Value =
             serde_json::from_slice(&request_body(&request).unwrap()).unwrap();

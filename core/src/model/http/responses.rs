@@ -33,6 +33,9 @@ impl WireFormat for Responses {
 /// A client for one Responses API server.
 pub type ResponsesClient = HttpModelClient<Responses>;
 
+/// The name structured-output schemas are sent under.
+pub const OUTPUT_SCHEMA_NAME: &str = "final_answer";
+
 #[derive(Serialize)]
 struct Body<'a> {
     model: &'a str,
@@ -52,6 +55,23 @@ struct Body<'a> {
     stream: bool,
     include: Vec<&'static str>,
     prompt_cache_key: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    text: Option<TextOptions<'a>>,
+}
+
+/// `text.format`: the final answer must be JSON following the schema.
+#[derive(Serialize)]
+struct TextOptions<'a> {
+    format: JsonSchemaFormat<'a>,
+}
+
+#[derive(Serialize)]
+struct JsonSchemaFormat<'a> {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    name: &'static str,
+    schema: &'a serde_json::Value,
+    strict: bool,
 }
 
 #[derive(Serialize)]
@@ -194,6 +214,14 @@ pub fn request_body(request: &ModelRequest) -> Result<Vec<u8>, ModelError> {
             Vec::new()
         },
         prompt_cache_key: &request.prompt_cache_key,
+        text: request.output_schema.as_deref().map(|schema| TextOptions {
+            format: JsonSchemaFormat {
+                kind: "json_schema",
+                name: OUTPUT_SCHEMA_NAME,
+                schema,
+                strict: true,
+            },
+        }),
     };
     // Only strings, numbers and JSON values go in, which always serialize; the status is
     // 0 because the request never left.
@@ -426,7 +454,25 @@ mod tests {
             parallel_tool_calls: true,
             reasoning_effort: Some(ReasoningEffort::Low),
             prompt_cache_key: "thread-1".into(),
+            output_schema: None,
         }
+    }
+
+    #[test]
+    fn an_output_schema_becomes_a_strict_json_schema_text_format() {
+        let schema =
+            serde_json::json!({"type": "object", "properties": {"ok": {"type": "boolean"}}});
+        let mut request = sample_request();
+        let plain: serde_json::Value =
+            serde_json::from_slice(&request_body(&request).unwrap()).unwrap();
+        assert!(plain.get("text").is_none());
+        request.output_schema = Some(Arc::new(schema.clone()));
+        let body: serde_json::Value =
+            serde_json::from_slice(&request_body(&request).unwrap()).unwrap();
+        assert_eq!(
+            body["text"],
+            serde_json::json!({"format": {"type": "json_schema", "name": "final_answer", "schema": schema, "strict": true}})
+        );
     }
 
     #[test]

@@ -153,8 +153,9 @@ impl SubmissionLoop {
                 items,
                 mode,
                 settings,
+                output_schema,
             } => (
-                OpResult::Input(self.on_input(id, items, mode, &settings)),
+                OpResult::Input(self.on_input(id, items, mode, &settings, output_schema)),
                 Flow::Continue,
             ),
             Op::Recover => (OpResult::Input(self.on_recover()), Flow::Continue),
@@ -226,6 +227,7 @@ impl SubmissionLoop {
         items: Vec<InputPart>,
         mode: InputMode,
         change: &SettingsChange,
+        output_schema: Option<serde_json::Value>,
     ) -> InputOutcome {
         let route = router::route(
             &self.state,
@@ -246,7 +248,7 @@ impl SubmissionLoop {
                     submission: id,
                     items,
                 });
-                match self.start_turn(turn_id, inputs, false) {
+                match self.start_turn(turn_id, inputs, false, output_schema.map(Arc::new)) {
                     Ok(()) => InputOutcome::Started { turn_id },
                     Err(reason) => InputOutcome::Rejected { reason },
                 }
@@ -285,7 +287,7 @@ impl SubmissionLoop {
             };
         };
         let inputs = self.pending.take_all();
-        match self.start_turn(turn_id, inputs, true) {
+        match self.start_turn(turn_id, inputs, true, None) {
             Ok(()) => InputOutcome::Started { turn_id },
             Err(reason) => InputOutcome::Rejected { reason },
         }
@@ -401,7 +403,7 @@ impl SubmissionLoop {
             return;
         };
         let turn_id = TurnId::from(first.submission);
-        if let Err(reason) = self.start_turn(turn_id, leftovers, false) {
+        if let Err(reason) = self.start_turn(turn_id, leftovers, false, None) {
             self.emit(
                 None,
                 EventMsg::Warning {

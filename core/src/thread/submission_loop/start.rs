@@ -71,6 +71,7 @@ impl SubmissionLoop {
                 fallback,
                 tools: Arc::clone(&self.services.tools),
                 parallel_tool_calls: self.services.config.parallel_tool_calls,
+                output_schema: None,
             },
             sink: TurnSink::new(run, turn_id, self.task_tx.clone()),
             cancel: CancellationToken::new(),
@@ -113,8 +114,10 @@ impl SubmissionLoop {
         turn_id: TurnId,
         inputs: Vec<PendingEntry>,
         recovered: bool,
+        output_schema: Option<Arc<serde_json::Value>>,
     ) -> Result<(), RejectReason> {
-        let opened = self.open_turn(turn_id, TaskKind::Regular, recovered)?;
+        let mut opened = self.open_turn(turn_id, TaskKind::Regular, recovered)?;
+        opened.context.output_schema = output_schema;
         let turn_input_start = self.state.history.len();
         for entry in inputs {
             self.emit(
