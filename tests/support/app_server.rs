@@ -6,8 +6,8 @@
 
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Write};
-use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStdin, Command, Stdio};
+use std::path::Path;
+use std::process::{Child, ChildStdin, Stdio};
 use std::sync::mpsc;
 use std::time::Duration;
 
@@ -17,61 +17,9 @@ use serde_json::{json, Value};
 /// hangs, never a synchronisation point).
 pub const PATIENCE: Duration = Duration::from_secs(20);
 
-pub fn rein() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_rein"))
-}
-
-/// `rein mock-model` playing `script`, killed on drop.
-pub struct MockModel {
-    child: Child,
-    pub base_url: String,
-    pub log: PathBuf,
-    _dir: tempfile::TempDir,
-}
-
-impl MockModel {
-    pub fn start(script: Value) -> Self {
-        let dir = tempfile::tempdir().unwrap();
-        let script_path = dir.path().join("script.json");
-        std::fs::write(&script_path, script.to_string()).unwrap();
-        let log = dir.path().join("requests.jsonl");
-        let mut child = rein()
-            .args(["mock-model", "--listen", "127.0.0.1:0", "--script"])
-            .arg(&script_path)
-            .arg("--log")
-            .arg(&log)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .unwrap();
-        let mut first = String::new();
-        BufReader::new(child.stdout.take().unwrap())
-            .read_line(&mut first)
-            .unwrap();
-        Self {
-            child,
-            base_url: first.trim().to_owned(),
-            log,
-            _dir: dir,
-        }
-    }
-
-    /// The request bodies the model server received, in order.
-    pub fn requests(&self) -> Vec<Value> {
-        std::fs::read_to_string(&self.log)
-            .unwrap_or_default()
-            .lines()
-            .map(|l| serde_json::from_str::<Value>(l).unwrap()["body"].clone())
-            .collect()
-    }
-}
-
-impl Drop for MockModel {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
+#[path = "mock_model.rs"]
+mod mock_model;
+pub use mock_model::{rein, MockModel};
 
 /// A temporary `REIN_HOME` whose config points at the mock model server.
 pub fn home_for(model: &MockModel) -> tempfile::TempDir {
