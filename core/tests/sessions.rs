@@ -44,6 +44,11 @@ fn kernel(home: &Path, server: &MockServer) -> Kernel {
     .unwrap()
 }
 
+fn start(k: &Kernel, cwd: &Path, persistence: Persistence) -> rein_core::NewThread {
+    k.start_thread(k.default_settings(cwd.to_owned()), persistence)
+        .unwrap()
+}
+
 async fn turn(thread: &mut rein_core::NewThread, text: &str) {
     thread.handle.submit(Op::user_text(text)).await.unwrap();
     let end = thread.events.wait_for(is_turn_end).await.unwrap();
@@ -103,12 +108,7 @@ async fn a_fork_branches_at_a_turn_and_leaves_the_parent_alone() {
     let home = tempfile::tempdir().unwrap();
     let server = echo_server().await;
     let k = kernel(home.path(), &server);
-    let mut parent = k
-        .start_thread(
-            k.default_settings(home.path().to_owned()),
-            Persistence::Rollout,
-        )
-        .unwrap();
+    let mut parent = start(&k, home.path(), Persistence::Rollout);
     turn(&mut parent, "one").await;
     turn(&mut parent, "two").await;
     let parent_state = parent.handle.state().await.unwrap();
@@ -147,12 +147,7 @@ async fn ephemeral_threads_write_nothing() {
     let home = tempfile::tempdir().unwrap();
     let server = echo_server().await;
     let k = kernel(home.path(), &server);
-    let mut t = k
-        .start_thread(
-            k.default_settings(home.path().to_owned()),
-            Persistence::Ephemeral,
-        )
-        .unwrap();
+    let mut t = start(&k, home.path(), Persistence::Ephemeral);
     turn(&mut t, "one").await;
     assert!(k.store().find(t.handle.id()).is_err());
     assert!(!home.path().join("sessions").exists());
@@ -163,12 +158,7 @@ async fn a_shut_down_thread_can_be_resumed_at_once() {
     let home = tempfile::tempdir().unwrap();
     let server = echo_server().await;
     let k = kernel(home.path(), &server);
-    let mut t = k
-        .start_thread(
-            k.default_settings(home.path().to_owned()),
-            Persistence::Rollout,
-        )
-        .unwrap();
+    let mut t = start(&k, home.path(), Persistence::Rollout);
     let id = t.handle.id();
     turn(&mut t, "one").await;
     t.handle.shutdown().await.unwrap();
