@@ -74,6 +74,7 @@ fn thread_with_compactions() -> (Vec<Event>, Vec<(usize, usize)>) {
                     kind: TaskKind::Regular,
                     settings: settings.clone(),
                     recovered: false,
+                    output_schema: None,
                 },
             );
             b.push(
@@ -113,6 +114,7 @@ fn thread_with_compactions() -> (Vec<Event>, Vec<(usize, usize)>) {
                 kind: TaskKind::Compact,
                 settings: settings.clone(),
                 recovered: false,
+                output_schema: None,
             },
         );
         b.push(

@@ -85,6 +85,7 @@ fn generate(path: &Path, blobs: &BlobStore, items: usize, bytes_per_item: usize)
             kind: TaskKind::Regular,
             settings: settings(),
             recovered: false,
+            output_schema: None,
         });
         writer.record(&start).unwrap();
         let user = g.event(EventMsg::ItemCompleted {

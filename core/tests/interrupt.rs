@@ -146,6 +146,58 @@ async fn a_tool_that_ignores_cancellation_is_hard_aborted_after_the_grace() {
 }
 
 #[tokio::test]
+async fn recover_asks_again_for_the_interrupted_turns_output_schema() {
+    let model = ScriptedModel::replies(vec![
+        ScriptedReply::text("{\"ok\"").with_fault(Fault::Hang),
+        ScriptedReply::text("{\"ok\":true}"),
+    ]);
+    let m = manager(Arc::clone(&model), vec![]);
+    let mut t = start(&m);
+    let schema = json!({"type": "object", "properties": {"ok": {"type": "boolean"}}});
+    let turn = started(
+        t.handle
+            .submit(Op::UserInput {
+                items: vec![rein_protocol::InputPart::text("answer as JSON")],
+                mode: rein_protocol::InputMode::StartOrSteer,
+                settings: SettingsChange::default(),
+                output_schema: Some(schema.clone()),
+            })
+            .await
+            .unwrap(),
+    );
+    // The schema is part of the recorded turn, so a resumed thread knows it too.
+    let opened = until(&mut t.events, |e| {
+        matches!(e.msg, EventMsg::TurnStarted { .. })
+    })
+    .await;
+    assert!(matches!(
+        &opened.msg,
+        EventMsg::TurnStarted { output_schema: Some(s), .. } if *s == schema
+    ));
+    until(&mut t.events, |e| {
+        matches!(e.msg, EventMsg::AgentMessageDelta { .. })
+    })
+    .await;
+    t.handle.submit(Op::Interrupt).await.unwrap();
+    until(&mut t.events, is_turn_end).await;
+
+    let res = t.handle.submit(Op::Recover).await.unwrap();
+    assert_eq!(
+        res,
+        OpResult::Input(InputOutcome::Started { turn_id: turn })
+    );
+    let end = until(&mut t.events, is_turn_end).await;
+    assert!(matches!(end.msg, EventMsg::TurnCompleted { .. }));
+    let reqs = model.requests();
+    assert_eq!(reqs.len(), 2);
+    assert_eq!(
+        reqs[1].output_schema.as_deref(),
+        Some(&schema),
+        "the recovered turn still asks for structured output"
+    );
+}
+
+#[tokio::test]
 async fn recover_restarts_the_interrupted_turn_with_the_same_id() {
     let model = ScriptedModel::replies(vec![
         ScriptedReply::text("half").with_fault(Fault::Hang),

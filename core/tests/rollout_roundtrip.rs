@@ -190,6 +190,27 @@ fn appending_after_resume_continues_the_same_file() {
 }
 
 #[test]
+fn a_crashed_turn_keeps_its_output_schema_for_recover() {
+    let mut script = ThreadScript::new(ThreadId::new());
+    let turn = rein_protocol::TurnId::new();
+    script.turn = Some(turn);
+    let schema = serde_json::json!({"type": "object"});
+    script.push(EventMsg::TurnStarted {
+        kind: rein_protocol::TaskKind::Regular,
+        settings: support::settings(),
+        recovered: false,
+        output_schema: Some(schema.clone()),
+    });
+    script.agent_message("{");
+    let state = ThreadState::from_events(&repair_for_resume(script.events.clone()));
+    let recoverable = state
+        .recoverable_turn
+        .expect("the crashed turn can be recovered");
+    assert_eq!(recoverable.id, turn);
+    assert_eq!(recoverable.output_schema.as_deref(), Some(&schema));
+}
+
+#[test]
 fn crashed_turn_is_closed_as_interrupted_with_aborted_outputs() {
     let mut script = ThreadScript::new(ThreadId::new());
     script.simple_turn(1, "ok".into());
@@ -247,7 +268,7 @@ fn crashed_turn_is_closed_as_interrupted_with_aborted_outputs() {
     let state = ThreadState::from_events(&repaired);
     assert!(state.is_idle());
     assert_eq!(state.status, AgentStatus::Interrupted);
-    assert_eq!(state.recoverable_turn, Some(turn));
+    assert_eq!(state.recoverable_turn.map(|t| t.id), Some(turn));
     // Idle threads come back unchanged.
     assert_eq!(repair_for_resume(repaired.clone()), repaired);
 }

@@ -95,6 +95,10 @@ pub enum EventMsg {
         /// Set when this turn restarts an interrupted one with the same id.
         #[serde(default, skip_serializing_if = "std::ops::Not::not")]
         recovered: bool,
+        /// The JSON Schema the final answer must follow, when the input asked for one;
+        /// kept here so a recovered or resumed turn asks for it again.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        output_schema: Option<serde_json::Value>,
     },
     TurnCompleted {
         #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -42,6 +42,7 @@ fn an_interrupted_approval_is_withdrawn_before_the_turn_ends() {
                 instructions: String::new(),
             },
             recovered: false,
+            output_schema: None,
         },
     ));
     let ask = m.map(&event(

@@ -259,6 +259,7 @@ mod tests {
                 kind: TaskKind::Regular,
                 settings,
                 recovered: false,
+                output_schema: None,
             },
         )
     }

@@ -109,6 +109,7 @@ mod tests {
             id,
             kind,
             settings: settings(),
+            output_schema: None,
         });
         s
     }

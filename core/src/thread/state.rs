@@ -36,6 +36,15 @@ pub struct ActiveTurn {
     pub kind: TaskKind,
     /// Settings captured at turn start.
     pub settings: ThreadSettings,
+    /// The JSON Schema the turn's final answer must follow, if its input gave one.
+    pub output_schema: Option<Arc<serde_json::Value>>,
+}
+
+/// An aborted turn `Recover` can restart: its id, and what it was asked to answer in.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RecoverableTurn {
+    pub id: TurnId,
+    pub output_schema: Option<Arc<serde_json::Value>>,
 }
 
 #[derive(Clone, Debug, PartialEq, Default)]
@@ -51,7 +60,7 @@ pub struct ThreadState {
     pub active_turn: Option<ActiveTurn>,
     /// The last turn that was aborted, while no later turn has started: what `Recover`
     /// restarts.
-    pub recoverable_turn: Option<TurnId>,
+    pub recoverable_turn: Option<RecoverableTurn>,
     pub usage: TokenUsage,
     /// How many tokens the model-visible context held at the last response or compaction.
     pub context_tokens: u64,
@@ -117,12 +126,18 @@ impl ThreadState {
                 self.forked_from = *forked_from;
             }
             EventMsg::SettingsChanged { settings } => self.settings = Some(settings.clone()),
-            EventMsg::TurnStarted { kind, settings, .. } => {
+            EventMsg::TurnStarted {
+                kind,
+                settings,
+                output_schema,
+                ..
+            } => {
                 if let Some(id) = event.turn_id {
                     self.active_turn = Some(ActiveTurn {
                         id,
                         kind: *kind,
                         settings: settings.clone(),
+                        output_schema: output_schema.clone().map(Arc::new),
                     });
                     self.recoverable_turn = None;
                     self.status = AgentStatus::Running;
@@ -143,8 +158,11 @@ impl ThreadState {
                 self.status = AgentStatus::Completed;
             }
             EventMsg::TurnAborted { reason } => {
-                self.end_turn(event.turn_id, TurnStatus::Aborted(*reason));
-                self.recoverable_turn = event.turn_id;
+                let ended = self.end_turn(event.turn_id, TurnStatus::Aborted(*reason));
+                self.recoverable_turn = event.turn_id.map(|id| RecoverableTurn {
+                    id,
+                    output_schema: ended.and_then(|t| t.output_schema),
+                });
                 self.status = AgentStatus::Interrupted;
             }
             EventMsg::TurnFailed { .. } => {
@@ -205,12 +223,15 @@ impl ThreadState {
         }
     }
 
-    fn end_turn(&mut self, id: Option<TurnId>, status: TurnStatus) {
+    /// Close the turn `id`; returns it if it was the active one.
+    fn end_turn(&mut self, id: Option<TurnId>, status: TurnStatus) -> Option<ActiveTurn> {
         if let Some(record) = self.turns.iter_mut().rev().find(|t| Some(t.id) == id) {
             record.status = status;
         }
         if self.active_turn.as_ref().map(|t| t.id) == id {
-            self.active_turn = None;
+            self.active_turn.take()
+        } else {
+            None
         }
     }
 

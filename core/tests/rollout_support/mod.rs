@@ -63,6 +63,7 @@ impl ThreadScript {
             kind: TaskKind::Regular,
             settings: settings(),
             recovered: false,
+            output_schema: None,
         });
         self.push(EventMsg::ItemCompleted {
             item: Item::UserMessage {

@@ -175,6 +175,7 @@ impl Importer {
                     kind: TaskKind::Regular,
                     settings: self.settings.clone(),
                     recovered: false,
+                    output_schema: None,
                 });
             }
             "task_complete" | "turn_complete" if self.turn.is_some() => {

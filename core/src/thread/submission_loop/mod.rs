@@ -281,13 +281,19 @@ impl SubmissionLoop {
     }
 
     fn on_recover(&mut self) -> InputOutcome {
-        let Some(turn_id) = self.state.recoverable_turn.filter(|_| self.state.is_idle()) else {
+        let Some(turn) = self
+            .state
+            .recoverable_turn
+            .clone()
+            .filter(|_| self.state.is_idle())
+        else {
             return InputOutcome::Rejected {
                 reason: RejectReason::NothingToRecover,
             };
         };
+        let turn_id = turn.id;
         let inputs = self.pending.take_all();
-        match self.start_turn(turn_id, inputs, true, None) {
+        match self.start_turn(turn_id, inputs, true, turn.output_schema) {
             Ok(()) => InputOutcome::Started { turn_id },
             Err(reason) => InputOutcome::Rejected { reason },
         }

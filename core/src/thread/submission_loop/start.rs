@@ -32,6 +32,7 @@ impl SubmissionLoop {
         turn_id: TurnId,
         kind: TaskKind,
         recovered: bool,
+        output_schema: Option<Arc<serde_json::Value>>,
     ) -> Result<OpenedTurn, RejectReason> {
         let Some(settings) = self.state.settings.clone() else {
             return Err(RejectReason::InvalidSettings {
@@ -54,6 +55,7 @@ impl SubmissionLoop {
                 kind,
                 settings: settings.clone(),
                 recovered,
+                output_schema: output_schema.as_deref().cloned(),
             },
         );
         let run = self.next_run;
@@ -71,7 +73,7 @@ impl SubmissionLoop {
                 fallback,
                 tools: Arc::clone(&self.services.tools),
                 parallel_tool_calls: self.services.config.parallel_tool_calls,
-                output_schema: None,
+                output_schema,
             },
             sink: TurnSink::new(run, turn_id, self.task_tx.clone()),
             cancel: CancellationToken::new(),
@@ -116,8 +118,7 @@ impl SubmissionLoop {
         recovered: bool,
         output_schema: Option<Arc<serde_json::Value>>,
     ) -> Result<(), RejectReason> {
-        let mut opened = self.open_turn(turn_id, TaskKind::Regular, recovered)?;
-        opened.context.output_schema = output_schema;
+        let opened = self.open_turn(turn_id, TaskKind::Regular, recovered, output_schema)?;
         let turn_input_start = self.state.history.len();
         for entry in inputs {
             self.emit(
@@ -160,7 +161,7 @@ impl SubmissionLoop {
         turn_id: TurnId,
         trigger: CompactionTrigger,
     ) -> Result<(), RejectReason> {
-        let opened = self.open_turn(turn_id, TaskKind::Compact, false)?;
+        let opened = self.open_turn(turn_id, TaskKind::Compact, false, None)?;
         let window = self
             .services
             .models
