@@ -187,6 +187,7 @@ fn bench_list(c: &mut Criterion, dir: &Path) {
             cwd: PathBuf::from(format!("/work/project-{}", n % 50)),
             model: "gpt-bench".into(),
             title: Some(format!("task number {n}: refactor module {}", n % 977)),
+            name: None,
             archived: n % 10 == 0,
             forked_from: None,
         })

@@ -25,6 +25,7 @@ fn variant(msg: &EventMsg) -> &'static str {
     match msg {
         EventMsg::ThreadConfigured { .. } => "ThreadConfigured",
         EventMsg::SettingsChanged { .. } => "SettingsChanged",
+        EventMsg::ThreadNamed { .. } => "ThreadNamed",
         EventMsg::TurnStarted { .. } => "TurnStarted",
         EventMsg::TurnCompleted { .. } => "TurnCompleted",
         EventMsg::TurnAborted { .. } => "TurnAborted",
@@ -54,7 +55,7 @@ fn variant(msg: &EventMsg) -> &'static str {
     }
 }
 
-const ALL_VARIANTS: usize = 28;
+const ALL_VARIANTS: usize = 29;
 
 fn meta_for(thread: ThreadId) -> SessionMeta {
     SessionMeta::new(

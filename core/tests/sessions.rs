@@ -166,3 +166,57 @@ async fn a_shut_down_thread_can_be_resumed_at_once() {
     let mut resumed = k.resume_thread(id).unwrap();
     turn(&mut resumed.thread, "two").await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_thread_name_survives_a_restart_and_is_listed_and_searched() {
+    let home = tempfile::tempdir().unwrap();
+    let server = echo_server().await;
+    let a = kernel(home.path(), &server);
+    let mut t = start(&a, home.path(), Persistence::Rollout);
+    let id = t.handle.id();
+    turn(&mut t, "one").await;
+    assert_eq!(
+        t.handle
+            .submit(Op::SetName { name: "   ".into() })
+            .await
+            .unwrap(),
+        rein_protocol::OpResult::Refused {
+            message: "a thread name must not be blank".into()
+        }
+    );
+    t.handle
+        .submit(Op::SetName {
+            name: " Parser rewrite ".into(),
+        })
+        .await
+        .unwrap();
+    let named = t
+        .events
+        .wait_for(|e| matches!(e.msg, EventMsg::ThreadNamed { .. }))
+        .await
+        .unwrap();
+    assert!(matches!(&named.msg, EventMsg::ThreadNamed { name } if name == "Parser rewrite"));
+    t.handle.shutdown().await.unwrap();
+    drop(a);
+
+    let b = kernel(home.path(), &server);
+    let search = |text: &str| rein_core::rollout::index::ListQuery {
+        search: Some(text.into()),
+        ..Default::default()
+    };
+    let page = b.store().list(&search("parser REWRITE")).unwrap();
+    assert_eq!(
+        page.threads.len(),
+        1,
+        "found by its name, not its first message"
+    );
+    assert_eq!(page.threads[0].name.as_deref(), Some("Parser rewrite"));
+    assert_eq!(page.threads[0].title.as_deref(), Some("one"));
+    // The rollout is the source of truth: an index rebuilt from the files knows it too.
+    b.store().reindex().unwrap();
+    let page = b.store().list(&search("rewrite")).unwrap();
+    assert_eq!(page.threads[0].name.as_deref(), Some("Parser rewrite"));
+    let resumed = b.resume_thread(id).unwrap();
+    let state = resumed.thread.handle.state().await.unwrap();
+    assert_eq!(state.name.as_deref(), Some("Parser rewrite"));
+}

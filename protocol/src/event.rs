@@ -88,6 +88,10 @@ pub enum EventMsg {
     SettingsChanged {
         settings: ThreadSettings,
     },
+    /// The thread was given a user-facing name (the last one wins).
+    ThreadNamed {
+        name: String,
+    },
     TurnStarted {
         kind: TaskKind,
         /// The settings captured for this turn.

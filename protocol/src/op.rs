@@ -43,6 +43,9 @@ pub enum Op {
     Shutdown,
     /// Kill background processes the agent started.
     CleanBackgroundTerminals,
+    /// Give the thread a user-facing name (it does not reach the model, so it applies at
+    /// once, even while a turn runs). Refused when blank.
+    SetName { name: String },
 
     // --- approval answers ---
     /// The answer to an `ApprovalRequested` event.

@@ -10,10 +10,10 @@ use std::collections::HashMap;
 use rein_protocol::app_server::{
     DeltaNotification, ErrorNotification, ExecutionStatus, ItemCompletedNotification,
     ItemStartedNotification, ReasoningSummaryTextDeltaNotification, ServerNotification,
-    ThreadIdNotification, ThreadItem, ThreadStatus, ThreadStatusChangedNotification,
-    ThreadTokenUsage, ThreadTokenUsageUpdatedNotification, TurnDiffUpdatedNotification, TurnError,
-    TurnItemsView, TurnNotification, TurnPlanStep, TurnPlanUpdatedNotification, TurnStatus,
-    WarningNotification,
+    ThreadIdNotification, ThreadItem, ThreadNameUpdatedNotification, ThreadStatus,
+    ThreadStatusChangedNotification, ThreadTokenUsage, ThreadTokenUsageUpdatedNotification,
+    TurnDiffUpdatedNotification, TurnError, TurnItemsView, TurnNotification, TurnPlanStep,
+    TurnPlanUpdatedNotification, TurnStatus, WarningNotification,
 };
 use rein_protocol::{ApprovalOutcome, Event, EventMsg, Item, ItemKind, PlanStepStatus, TurnId};
 use serde_json::Value;
@@ -113,6 +113,14 @@ impl EventMapper {
             EventMsg::ThreadConfigured { settings, .. }
             | EventMsg::SettingsChanged { settings } => {
                 self.cwd = settings.cwd.display().to_string();
+            }
+            EventMsg::ThreadNamed { name } => {
+                out.push(Outgoing::Notify(ServerNotification::ThreadNameUpdated(
+                    ThreadNameUpdatedNotification {
+                        thread_id: self.thread_id.clone(),
+                        thread_name: Some(name.clone()),
+                    },
+                )));
             }
             EventMsg::TurnStarted { .. } => {
                 if let Some(id) = turn_id {

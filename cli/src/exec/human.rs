@@ -245,6 +245,7 @@ impl<W: Write> HumanProgress<W> {
                 }
             }
             EventMsg::SettingsChanged { .. }
+            | EventMsg::ThreadNamed { .. }
             | EventMsg::TurnDiff { .. }
             | EventMsg::TurnStarted { .. }
             | EventMsg::ItemStarted { .. }

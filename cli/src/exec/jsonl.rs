@@ -153,6 +153,7 @@ impl JsonlMapper {
             // Text arrives whole in the completed item; approvals are answered by the run
             // loop; the rest has no counterpart on this wire.
             EventMsg::SettingsChanged { .. }
+            | EventMsg::ThreadNamed { .. }
             | EventMsg::ItemStarted { .. }
             | EventMsg::AgentMessageDelta { .. }
             | EventMsg::ReasoningDelta { .. }

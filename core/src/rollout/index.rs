@@ -1,5 +1,5 @@
 //! The listing index: one SQLite row per thread (id, file, created/updated time, cwd,
-//! model, title = first user message, archived, fork parent), updated by writers as they
+//! model, title = first user message, name, archived, fork parent), updated by writers as they
 //! go and rebuilt from the files by `RolloutStore::reindex`. It is a cache: anything it
 //! says can be recomputed from the rollouts, and a thread missing from it is still found
 //! by scanning.
@@ -28,7 +28,8 @@ CREATE TABLE IF NOT EXISTS threads (
     model       TEXT NOT NULL,
     title       TEXT,
     archived    INTEGER NOT NULL DEFAULT 0,
-    forked_from TEXT
+    forked_from TEXT,
+    name        TEXT
 );
 CREATE TABLE IF NOT EXISTS index_state (
     key   TEXT PRIMARY KEY,
@@ -52,6 +53,8 @@ pub struct ThreadEntry {
     pub cwd: PathBuf,
     pub model: String,
     pub title: Option<String>,
+    /// The user-given name (`thread_named`), if any.
+    pub name: Option<String>,
     pub archived: bool,
     pub forked_from: Option<ThreadId>,
 }
@@ -72,7 +75,7 @@ pub struct ListQuery {
     pub sort: SortKey,
     pub cwd: Option<PathBuf>,
     pub archived: bool,
-    /// Substring of the title (first user message), case-insensitive for ASCII.
+    /// Substring of the title (first user message) or the name, case-insensitive for ASCII.
     pub search: Option<String>,
 }
 
@@ -119,6 +122,7 @@ impl RolloutIndex {
         conn.pragma_update(None, "synchronous", "NORMAL")
             .map_err(err)?;
         conn.execute_batch(SCHEMA).map_err(err)?;
+        add_missing_columns(&conn).map_err(err)?;
         Ok(RolloutIndex {
             conn,
             path: path.to_path_buf(),
@@ -142,6 +146,16 @@ impl RolloutIndex {
             .execute(
                 "UPDATE threads SET title = ?2 WHERE thread_id = ?1 AND title IS NULL",
                 params![thread.to_string(), preview(title)],
+            )
+            .map(drop)
+            .map_err(self.err())
+    }
+
+    pub fn set_name(&self, thread: ThreadId, name: &str) -> Result<(), RolloutError> {
+        self.conn
+            .execute(
+                "UPDATE threads SET name = ?2 WHERE thread_id = ?1",
+                params![thread.to_string(), preview(name)],
             )
             .map(drop)
             .map_err(self.err())
@@ -175,7 +189,7 @@ impl RolloutIndex {
     pub fn get(&self, thread: ThreadId) -> Result<Option<ThreadEntry>, RolloutError> {
         self.conn
             .query_row(
-                "SELECT thread_id, path, created_ms, updated_ms, cwd, model, title, archived, forked_from
+                "SELECT thread_id, path, created_ms, updated_ms, cwd, model, title, archived, forked_from, name
                  FROM threads WHERE thread_id = ?1",
                 params![thread.to_string()],
                 row_to_entry,
@@ -239,7 +253,7 @@ impl RolloutIndex {
             SortKey::Updated => "updated_ms",
         };
         let mut sql = String::from(
-            "SELECT thread_id, path, created_ms, updated_ms, cwd, model, title, archived, forked_from
+            "SELECT thread_id, path, created_ms, updated_ms, cwd, model, title, archived, forked_from, name
              FROM threads WHERE archived = ?1",
         );
         let mut args: Vec<rusqlite::types::Value> = vec![i64::from(query.archived).into()];
@@ -249,7 +263,10 @@ impl RolloutIndex {
         }
         if let Some(search) = &query.search {
             args.push(format!("%{}%", escape_like(search)).into());
-            sql.push_str(&format!(" AND title LIKE ?{} ESCAPE '\\'", args.len()));
+            let n = args.len();
+            sql.push_str(&format!(
+                " AND (title LIKE ?{n} ESCAPE '\\' OR name LIKE ?{n} ESCAPE '\\')"
+            ));
         }
         if let Some(cursor) = &query.cursor {
             let (key, id) = parse_cursor(cursor)?;
@@ -294,8 +311,8 @@ impl RolloutIndex {
 fn upsert_on(conn: &Connection, entry: &ThreadEntry) -> rusqlite::Result<()> {
     conn.prepare_cached(
         "INSERT OR REPLACE INTO threads
-         (thread_id, path, created_ms, updated_ms, cwd, model, title, archived, forked_from)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+         (thread_id, path, created_ms, updated_ms, cwd, model, title, archived, forked_from, name)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
     )?
     .execute(params![
         entry.thread_id.to_string(),
@@ -307,6 +324,7 @@ fn upsert_on(conn: &Connection, entry: &ThreadEntry) -> rusqlite::Result<()> {
         entry.title.as_deref().map(preview),
         entry.archived,
         entry.forked_from.map(|t| t.to_string()),
+        entry.name.as_deref().map(preview),
     ])
     .map(drop)
 }
@@ -330,7 +348,21 @@ fn row_to_entry(row: &rusqlite::Row<'_>) -> rusqlite::Result<ThreadEntry> {
             .get::<_, Option<String>>(8)?
             .map(|t| parse_id(8, t))
             .transpose()?,
+        name: row.get(9)?,
     })
+}
+
+/// Indexes made before a column existed get it (empty until the next reindex or write).
+fn add_missing_columns(conn: &Connection) -> rusqlite::Result<()> {
+    let has_name: bool = conn.query_row(
+        "SELECT count(*) > 0 FROM pragma_table_info('threads') WHERE name = 'name'",
+        [],
+        |r| r.get(0),
+    )?;
+    if !has_name {
+        conn.execute("ALTER TABLE threads ADD COLUMN name TEXT", [])?;
+    }
+    Ok(())
 }
 
 fn to_sql(ms: u64) -> i64 {
@@ -358,4 +390,41 @@ fn parse_cursor(cursor: &str) -> Result<(i64, String), RolloutError> {
     let key: i64 = key.parse().map_err(|_| bad())?;
     let id: ThreadId = id.parse().map_err(|_| bad())?;
     Ok((key, id.to_string()))
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    #[test]
+    fn an_index_from_before_names_gains_the_column_and_keeps_its_rows() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("index.sqlite");
+        let thread = ThreadId::new();
+        {
+            let old = Connection::open(&path).unwrap();
+            old.execute_batch(
+                "CREATE TABLE threads (thread_id TEXT PRIMARY KEY, path TEXT NOT NULL,
+                 created_ms INTEGER NOT NULL, updated_ms INTEGER NOT NULL, cwd TEXT NOT NULL,
+                 model TEXT NOT NULL, title TEXT, archived INTEGER NOT NULL DEFAULT 0,
+                 forked_from TEXT);",
+            )
+            .unwrap();
+            old.execute(
+                "INSERT INTO threads VALUES (?1, '/r.jsonl', 1, 2, '/w', 'm', 'hello', 0, NULL)",
+                params![thread.to_string()],
+            )
+            .unwrap();
+        }
+        let index = RolloutIndex::open(&path).unwrap();
+        assert_eq!(index.get(thread).unwrap().unwrap().name, None);
+        index.set_name(thread, "Named").unwrap();
+        let entry = index.get(thread).unwrap().unwrap();
+        assert_eq!(entry.name.as_deref(), Some("Named"));
+        assert_eq!(entry.title.as_deref(), Some("hello"));
+        // Opening again finds the column and does not try to add it twice.
+        drop(index);
+        RolloutIndex::open(&path).unwrap();
+    }
 }

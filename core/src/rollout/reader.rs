@@ -349,3 +349,35 @@ pub fn read_meta(path: &Path) -> Result<SessionMeta, RolloutError> {
         path: path.to_path_buf(),
     })
 }
+
+/// The thread's last name (`thread_named`), for reindexing: names may be set at any point
+/// of a long rollout, so every line is looked at, but only lines that mention the event
+/// are decoded.
+pub(crate) fn read_last_name(path: &Path) -> Result<Option<String>, RolloutError> {
+    const MARKER: &[u8] = br#""type":"thread_named""#;
+    let file = File::open(path).map_err(RolloutError::io("opening", path))?;
+    let mut input = BufReader::with_capacity(256 * 1024, file);
+    let mut buf = Vec::new();
+    let mut name = None;
+    loop {
+        buf.clear();
+        let n = input
+            .read_until(b'\n', &mut buf)
+            .map_err(RolloutError::io("reading", path))?;
+        if n == 0 {
+            return Ok(name);
+        }
+        if !buf.windows(MARKER.len()).any(|w| w == MARKER) {
+            continue;
+        }
+        if let Ok(ParsedLine {
+            body: LineBody::Event(event),
+            ..
+        }) = serde_json::from_slice(&buf)
+        {
+            if let EventMsg::ThreadNamed { name: named } = event.msg {
+                name = Some(named);
+            }
+        }
+    }
+}

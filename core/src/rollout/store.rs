@@ -12,7 +12,8 @@ use super::index::{ListQuery, RolloutIndex, SortKey, ThreadEntry, ThreadPage};
 use super::layout;
 use super::lock::ThreadLock;
 use super::reader::{
-    first_user_text, read_meta, read_rollout, read_rollout_until, LoadedRollout, ReadUntil,
+    first_user_text, read_last_name, read_meta, read_rollout, read_rollout_until, LoadedRollout,
+    ReadUntil,
 };
 use super::resume::{fork_events, repair_for_resume};
 use super::time::now_ms;
@@ -149,6 +150,7 @@ impl RolloutStore {
                 cwd: meta.cwd.clone(),
                 model: meta.model.clone(),
                 title: None,
+                name: None,
                 archived: false,
                 forked_from: meta.forked_from,
             };
@@ -302,6 +304,7 @@ impl RolloutStore {
             cwd: head.meta.cwd.clone(),
             model: head.meta.model.clone(),
             title: first_user_text(&head.events),
+            name: read_last_name(path)?,
             archived: path.starts_with(layout::archived_dir(&self.home)),
             forked_from: head.meta.forked_from,
         })

@@ -212,7 +212,13 @@ impl RolloutWriter {
         Ok(())
     }
 
-    fn note_title(&mut self, event: &Event) {
+    /// Keep the index's listing fields (title, name) in step with what is written.
+    fn note_listing(&mut self, event: &Event) {
+        if let (EventMsg::ThreadNamed { name }, Some(index)) = (&event.msg, &self.options.index) {
+            if let Err(e) = index.set_name(self.thread, name) {
+                tracing::warn!(thread = %self.thread, error = %e, "rollout index: name not stored");
+            }
+        }
         if self.titled {
             return;
         }
@@ -249,7 +255,7 @@ impl EventRecorder for RolloutWriter {
             TYPE_EVENT,
             line.as_ref(),
         )?;
-        self.note_title(event);
+        self.note_listing(event);
         match self.options.durability {
             Durability::Always => self.sync(),
             Durability::Turn | Durability::Never

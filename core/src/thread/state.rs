@@ -52,6 +52,8 @@ pub struct ThreadState {
     pub thread_id: Option<ThreadId>,
     pub session_id: Option<SessionId>,
     pub forked_from: Option<ThreadId>,
+    /// The user-facing name, once given.
+    pub name: Option<String>,
     pub settings: Option<ThreadSettings>,
     pub status: AgentStatus,
     /// The model-visible history, in order.
@@ -126,6 +128,7 @@ impl ThreadState {
                 self.forked_from = *forked_from;
             }
             EventMsg::SettingsChanged { settings } => self.settings = Some(settings.clone()),
+            EventMsg::ThreadNamed { name } => self.name = Some(name.clone()),
             EventMsg::TurnStarted {
                 kind,
                 settings,

@@ -157,6 +157,9 @@ pub fn every_variant_thread() -> ThreadScript {
             ..settings()
         },
     });
+    s.push(EventMsg::ThreadNamed {
+        name: "Fix the parser".into(),
+    });
     s.start_turn("first: with an image");
     s.push(EventMsg::ItemCompleted {
         item: Item::UserMessage {

@@ -184,6 +184,7 @@ impl SubmissionLoop {
                 }
                 (OpResult::Accepted, Flow::Continue)
             }
+            Op::SetName { name } => (self.on_set_name(name), Flow::Continue),
             Op::ApprovalAnswer {
                 approval_id,
                 decision,
@@ -278,6 +279,23 @@ impl SubmissionLoop {
                 self.emit(None, EventMsg::SettingsChanged { settings });
             }
         }
+    }
+
+    fn on_set_name(&mut self, name: String) -> OpResult {
+        let name = name.trim();
+        if name.is_empty() {
+            return OpResult::Refused {
+                message: "a thread name must not be blank".into(),
+            };
+        }
+        let turn = self.state.active_turn.as_ref().map(|t| t.id);
+        self.emit(
+            turn,
+            EventMsg::ThreadNamed {
+                name: name.to_owned(),
+            },
+        );
+        OpResult::Accepted
     }
 
     fn on_recover(&mut self) -> InputOutcome {
