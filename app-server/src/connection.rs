@@ -17,6 +17,7 @@ use crate::handlers::thread::leave;
 use crate::kernel_source::KernelSource;
 use crate::lines::{Line, LineReader};
 use crate::message::{self, Inbound};
+use crate::methods;
 use crate::outbound::{write_lines, Outbound};
 use crate::subscribers::Hub;
 
@@ -97,7 +98,8 @@ where
 }
 
 /// The handling loop of one connection, whatever its transport: messages in order from
-/// `inbound`, answers and notifications out through `out`, over the threads of `hub`. When
+/// `inbound`, requests answered through the connection's method module, answers and
+/// notifications out through `out`, over the threads of `hub`. When
 /// the input ends, the connection leaves every thread it subscribed to (the last to leave
 /// starts its idle-unload countdown).
 pub async fn run(
@@ -117,10 +119,17 @@ pub async fn run(
         Ok(kernel) => kernel,
         Err(why) => return refuse_all(&why, pending_first, inbound, &out).await,
     };
-    let state = ServerState::new(kernel, hub, out);
+    let state = Arc::new(ServerState::new(kernel, hub, out.clone()));
     if answered_early {
         state.mark_initialized();
     }
+    let module = match methods::module(Arc::clone(&state)) {
+        Ok(module) => module,
+        Err(e) => {
+            let why = format!("registering its methods failed: {e}");
+            return refuse_all(&why, pending_first, inbound, &out).await;
+        }
+    };
     loop {
         let bytes = match pending_first.take() {
             Some(bytes) => bytes,
@@ -131,7 +140,7 @@ pub async fn run(
         };
         match message::parse(&bytes) {
             Ok(Inbound::Request { id, method, params }) => {
-                state.handle_request(id, &method, params).await;
+                state.handle_request(&module, id, &method, params).await;
             }
             Ok(Inbound::Notification { method }) => {
                 tracing::debug!("client notification {method}");
@@ -210,6 +219,68 @@ pub(crate) async fn enqueue(tx: &mpsc::Sender<Vec<u8>>, out: &Outbound, bytes: V
 #[cfg(test)]
 mod tests {
     use super::*;
+    use rein_core::bootstrap::{bootstrap, BootstrapOptions};
+    use serde_json::{json, Value};
+    use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+
+    /// Requests over a real connection and its method module, on the demo kernel.
+    #[tokio::test]
+    async fn requests_without_jsonrpc_are_answered_through_the_module_without_it() {
+        let home = tempfile::tempdir().unwrap();
+        let options = BootstrapOptions {
+            home: Some(home.path().to_owned()),
+            demo: true,
+            ..BootstrapOptions::default()
+        };
+        let kernel = Arc::new(bootstrap(options, &|_| None).unwrap());
+        let (client, server) = tokio::io::duplex(64 * 1024);
+        let (server_read, server_write) = tokio::io::split(server);
+        let served = tokio::spawn(serve(
+            KernelSource::ready(kernel),
+            BufReader::new(server_read),
+            server_write,
+            ConnectionLimits::default(),
+        ));
+        let (client_read, mut client_write) = tokio::io::split(client);
+        let mut lines = BufReader::new(client_read).lines();
+        let mut exchange = async |request: Value| {
+            let line = format!("{request}\n");
+            client_write.write_all(line.as_bytes()).await.unwrap();
+            lines.next_line().await.unwrap().unwrap()
+        };
+
+        // Before `initialize`, the gate answers, whatever the method.
+        let early = exchange(json!({ "id": 1, "method": "no/such" })).await;
+        assert_eq!(
+            early,
+            r#"{"error":{"code":-32600,"message":"Not initialized"},"id":1}"#
+        );
+        let init = json!({ "id": 2, "method": "initialize",
+            "params": { "clientInfo": { "name": "t", "version": "1" } } });
+        let answer: Value = serde_json::from_str(&exchange(init.clone()).await).unwrap();
+        assert!(answer["result"]["userAgent"].is_string(), "{answer}");
+        let again = exchange(json!({ "id": 3, "method": "initialize", "params": init["params"] }));
+        assert_eq!(
+            again.await,
+            r#"{"error":{"code":-32600,"message":"Already initialized"},"id":3}"#
+        );
+
+        let account = exchange(json!({ "id": "a", "method": "account/read" })).await;
+        assert!(account.starts_with(r#"{"id":"a","result":{"#), "{account}");
+        assert!(!account.contains("jsonrpc"), "{account}");
+        let unknown = exchange(json!({ "id": -4, "method": "no/such" })).await;
+        assert_eq!(
+            unknown,
+            r#"{"error":{"code":-32601,"message":"Method not found: no/such"},"id":-4}"#
+        );
+        let typed = exchange(json!({ "id": 5, "method": "thread/start", "params": { "cwd": 5 } }));
+        let typed: Value = serde_json::from_str(&typed.await).unwrap();
+        assert_eq!(typed["error"]["code"], -32602);
+        assert_eq!(typed["error"]["data"], json!({ "field": "cwd" }));
+
+        client_write.shutdown().await.unwrap();
+        served.await.unwrap().unwrap();
+    }
 
     #[tokio::test]
     async fn a_full_inbound_queue_refuses_requests_but_keeps_answers() {

@@ -1,22 +1,29 @@
-//! Routing one request to its handler: the initialization gate, typed param decoding
-//! (-32602 naming the field), and unknown methods (-32601).
+//! Handling one request: the initialization gate, then the connection's method module
+//! (a jsonrpsee [`Methods`], built by [`crate::methods`]), then what must follow the answer.
+//!
+//! jsonrpsee requires `"jsonrpc": "2.0"`, which Codex clients omit, and takes only
+//! unsigned or string ids; so each request is handed to the module re-framed, under a fixed
+//! id, and its answer is sent under the client's id, without `jsonrpc`, as Codex does.
+//! Param decoding happens in the callbacks with [`params`] (-32602 naming the field);
+//! jsonrpsee answers unknown methods (-32601).
 
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
+use jsonrpsee::Methods;
 use rein_core::bootstrap::Kernel;
-use rein_protocol::app_server::RequestId;
+use rein_protocol::app_server::{codes, RequestId, ServerNotification};
 use serde::de::DeserializeOwned;
-use serde_json::Value;
+use serde_json::{json, Value};
 
+use crate::deferred::Release;
 use crate::error::RpcError;
-use crate::handlers;
 use crate::loaded::LoadedThreads;
 use crate::outbound::Outbound;
 use crate::pump::{PendingRequests, PumpCmd, PumpRequest};
 use crate::subscribers::{ConnectionId, Hub, Subscriber};
 
-/// What one connection's requests work on.
+/// What one connection's requests work on: the context of its method module.
 pub struct ServerState {
     pub kernel: Arc<Kernel>,
     pub hub: Arc<Hub>,
@@ -26,12 +33,17 @@ pub struct ServerState {
     pub out: Outbound,
     pub pending: Arc<PendingRequests>,
     initialized: AtomicBool,
+    /// What the request being handled asked to send after its answer, in order.
+    after_answer: Mutex<Vec<AfterAnswer>>,
 }
 
-/// A handler's answer: now, or later by a thread's pump (ordered with its events).
-pub enum Reply {
-    Now(Result<Value, RpcError>),
-    Deferred,
+/// Sent or done once a request's answer is queued.
+enum AfterAnswer {
+    /// A notification the client must read after the answer (`thread/started` after the
+    /// answer to `thread/start`).
+    Notify(Box<ServerNotification>),
+    /// Let the pump that gave the answer go on.
+    Release(Release),
 }
 
 impl ServerState {
@@ -44,6 +56,7 @@ impl ServerState {
             out,
             pending: Arc::new(PendingRequests::default()),
             initialized: AtomicBool::new(false),
+            after_answer: Mutex::new(Vec::new()),
         }
     }
 
@@ -56,57 +69,50 @@ impl ServerState {
         }
     }
 
-    /// `initialize` was answered before this state existed.
+    /// `initialize` was answered (possibly before this state existed).
     pub fn mark_initialized(&self) {
         self.initialized.store(true, Ordering::Release);
     }
 
-    pub async fn handle_request(&self, id: RequestId, method: &str, params: Value) {
-        let reply = if method == "initialize" {
-            if self.initialized.load(Ordering::Acquire) {
-                Reply::Now(Err(RpcError::invalid_request("Already initialized")))
-            } else {
-                let reply = handlers::meta::initialize(self, params);
-                if matches!(reply, Reply::Now(Ok(_))) {
-                    self.initialized.store(true, Ordering::Release);
-                }
-                reply
-            }
-        } else if !self.initialized.load(Ordering::Acquire) {
-            Reply::Now(Err(RpcError::invalid_request("Not initialized")))
-        } else {
-            self.route(id.clone(), method, params).await
-        };
-        if let Reply::Now(outcome) = reply {
-            self.out.respond(id, outcome).await;
-        }
+    pub fn is_initialized(&self) -> bool {
+        self.initialized.load(Ordering::Acquire)
     }
 
-    async fn route(&self, id: RequestId, method: &str, params: Value) -> Reply {
-        use handlers::{history, meta, thread, turn};
-        match method {
-            "model/list" => meta::model_list(self, params),
-            "config/read" => meta::config_read(self, params),
-            "account/read" => meta::account_read(params),
-            "permissionProfile/list" => meta::permission_profiles(params),
-            "skills/list" => meta::skills_list(params),
-            "thread/start" => thread::start(self, id, params).await,
-            "thread/loaded/list" => thread::loaded_list(self, params),
-            "thread/name/set" => thread::set_name(self, id, params).await,
-            "thread/unsubscribe" => thread::unsubscribe(self, params),
-            "turn/start" => turn::start(self, id, params).await,
-            "turn/steer" => turn::steer(self, id, params).await,
-            "turn/interrupt" => turn::interrupt(self, id, params).await,
-            "thread/compact/start" => turn::compact(self, id, params).await,
-            "thread/rollback" => turn::rollback(self, id, params).await,
-            "thread/resume" => history::resume(self, id, params).await,
-            "thread/fork" => history::fork(self, id, params).await,
-            "thread/list" => history::list(self, params),
-            "thread/read" => history::read(self, params).await,
-            "thread/turns/list" => history::turns_list(self, params).await,
-            "thread/archive" => history::archive(self, id, params).await,
-            "thread/unarchive" => history::unarchive(self, id, params).await,
-            _ => Reply::Now(Err(RpcError::method_not_found(method))),
+    /// Send `notification` right after the current request's answer.
+    pub fn notify_after_answer(&self, notification: ServerNotification) {
+        self.lock_after()
+            .push(AfterAnswer::Notify(Box::new(notification)));
+    }
+
+    /// Let the pump that gave the current request's answer go on once it is queued.
+    pub fn release_after_answer(&self, release: Release) {
+        self.lock_after().push(AfterAnswer::Release(release));
+    }
+
+    fn lock_after(&self) -> std::sync::MutexGuard<'_, Vec<AfterAnswer>> {
+        self.after_answer.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Answer one request through `methods`, then send what it asked to follow.
+    pub async fn handle_request(
+        &self,
+        methods: &Methods,
+        id: RequestId,
+        method: &str,
+        params: Value,
+    ) {
+        let outcome = if method != "initialize" && !self.is_initialized() {
+            Err(RpcError::invalid_request("Not initialized"))
+        } else {
+            call(methods, method, params).await
+        };
+        self.out.respond(id, outcome).await;
+        let follow = std::mem::take(&mut *self.lock_after());
+        for next in follow {
+            match next {
+                AfterAnswer::Notify(n) => self.out.notify(*n).await,
+                AfterAnswer::Release(release) => release.fire(),
+            }
         }
     }
 
@@ -127,6 +133,39 @@ impl ServerState {
             // Late answers are normal: another subscriber may have answered first.
             None => tracing::debug!("ignoring a response to unknown request id {id}"),
         }
+    }
+}
+
+/// Call `method` on `methods` and read its answer back into our terms.
+pub async fn call(methods: &Methods, method: &str, params: Value) -> Result<Value, RpcError> {
+    let mut request = json!({ "jsonrpc": "2.0", "id": 0, "method": method });
+    if !params.is_null() {
+        request["params"] = params;
+    }
+    let (response, _) = methods
+        .raw_json_request(&request.to_string(), 1)
+        .await
+        .map_err(RpcError::internal)?;
+    let mut response: Value = serde_json::from_str(response.get()).map_err(RpcError::internal)?;
+    if let Some(result) = response.get_mut("result") {
+        return Ok(result.take());
+    }
+    let error = match response.get("error") {
+        Some(object) => RpcError::from_object(object),
+        None => RpcError::internal(format!("a response without result or error: {response}")),
+    };
+    // jsonrpsee's own -32601 does not say which method; ours does.
+    if error.code == codes::METHOD_NOT_FOUND {
+        return Err(RpcError::method_not_found(method));
+    }
+    Err(error)
+}
+
+/// The params of a module callback as a JSON value (`Null` when absent).
+pub fn raw_params(params: &jsonrpsee::types::Params<'_>) -> Result<Value, RpcError> {
+    match params.as_str() {
+        None => Ok(Value::Null),
+        Some(text) => serde_json::from_str(text).map_err(RpcError::parse_error),
     }
 }
 
@@ -163,7 +202,50 @@ fn missing_field(message: &str) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use rein_protocol::app_server::{codes, TurnStartParams};
+    use jsonrpsee::RpcModule;
+    use rein_protocol::app_server::TurnStartParams;
+
+    /// A module with one method that echoes its params, decoded by [`params`].
+    fn echo_module() -> RpcModule<()> {
+        let mut module = RpcModule::new(());
+        module
+            .register_async_method("echo", |p, _, _| async move {
+                let raw = raw_params(&p)?;
+                let echoed: TurnStartParams = params(raw)?;
+                Ok::<_, jsonrpsee::types::ErrorObjectOwned>(json!({ "threadId": echoed.thread_id }))
+            })
+            .unwrap();
+        module
+    }
+
+    #[tokio::test]
+    async fn a_call_without_jsonrpc_and_with_any_id_reaches_the_module() {
+        let module = echo_module();
+        let line = br#"{"id":-7,"method":"echo","params":{"threadId":"t","input":[]}}"#;
+        let Ok(crate::message::Inbound::Request { id, method, params }) =
+            crate::message::parse(line)
+        else {
+            panic!("not a request");
+        };
+        let (out, mut written) = Outbound::new(4);
+        out.respond(id, call(&module, &method, params).await).await;
+        assert_eq!(
+            written.recv().await.unwrap(),
+            r#"{"id":-7,"result":{"threadId":"t"}}"#
+        );
+    }
+
+    #[tokio::test]
+    async fn the_module_answers_unknown_methods_and_bad_params_with_our_errors() {
+        let module = echo_module();
+        let unknown = call(&module, "no/such", Value::Null).await.unwrap_err();
+        assert_eq!(unknown, RpcError::method_not_found("no/such"));
+        let bad = call(&module, "echo", json!({ "input": [] }))
+            .await
+            .unwrap_err();
+        assert_eq!(bad.code, codes::INVALID_PARAMS);
+        assert_eq!(bad.data, Some(json!({ "field": "threadId" })));
+    }
 
     #[test]
     fn wrong_type_names_the_nested_field() {

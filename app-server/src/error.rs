@@ -1,6 +1,7 @@
 //! Errors: [`RpcError`] is what a request answers with on the wire (a JSON-RPC error
 //! object); [`AppServerError`] is what stops a transport.
 
+use jsonrpsee::types::{ErrorObject, ErrorObjectOwned};
 use rein_protocol::app_server::{codes, JsonRpcErrorBody};
 
 /// A request's failure, as the client will see it.
@@ -53,12 +54,37 @@ impl RpcError {
         Self::new(codes::OVERLOADED, "Server overloaded; retry later.")
     }
 
+    /// The error object of a response the method module produced (the module speaks
+    /// jsonrpsee's types; the wire and the handlers speak ours).
+    pub fn from_object(object: &serde_json::Value) -> Self {
+        Self {
+            code: object
+                .get("code")
+                .and_then(serde_json::Value::as_i64)
+                .unwrap_or(codes::INTERNAL_ERROR),
+            message: object
+                .get("message")
+                .and_then(serde_json::Value::as_str)
+                .unwrap_or_default()
+                .to_owned(),
+            data: object.get("data").cloned(),
+        }
+    }
+
     pub fn body(&self) -> JsonRpcErrorBody {
         JsonRpcErrorBody {
             code: self.code,
             message: self.message.clone(),
             data: self.data.clone(),
         }
+    }
+}
+
+impl From<RpcError> for ErrorObjectOwned {
+    fn from(e: RpcError) -> Self {
+        // Every code rein sends is a JSON-RPC code, well within i32.
+        let code = i32::try_from(e.code).unwrap_or(codes::INTERNAL_ERROR as i32);
+        ErrorObject::owned(code, e.message, e.data)
     }
 }
 

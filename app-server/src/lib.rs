@@ -2,10 +2,11 @@
 //! app-server v2 protocol, so clients written for Codex drive rein unchanged.
 //!
 //! Map: [`connection`] frames one client's stream ([`lines`]) and runs its loop;
-//! [`message`] classifies each line; [`dispatch`] gates on `initialize` and routes to
-//! [`handlers`]; each loaded thread has a [`pump`] task that answers its turn requests and
-//! turns its kernel events into notifications through [`event_map`] (an exhaustive match)
-//! and [`convert`]; everything sent goes through [`outbound`]. Wire types live in
+//! [`message`] classifies each line; [`dispatch`] gates on `initialize` and calls the
+//! connection's jsonrpsee method module ([`methods`]), whose callbacks are the
+//! [`handlers`]; each loaded thread has a [`pump`] task that answers its turn requests
+//! ([`deferred`]) and turns its kernel events into notifications through [`event_map`] (an
+//! exhaustive match) and [`convert`]; everything sent goes through [`outbound`]. Wire types live in
 //! `rein_protocol::app_server`.
 //!
 //! Architecture invariant: this crate only translates between the wire and the kernel's
@@ -16,6 +17,7 @@
 
 pub mod connection;
 pub mod convert;
+pub mod deferred;
 pub mod dispatch;
 pub mod error;
 pub mod event_map;
@@ -24,6 +26,7 @@ pub mod kernel_source;
 pub mod lines;
 pub mod loaded;
 pub mod message;
+pub mod methods;
 pub mod outbound;
 pub mod pump;
 pub mod subscribers;

@@ -7,7 +7,6 @@ use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Arc, OnceLock};
 
 use rein_protocol::app_server::{RequestId, ServerNotification};
-use serde::Serialize;
 use serde_json::{json, Value};
 use tokio::io::{AsyncWrite, AsyncWriteExt};
 use tokio::sync::mpsc;
@@ -53,11 +52,6 @@ impl Outbound {
     pub async fn reject(&self, id: Option<RequestId>, error: RpcError) {
         let message = json!({ "id": id, "error": error.body() });
         self.send(&message).await;
-    }
-
-    pub async fn respond_with<T: Serialize>(&self, id: RequestId, result: &T) {
-        let outcome = serde_json::to_value(result).map_err(RpcError::internal);
-        self.respond(id, outcome).await;
     }
 
     pub async fn notify(&self, notification: ServerNotification) {

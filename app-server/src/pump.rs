@@ -2,8 +2,9 @@
 //! the [`EventMapper`]), puts approval questions to all of them (the first answer wins),
 //! unloads the thread once nobody has subscribed for the idle-unload time, and carries out
 //! the requests that must be ordered with those events — `turn/start`, `turn/steer`,
-//! `turn/interrupt`, approval answers. Because a single task writes both the answer and
-//! the notifications, the client always sees the answer to `turn/start` before
+//! `turn/interrupt`, approval answers. Because a single task gives both the answer and
+//! the notifications, and waits for the answer to be queued before going on (see
+//! [`crate::deferred`]), the client always sees the answer to `turn/start` before
 //! `turn/started`, as with Codex.
 
 use std::collections::HashMap;
@@ -24,6 +25,7 @@ use serde_json::Value;
 use tokio::sync::mpsc;
 use tokio::time::{sleep_until, Instant};
 
+use crate::deferred::Responder;
 use crate::error::RpcError;
 use crate::event_map::{EventMapper, Outgoing};
 use crate::loaded::{LoadedThread, LoadedThreads};
@@ -37,22 +39,22 @@ pub struct PumpRequest {
     pub cmd: PumpCmd,
 }
 
-/// Requests a pump carries out, each answering `id` itself.
+/// Requests a pump carries out, each answering through its `reply`.
 pub enum PumpCmd {
     StartTurn {
-        id: RequestId,
+        reply: Responder,
         items: Vec<InputPart>,
         settings: SettingsChange,
         /// `outputSchema`: structured output for this turn.
         output_schema: Option<serde_json::Value>,
     },
     Steer {
-        id: RequestId,
+        reply: Responder,
         items: Vec<InputPart>,
         expected: TurnId,
     },
     Interrupt {
-        id: RequestId,
+        reply: Responder,
         turn_id: TurnId,
     },
     /// The client answered the server → client request `request_id`.
@@ -60,10 +62,10 @@ pub enum PumpCmd {
         request_id: RequestId,
         outcome: Result<Value, Value>,
     },
-    /// The connection subscribed (`thread/resume` of the loaded thread): answer `id` with
+    /// The connection subscribed (`thread/resume` of the loaded thread): answer with
     /// `response`, then put the questions still open to it too.
     Joined {
-        id: RequestId,
+        reply: Responder,
         response: Value,
     },
     /// The connection stopped listening (unsubscribed or went away); `last` if nobody
@@ -73,11 +75,11 @@ pub enum PumpCmd {
     },
     /// Summarise the history now (`thread/compact/start`).
     Compact {
-        id: RequestId,
+        reply: Responder,
     },
     /// Drop the last `turns` turns from the model-visible history (`thread/rollback`).
     Rollback {
-        id: RequestId,
+        reply: Responder,
         turns: u32,
     },
 }
@@ -307,7 +309,7 @@ impl Pump {
         let PumpRequest { from, cmd } = request;
         match cmd {
             PumpCmd::StartTurn {
-                id,
+                reply,
                 items,
                 settings,
                 output_schema,
@@ -333,10 +335,10 @@ impl Pump {
                     }
                     other => Err(refusal(other)),
                 };
-                from.out.respond(id, result).await;
+                reply.answer(result).await;
             }
             PumpCmd::Steer {
-                id,
+                reply,
                 items,
                 expected,
             } => {
@@ -361,9 +363,9 @@ impl Pump {
                     }
                     other => Err(refusal(other)),
                 };
-                from.out.respond(id, result).await;
+                reply.answer(result).await;
             }
-            PumpCmd::Interrupt { id, turn_id } => {
+            PumpCmd::Interrupt { reply, turn_id } => {
                 // Interrupt only the turn the client named; an ended or unknown turn is
                 // answered at once with nothing to do.
                 let active = self
@@ -378,7 +380,7 @@ impl Pump {
                         tracing::debug!("interrupt: {e}");
                     }
                 }
-                from.out.respond_with(id, &EmptyResponse {}).await;
+                reply.answer(to_value(&EmptyResponse {})).await;
             }
             PumpCmd::Answer {
                 request_id,
@@ -400,8 +402,8 @@ impl Pump {
                     self.resolved(&subscriber, request_id).await;
                 }
             }
-            PumpCmd::Joined { id, response } => {
-                from.out.respond(id, Ok(response)).await;
+            PumpCmd::Joined { reply, response } => {
+                reply.answer(Ok(response)).await;
                 for question in asked.values_mut() {
                     if question
                         .askees
@@ -440,14 +442,14 @@ impl Pump {
                     self.decide(approval_id, ApprovalDecision::Deny).await;
                 }
             }
-            PumpCmd::Compact { id } => {
+            PumpCmd::Compact { reply } => {
                 let result = match self.submit(SubmissionId::new(), Op::Compact).await {
                     Ok(OpResult::Accepted) => to_value(&EmptyResponse {}),
                     other => Err(refusal(other)),
                 };
-                from.out.respond(id, result).await;
+                reply.answer(result).await;
             }
-            PumpCmd::Rollback { id, turns } => {
+            PumpCmd::Rollback { reply, turns } => {
                 let result = match self
                     .submit(SubmissionId::new(), Op::Rollback { turns })
                     .await
@@ -462,7 +464,7 @@ impl Pump {
                     },
                     other => Err(refusal(other)),
                 };
-                from.out.respond(id, result).await;
+                reply.answer(result).await;
             }
         }
     }

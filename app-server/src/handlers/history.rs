@@ -11,23 +11,23 @@ use rein_core::rollout::RolloutError;
 use rein_core::thread::state::ThreadState;
 use rein_core::NewThread;
 use rein_protocol::app_server::{
-    EmptyResponse, RequestId, ServerNotification, Thread, ThreadForkParams, ThreadIdNotification,
+    codes, EmptyResponse, ServerNotification, Thread, ThreadForkParams, ThreadIdNotification,
     ThreadIdParams, ThreadListParams, ThreadListResponse, ThreadReadParams, ThreadResponse,
     ThreadResumeParams, ThreadStartResponse, ThreadStartedNotification, ThreadStatus,
     ThreadStatusChangedNotification, ThreadTurnsListParams, ThreadTurnsListResponse, Turn,
 };
 use rein_protocol::{Item, ThreadId, TurnId};
 use serde_json::Value;
-use tokio::sync::mpsc::error::TrySendError;
 
 use super::meta::page;
 use super::thread::{answer, kernel_error, leave, register};
 use super::to_value;
-use crate::dispatch::{params, Reply, ServerState};
+use super::turn::ask_pump;
+use crate::dispatch::{params, ServerState};
 use crate::error::RpcError;
 use crate::loaded::{LoadedThread, ThreadMeta};
 use crate::outbound::now_secs;
-use crate::pump::{PumpCmd, PumpRequest};
+use crate::pump::PumpCmd;
 use crate::turns::turns_from_state;
 
 fn thread_id(text: &str) -> Result<ThreadId, RpcError> {
@@ -124,51 +124,32 @@ async fn load(
     Ok((response, thread, turns))
 }
 
-pub async fn resume(state: &ServerState, id: RequestId, raw: Value) -> Reply {
-    let p: ThreadResumeParams = match params(raw) {
-        Ok(p) => p,
-        Err(e) => return Reply::Now(Err(e)),
-    };
-    let thread = match thread_id(&p.thread_id) {
-        Ok(t) => t,
-        Err(e) => return Reply::Now(Err(e)),
-    };
+pub async fn resume(state: &ServerState, raw: Value) -> Result<Value, RpcError> {
+    let p: ThreadResumeParams = params(raw)?;
+    let thread = thread_id(&p.thread_id)?;
     if let Some(loaded) = state.threads.get(thread) {
-        return match subscribe(state, &loaded, p.exclude_turns).await {
-            // The pump answers, so questions still open reach the new subscriber after it.
-            Ok(response) => match to_value(&response) {
-                Ok(response) => joined(state, &loaded, id, response),
-                Err(e) => Reply::Now(Err(e)),
-            },
-            Err(e) => Reply::Now(Err(e)),
-        };
+        let response = to_value(&subscribe(state, &loaded, p.exclude_turns).await?)?;
+        return joined(state, &loaded, response).await;
     }
-    let resumed = match state.kernel.resume_thread(thread) {
-        Ok(r) => r,
-        Err(e) => return Reply::Now(Err(kernel_error(e))),
-    };
+    let resumed = state.kernel.resume_thread(thread).map_err(kernel_error)?;
     for d in &resumed.diagnostics {
         tracing::warn!("resuming {thread}: skipped a rollout line: {d:?}");
     }
-    match load(state, resumed.thread, None).await {
-        Ok((mut response, _, turns)) => {
-            if !p.exclude_turns {
-                response.thread.turns = turns;
-            }
-            state
-                .out
-                .notify(ServerNotification::ThreadStatusChanged(
-                    ThreadStatusChangedNotification {
-                        thread_id: thread.to_string(),
-                        status: ThreadStatus::Idle,
-                    },
-                ))
-                .await;
-            state.out.respond_with(id, &response).await;
-            Reply::Deferred
-        }
-        Err(e) => Reply::Now(Err(e)),
+    let (mut response, _, turns) = load(state, resumed.thread, None).await?;
+    if !p.exclude_turns {
+        response.thread.turns = turns;
     }
+    // Codex tells the status before it answers.
+    state
+        .out
+        .notify(ServerNotification::ThreadStatusChanged(
+            ThreadStatusChangedNotification {
+                thread_id: thread.to_string(),
+                status: ThreadStatus::Idle,
+            },
+        ))
+        .await;
+    to_value(&response)
 }
 
 /// `thread/resume` of a loaded thread subscribes this connection to it (again, harmlessly,
@@ -199,60 +180,38 @@ async fn subscribe(
     Ok(answer(state, &settings, thread))
 }
 
-fn joined(state: &ServerState, loaded: &LoadedThread, id: RequestId, response: Value) -> Reply {
-    let request = PumpRequest {
-        from: state.subscriber(),
-        cmd: PumpCmd::Joined { id, response },
-    };
-    match loaded.pump.try_send(request) {
-        Ok(()) => Reply::Deferred,
-        Err(TrySendError::Full(_)) => {
-            leave(state, loaded, false);
-            Reply::Now(Err(RpcError::overloaded()))
-        }
-        Err(TrySendError::Closed(_)) => Reply::Now(Err(RpcError::invalid_request(format!(
-            "thread {} has shut down",
-            loaded.handle.id()
-        )))),
+/// The pump answers, so questions still open reach the new subscriber after the answer.
+async fn joined(
+    state: &ServerState,
+    loaded: &LoadedThread,
+    response: Value,
+) -> Result<Value, RpcError> {
+    let outcome = ask_pump(state, loaded, |reply| PumpCmd::Joined { reply, response }).await;
+    if matches!(&outcome, Err(e) if e.code == codes::OVERLOADED) {
+        leave(state, loaded, false);
     }
+    outcome
 }
 
-pub async fn fork(state: &ServerState, id: RequestId, raw: Value) -> Reply {
-    let p: ThreadForkParams = match params(raw) {
-        Ok(p) => p,
-        Err(e) => return Reply::Now(Err(e)),
-    };
-    let parent = match thread_id(&p.thread_id) {
-        Ok(t) => t,
-        Err(e) => return Reply::Now(Err(e)),
-    };
+pub async fn fork(state: &ServerState, raw: Value) -> Result<Value, RpcError> {
+    let p: ThreadForkParams = params(raw)?;
+    let parent = thread_id(&p.thread_id)?;
     let at_turn = match &p.last_turn_id {
         None => None,
-        Some(turn) => match turn_index(state, parent, turn).await {
-            Ok(i) => Some(i),
-            Err(e) => return Reply::Now(Err(e)),
-        },
+        Some(turn) => Some(turn_index(state, parent, turn).await?),
     };
-    let new = match state.kernel.fork_thread(parent, at_turn) {
-        Ok(n) => n,
-        Err(e) => return Reply::Now(Err(kernel_error(e))),
-    };
-    match load(state, new, Some(parent.to_string())).await {
-        Ok((mut response, thread, turns)) => {
-            if !p.exclude_turns {
-                response.thread.turns = turns;
-            }
-            state.out.respond_with(id, &response).await;
-            state
-                .out
-                .notify(ServerNotification::ThreadStarted(Box::new(
-                    ThreadStartedNotification { thread },
-                )))
-                .await;
-            Reply::Deferred
-        }
-        Err(e) => Reply::Now(Err(e)),
+    let new = state
+        .kernel
+        .fork_thread(parent, at_turn)
+        .map_err(kernel_error)?;
+    let (mut response, thread, turns) = load(state, new, Some(parent.to_string())).await?;
+    if !p.exclude_turns {
+        response.thread.turns = turns;
     }
+    state.notify_after_answer(ServerNotification::ThreadStarted(Box::new(
+        ThreadStartedNotification { thread },
+    )));
+    to_value(&response)
 }
 
 /// The 0-based index of `turn` among the thread's turns.
@@ -284,100 +243,79 @@ async fn folded_state(state: &ServerState, thread: ThreadId) -> Result<ThreadSta
     Ok(fold_owned(loaded.events))
 }
 
-pub fn list(state: &ServerState, raw: Value) -> Reply {
-    Reply::Now((|| {
-        let p: ThreadListParams = params(raw)?;
-        let cwd = match &p.cwd {
-            Some(Value::String(s)) => Some(PathBuf::from(s)),
-            Some(Value::Array(a)) => a.first().and_then(Value::as_str).map(PathBuf::from),
-            _ => None,
-        };
-        let query = ListQuery {
-            limit: p.limit.map_or(50, |l| l.clamp(1, 500) as usize),
-            cursor: p.cursor.clone(),
-            cwd,
-            archived: p.archived.unwrap_or(false),
-            search: p.search_term.clone(),
-            ..ListQuery::default()
-        };
-        let page = state.kernel.store().list(&query).map_err(rollout_error)?;
-        let data = page
-            .threads
-            .iter()
-            .map(|e| match state.threads.get(e.thread_id) {
-                Some(loaded) => loaded.meta().to_wire(),
-                None => stored_thread(state, e),
-            })
-            .collect();
-        to_value(&ThreadListResponse {
-            data,
-            next_cursor: page.next_cursor,
-        })
-    })())
-}
-
-pub async fn read(state: &ServerState, raw: Value) -> Reply {
-    let result = async {
-        let p: ThreadReadParams = params(raw)?;
-        let id = thread_id(&p.thread_id)?;
-        let mut thread = match state.threads.get(id) {
+pub fn list(state: &ServerState, raw: Value) -> Result<Value, RpcError> {
+    let p: ThreadListParams = params(raw)?;
+    let cwd = match &p.cwd {
+        Some(Value::String(s)) => Some(PathBuf::from(s)),
+        Some(Value::Array(a)) => a.first().and_then(Value::as_str).map(PathBuf::from),
+        _ => None,
+    };
+    let query = ListQuery {
+        limit: p.limit.map_or(50, |l| l.clamp(1, 500) as usize),
+        cursor: p.cursor.clone(),
+        cwd,
+        archived: p.archived.unwrap_or(false),
+        search: p.search_term.clone(),
+        ..ListQuery::default()
+    };
+    let page = state.kernel.store().list(&query).map_err(rollout_error)?;
+    let data = page
+        .threads
+        .iter()
+        .map(|e| match state.threads.get(e.thread_id) {
             Some(loaded) => loaded.meta().to_wire(),
-            None => {
-                let e = entry(state, id).ok_or_else(|| {
-                    RpcError::invalid_request(format!("no rollout for thread {id}"))
-                })?;
-                stored_thread(state, &e)
-            }
-        };
-        if p.include_turns {
-            thread.turns = turns_from_state(&folded_state(state, id).await?);
-        }
-        to_value(&ThreadResponse { thread })
-    };
-    Reply::Now(result.await)
+            None => stored_thread(state, e),
+        })
+        .collect();
+    to_value(&ThreadListResponse {
+        data,
+        next_cursor: page.next_cursor,
+    })
 }
 
-pub async fn turns_list(state: &ServerState, raw: Value) -> Reply {
-    let result = async {
-        let p: ThreadTurnsListParams = params(raw)?;
-        let id = thread_id(&p.thread_id)?;
-        let mut turns = turns_from_state(&folded_state(state, id).await?);
-        // Newest first, as Codex lists them.
-        turns.reverse();
-        let (data, next_cursor) = page(turns, p.cursor.as_deref(), p.limit)?;
-        to_value(&ThreadTurnsListResponse { data, next_cursor })
-    };
-    Reply::Now(result.await)
-}
-
-pub async fn archive(state: &ServerState, id: RequestId, raw: Value) -> Reply {
-    let result = async {
-        let p: ThreadIdParams = params(raw)?;
-        let thread = thread_id(&p.thread_id)?;
-        // An archived thread is not loaded: let it finish writing first.
-        let was_loaded = match state.threads.remove(thread) {
-            Some(loaded) => {
-                let _ = loaded.handle.shutdown().await;
-                true
-            }
-            None => false,
-        };
-        archive_when_released(state, thread, was_loaded).await?;
-        Ok(thread)
-    };
-    match result.await {
-        Ok(thread) => {
-            state.out.respond_with(id, &EmptyResponse {}).await;
-            state
-                .out
-                .notify(ServerNotification::ThreadArchived(ThreadIdNotification {
-                    thread_id: thread.to_string(),
-                }))
-                .await;
-            Reply::Deferred
+pub async fn read(state: &ServerState, raw: Value) -> Result<Value, RpcError> {
+    let p: ThreadReadParams = params(raw)?;
+    let id = thread_id(&p.thread_id)?;
+    let mut thread = match state.threads.get(id) {
+        Some(loaded) => loaded.meta().to_wire(),
+        None => {
+            let e = entry(state, id)
+                .ok_or_else(|| RpcError::invalid_request(format!("no rollout for thread {id}")))?;
+            stored_thread(state, &e)
         }
-        Err(e) => Reply::Now(Err(e)),
+    };
+    if p.include_turns {
+        thread.turns = turns_from_state(&folded_state(state, id).await?);
     }
+    to_value(&ThreadResponse { thread })
+}
+
+pub async fn turns_list(state: &ServerState, raw: Value) -> Result<Value, RpcError> {
+    let p: ThreadTurnsListParams = params(raw)?;
+    let id = thread_id(&p.thread_id)?;
+    let mut turns = turns_from_state(&folded_state(state, id).await?);
+    // Newest first, as Codex lists them.
+    turns.reverse();
+    let (data, next_cursor) = page(turns, p.cursor.as_deref(), p.limit)?;
+    to_value(&ThreadTurnsListResponse { data, next_cursor })
+}
+
+pub async fn archive(state: &ServerState, raw: Value) -> Result<Value, RpcError> {
+    let p: ThreadIdParams = params(raw)?;
+    let thread = thread_id(&p.thread_id)?;
+    // An archived thread is not loaded: let it finish writing first.
+    let was_loaded = match state.threads.remove(thread) {
+        Some(loaded) => {
+            let _ = loaded.handle.shutdown().await;
+            true
+        }
+        None => false,
+    };
+    archive_when_released(state, thread, was_loaded).await?;
+    state.notify_after_answer(ServerNotification::ThreadArchived(ThreadIdNotification {
+        thread_id: thread.to_string(),
+    }));
+    to_value(&EmptyResponse {})
 }
 
 /// How long a thread we just shut down may take to release its rollout's lock (its loop
@@ -406,31 +344,20 @@ async fn archive_when_released(
     }
 }
 
-pub async fn unarchive(state: &ServerState, id: RequestId, raw: Value) -> Reply {
-    let result = (|| {
-        let p: ThreadIdParams = params(raw)?;
-        let thread = thread_id(&p.thread_id)?;
-        state
-            .kernel
-            .store()
-            .unarchive(thread)
-            .map_err(rollout_error)?;
-        let e = entry(state, thread).ok_or_else(|| {
-            RpcError::internal(format!("thread {thread} vanished from the index"))
-        })?;
-        Ok((thread, stored_thread(state, &e)))
-    })();
-    match result {
-        Ok((thread_id, thread)) => {
-            state.out.respond_with(id, &ThreadResponse { thread }).await;
-            state
-                .out
-                .notify(ServerNotification::ThreadUnarchived(ThreadIdNotification {
-                    thread_id: thread_id.to_string(),
-                }))
-                .await;
-            Reply::Deferred
-        }
-        Err(e) => Reply::Now(Err(e)),
-    }
+pub fn unarchive(state: &ServerState, raw: Value) -> Result<Value, RpcError> {
+    let p: ThreadIdParams = params(raw)?;
+    let thread = thread_id(&p.thread_id)?;
+    state
+        .kernel
+        .store()
+        .unarchive(thread)
+        .map_err(rollout_error)?;
+    let e = entry(state, thread)
+        .ok_or_else(|| RpcError::internal(format!("thread {thread} vanished from the index")))?;
+    state.notify_after_answer(ServerNotification::ThreadUnarchived(ThreadIdNotification {
+        thread_id: thread.to_string(),
+    }));
+    to_value(&ThreadResponse {
+        thread: stored_thread(state, &e),
+    })
 }

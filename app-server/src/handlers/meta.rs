@@ -14,13 +14,9 @@ use serde_json::{json, Value};
 
 use super::to_value;
 use crate::convert::{approval_policy_to_wire, effort_to_wire};
-use crate::dispatch::{params, Reply, ServerState};
+use crate::dispatch::{params, ServerState};
 use crate::error::RpcError;
 use crate::outbound::Outbound;
-
-pub fn initialize(state: &ServerState, raw: Value) -> Reply {
-    Reply::Now(initialize_response(&state.kernel.home, &state.out, raw))
-}
 
 /// The answer to `initialize`; applies the client's notification opt-outs to `out`.
 pub fn initialize_response(home: &Path, out: &Outbound, raw: Value) -> Result<Value, RpcError> {
@@ -45,116 +41,106 @@ pub fn initialize_response(home: &Path, out: &Outbound, raw: Value) -> Result<Va
     })
 }
 
-pub fn model_list(state: &ServerState, raw: Value) -> Reply {
-    Reply::Now((|| {
-        let p: ModelListParams = params(raw)?;
-        let kernel = &state.kernel;
-        let default_effort = kernel
-            .config
-            .as_ref()
-            .and_then(|c| c.reasoning_effort)
-            .map_or("medium", effort_to_wire);
-        let mut models: Vec<Model> = kernel
-            .models
-            .models()
-            .into_iter()
-            .filter(|m| {
-                p.model_provider
-                    .as_ref()
-                    .is_none_or(|want| *want == m.provider)
-            })
-            .map(|m| Model {
-                id: m.id.clone(),
-                model: m.id.clone(),
-                display_name: m.id.clone(),
-                description: format!("{} via {}", m.id, m.provider),
-                hidden: false,
-                is_default: m.id == kernel.model,
-                default_reasoning_effort: default_effort.into(),
-                supported_reasoning_efforts: ["minimal", "low", "medium", "high"]
-                    .iter()
-                    .map(|e| ReasoningEffortOption {
-                        reasoning_effort: (*e).into(),
-                        description: format!("{e} reasoning effort"),
-                    })
-                    .collect(),
-                input_modalities: vec!["text".into(), "image".into()],
-                upgrade: None,
-            })
-            .collect();
-        // The default model first: pickers preselect the head of the list.
-        models.sort_by_key(|m| !m.is_default);
-        let (data, next_cursor) = page(models, p.cursor.as_deref(), p.limit)?;
-        to_value(&ModelListResponse { data, next_cursor })
-    })())
-}
-
-pub fn config_read(state: &ServerState, raw: Value) -> Reply {
-    Reply::Now((|| {
-        let _: ConfigReadParams = params(raw)?;
-        let kernel = &state.kernel;
-        let defaults = kernel.default_settings(std::path::PathBuf::from("/"));
-        let mut config = serde_json::Map::new();
-        config.insert("model".into(), json!(kernel.model));
-        config.insert("model_provider".into(), json!(kernel.provider));
-        config.insert(
-            "approval_policy".into(),
-            json!(approval_policy_to_wire(defaults.approval_policy)),
-        );
-        config.insert(
-            "sandbox_mode".into(),
-            json!(sandbox_mode(defaults.sandbox_policy)),
-        );
-        config.insert(
-            "model_reasoning_effort".into(),
-            json!(defaults.reasoning_effort.map(effort_to_wire)),
-        );
-        if let Some(window) = kernel.config.as_ref().and_then(|c| c.context_window) {
-            config.insert("model_context_window".into(), json!(window));
-        }
-        to_value(&ConfigReadResponse {
-            config,
-            origins: BTreeMap::new(),
-            layers: None,
+pub fn model_list(state: &ServerState, raw: Value) -> Result<Value, RpcError> {
+    let p: ModelListParams = params(raw)?;
+    let kernel = &state.kernel;
+    let default_effort = kernel
+        .config
+        .as_ref()
+        .and_then(|c| c.reasoning_effort)
+        .map_or("medium", effort_to_wire);
+    let mut models: Vec<Model> = kernel
+        .models
+        .models()
+        .into_iter()
+        .filter(|m| {
+            p.model_provider
+                .as_ref()
+                .is_none_or(|want| *want == m.provider)
         })
-    })())
-}
-
-pub fn account_read(raw: Value) -> Reply {
-    Reply::Now((|| {
-        let _: GetAccountParams = params(raw)?;
-        to_value(&GetAccountResponse {
-            account: None,
-            requires_openai_auth: false,
+        .map(|m| Model {
+            id: m.id.clone(),
+            model: m.id.clone(),
+            display_name: m.id.clone(),
+            description: format!("{} via {}", m.id, m.provider),
+            hidden: false,
+            is_default: m.id == kernel.model,
+            default_reasoning_effort: default_effort.into(),
+            supported_reasoning_efforts: ["minimal", "low", "medium", "high"]
+                .iter()
+                .map(|e| ReasoningEffortOption {
+                    reasoning_effort: (*e).into(),
+                    description: format!("{e} reasoning effort"),
+                })
+                .collect(),
+            input_modalities: vec!["text".into(), "image".into()],
+            upgrade: None,
         })
-    })())
+        .collect();
+    // The default model first: pickers preselect the head of the list.
+    models.sort_by_key(|m| !m.is_default);
+    let (data, next_cursor) = page(models, p.cursor.as_deref(), p.limit)?;
+    to_value(&ModelListResponse { data, next_cursor })
 }
 
-pub fn permission_profiles(raw: Value) -> Reply {
-    Reply::Now((|| {
-        let _: PermissionProfileListParams = params(raw)?;
-        to_value(&PermissionProfileListResponse {
-            data: Vec::new(),
-            next_cursor: None,
+pub fn config_read(state: &ServerState, raw: Value) -> Result<Value, RpcError> {
+    let _: ConfigReadParams = params(raw)?;
+    let kernel = &state.kernel;
+    let defaults = kernel.default_settings(std::path::PathBuf::from("/"));
+    let mut config = serde_json::Map::new();
+    config.insert("model".into(), json!(kernel.model));
+    config.insert("model_provider".into(), json!(kernel.provider));
+    config.insert(
+        "approval_policy".into(),
+        json!(approval_policy_to_wire(defaults.approval_policy)),
+    );
+    config.insert(
+        "sandbox_mode".into(),
+        json!(sandbox_mode(defaults.sandbox_policy)),
+    );
+    config.insert(
+        "model_reasoning_effort".into(),
+        json!(defaults.reasoning_effort.map(effort_to_wire)),
+    );
+    if let Some(window) = kernel.config.as_ref().and_then(|c| c.context_window) {
+        config.insert("model_context_window".into(), json!(window));
+    }
+    to_value(&ConfigReadResponse {
+        config,
+        origins: BTreeMap::new(),
+        layers: None,
+    })
+}
+
+pub fn account_read(raw: Value) -> Result<Value, RpcError> {
+    let _: GetAccountParams = params(raw)?;
+    to_value(&GetAccountResponse {
+        account: None,
+        requires_openai_auth: false,
+    })
+}
+
+pub fn permission_profiles(raw: Value) -> Result<Value, RpcError> {
+    let _: PermissionProfileListParams = params(raw)?;
+    to_value(&PermissionProfileListResponse {
+        data: Vec::new(),
+        next_cursor: None,
+    })
+}
+
+pub fn skills_list(raw: Value) -> Result<Value, RpcError> {
+    let p: SkillsListParams = params(raw)?;
+    // One entry per asked directory, each with no skills: rein has none yet.
+    let data = p
+        .cwds
+        .into_iter()
+        .map(|cwd| SkillsListEntry {
+            cwd,
+            skills: Vec::new(),
+            errors: Vec::new(),
         })
-    })())
-}
-
-pub fn skills_list(raw: Value) -> Reply {
-    Reply::Now((|| {
-        let p: SkillsListParams = params(raw)?;
-        // One entry per asked directory, each with no skills: rein has none yet.
-        let data = p
-            .cwds
-            .into_iter()
-            .map(|cwd| SkillsListEntry {
-                cwd,
-                skills: Vec::new(),
-                errors: Vec::new(),
-            })
-            .collect();
-        to_value(&SkillsListResponse { data })
-    })())
+        .collect();
+    to_value(&SkillsListResponse { data })
 }
 
 fn sandbox_mode(policy: rein_protocol::SandboxPolicy) -> &'static str {

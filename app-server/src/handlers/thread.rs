@@ -8,7 +8,7 @@ use rein_core::rollout::RolloutError;
 use rein_core::sessions::Persistence;
 use rein_core::{KernelError, NewThread};
 use rein_protocol::app_server::{
-    EmptyResponse, RequestId, ServerNotification, Thread, ThreadIdParams, ThreadLoadedListParams,
+    EmptyResponse, ServerNotification, Thread, ThreadIdParams, ThreadLoadedListParams,
     ThreadLoadedListResponse, ThreadNameUpdatedNotification, ThreadSetNameParams,
     ThreadStartParams, ThreadStartResponse, ThreadStartedNotification, ThreadStatus,
     ThreadUnsubscribeResponse, ThreadUnsubscribeStatus,
@@ -24,7 +24,7 @@ use crate::convert::{
     approval_policy_from_wire, approval_policy_to_wire, effort_to_wire, sandbox_from_mode,
     sandbox_to_wire,
 };
-use crate::dispatch::{params, Reply, ServerState};
+use crate::dispatch::{params, ServerState};
 use crate::error::RpcError;
 use crate::event_map::EventMapper;
 use crate::loaded::{LoadedThread, ThreadMeta};
@@ -35,24 +35,13 @@ use crate::subscribers::{Left, Subscribers};
 /// How many requests may wait for one thread's pump before the server says "overloaded".
 const PUMP_QUEUE: usize = 64;
 
-pub async fn start(state: &ServerState, id: RequestId, raw: Value) -> Reply {
-    let p: ThreadStartParams = match params(raw) {
-        Ok(p) => p,
-        Err(e) => return Reply::Now(Err(e)),
-    };
-    match start_thread(state, p) {
-        Ok((response, thread)) => {
-            state.out.respond_with(id, &response).await;
-            state
-                .out
-                .notify(ServerNotification::ThreadStarted(Box::new(
-                    ThreadStartedNotification { thread },
-                )))
-                .await;
-            Reply::Deferred
-        }
-        Err(e) => Reply::Now(Err(e)),
-    }
+pub async fn start(state: &ServerState, raw: Value) -> Result<Value, RpcError> {
+    let p: ThreadStartParams = params(raw)?;
+    let (response, thread) = start_thread(state, p)?;
+    state.notify_after_answer(ServerNotification::ThreadStarted(Box::new(
+        ThreadStartedNotification { thread },
+    )));
+    to_value(&response)
 }
 
 fn start_thread(
@@ -198,57 +187,40 @@ pub fn answer(
     }
 }
 
-pub fn loaded_list(state: &ServerState, raw: Value) -> Reply {
-    Reply::Now((|| {
-        let p: ThreadLoadedListParams = params(raw)?;
-        let ids: Vec<String> = state
-            .threads
-            .ids()
-            .iter()
-            .map(ToString::to_string)
-            .collect();
-        let (data, next_cursor) = page(ids, p.cursor.as_deref(), p.limit)?;
-        to_value(&ThreadLoadedListResponse { data, next_cursor })
-    })())
+pub fn loaded_list(state: &ServerState, raw: Value) -> Result<Value, RpcError> {
+    let p: ThreadLoadedListParams = params(raw)?;
+    let ids: Vec<String> = state
+        .threads
+        .ids()
+        .iter()
+        .map(ToString::to_string)
+        .collect();
+    let (data, next_cursor) = page(ids, p.cursor.as_deref(), p.limit)?;
+    to_value(&ThreadLoadedListResponse { data, next_cursor })
 }
 
-pub async fn set_name(state: &ServerState, id: RequestId, raw: Value) -> Reply {
-    let result = (|| {
-        let p: ThreadSetNameParams = params(raw)?;
-        let thread = loaded(state, &p.thread_id)?;
-        let name = p.name.trim().to_owned();
-        if name.is_empty() {
-            return Err(RpcError::invalid_params(
-                "name: must not be empty",
-                Some("name".into()),
-            ));
-        }
-        thread.meta().name = Some(name.clone());
-        Ok((p.thread_id, name))
-    })();
-    match result {
-        Ok((thread_id, name)) => {
-            state.out.respond_with(id, &EmptyResponse {}).await;
-            state
-                .out
-                .notify(ServerNotification::ThreadNameUpdated(
-                    ThreadNameUpdatedNotification {
-                        thread_id,
-                        thread_name: Some(name),
-                    },
-                ))
-                .await;
-            Reply::Deferred
-        }
-        Err(e) => Reply::Now(Err(e)),
+pub fn set_name(state: &ServerState, raw: Value) -> Result<Value, RpcError> {
+    let p: ThreadSetNameParams = params(raw)?;
+    let thread = loaded(state, &p.thread_id)?;
+    let name = p.name.trim().to_owned();
+    if name.is_empty() {
+        return Err(RpcError::invalid_params(
+            "name: must not be empty",
+            Some("name".into()),
+        ));
     }
+    thread.meta().name = Some(name.clone());
+    state.notify_after_answer(ServerNotification::ThreadNameUpdated(
+        ThreadNameUpdatedNotification {
+            thread_id: p.thread_id,
+            thread_name: Some(name),
+        },
+    ));
+    to_value(&EmptyResponse {})
 }
 
-pub fn unsubscribe(state: &ServerState, raw: Value) -> Reply {
-    let p: ThreadIdParams = match params(raw) {
-        Ok(p) => p,
-        Err(e) => return Reply::Now(Err(e)),
-    };
+pub fn unsubscribe(state: &ServerState, raw: Value) -> Result<Value, RpcError> {
+    let p: ThreadIdParams = params(raw)?;
     let status = match loaded(state, &p.thread_id) {
         Ok(thread) => match leave(state, &thread, true) {
             Left::NotSubscribed => ThreadUnsubscribeStatus::NotSubscribed,
@@ -256,7 +228,7 @@ pub fn unsubscribe(state: &ServerState, raw: Value) -> Reply {
         },
         Err(_) => ThreadUnsubscribeStatus::NotLoaded,
     };
-    Reply::Now(to_value(&ThreadUnsubscribeResponse { status }))
+    to_value(&ThreadUnsubscribeResponse { status })
 }
 
 /// Take this connection off `thread` (`connected`: it still hears `thread/closed`) and tell

@@ -1,0 +1,129 @@
+//! The method table: every app-server method, registered on a jsonrpsee [`RpcModule`]
+//! whose context is the connection's [`ServerState`]. Each callback decodes its own
+//! params with [`crate::dispatch::params`], so a bad field is named in `data.field`.
+
+use std::future::Future;
+use std::sync::Arc;
+
+use jsonrpsee::core::RegisterMethodError;
+use jsonrpsee::types::ErrorObjectOwned;
+use jsonrpsee::RpcModule;
+use serde_json::Value;
+
+use crate::dispatch::{raw_params, ServerState};
+use crate::error::RpcError;
+use crate::handlers::{history, meta, thread, turn};
+
+pub type Module = RpcModule<ServerState>;
+
+/// The methods of the connection `state`.
+pub fn module(state: Arc<ServerState>) -> Result<Module, RegisterMethodError> {
+    let mut m = RpcModule::from_arc(state);
+    add(
+        &mut m,
+        "initialize",
+        |s, p| async move { initialize(&s, p) },
+    )?;
+    add(&mut m, "model/list", |s, p| async move {
+        meta::model_list(&s, p)
+    })?;
+    add(&mut m, "config/read", |s, p| async move {
+        meta::config_read(&s, p)
+    })?;
+    add(&mut m, "account/read", |_, p| async move {
+        meta::account_read(p)
+    })?;
+    add(&mut m, "permissionProfile/list", |_, p| async move {
+        meta::permission_profiles(p)
+    })?;
+    add(
+        &mut m,
+        "skills/list",
+        |_, p| async move { meta::skills_list(p) },
+    )?;
+    add(&mut m, "thread/start", |s, p| async move {
+        thread::start(&s, p).await
+    })?;
+    add(&mut m, "thread/loaded/list", |s, p| async move {
+        thread::loaded_list(&s, p)
+    })?;
+    add(&mut m, "thread/name/set", |s, p| async move {
+        thread::set_name(&s, p)
+    })?;
+    add(&mut m, "thread/unsubscribe", |s, p| async move {
+        thread::unsubscribe(&s, p)
+    })?;
+    add(&mut m, "turn/start", |s, p| async move {
+        turn::start(&s, p).await
+    })?;
+    add(&mut m, "turn/steer", |s, p| async move {
+        turn::steer(&s, p).await
+    })?;
+    add(&mut m, "turn/interrupt", |s, p| async move {
+        turn::interrupt(&s, p).await
+    })?;
+    add(&mut m, "thread/compact/start", |s, p| async move {
+        turn::compact(&s, p).await
+    })?;
+    add(&mut m, "thread/rollback", |s, p| async move {
+        turn::rollback(&s, p).await
+    })?;
+    add(&mut m, "thread/resume", |s, p| async move {
+        history::resume(&s, p).await
+    })?;
+    add(&mut m, "thread/fork", |s, p| async move {
+        history::fork(&s, p).await
+    })?;
+    add(
+        &mut m,
+        "thread/list",
+        |s, p| async move { history::list(&s, p) },
+    )?;
+    add(&mut m, "thread/read", |s, p| async move {
+        history::read(&s, p).await
+    })?;
+    add(&mut m, "thread/turns/list", |s, p| async move {
+        history::turns_list(&s, p).await
+    })?;
+    add(&mut m, "thread/archive", |s, p| async move {
+        history::archive(&s, p).await
+    })?;
+    add(&mut m, "thread/unarchive", |s, p| async move {
+        history::unarchive(&s, p)
+    })?;
+    Ok(m)
+}
+
+/// `initialize`, once per connection (the gate for every other method is in
+/// [`ServerState::handle_request`]).
+fn initialize(state: &ServerState, raw: Value) -> Result<Value, RpcError> {
+    if state.is_initialized() {
+        return Err(RpcError::invalid_request("Already initialized"));
+    }
+    let result = meta::initialize_response(&state.kernel.home, &state.out, raw)?;
+    state.mark_initialized();
+    Ok(result)
+}
+
+/// Register `handler` as `name`, taking the params as JSON.
+fn add<F, Fut>(
+    module: &mut Module,
+    name: &'static str,
+    handler: F,
+) -> Result<(), RegisterMethodError>
+where
+    F: Fn(Arc<ServerState>, Value) -> Fut + Clone + Send + Sync + 'static,
+    Fut: Future<Output = Result<Value, RpcError>> + Send + 'static,
+{
+    module.register_async_method(name, move |params, state, _| {
+        let handler = handler.clone();
+        async move {
+            let outcome = match raw_params(&params) {
+                Ok(raw) => handler(state, raw).await,
+                Err(e) => Err(e),
+            };
+            outcome.map_err(ErrorObjectOwned::from)
+        }
+    })?;
+    Ok(())
+}
