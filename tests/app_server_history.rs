@@ -42,6 +42,11 @@ fn threads_survive_a_restart_and_can_be_resumed_forked_and_archived() {
     let thread = first.start_thread(json!({ "cwd": cwd.path() }));
     let done = turn(&mut first, &thread, "first question");
     assert_eq!(done["params"]["turn"]["status"], "completed");
+    first.request(
+        "thread/name/set",
+        json!({ "threadId": thread, "name": "Parser work" }),
+    );
+    first.until(|m| method(m) == "thread/name/updated");
     let ephemeral = first.start_thread(json!({ "cwd": cwd.path(), "ephemeral": true }));
     turn(&mut first, &ephemeral, "not kept");
     assert!(first.finish().success());
@@ -57,12 +62,19 @@ fn threads_survive_a_restart_and_can_be_resumed_forked_and_archived() {
     );
     assert_eq!(data[0]["id"], json!(thread));
     assert_eq!(data[0]["preview"], "first question");
+    assert_eq!(
+        data[0]["name"], "Parser work",
+        "the name outlives the process"
+    );
+    let found = listed(&mut second, json!({ "searchTerm": "parser" }));
+    assert_eq!(found, vec![thread.clone()], "thread/list searches names");
     assert_eq!(data[0]["status"], json!({ "type": "notLoaded" }));
 
     let read = second.call(
         "thread/read",
         json!({ "threadId": thread, "includeTurns": true }),
     );
+    assert_eq!(read["result"]["thread"]["name"], "Parser work");
     let turns = read["result"]["thread"]["turns"].as_array().unwrap();
     assert_eq!(turns.len(), 1);
     let texts: Vec<&str> = turns[0]["items"]

@@ -48,7 +48,7 @@ pub fn module(state: Arc<ServerState>) -> Result<Module, RegisterMethodError> {
         thread::loaded_list(&s, p)
     })?;
     add(&mut m, "thread/name/set", |s, p| async move {
-        thread::set_name(&s, p)
+        thread::set_name(&s, p).await
     })?;
     add(&mut m, "thread/unsubscribe", |s, p| async move {
         thread::unsubscribe(&s, p)

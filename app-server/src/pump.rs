@@ -82,6 +82,12 @@ pub enum PumpCmd {
         reply: Responder,
         turns: u32,
     },
+    /// Name the thread (`thread/name/set`); `thread/name/updated` follows the answer, to
+    /// every subscriber, when the thread records the name.
+    SetName {
+        reply: Responder,
+        name: String,
+    },
 }
 
 /// Server → client requests one connection is waiting to have answered: request id → the
@@ -203,8 +209,12 @@ impl Pump {
 
     /// Returns true once the thread has closed.
     async fn on_event(&mut self, event: &Event, asked: &mut Asked) -> bool {
-        if let EventMsg::SettingsChanged { settings } = &event.msg {
-            self.thread.meta().settings = settings.clone();
+        match &event.msg {
+            EventMsg::SettingsChanged { settings } => {
+                self.thread.meta().settings = settings.clone()
+            }
+            EventMsg::ThreadNamed { name } => self.thread.meta().name = Some(name.clone()),
+            _ => {}
         }
         let outgoing = self.mapper.map(event);
         {
@@ -444,6 +454,13 @@ impl Pump {
             }
             PumpCmd::Compact { reply } => {
                 let result = match self.submit(SubmissionId::new(), Op::Compact).await {
+                    Ok(OpResult::Accepted) => to_value(&EmptyResponse {}),
+                    other => Err(refusal(other)),
+                };
+                reply.answer(result).await;
+            }
+            PumpCmd::SetName { reply, name } => {
+                let result = match self.submit(SubmissionId::new(), Op::SetName { name }).await {
                     Ok(OpResult::Accepted) => to_value(&EmptyResponse {}),
                     other => Err(refusal(other)),
                 };

@@ -80,7 +80,7 @@ fn stored_thread(state: &ServerState, e: &ThreadEntry) -> Thread {
         settings,
         created_at: (e.created_ms / 1000) as i64,
         updated_at: (e.updated_ms / 1000) as i64,
-        name: None,
+        name: e.name.clone(),
         preview: e.title.clone().unwrap_or_default(),
         ephemeral: false,
         status: ThreadStatus::NotLoaded,
@@ -112,7 +112,7 @@ async fn load(
             .as_ref()
             .map_or(now, |e| (e.created_ms / 1000) as i64),
         updated_at: now,
-        name: None,
+        name: folded.name.clone(),
         preview: first_user_text(&folded),
         ephemeral: false,
         status: ThreadStatus::Idle,

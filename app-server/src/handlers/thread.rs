@@ -4,14 +4,14 @@
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
+use super::turn::ask_pump;
 use rein_core::rollout::RolloutError;
 use rein_core::sessions::Persistence;
 use rein_core::{KernelError, NewThread};
 use rein_protocol::app_server::{
-    EmptyResponse, ServerNotification, Thread, ThreadIdParams, ThreadLoadedListParams,
-    ThreadLoadedListResponse, ThreadNameUpdatedNotification, ThreadSetNameParams,
-    ThreadStartParams, ThreadStartResponse, ThreadStartedNotification, ThreadStatus,
-    ThreadUnsubscribeResponse, ThreadUnsubscribeStatus,
+    ServerNotification, Thread, ThreadIdParams, ThreadLoadedListParams, ThreadLoadedListResponse,
+    ThreadSetNameParams, ThreadStartParams, ThreadStartResponse, ThreadStartedNotification,
+    ThreadStatus, ThreadUnsubscribeResponse, ThreadUnsubscribeStatus,
 };
 use rein_protocol::ThreadSettings;
 use serde_json::Value;
@@ -199,7 +199,9 @@ pub fn loaded_list(state: &ServerState, raw: Value) -> Result<Value, RpcError> {
     to_value(&ThreadLoadedListResponse { data, next_cursor })
 }
 
-pub fn set_name(state: &ServerState, raw: Value) -> Result<Value, RpcError> {
+/// `thread/name/set`: the thread records the name (it survives a restart); every
+/// subscriber hears `thread/name/updated` after this answer.
+pub async fn set_name(state: &ServerState, raw: Value) -> Result<Value, RpcError> {
     let p: ThreadSetNameParams = params(raw)?;
     let thread = loaded(state, &p.thread_id)?;
     let name = p.name.trim().to_owned();
@@ -209,14 +211,7 @@ pub fn set_name(state: &ServerState, raw: Value) -> Result<Value, RpcError> {
             Some("name".into()),
         ));
     }
-    thread.meta().name = Some(name.clone());
-    state.notify_after_answer(ServerNotification::ThreadNameUpdated(
-        ThreadNameUpdatedNotification {
-            thread_id: p.thread_id,
-            thread_name: Some(name),
-        },
-    ));
-    to_value(&EmptyResponse {})
+    ask_pump(state, &thread, |reply| PumpCmd::SetName { reply, name }).await
 }
 
 pub fn unsubscribe(state: &ServerState, raw: Value) -> Result<Value, RpcError> {
