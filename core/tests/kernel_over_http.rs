@@ -148,3 +148,54 @@ fallback_provider = "backup"
     let body = &backup.requests()[0].body;
     assert_eq!(body["model"], "backup-model");
 }
+
+#[tokio::test]
+async fn encrypted_reasoning_goes_back_to_the_model_on_the_next_request() {
+    let mut first = ScriptedReply::text("first answer");
+    first.reasoning = Some("planning".into());
+    let main = server(vec![first, ScriptedReply::text("second answer")]).await;
+    let m = manager_for(&format!(
+        "model = \"m\"\nmodel_provider = \"main\"\n[model_providers.main]\nbase_url = \"{}\"\nwire_api = \"responses\"\n",
+        main.base_url()
+    ));
+    let mut settings = thread_settings("m");
+    settings.reasoning_effort = Some(rein_protocol::ReasoningEffort::Low);
+    let mut t = m.create_thread(ThreadOptions::new(settings)).unwrap();
+    for text in ["one", "two"] {
+        t.handle.submit(Op::user_text(text)).await.unwrap();
+        let end = t.events.wait_for(is_turn_end).await.unwrap();
+        assert!(matches!(end.msg, EventMsg::TurnCompleted { .. }));
+    }
+    // The item kept in history (and so in the rollout) carries the blob.
+    let state = t.handle.state().await.unwrap();
+    let kept: Vec<Option<&str>> = state
+        .history
+        .iter()
+        .filter_map(|i| match i.as_ref() {
+            Item::Reasoning {
+                encrypted_content, ..
+            } => Some(encrypted_content.as_deref()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(kept, vec![Some("enc:rs_resp_mock_0_0")]);
+    let bodies = main.requests();
+    assert_eq!(
+        bodies[0].body["include"],
+        serde_json::json!(["reasoning.encrypted_content"])
+    );
+    let input = bodies[1].body["input"].as_array().unwrap();
+    let kinds: Vec<&str> = input
+        .iter()
+        .map(|i| i["type"].as_str().unwrap_or("message"))
+        .collect();
+    assert_eq!(kinds, vec!["message", "reasoning", "message", "message"]);
+    assert_eq!(
+        input[1],
+        serde_json::json!({
+            "type": "reasoning",
+            "summary": [{"type": "summary_text", "text": "planning"}],
+            "encrypted_content": "enc:rs_resp_mock_0_0"
+        })
+    );
+}

@@ -17,6 +17,9 @@ pub struct ResponsesWire {
     /// Items completed so far, repeated in `response.completed`'s `output`.
     output: Vec<Value>,
     message_id: String,
+    /// The request asked for `include: ["reasoning.encrypted_content"]`: reasoning items
+    /// carry an opaque blob the client must send back (as OpenAI does with `store: false`).
+    encrypted_reasoning: bool,
 }
 
 impl ResponsesWire {
@@ -29,7 +32,14 @@ impl ResponsesWire {
             output_index: 0,
             output: Vec::new(),
             message_id: format!("msg_mock_{request_index}"),
+            encrypted_reasoning: false,
         }
+    }
+
+    /// Reasoning items carry `encrypted_content` (see the field).
+    pub fn with_encrypted_reasoning(mut self, on: bool) -> Self {
+        self.encrypted_reasoning = on;
+        self
     }
 
     fn event(&mut self, out: &mut Vec<u8>, kind: &str, mut body: Value) {
@@ -129,10 +139,14 @@ impl Wire for ResponsesWire {
                         "item_id": id, "output_index": index, "summary_index": 0, "part": part
                     }),
                 );
-                let item = json!({
+                let mut item = json!({
                     "id": id, "type": "reasoning",
                     "summary": [{"type": "summary_text", "text": text}]
                 });
+                if self.encrypted_reasoning {
+                    // Opaque to the client; derived from the id so tests can predict it.
+                    item["encrypted_content"] = json!(format!("enc:{id}"));
+                }
                 self.output.push(item.clone());
                 self.event(
                     &mut out,

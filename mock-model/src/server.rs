@@ -190,7 +190,10 @@ fn reply(shared: &Arc<Shared>, route: Route, body: &Value, request_bytes: usize)
         } => {
             let wire: Box<dyn Wire> = match route {
                 Route::Chat => Box::new(ChatWire::new(index, model, created)),
-                _ => Box::new(ResponsesWire::new(index, model, created)),
+                _ => Box::new(
+                    ResponsesWire::new(index, model, created)
+                        .with_encrypted_reasoning(wire::includes_encrypted_reasoning(body)),
+                ),
             };
             let (tx, rx) = mpsc::channel::<Chunk>(32);
             let plan = Plan {

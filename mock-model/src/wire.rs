@@ -58,6 +58,13 @@ pub fn chat_context_window_body() -> Value {
     )
 }
 
+/// Whether a Responses request asked for reasoning items' `encrypted_content`.
+pub fn includes_encrypted_reasoning(body: &Value) -> bool {
+    body.get("include")
+        .and_then(Value::as_array)
+        .is_some_and(|i| i.iter().any(|v| v == "reasoning.encrypted_content"))
+}
+
 /// The text of the last user message in a Responses `input` or a Chat `messages` list.
 pub fn last_user_text(body: &Value) -> Option<String> {
     let list = body

@@ -54,6 +54,9 @@ impl ModelRequest {
 pub enum ModelEvent {
     TextDelta(String),
     ReasoningDelta(String),
+    /// A reasoning item's encrypted content (Responses API with `store: false`): opaque,
+    /// sent back with the reasoning item so the model keeps its chain of thought.
+    ReasoningEncrypted(String),
     /// A complete function call (providers that stream arguments assemble them first).
     ToolCall {
         call_id: String,

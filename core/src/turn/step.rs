@@ -151,6 +151,8 @@ async fn sample_with_retries(
 struct ReplyBuilder {
     silent: bool,
     reasoning: Option<(ItemId, String)>,
+    /// Encrypted reasoning, one per reasoning item of the reply, in order.
+    encrypted: Vec<String>,
     message: Option<(ItemId, String)>,
     calls: Vec<ToolCall>,
 }
@@ -186,13 +188,21 @@ impl ReplyBuilder {
 
     fn finish(self, usage: TokenUsage) -> Reply {
         let mut items = Vec::new();
+        // The streamed summary belongs to the first reasoning item; any further ones (rare)
+        // are kept for their encrypted content alone.
+        let mut encrypted = self.encrypted.into_iter();
         if let Some((id, text)) = self.reasoning {
             items.push(Item::Reasoning {
                 id,
                 text,
-                encrypted_content: None,
+                encrypted_content: encrypted.next(),
             });
         }
+        items.extend(encrypted.map(|blob| Item::Reasoning {
+            id: ItemId::new(),
+            text: String::new(),
+            encrypted_content: Some(blob),
+        }));
         let text = self.message.as_ref().map(|(_, t)| t.clone());
         if let Some((id, text)) = self.message {
             items.push(Item::AgentMessage {
@@ -238,6 +248,7 @@ async fn sample_once(
         match next {
             Some(Ok(ModelEvent::TextDelta(d))) => reply.on_delta(ItemKind::AgentMessage, d, sink),
             Some(Ok(ModelEvent::ReasoningDelta(d))) => reply.on_delta(ItemKind::Reasoning, d, sink),
+            Some(Ok(ModelEvent::ReasoningEncrypted(blob))) => reply.encrypted.push(blob),
             Some(Ok(ModelEvent::ToolCall {
                 call_id,
                 name,

@@ -150,10 +150,15 @@ fn input_item(item: &Item) -> Option<InputItem<'_>> {
             encrypted_content,
             ..
         } => InputItem::Reasoning {
-            summary: vec![Summary {
-                kind: "summary_text",
-                text,
-            }],
+            // A reasoning item may come with no summary at all.
+            summary: if text.is_empty() {
+                Vec::new()
+            } else {
+                vec![Summary {
+                    kind: "summary_text",
+                    text,
+                }]
+            },
             encrypted_content: encrypted_content.as_deref()?,
         },
         Item::ToolCall {
@@ -255,6 +260,10 @@ enum OutputItem {
         call_id: String,
         name: String,
         arguments: String,
+    },
+    Reasoning {
+        #[serde(default)]
+        encrypted_content: Option<String>,
     },
     #[serde(other)]
     Other,
@@ -358,20 +367,21 @@ impl WireDecoder for ResponsesDecoder {
                     out.push_back(ModelEvent::ReasoningDelta(delta));
                 }
             }
-            "response.output_item.done" => {
-                if let Some(OutputItem::FunctionCall {
+            "response.output_item.done" => match frame.item {
+                Some(OutputItem::FunctionCall {
                     call_id,
                     name,
                     arguments,
-                }) = frame.item
-                {
-                    out.push_back(ModelEvent::ToolCall {
-                        call_id,
-                        name,
-                        arguments,
-                    });
-                }
-            }
+                }) => out.push_back(ModelEvent::ToolCall {
+                    call_id,
+                    name,
+                    arguments,
+                }),
+                Some(OutputItem::Reasoning {
+                    encrypted_content: Some(blob),
+                }) => out.push_back(ModelEvent::ReasoningEncrypted(blob)),
+                _ => {}
+            },
             "response.completed" => {
                 let usage = frame.response.and_then(|r| r.usage).unwrap_or_default();
                 out.push_back(ModelEvent::Completed {
@@ -555,6 +565,40 @@ mod tests {
                     total_tokens: 16
                 }
             }]
+        );
+    }
+
+    #[test]
+    fn a_reasoning_item_yields_its_encrypted_content() {
+        let item = |extra: serde_json::Value| {
+            let mut item = serde_json::json!({"id": "rs_1", "type": "reasoning", "summary": []});
+            item.as_object_mut()
+                .unwrap()
+                .extend(extra.as_object().unwrap().clone());
+            (
+                "response.output_item.done",
+                serde_json::json!({"type": "response.output_item.done", "item": item}),
+            )
+        };
+        let (events, err) = decode(&[
+            item(serde_json::json!({"encrypted_content": "gAAA"})),
+            // Without the blob (no `include`), there is nothing to carry.
+            item(serde_json::json!({})),
+        ]);
+        assert_eq!(err, None);
+        assert_eq!(events, vec![ModelEvent::ReasoningEncrypted("gAAA".into())]);
+    }
+
+    #[test]
+    fn reasoning_without_a_summary_goes_back_with_an_empty_summary() {
+        let item = Item::Reasoning {
+            id: ItemId::new(),
+            text: String::new(),
+            encrypted_content: Some("gAAA".into()),
+        };
+        assert_eq!(
+            serde_json::to_value(input_item(&item).unwrap()).unwrap(),
+            serde_json::json!({"type": "reasoning", "summary": [], "encrypted_content": "gAAA"})
         );
     }
 }
