@@ -153,6 +153,30 @@ async fn grep_finds_matches_and_skips_git_and_binaries() {
 }
 
 #[tokio::test]
+async fn grep_honours_gitignore_like_ripgrep_unless_asked_not_to() {
+    let ws = workspace();
+    std::fs::write(ws.path().join(".gitignore"), "target/\n").unwrap();
+    std::fs::create_dir_all(ws.path().join(".github")).unwrap();
+    std::fs::write(ws.path().join(".github/ci.yml"), "run: needle\n").unwrap();
+    let (r, _) = run(&GrepTool, ws.path(), json!({"pattern": "needle"})).await;
+    assert!(r.success, "{}", r.output);
+    assert_eq!(
+        r.output, ".github/ci.yml:1:run: needle\n",
+        "ignored target/ is skipped; hidden but not ignored files are searched"
+    );
+    let (r, _) = run(
+        &GrepTool,
+        ws.path(),
+        json!({"pattern": "needle", "include_ignored": true}),
+    )
+    .await;
+    assert_eq!(
+        r.output,
+        ".github/ci.yml:1:run: needle\ntarget/out.txt:1:needle in target\n"
+    );
+}
+
+#[tokio::test]
 async fn update_plan_emits_the_plan() {
     let ws = workspace();
     let plan = json!({"explanation": "why", "plan": [

@@ -1,11 +1,14 @@
-//! `grep`: regular-expression search over the files under a path. A plain recursive
-//! walk with the `regex` crate is enough here: it skips `.git`, binary and very large
-//! files, and stops at a result cap, so a search cannot flood the context.
+//! `grep`: regular-expression search over the files under a path, with ripgrep's crates:
+//! `ignore` walks the tree as `rg` does (`.gitignore`, `.ignore` and `.git/info/exclude`
+//! honoured, so build output and vendored code stay out), `regex` matches. Hidden files
+//! are searched (`.github/` matters to a coding agent) but `.git` never is; binary and very
+//! large files are skipped, and a result cap keeps a search from flooding the context.
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 use futures::future::BoxFuture;
+use ignore::WalkBuilder;
 use regex::RegexBuilder;
 use serde::Deserialize;
 use serde_json::json;
@@ -30,6 +33,9 @@ struct Args {
     case_insensitive: bool,
     #[serde(default)]
     max_results: Option<usize>,
+    /// Search files that `.gitignore` and friends exclude too.
+    #[serde(default)]
+    include_ignored: bool,
 }
 
 /// One search, after argument parsing.
@@ -38,6 +44,7 @@ pub struct GrepQuery {
     pub regex: regex::Regex,
     pub glob: Option<String>,
     pub max_results: usize,
+    pub include_ignored: bool,
 }
 
 #[derive(Clone, Copy, Debug, Default)]
@@ -48,7 +55,8 @@ impl Tool for GrepTool {
         ToolSpec {
             name: "grep".to_owned(),
             description: "Search files for a regular expression (Rust regex syntax). Prints \
-                          `path:line:text` for each match; skips .git and binary files."
+                          `path:line:text` for each match; skips .git, binary files and what .gitignore \
+                          excludes (unless include_ignored)."
                 .to_owned(),
             parameters: json!({
                 "type": "object",
@@ -57,7 +65,8 @@ impl Tool for GrepTool {
                     "path": {"type": "string", "description": "file or directory (default: the working directory)"},
                     "glob": {"type": "string", "description": "only files whose name matches, e.g. `*.rs`"},
                     "case_insensitive": {"type": "boolean"},
-                    "max_results": {"type": "integer", "minimum": 1}
+                    "max_results": {"type": "integer", "minimum": 1},
+                    "include_ignored": {"type": "boolean", "description": "also search files .gitignore excludes"}
                 },
                 "required": ["pattern"],
                 "additionalProperties": false
@@ -82,6 +91,7 @@ impl Tool for GrepTool {
                 regex,
                 glob: args.glob,
                 max_results: args.max_results.unwrap_or(DEFAULT_MAX_RESULTS),
+                include_ignored: args.include_ignored,
             };
             let root = resolve(&ctx.settings.cwd, args.path.as_deref());
             let cwd = ctx.settings.cwd.clone();
@@ -106,31 +116,27 @@ pub fn search(
     }
     let mut out = String::new();
     let mut found = 0;
-    let mut stack = vec![root.to_path_buf()];
-    while let Some(path) = stack.pop() {
+    let walk = WalkBuilder::new(root)
+        .standard_filters(!query.include_ignored)
+        .hidden(false)
+        // A .gitignore counts in a directory that is not (yet) a git repository too.
+        .require_git(false)
+        .filter_entry(|e| !DEFAULT_IGNORES.contains(&e.file_name().to_string_lossy().as_ref()))
+        .sort_by_file_name(|a, b| a.cmp(b))
+        .build();
+    for entry in walk {
         if cancel.is_cancelled() {
             return Err("the search was cancelled".to_owned());
         }
-        let Ok(meta) = std::fs::symlink_metadata(&path) else {
+        let Ok(entry) = entry else {
             continue;
         };
-        if meta.is_dir() {
-            if let Ok(entries) = std::fs::read_dir(&path) {
-                let mut children: Vec<PathBuf> = entries
-                    .filter_map(Result::ok)
-                    .filter(|e| {
-                        let name = e.file_name();
-                        !DEFAULT_IGNORES.contains(&name.to_string_lossy().as_ref())
-                    })
-                    .map(|e| e.path())
-                    .collect();
-                // Reverse-sorted onto the stack so files come out in name order.
-                children.sort_by(|a, b| b.cmp(a));
-                stack.extend(children);
-            }
+        // Symlinks are not followed, as before: the entry's own type decides.
+        if !entry.file_type().is_some_and(|t| t.is_file()) {
             continue;
         }
-        if !meta.is_file() || meta.len() > MAX_FILE_BYTES {
+        let path = entry.path();
+        if entry.metadata().map_or(true, |m| m.len() > MAX_FILE_BYTES) {
             continue;
         }
         let name = path
@@ -144,18 +150,14 @@ pub fn search(
         {
             continue;
         }
-        let Ok(bytes) = std::fs::read(&path) else {
+        let Ok(bytes) = std::fs::read(path) else {
             continue;
         };
         if looks_binary(&bytes) {
             continue;
         }
         let text = String::from_utf8_lossy(&bytes);
-        let shown = path
-            .strip_prefix(cwd)
-            .unwrap_or(&path)
-            .display()
-            .to_string();
+        let shown = path.strip_prefix(cwd).unwrap_or(path).display().to_string();
         for (i, line) in text.lines().enumerate() {
             if query.regex.is_match(line) {
                 let line: String = line.chars().take(MAX_LINE_CHARS).collect();
