@@ -14,6 +14,7 @@
 //! wire_api = "chat"                  # or "responses"
 //! env_key = "VLLM_API_KEY"           # omit for servers without keys
 //! http_headers = { "X-Team" = "core" }
+//! env_http_headers = { "OpenAI-Organization" = "OPENAI_ORGANIZATION" }   # value from the env
 //! query_params = { "api-version" = "2025-04-01" }
 //! request_max_retries = 4
 //! stream_max_retries = 5

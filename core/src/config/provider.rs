@@ -32,6 +32,10 @@ pub struct ProviderToml {
     pub env_key_instructions: Option<String>,
     #[serde(default)]
     pub http_headers: BTreeMap<String, String>,
+    /// Header name → environment variable holding its value (as Codex names it); a header
+    /// whose variable is unset or empty is not sent.
+    #[serde(default)]
+    pub env_http_headers: BTreeMap<String, String>,
     #[serde(default)]
     pub query_params: BTreeMap<String, String>,
     pub request_max_retries: Option<u32>,
@@ -53,6 +57,8 @@ pub struct ProviderInfo {
     pub env_key: Option<String>,
     pub env_key_instructions: Option<String>,
     pub http_headers: Vec<(String, String)>,
+    /// Headers whose values are read from the environment when the endpoint is made.
+    pub env_http_headers: Vec<(String, String)>,
     pub query_params: Vec<(String, String)>,
     pub request_max_retries: u32,
     pub stream_max_retries: u32,
@@ -69,6 +75,7 @@ impl ProviderInfo {
             env_key: None,
             env_key_instructions: None,
             http_headers: Vec::new(),
+            env_http_headers: Vec::new(),
             query_params: Vec::new(),
             request_max_retries: 4,
             stream_max_retries: 5,
@@ -144,6 +151,11 @@ impl ProviderInfo {
         }
         p.http_headers
             .extend(t.http_headers.iter().map(|(k, v)| (k.clone(), v.clone())));
+        p.env_http_headers.extend(
+            t.env_http_headers
+                .iter()
+                .map(|(k, v)| (k.clone(), v.clone())),
+        );
         p.query_params
             .extend(t.query_params.iter().map(|(k, v)| (k.clone(), v.clone())));
         if let Some(v) = t.request_max_retries {
@@ -170,16 +182,25 @@ impl ProviderInfo {
             return Err(bad_url("the scheme must be http or https".into()));
         }
         for (name, value) in &self.http_headers {
-            let ok = reqwest::header::HeaderName::from_bytes(name.as_bytes()).is_ok()
-                && reqwest::header::HeaderValue::from_str(value).is_ok();
-            if !ok {
-                return Err(ConfigError::InvalidHeader {
-                    provider: self.id.clone(),
-                    name: name.clone(),
-                });
-            }
+            self.check_header(name, value)?;
+        }
+        for (name, _) in &self.env_http_headers {
+            self.check_header(name, "")?;
         }
         Ok(())
+    }
+
+    fn check_header(&self, name: &str, value: &str) -> Result<(), ConfigError> {
+        let ok = reqwest::header::HeaderName::from_bytes(name.as_bytes()).is_ok()
+            && reqwest::header::HeaderValue::from_str(value).is_ok();
+        if ok {
+            Ok(())
+        } else {
+            Err(ConfigError::InvalidHeader {
+                provider: self.id.clone(),
+                name: name.to_owned(),
+            })
+        }
     }
 
     /// The endpoint to reach this provider, with its key read from the environment.
@@ -197,6 +218,14 @@ impl ProviderInfo {
                 }
             },
         };
+        let mut headers = self.http_headers.clone();
+        for (name, var) in &self.env_http_headers {
+            if let Some(value) = env(var).filter(|v| !v.trim().is_empty()) {
+                let value = value.trim().to_owned();
+                self.check_header(name, &value)?;
+                headers.push((name.clone(), value));
+            }
+        }
         let retry = |max_retries| RetryPolicy {
             max_retries,
             ..RetryPolicy::default()
@@ -204,7 +233,7 @@ impl ProviderInfo {
         Ok(Endpoint {
             base_url: self.base_url.clone(),
             api_key,
-            headers: self.http_headers.clone(),
+            headers,
             query_params: self.query_params.clone(),
             stream_idle_timeout: self.stream_idle_timeout,
             request_retry: retry(self.request_max_retries),

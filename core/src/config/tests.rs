@@ -47,6 +47,7 @@ base_url = "http://127.0.0.1:8000/v1"
 wire_api = "chat"
 env_key = "VLLM_KEY"
 http_headers = { "X-Team" = "core" }
+env_http_headers = { "OpenAI-Organization" = "VLLM_ORG", "X-Unset" = "NOT_SET" }
 query_params = { "api-version" = "2025" }
 request_max_retries = 2
 stream_max_retries = 7
@@ -95,7 +96,21 @@ fn provider_tables_define_and_refine_providers() {
         vllm.query_params,
         vec![("api-version".into(), "2025".into())]
     );
-    let endpoint = vllm.endpoint(&env_of(&[("VLLM_KEY", "k")])).unwrap();
+    let endpoint = vllm
+        .endpoint(&env_of(&[("VLLM_KEY", "k"), ("VLLM_ORG", "org-1")]))
+        .unwrap();
+    assert_eq!(
+        endpoint.headers,
+        vec![
+            ("X-Team".into(), "core".into()),
+            ("OpenAI-Organization".into(), "org-1".into())
+        ],
+        "a header whose variable is unset is not sent"
+    );
+    assert!(
+        !format!("{endpoint:?}").contains("org-1"),
+        "header values from the environment stay out of logs"
+    );
     assert_eq!(endpoint.request_retry.max_retries, 2);
     assert_eq!(endpoint.stream_retry.max_retries, 7);
     assert_eq!(endpoint.retry_policy().max_retries, 7);
