@@ -77,6 +77,15 @@ fn threads_survive_a_restart_and_can_be_resumed_forked_and_archived() {
     assert_eq!(read["result"]["thread"]["name"], "Parser work");
     let turns = read["result"]["thread"]["turns"].as_array().unwrap();
     assert_eq!(turns.len(), 1);
+    // Times come from the recorded events, so they survive the restart too.
+    let started = turns[0]["startedAt"].as_i64().expect("startedAt");
+    let completed = turns[0]["completedAt"].as_i64().expect("completedAt");
+    assert!(
+        started > 1_700_000_000 && completed >= started,
+        "{:#}",
+        turns[0]
+    );
+    assert!(turns[0]["durationMs"].as_i64().unwrap() >= 0);
     let texts: Vec<&str> = turns[0]["items"]
         .as_array()
         .unwrap()

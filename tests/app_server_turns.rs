@@ -334,6 +334,14 @@ fn a_failed_model_request_fails_the_turn_with_an_error() {
         turn["error"]["message"].as_str().unwrap().contains("400"),
         "{turn:#}"
     );
+    // The history keeps the failure: a client that reads the thread later sees it too.
+    let read = server.call(
+        "thread/read",
+        json!({ "threadId": thread, "includeTurns": true }),
+    );
+    let stored = &read["result"]["thread"]["turns"][0];
+    assert_eq!(stored["status"], "failed");
+    assert_eq!(stored["error"], turn["error"], "{read:#}");
 }
 
 #[test]

@@ -9,6 +9,7 @@ use rein_protocol::app_server::{ExecutionStatus, ThreadItem, Turn, TurnItemsView
 use rein_protocol::{Item, TurnAbortReason};
 
 use crate::convert::item_to_wire;
+use crate::event_map::turn_error_of;
 use crate::tool_items::tool_item;
 
 pub fn turns_from_state(state: &ThreadState) -> Vec<Turn> {
@@ -40,13 +41,26 @@ pub fn turns_from_state(state: &ThreadState) -> Vec<Turn> {
             items: items_of(slice.iter().map(AsRef::as_ref), &cwd),
             items_view: TurnItemsView::Full,
             status,
-            error: None,
-            started_at: None,
-            completed_at: None,
-            duration_ms: None,
+            error: record
+                .failure
+                .as_ref()
+                .map(|f| turn_error_of(f.code, &f.message)),
+            started_at: Some(secs(record.started_ms)),
+            completed_at: record.ended_ms.map(secs),
+            duration_ms: record
+                .ended_ms
+                .map(|end| ms(end.saturating_sub(record.started_ms))),
         });
     }
     turns
+}
+
+fn secs(ms_since_epoch: u64) -> i64 {
+    ms(ms_since_epoch / 1000)
+}
+
+fn ms(value: u64) -> i64 {
+    i64::try_from(value).unwrap_or(i64::MAX)
 }
 
 fn items_of<'a>(history: impl Iterator<Item = &'a Item>, cwd: &str) -> Vec<ThreadItem> {

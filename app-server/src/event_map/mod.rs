@@ -24,6 +24,7 @@ use crate::outbound::now_ms;
 mod approval;
 mod shapes;
 use crate::tool_items::tool_item;
+pub(crate) use shapes::turn_error as turn_error_of;
 use shapes::{active, plain_error, turn_error, turn_object, TurnTrack};
 
 /// What the mapper asks the connection to send.

@@ -45,7 +45,7 @@ pub(super) fn turn_object(
     }
 }
 
-pub(super) fn turn_error(code: ErrorCode, message: &str) -> TurnError {
+pub(crate) fn turn_error(code: ErrorCode, message: &str) -> TurnError {
     let info = match code {
         ErrorCode::ContextWindowExceeded => "contextWindowExceeded",
         ErrorCode::RateLimited => "rateLimitExceeded",

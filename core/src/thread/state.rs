@@ -8,8 +8,8 @@
 use std::sync::Arc;
 
 use rein_protocol::{
-    AgentStatus, Event, EventMsg, Item, SessionId, TaskKind, ThreadId, ThreadSettings, TokenUsage,
-    TurnAbortReason, TurnId,
+    AgentStatus, ErrorCode, Event, EventMsg, Item, SessionId, TaskKind, ThreadId, ThreadSettings,
+    TokenUsage, TurnAbortReason, TurnId,
 };
 
 /// One turn as history sees it: where its items begin.
@@ -20,6 +20,19 @@ pub struct TurnRecord {
     /// Index into `history` of the turn's first item.
     pub history_start: usize,
     pub status: TurnStatus,
+    /// When the turn first started (ms since the epoch; a recovery keeps it).
+    pub started_ms: u64,
+    /// When it last ended, while it is not running.
+    pub ended_ms: Option<u64>,
+    /// Why it failed, when it did.
+    pub failure: Option<TurnFailure>,
+}
+
+/// The error a failed turn ended with.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TurnFailure {
+    pub code: ErrorCode,
+    pub message: String,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -146,30 +159,43 @@ impl ThreadState {
                     self.status = AgentStatus::Running;
                     match self.turns.last_mut() {
                         // A recovered turn continues its record rather than opening a new one.
-                        Some(last) if last.id == id => last.status = TurnStatus::Running,
+                        Some(last) if last.id == id => {
+                            last.status = TurnStatus::Running;
+                            last.ended_ms = None;
+                            last.failure = None;
+                        }
                         _ => self.turns.push(TurnRecord {
                             id,
                             kind: *kind,
                             history_start: self.history.len(),
                             status: TurnStatus::Running,
+                            started_ms: event.timestamp_ms,
+                            ended_ms: None,
+                            failure: None,
                         }),
                     }
                 }
             }
             EventMsg::TurnCompleted { .. } => {
-                self.end_turn(event.turn_id, TurnStatus::Completed);
+                self.end_turn(event, TurnStatus::Completed);
                 self.status = AgentStatus::Completed;
             }
             EventMsg::TurnAborted { reason } => {
-                let ended = self.end_turn(event.turn_id, TurnStatus::Aborted(*reason));
+                let ended = self.end_turn(event, TurnStatus::Aborted(*reason));
                 self.recoverable_turn = event.turn_id.map(|id| RecoverableTurn {
                     id,
                     output_schema: ended.and_then(|t| t.output_schema),
                 });
                 self.status = AgentStatus::Interrupted;
             }
-            EventMsg::TurnFailed { .. } => {
-                self.end_turn(event.turn_id, TurnStatus::Failed);
+            EventMsg::TurnFailed { code, message } => {
+                self.end_turn(event, TurnStatus::Failed);
+                if let Some(record) = self.turn_mut(event.turn_id) {
+                    record.failure = Some(TurnFailure {
+                        code: *code,
+                        message: message.clone(),
+                    });
+                }
                 self.status = AgentStatus::Errored;
             }
             EventMsg::ItemCompleted { item } => self.history.push(Arc::new(item.clone())),
@@ -226,10 +252,16 @@ impl ThreadState {
         }
     }
 
-    /// Close the turn `id`; returns it if it was the active one.
-    fn end_turn(&mut self, id: Option<TurnId>, status: TurnStatus) -> Option<ActiveTurn> {
-        if let Some(record) = self.turns.iter_mut().rev().find(|t| Some(t.id) == id) {
+    fn turn_mut(&mut self, id: Option<TurnId>) -> Option<&mut TurnRecord> {
+        self.turns.iter_mut().rev().find(|t| Some(t.id) == id)
+    }
+
+    /// Close the turn `event` is about; returns it if it was the active one.
+    fn end_turn(&mut self, event: &Event, status: TurnStatus) -> Option<ActiveTurn> {
+        let id = event.turn_id;
+        if let Some(record) = self.turn_mut(id) {
             record.status = status;
+            record.ended_ms = Some(event.timestamp_ms);
         }
         if self.active_turn.as_ref().map(|t| t.id) == id {
             self.active_turn.take()
