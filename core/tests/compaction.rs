@@ -120,6 +120,18 @@ async fn manual_compaction_keeps_recent_user_messages_and_the_summary() {
     let next = model.requests().pop().unwrap();
     assert_eq!(next.input.len(), 4, "kept messages, summary, new input");
     assert!(is_summary(&next.input[2]));
+    // Only the turn after the compaction can be rolled back; the refusal says why.
+    match t.handle.submit(Op::Rollback { turns: 2 }).await.unwrap() {
+        OpResult::Refused { message } => assert!(
+            message.contains("has 1 since its last compaction"),
+            "{message}"
+        ),
+        other => panic!("expected a refusal, got {other:?}"),
+    }
+    assert_eq!(
+        t.handle.submit(Op::Rollback { turns: 1 }).await.unwrap(),
+        OpResult::Accepted
+    );
 }
 
 #[tokio::test]

@@ -448,8 +448,13 @@ impl SubmissionLoop {
         }
         let available = self.state.rollbackable_turns();
         if turns == 0 || turns as usize > available {
+            let why = if available < self.state.turns.len() {
+                " since its last compaction (earlier turns are summarised)"
+            } else {
+                ""
+            };
             return OpResult::Refused {
-                message: format!("cannot roll back {turns} turns; the thread has {available}"),
+                message: format!("cannot roll back {turns} turns; the thread has {available}{why}"),
             };
         }
         self.emit(None, EventMsg::RolledBack { turns });
