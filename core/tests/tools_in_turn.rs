@@ -96,3 +96,77 @@ async fn a_shell_call_runs_a_real_process_and_its_output_reaches_the_model() {
     let second = &model.requests()[1];
     assert!(second.input.iter().any(|i| matches!(i.as_ref(), Item::ToolOutput { output, success: true, .. } if output.contains("from-the-shell"))));
 }
+
+#[tokio::test]
+async fn a_review_reads_with_a_clean_context_cannot_write_and_its_findings_stay() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("lib.rs"), "fn main() {}\n").unwrap();
+    let patch = "*** Begin Patch\n*** Add File: sneaky.txt\n+no\n*** End Patch\n";
+    let model = ScriptedModel::replies(vec![
+        ScriptedReply::text("hello back"),
+        ScriptedReply::tool_call("apply_patch", json!({ "input": patch })),
+        ScriptedReply::tool_call("read_file", json!({ "path": "lib.rs" })),
+        ScriptedReply::text("lib.rs:1: main does nothing"),
+        ScriptedReply::text("fixing it"),
+    ]);
+    let m = manager_with_builtins(model.clone());
+    let mut s = settings();
+    s.cwd = dir.path().canonicalize().unwrap();
+    s.approval_policy = ApprovalPolicy::OnRequest;
+    s.sandbox_policy = SandboxPolicy::WorkspaceWrite;
+    let mut t = m.create_thread(ThreadOptions::new(s)).unwrap();
+    t.handle.submit(Op::user_text("hello")).await.unwrap();
+    t.events.wait_for(is_turn_end).await.unwrap();
+
+    let res = t
+        .handle
+        .submit(Op::Review {
+            target: rein_protocol::ReviewTarget::UncommittedChanges,
+        })
+        .await
+        .unwrap();
+    assert_eq!(res, rein_protocol::OpResult::Accepted);
+    let events = t.events.collect_until(is_turn_end).await;
+    match &events[0].msg {
+        EventMsg::TurnStarted { kind, settings, .. } => {
+            assert_eq!(*kind, rein_protocol::TaskKind::Review);
+            assert_eq!(settings.sandbox_policy, SandboxPolicy::ReadOnly);
+            assert_eq!(settings.approval_policy, ApprovalPolicy::Never);
+        }
+        other => panic!("expected TurnStarted, got {other:?}"),
+    }
+    assert_eq!(
+        events.last().unwrap().msg,
+        EventMsg::TurnCompleted {
+            last_agent_message: Some("lib.rs:1: main does nothing".into())
+        }
+    );
+    assert!(
+        !dir.path().join("sneaky.txt").exists(),
+        "a review never writes"
+    );
+    assert!(!events
+        .iter()
+        .any(|e| matches!(e.msg, EventMsg::ApprovalRequested { .. })));
+    let reqs = model.requests();
+    // The reviewer saw only the review request, not the conversation before it.
+    let first_review = &reqs[1];
+    assert_eq!(first_review.input.len(), 1);
+    assert!(request_user_texts(first_review)[0].contains("uncommitted changes"));
+
+    // The next regular turn sees the review and its findings, and runs with the thread's
+    // own settings again.
+    t.handle.submit(Op::user_text("fix it")).await.unwrap();
+    let events = t.events.collect_until(is_turn_end).await;
+    match &events[0].msg {
+        EventMsg::TurnStarted { settings, .. } => {
+            assert_eq!(settings.sandbox_policy, SandboxPolicy::WorkspaceWrite)
+        }
+        other => panic!("expected TurnStarted, got {other:?}"),
+    }
+    let last = model.requests().pop().unwrap();
+    let texts: Vec<String> = last.input.iter().filter_map(|i| i.message_text()).collect();
+    assert_eq!(texts[0], "hello");
+    assert!(texts.iter().any(|t| t == "lib.rs:1: main does nothing"));
+    assert_eq!(texts.last().unwrap(), "fix it");
+}

@@ -25,7 +25,7 @@ pub use ids::{ItemId, SessionId, SubmissionId, ThreadId, TurnId};
 pub use items::{InputPart, Item, MessageRole, INTERRUPTION_MARKER};
 pub use op::{
     ApprovalDecision, InputMode, InputOutcome, InterruptOutcome, Op, OpResult, RejectReason,
-    Submission,
+    ReviewTarget, Submission,
 };
 pub use settings::{
     ApprovalPolicy, ReasoningEffort, SandboxPolicy, SettingsChange, ThreadSettings, TurnBudget,

@@ -62,6 +62,27 @@ pub enum Op {
     /// Switch the thread's model. If the conversation would not fit the new model's window,
     /// it is compacted first, with the old model.
     SwitchModel { model: String },
+    /// Review code (a review turn): the model reads, never writes, and reports findings,
+    /// which stay in the history for the turns after it.
+    Review { target: ReviewTarget },
+}
+
+/// What a review looks at.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum ReviewTarget {
+    /// Staged, unstaged and untracked changes in the working tree.
+    UncommittedChanges,
+    /// The current branch against where it forked from `branch`.
+    BaseBranch { branch: String },
+    /// The changes one commit introduced.
+    Commit {
+        sha: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        title: Option<String>,
+    },
+    /// Whatever the instructions ask for.
+    Custom { instructions: String },
 }
 
 impl Op {

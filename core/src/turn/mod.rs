@@ -5,6 +5,7 @@
 
 pub(crate) mod compact;
 pub(crate) mod pending;
+pub(crate) mod review;
 pub(crate) mod sink;
 pub(crate) mod step;
 pub mod stop_hook;

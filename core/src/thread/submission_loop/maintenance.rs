@@ -1,4 +1,4 @@
-//! Maintenance ops (compact, switch model) and the work an idle thread picks up by itself:
+//! Maintenance ops (compact, switch model, review) and the work an idle thread picks up by itself:
 //! a model switch waiting on its compaction, maintenance ops deferred behind a turn, and
 //! input queued during a turn that took no steers.
 
@@ -12,6 +12,12 @@ impl SubmissionLoop {
         match op {
             Op::Compact => self.start_compaction(id, CompactionTrigger::Manual),
             Op::SwitchModel { model } => self.on_switch_model(id, model),
+            Op::Review { target } => match self.start_review_turn(TurnId::from(id), &target) {
+                Ok(()) => OpResult::Accepted,
+                Err(reason) => OpResult::Refused {
+                    message: reason.to_string(),
+                },
+            },
             _ => OpResult::Refused {
                 message: "not a maintenance op".into(),
             },

@@ -193,7 +193,7 @@ impl SubmissionLoop {
                 Flow::Continue,
             ),
             Op::Rollback { turns } => (self.on_rollback(turns), Flow::Continue),
-            op @ (Op::Compact | Op::SwitchModel { .. }) => {
+            op @ (Op::Compact | Op::SwitchModel { .. } | Op::Review { .. }) => {
                 if self.running.is_some() {
                     self.deferred.push_back((Submission { id, op }, reply));
                     return Flow::Continue;

@@ -4,7 +4,10 @@
 use std::future::Future;
 use std::sync::Arc;
 
-use rein_protocol::{CompactionTrigger, EventMsg, Item, ItemId, RejectReason, TaskKind, TurnId};
+use rein_protocol::{
+    CompactionTrigger, EventMsg, InputPart, Item, ItemId, RejectReason, ReviewTarget, TaskKind,
+    TurnId,
+};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::AbortOnDropHandle;
@@ -12,7 +15,8 @@ use tokio_util::task::AbortOnDropHandle;
 use super::{RunningTurn, SubmissionLoop};
 use crate::thread::open_items::OpenItems;
 use crate::turn::compact::{CompactTask, Compaction};
-use crate::turn::pending::PendingEntry;
+use crate::turn::pending::{PendingEntry, PendingInput};
+use crate::turn::review::{review_request, review_settings};
 use crate::turn::sink::TurnSink;
 use crate::turn::task::{AutoCompaction, RegularTask};
 use crate::turn::tokens::estimate;
@@ -34,11 +38,14 @@ impl SubmissionLoop {
         recovered: bool,
         output_schema: Option<Arc<serde_json::Value>>,
     ) -> Result<OpenedTurn, RejectReason> {
-        let Some(settings) = self.state.settings.clone() else {
+        let Some(mut settings) = self.state.settings.clone() else {
             return Err(RejectReason::InvalidSettings {
                 message: "the thread has no settings".into(),
             });
         };
+        if kind == TaskKind::Review {
+            settings = review_settings(settings);
+        }
         let models = &self.services.models;
         let model = models
             .client(&settings.model)
@@ -149,6 +156,50 @@ impl SubmissionLoop {
             sink: opened.sink.clone(),
             cancel: opened.cancel.clone(),
             stop_hooks: Arc::clone(&self.services.stop_hooks),
+            max_stop_hook_vetoes: config.max_stop_hook_vetoes,
+        };
+        self.spawn(opened, task.run());
+        Ok(())
+    }
+
+    /// Start a review turn: the reviewer sees only the review request (a clean context),
+    /// and what it finds joins the thread's history.
+    pub(super) fn start_review_turn(
+        &mut self,
+        turn_id: TurnId,
+        target: &ReviewTarget,
+    ) -> Result<(), RejectReason> {
+        let opened = self.open_turn(turn_id, TaskKind::Review, false, None)?;
+        let request = Item::UserMessage {
+            id: ItemId::new(),
+            content: vec![InputPart::text(review_request(target))],
+        };
+        self.emit(
+            Some(turn_id),
+            EventMsg::ItemCompleted {
+                item: request.clone(),
+            },
+        );
+        let config = &self.services.config;
+        let window = self
+            .services
+            .models
+            .context_window(&opened.context.settings.model);
+        let history = vec![Arc::new(request)];
+        let task = RegularTask {
+            turn: opened.context.clone(),
+            compaction: AutoCompaction {
+                limit: config.compaction_limit(window),
+                kept_user_tokens: config.kept_user_tokens(window),
+                context_tokens: estimate(&history),
+                turn_input_start: 0,
+            },
+            history,
+            // Nothing steers a review: input during it waits for the next turn.
+            pending: PendingInput::default(),
+            sink: opened.sink.clone(),
+            cancel: opened.cancel.clone(),
+            stop_hooks: Arc::from(Vec::new()),
             max_stop_hook_vetoes: config.max_stop_hook_vetoes,
         };
         self.spawn(opened, task.run());
