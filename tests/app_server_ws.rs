@@ -5,136 +5,18 @@
 
 #[path = "support/app_server.rs"]
 mod support;
+#[path = "support/ws_client.rs"]
+mod ws_client;
 
-use std::collections::{HashMap, VecDeque};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
-use std::path::Path;
-use std::process::{Child, Stdio};
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 use support::{home_for, method, CodexSchema, MockModel};
-use tungstenite::client::IntoClientRequest;
-use tungstenite::{Message, WebSocket};
-
-struct Killed(Child);
-
-impl Drop for Killed {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-struct Client {
-    ws: WebSocket<TcpStream>,
-    methods: HashMap<String, String>,
-    next_id: i64,
-    /// Messages read while waiting for an answer, not yet looked at.
-    stash: VecDeque<Value>,
-}
-
-impl Client {
-    fn connect(url: &str, token: Option<&str>) -> Result<Self, tungstenite::Error> {
-        let mut request = url.into_client_request().unwrap();
-        if let Some(token) = token {
-            request
-                .headers_mut()
-                .insert("authorization", format!("Bearer {token}").parse().unwrap());
-        }
-        let addr = url.trim_start_matches("ws://");
-        let stream = TcpStream::connect(addr).unwrap();
-        stream.set_read_timeout(Some(support::PATIENCE)).unwrap();
-        let (ws, _) = tungstenite::client(request, stream).map_err(|e| match e {
-            tungstenite::HandshakeError::Failure(e) => e,
-            tungstenite::HandshakeError::Interrupted(_) => panic!("interrupted handshake"),
-        })?;
-        Ok(Self {
-            ws,
-            methods: HashMap::new(),
-            next_id: 1,
-            stash: VecDeque::new(),
-        })
-    }
-
-    fn request(&mut self, method: &str, params: Value) -> Value {
-        let id = json!(self.next_id);
-        self.next_id += 1;
-        self.methods.insert(id.to_string(), method.to_owned());
-        let text = json!({ "id": id, "method": method, "params": params }).to_string();
-        self.ws.send(Message::text(text)).unwrap();
-        id
-    }
-
-    fn recv(&mut self, schema: &CodexSchema) -> Value {
-        loop {
-            match self.ws.read().unwrap() {
-                Message::Text(text) => {
-                    let message: Value = serde_json::from_str(text.as_str()).unwrap();
-                    schema.check(&message, &self.methods);
-                    return message;
-                }
-                Message::Ping(_) | Message::Pong(_) => {}
-                other => panic!("unexpected frame {other:?}"),
-            }
-        }
-    }
-
-    fn call(&mut self, schema: &CodexSchema, method: &str, params: Value) -> Value {
-        let id = self.request(method, params);
-        loop {
-            let m = self.recv(schema);
-            if m.get("id") == Some(&id) && m.get("method").is_none() {
-                return m;
-            }
-            self.stash.push_back(m);
-        }
-    }
-
-    /// Messages up to and including the first that `done` accepts, stashed ones first.
-    fn until(&mut self, schema: &CodexSchema, done: impl Fn(&Value) -> bool) -> Vec<Value> {
-        let mut seen = Vec::new();
-        loop {
-            let m = match self.stash.pop_front() {
-                Some(m) => m,
-                None => self.recv(schema),
-            };
-            let last = done(&m);
-            seen.push(m);
-            if last {
-                return seen;
-            }
-        }
-    }
-
-    fn initialize(&mut self, schema: &CodexSchema) {
-        let init = self.call(
-            schema,
-            "initialize",
-            json!({ "clientInfo": { "name": "ws", "version": "1" } }),
-        );
-        assert!(init.get("result").is_some(), "{init}");
-    }
-}
-
-/// A `rein app-server --listen ws://127.0.0.1:0` with `extra` arguments, and its URL.
-fn serve(home: &Path, extra: &[&str]) -> (Killed, String) {
-    let mut child = support::rein()
-        .args(["app-server", "--listen", "ws://127.0.0.1:0"])
-        .args(extra)
-        .env("REIN_HOME", home)
-        .env("MOCK_API_KEY", "test-key")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .unwrap();
-    let mut url = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut url)
-        .unwrap();
-    (Killed(child), url.trim().to_owned())
-}
+use tungstenite::Message;
+use ws_client::{serve, Client, Killed};
 
 fn is_closed(m: &Value, thread: &Value) -> bool {
     method(m) == "thread/closed" && m["params"]["threadId"] == *thread

@@ -99,8 +99,8 @@ where
 
 /// The handling loop of one connection, whatever its transport: messages in order from
 /// `inbound`, requests answered through the connection's method module, answers and
-/// notifications out through `out`, over the threads of `hub`. When
-/// the input ends, the connection leaves every thread it subscribed to (the last to leave
+/// notifications out through `out`, over the threads of `hub`. When the input ends or
+/// `out` lags, the connection leaves every thread it subscribed to (the last to leave
 /// starts its idle-unload countdown).
 pub async fn run(
     kernel: KernelSource,
@@ -133,7 +133,12 @@ pub async fn run(
     loop {
         let bytes = match pending_first.take() {
             Some(bytes) => bytes,
-            None => match inbound.recv().await {
+            // A lagging connection is cut off: what it sent meanwhile is not acted on.
+            None => match tokio::select! {
+                biased;
+                () = out.lagged() => None,
+                next = inbound.recv() => next,
+            } {
                 Some(bytes) => bytes,
                 None => break,
             },

@@ -1,6 +1,10 @@
 //! Everything the server sends goes through one [`Outbound`]: responses, notifications and
 //! server → client requests are serialized here and handed to the connection's writer task
 //! through a bounded queue, so one line is always one whole message.
+//!
+//! What a full queue means is the transport's choice ([`FullQueue`]): the only client of a
+//! stdio server slows the server down, while one of many WebSocket clients that stops
+//! reading is cut off, so that the threads it shares with others never wait for it.
 
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicI64, Ordering};
@@ -9,9 +13,20 @@ use std::sync::{Arc, OnceLock};
 use rein_protocol::app_server::{RequestId, ServerNotification};
 use serde_json::{json, Value};
 use tokio::io::{AsyncWrite, AsyncWriteExt};
-use tokio::sync::mpsc;
+use tokio::sync::mpsc::{self, error::TrySendError};
+use tokio_util::sync::CancellationToken;
 
 use crate::error::{AppServerError, RpcError};
+
+/// What sending does when the connection's queue is full.
+#[derive(Clone, Debug)]
+pub enum FullQueue {
+    /// Wait for room: nothing is ever dropped.
+    Backpressure,
+    /// Declare the connection lagging: cancel the token (the transport closes the
+    /// connection) and drop this message and every later one, without waiting.
+    DisconnectWhenFull(CancellationToken),
+}
 
 #[derive(Clone)]
 pub struct Outbound {
@@ -21,16 +36,23 @@ pub struct Outbound {
 
 struct Shared {
     next_request_id: AtomicI64,
+    full: FullQueue,
     /// Notification methods the client opted out of at `initialize`.
     opted_out: OnceLock<HashSet<String>>,
 }
 
 impl Outbound {
-    /// An outbound queue of `capacity` messages and the receiver its writer drains.
+    /// An outbound queue of `capacity` messages that waits when full, and the receiver
+    /// its writer drains.
     pub fn new(capacity: usize) -> (Self, mpsc::Receiver<String>) {
+        Self::with_policy(capacity, FullQueue::Backpressure)
+    }
+
+    pub fn with_policy(capacity: usize, full: FullQueue) -> (Self, mpsc::Receiver<String>) {
         let (tx, rx) = mpsc::channel(capacity.max(1));
         let shared = Arc::new(Shared {
             next_request_id: AtomicI64::new(0),
+            full,
             opted_out: OnceLock::new(),
         });
         (Self { tx, shared }, rx)
@@ -87,9 +109,31 @@ impl Outbound {
         self.send(&message).await;
     }
 
+    /// Resolves once the connection has been declared lagging; never under backpressure.
+    pub async fn lagged(&self) {
+        match &self.shared.full {
+            FullQueue::Backpressure => std::future::pending().await,
+            FullQueue::DisconnectWhenFull(lagging) => lagging.cancelled().await,
+        }
+    }
+
     async fn send(&self, message: &Value) {
         // A closed writer means the client is gone; there is nobody left to tell.
-        let _ = self.tx.send(message.to_string()).await;
+        match &self.shared.full {
+            FullQueue::Backpressure => {
+                let _ = self.tx.send(message.to_string()).await;
+            }
+            FullQueue::DisconnectWhenFull(lagging) => {
+                // Past the first gap the client's view is broken anyway: it must
+                // reconnect and resume, so nothing more is queued for it.
+                if lagging.is_cancelled() {
+                    return;
+                }
+                if let Err(TrySendError::Full(_)) = self.tx.try_send(message.to_string()) {
+                    lagging.cancel();
+                }
+            }
+        }
     }
 }
 
@@ -119,4 +163,48 @@ pub fn now_ms() -> i64 {
 
 pub fn now_secs() -> i64 {
     now_ms() / 1000
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use futures::FutureExt;
+
+    fn note(n: i64) -> Value {
+        json!({ "method": "n", "params": n })
+    }
+
+    #[tokio::test]
+    async fn a_full_queue_cuts_a_lagging_connection_off_at_once() {
+        let lagging = CancellationToken::new();
+        let (out, mut rx) =
+            Outbound::with_policy(1, FullQueue::DisconnectWhenFull(lagging.clone()));
+        out.send(&note(1)).await;
+        assert!(!lagging.is_cancelled(), "room for one");
+        assert!(out.lagged().now_or_never().is_none());
+        out.send(&note(2))
+            .now_or_never()
+            .expect("a send to a full queue returns at once");
+        assert!(lagging.is_cancelled());
+        out.lagged()
+            .now_or_never()
+            .expect("the lag is visible to the connection");
+        // Once lagging, nothing more is queued, even with room.
+        assert_eq!(rx.recv().await.unwrap(), note(1).to_string());
+        out.send(&note(3)).now_or_never().unwrap();
+        assert!(rx.try_recv().is_err(), "nothing after the gap");
+    }
+
+    #[tokio::test]
+    async fn a_full_queue_under_backpressure_waits_for_room() {
+        let (out, mut rx) = Outbound::new(1);
+        out.send(&note(1)).await;
+        let second = note(2);
+        let mut waiting = Box::pin(out.send(&second));
+        assert!((&mut waiting).now_or_never().is_none(), "the send waits");
+        assert!(out.lagged().now_or_never().is_none(), "and never lags");
+        assert_eq!(rx.recv().await.unwrap(), note(1).to_string());
+        waiting.await;
+        assert_eq!(rx.recv().await.unwrap(), note(2).to_string());
+    }
 }

@@ -3,24 +3,38 @@
 //! loaded threads, which several connections may subscribe to.
 //! `GET /readyz` answers `200 ok` for health checks. With a token configured, the upgrade
 //! request must carry `Authorization: Bearer <token>`.
+//!
+//! A connection whose outbound queue fills up has stopped keeping up: it is closed (1008,
+//! "client fell behind") rather than allowed to stall the threads it shares with others.
+//! It can reconnect and `thread/resume` to catch up.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
+use std::time::Duration;
 
+use futures::stream::SplitSink;
 use futures::{SinkExt, StreamExt};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::mpsc;
 use tokio_tungstenite::tungstenite::handshake::server::{ErrorResponse, Request, Response};
 use tokio_tungstenite::tungstenite::http::StatusCode;
+use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
+use tokio_tungstenite::tungstenite::protocol::CloseFrame;
 use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
 use tokio_tungstenite::tungstenite::Message;
+use tokio_tungstenite::WebSocketStream;
+use tokio_util::sync::CancellationToken;
 
 use crate::connection::{enqueue, run, ConnectionLimits};
 use crate::error::{AppServerError, RpcError};
 use crate::kernel_source::KernelSource;
-use crate::outbound::Outbound;
+use crate::outbound::{FullQueue, Outbound};
 use crate::subscribers::Hub;
+
+/// How long a lagging client gets to take its close frame before its socket is dropped
+/// (it has stopped reading, so the frame may wait behind everything it left unread).
+const LAG_CLOSE_GRACE: Duration = Duration::from_secs(10);
 
 #[derive(Clone, Debug, Default)]
 pub struct WsOptions {
@@ -48,7 +62,7 @@ pub async fn serve_ws(
         let options = Arc::clone(&options);
         let hub = Arc::clone(&hub);
         tokio::spawn(async move {
-            if let Err(e) = connection(kernel, hub, stream, &options).await {
+            if let Err(e) = connection(kernel, hub, stream, peer, &options).await {
                 tracing::debug!(%peer, "websocket connection ended: {e}");
             }
         });
@@ -59,6 +73,7 @@ async fn connection(
     kernel: KernelSource,
     hub: Arc<Hub>,
     mut stream: TcpStream,
+    peer: SocketAddr,
     options: &WsOptions,
 ) -> Result<(), tokio_tungstenite::tungstenite::Error> {
     if is_readyz(&stream).await {
@@ -102,20 +117,24 @@ async fn connection(
         .max_message_size(Some(options.limits.max_line_bytes))
         .max_frame_size(Some(options.limits.max_line_bytes));
     let ws = tokio_tungstenite::accept_hdr_async_with_config(stream, check, Some(config)).await?;
-    let (mut sink, mut frames) = ws.split();
-    let (out, mut out_rx) = Outbound::new(options.limits.outbound_queue);
-    let writer = tokio::spawn(async move {
-        while let Some(line) = out_rx.recv().await {
-            if sink.send(Message::text(line)).await.is_err() {
-                break;
-            }
-        }
-        let _ = sink.close().await;
-    });
+    let (sink, mut frames) = ws.split();
+    let lagging = CancellationToken::new();
+    let queue = options.limits.outbound_queue;
+    let (out, out_rx) =
+        Outbound::with_policy(queue, FullQueue::DisconnectWhenFull(lagging.clone()));
+    let writer = tokio::spawn(write_frames(sink, out_rx, lagging, peer, queue));
     let (in_tx, in_rx) = mpsc::channel(options.limits.inbound_queue.max(1));
     let reader_out = out.clone();
     let reader = tokio::spawn(async move {
-        while let Some(frame) = frames.next().await {
+        loop {
+            let frame = tokio::select! {
+                biased;
+                () = reader_out.lagged() => break,
+                frame = frames.next() => match frame {
+                    Some(frame) => frame,
+                    None => break,
+                },
+            };
             let bytes = match frame {
                 Ok(Message::Text(text)) => text.as_bytes().to_vec(),
                 Ok(Message::Binary(bytes)) => bytes.to_vec(),
@@ -136,6 +155,47 @@ async fn connection(
     let _ = reader.await;
     let _ = writer.await;
     Ok(())
+}
+
+/// Send the queued messages as text frames until the queue closes or the client lags; a
+/// lagging client is told why in a close frame, if it takes it within the grace.
+async fn write_frames(
+    mut sink: SplitSink<WebSocketStream<TcpStream>, Message>,
+    mut queued: mpsc::Receiver<String>,
+    lagging: CancellationToken,
+    peer: SocketAddr,
+    queue: usize,
+) {
+    loop {
+        let line = tokio::select! {
+            biased;
+            () = lagging.cancelled() => break,
+            line = queued.recv() => match line {
+                Some(line) => line,
+                None => break,
+            },
+        };
+        // A client that stopped reading blocks this send: the lag frees it.
+        let sent = tokio::select! {
+            biased;
+            () = lagging.cancelled() => break,
+            sent = sink.send(Message::text(line)) => sent,
+        };
+        if sent.is_err() {
+            return;
+        }
+    }
+    if !lagging.is_cancelled() {
+        let _ = sink.close().await;
+        return;
+    }
+    tracing::warn!(%peer, queue, "websocket client fell behind: disconnecting it");
+    let close = CloseFrame {
+        code: CloseCode::Policy,
+        reason: "client fell behind".into(),
+    };
+    let closing = sink.send(Message::Close(Some(close)));
+    let _ = tokio::time::timeout(LAG_CLOSE_GRACE, closing).await;
 }
 
 /// Whether the connection opens with `GET /readyz` (peeked, so a WebSocket upgrade still

@@ -37,6 +37,10 @@ pub struct AppServerArgs {
     /// as soon as it is idle).
     #[arg(long, default_value_t = 30_000)]
     idle_unload_ms: u64,
+    /// Messages queued for one client before it counts as lagging (WebSocket: it is
+    /// disconnected; stdio: the server waits). Small values let tests reach the limit fast.
+    #[arg(long, hide = true, default_value_t = ConnectionLimits::default().outbound_queue)]
+    outbound_queue: usize,
 }
 
 #[derive(Subcommand)]
@@ -92,6 +96,7 @@ pub async fn run(args: AppServerArgs) -> anyhow::Result<()> {
     let limits = ConnectionLimits {
         max_line_bytes: args.max_message_bytes,
         idle_unload: std::time::Duration::from_millis(args.idle_unload_ms),
+        outbound_queue: args.outbound_queue,
         ..ConnectionLimits::default()
     };
     let Some(addr) = ws_addr else {

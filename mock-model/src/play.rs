@@ -3,7 +3,7 @@
 //! way the in-process scripted model does, so a fault such as "cut after 2 events" cuts
 //! at the same point whichever face plays the script.
 
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use rein_protocol::script::{Fault, Script, ScriptedReply, WhenExhausted};
 use rein_protocol::TokenUsage;
@@ -17,7 +17,9 @@ pub enum Said {
         delta: String,
         first: bool,
         last: bool,
-        full: String,
+        /// The whole text, shared by every delta of the message (a copy each would make
+        /// long scripted replies quadratic in memory).
+        full: Arc<str>,
     },
     ToolCall {
         call_id: String,
@@ -122,14 +124,14 @@ pub fn delivery(reply: &ScriptedReply, index: usize, request_bytes: usize) -> De
         said.push(Said::Reasoning(r.clone()));
     }
     let deltas = reply.text_deltas();
-    let full = reply.text.clone().unwrap_or_default();
+    let full: Arc<str> = reply.text.as_deref().unwrap_or_default().into();
     let n = deltas.len();
     for (i, delta) in deltas.into_iter().enumerate() {
         said.push(Said::Text {
             delta,
             first: i == 0,
             last: i + 1 == n,
-            full: full.clone(),
+            full: Arc::clone(&full),
         });
     }
     let text_events = said.len();

@@ -191,6 +191,7 @@ impl Wire for ResponsesWire {
                     }),
                 );
                 if *last {
+                    let full: &str = full;
                     self.output_index += 1;
                     self.event(
                         &mut out,
