@@ -190,3 +190,56 @@ fn a_patch_turn_shows_a_file_change_item_and_the_turn_diff() {
         "completed"
     );
 }
+
+/// A compaction or review asked for while a turn waits on the client's approval is queued
+/// behind that turn and answered at once: the connection stays free to answer the
+/// approval, and both run after the turn.
+#[test]
+fn maintenance_during_a_pending_approval_neither_blocks_nor_is_lost() {
+    let model = MockModel::start(json!({
+        "replies": [
+            { "tool_calls": [{ "call_id": "call_touch", "name": "shell",
+                               "arguments": { "command": ["touch", "approved-file.txt"] } }] },
+            { "text": "Done with the file." },
+            { "text": "summary of the talk" },
+            { "text": "looks fine" }
+        ]
+    }));
+    let home = home_for(&model);
+    let mut server = AppServer::start(home.path(), &[]);
+    server.initialize();
+    let cwd = tempfile::tempdir().unwrap();
+    let thread = server.start_thread(json!({
+        "cwd": cwd.path(), "approvalPolicy": "untrusted", "sandbox": "danger-full-access"
+    }));
+    server.request(
+        "turn/start",
+        json!({ "threadId": thread, "input": [{ "type": "text", "text": "Create a file." }] }),
+    );
+    let seen = server.until(|m| method(m) == "item/commandExecution/requestApproval");
+    let ask = seen.last().unwrap().clone();
+    let compact = server.call("thread/compact/start", json!({ "threadId": thread }));
+    assert_eq!(compact["result"], json!({}));
+    let review = server.call(
+        "review/start",
+        json!({ "threadId": thread, "target": { "type": "uncommittedChanges" } }),
+    );
+    let review_turn = review["result"]["turn"]["id"].clone();
+    assert!(review_turn.is_string(), "{review:#}");
+    server.send(&json!({ "id": ask["id"], "result": { "decision": "accept" } }));
+    let mut ended = Vec::new();
+    while ended.len() < 3 {
+        let seen = server.until(|m| method(m) == "turn/completed");
+        ended.push(seen.last().unwrap()["params"]["turn"].clone());
+    }
+    assert!(cwd.path().join("approved-file.txt").exists());
+    assert!(
+        ended.iter().all(|t| t["status"] == "completed"),
+        "{ended:#?}"
+    );
+    assert_eq!(
+        ended[2]["id"], review_turn,
+        "the review ran last, under its id"
+    );
+    assert!(server.finish().success());
+}

@@ -473,3 +473,82 @@ fn rollback_drops_the_last_turn_from_what_the_model_sees_next() {
         "{last}"
     );
 }
+
+#[test]
+fn a_review_runs_as_a_review_turn_with_review_mode_items() {
+    let model = MockModel::start(json!({
+        "replies": [
+            { "text": "first answer" },
+            { "text": "src/lib.rs:3: the error is swallowed" }
+        ]
+    }));
+    let (mut server, _home) = started(&model);
+    let cwd = tempfile::tempdir().unwrap();
+    let thread = server.start_thread(json!({ "cwd": cwd.path() }));
+    server.request(
+        "turn/start",
+        json!({ "threadId": thread, "input": text_input("earlier talk") }),
+    );
+    server.until(|m| method(m) == "turn/completed");
+
+    let bad = server.call(
+        "review/start",
+        json!({ "threadId": thread, "target": { "type": "custom", "instructions": " " } }),
+    );
+    assert_eq!(bad["error"]["code"], -32602);
+    assert_eq!(bad["error"]["data"]["field"], "target.instructions");
+
+    let id = server.request(
+        "review/start",
+        json!({ "threadId": thread, "target": { "type": "baseBranch", "branch": "main" },
+                "delivery": "inline" }),
+    );
+    let seen = server.until(|m| method(m) == "turn/completed");
+    assert_eq!(seen[0]["id"], id, "the answer comes first");
+    assert_eq!(seen[0]["result"]["reviewThreadId"], json!(thread));
+    let turn_id = seen[0]["result"]["turn"]["id"].clone();
+    let items: Vec<(String, Value)> = seen
+        .iter()
+        .filter(|m| method(m) == "item/completed")
+        .map(|m| {
+            let item = &m["params"]["item"];
+            (item["type"].as_str().unwrap().to_owned(), item.clone())
+        })
+        .collect();
+    let kinds: Vec<&str> = items.iter().map(|(k, _)| k.as_str()).collect();
+    assert_eq!(
+        kinds,
+        vec!["enteredReviewMode", "agentMessage", "exitedReviewMode"]
+    );
+    assert!(
+        items[0].1["review"]
+            .as_str()
+            .unwrap()
+            .contains("forked from `main`"),
+        "{:#}",
+        items[0].1
+    );
+    assert_eq!(items[2].1["review"], "src/lib.rs:3: the error is swallowed");
+    let done = &seen.last().unwrap()["params"]["turn"];
+    assert_eq!(done["id"], turn_id);
+    assert_eq!(done["status"], "completed");
+    // The reviewer started from a clean context: only the review request.
+    let request = model.requests().pop().unwrap();
+    assert_eq!(request["input"].as_array().unwrap().len(), 1, "{request:#}");
+    // Read back from history, the turn shows the same review-mode items.
+    let read = server.call(
+        "thread/read",
+        json!({ "threadId": thread, "includeTurns": true }),
+    );
+    let stored: Vec<&str> = read["result"]["thread"]["turns"][1]["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i["type"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        stored,
+        vec!["enteredReviewMode", "agentMessage", "exitedReviewMode"]
+    );
+    assert!(server.finish().success());
+}

@@ -62,6 +62,9 @@ pub fn module(state: Arc<ServerState>) -> Result<Module, RegisterMethodError> {
     add(&mut m, "turn/interrupt", |s, p| async move {
         turn::interrupt(&s, p).await
     })?;
+    add(&mut m, "review/start", |s, p| async move {
+        turn::review(&s, p).await
+    })?;
     add(&mut m, "thread/compact/start", |s, p| async move {
         turn::compact(&s, p).await
     })?;

@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use rein_core::{EventStream, ThreadError};
 use rein_protocol::app_server::{
-    EmptyResponse, RequestId, ReviewDecision, ServerNotification,
+    EmptyResponse, RequestId, ReviewDecision, ReviewStartResponse, ServerNotification,
     ServerRequestResolvedNotification, ThreadResponse, Turn, TurnItemsView, TurnStartResponse,
     TurnStatus, TurnSteerResponse,
 };
@@ -76,6 +76,11 @@ pub enum PumpCmd {
     /// Summarise the history now (`thread/compact/start`).
     Compact {
         reply: Responder,
+    },
+    /// Review code in a review turn (`review/start`).
+    Review {
+        reply: Responder,
+        target: rein_protocol::ReviewTarget,
     },
     /// Drop the last `turns` turns from the model-visible history (`thread/rollback`).
     Rollback {
@@ -452,10 +457,34 @@ impl Pump {
                     self.decide(approval_id, ApprovalDecision::Deny).await;
                 }
             }
+            // Compaction and review wait behind a running turn; the pump must not wait with
+            // them (it forwards that turn's approvals), so they are queued, not awaited. The
+            // turn they start takes the submission's id, which the answer can name at once.
             PumpCmd::Compact { reply } => {
-                let result = match self.submit(SubmissionId::new(), Op::Compact).await {
-                    Ok(OpResult::Accepted) => to_value(&EmptyResponse {}),
-                    other => Err(refusal(other)),
+                let result = match self
+                    .thread
+                    .handle
+                    .enqueue_with_id(SubmissionId::new(), Op::Compact)
+                    .await
+                {
+                    Ok(()) => to_value(&EmptyResponse {}),
+                    Err(e) => Err(RpcError::invalid_request(e.to_string())),
+                };
+                reply.answer(result).await;
+            }
+            PumpCmd::Review { reply, target } => {
+                let submission = SubmissionId::new();
+                let result = match self
+                    .thread
+                    .handle
+                    .enqueue_with_id(submission, Op::Review { target })
+                    .await
+                {
+                    Ok(()) => to_value(&ReviewStartResponse {
+                        turn: pending_turn(TurnId::from(submission)),
+                        review_thread_id: self.thread.handle.id().to_string(),
+                    }),
+                    Err(e) => Err(RpcError::invalid_request(e.to_string())),
                 };
                 reply.answer(result).await;
             }

@@ -6,10 +6,10 @@ use std::collections::HashMap;
 
 use rein_core::thread::state::{ThreadState, TurnStatus as KernelTurnStatus};
 use rein_protocol::app_server::{ExecutionStatus, ThreadItem, Turn, TurnItemsView, TurnStatus};
-use rein_protocol::{Item, TurnAbortReason};
+use rein_protocol::{Item, TaskKind, TurnAbortReason};
 
 use crate::convert::item_to_wire;
-use crate::event_map::turn_error_of;
+use crate::event_map::{review, turn_error_of};
 use crate::tool_items::tool_item;
 
 pub fn turns_from_state(state: &ThreadState) -> Vec<Turn> {
@@ -35,10 +35,18 @@ pub fn turns_from_state(state: &ThreadState) -> Vec<Turn> {
             | KernelTurnStatus::Aborted(_) => TurnStatus::Interrupted,
             KernelTurnStatus::Failed => TurnStatus::Failed,
         };
+        let mut items = items_of(slice.iter().map(AsRef::as_ref), &cwd);
+        if record.kind == TaskKind::Review {
+            as_review(
+                &mut items,
+                slice,
+                record.status != KernelTurnStatus::Running,
+            );
+        }
         turns.push(Turn {
             id: record.id.to_string(),
             root_turn_id: Some(record.id.to_string()),
-            items: items_of(slice.iter().map(AsRef::as_ref), &cwd),
+            items,
             items_view: TurnItemsView::Full,
             status,
             error: record
@@ -53,6 +61,30 @@ pub fn turns_from_state(state: &ThreadState) -> Vec<Turn> {
         });
     }
     turns
+}
+
+/// A review turn's items as the live notifications showed them: its request as
+/// `enteredReviewMode`, and, once it ended, `exitedReviewMode` with the last answer.
+fn as_review(items: &mut Vec<ThreadItem>, slice: &[std::sync::Arc<Item>], ended: bool) {
+    let request = slice
+        .iter()
+        .find(|i| matches!(i.as_ref(), Item::UserMessage { .. }));
+    if let Some(entered) = request.and_then(|i| review::entered(i)) {
+        if let Some(first) = items
+            .iter_mut()
+            .find(|i| matches!(i, ThreadItem::UserMessage { .. }))
+        {
+            *first = entered;
+        }
+    }
+    if ended {
+        let report = items
+            .iter()
+            .rev()
+            .find(|i| matches!(i, ThreadItem::AgentMessage { .. }))
+            .cloned();
+        items.push(review::exited(report.as_ref()));
+    }
 }
 
 fn secs(ms_since_epoch: u64) -> i64 {

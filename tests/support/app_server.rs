@@ -209,6 +209,7 @@ const RESPONSES: &[(&str, &str)] = &[
     ("thread/name/set", "v2/ThreadSetNameResponse.json"),
     ("thread/unsubscribe", "v2/ThreadUnsubscribeResponse.json"),
     ("thread/compact/start", "v2/ThreadCompactStartResponse.json"),
+    ("review/start", "v2/ReviewStartResponse.json"),
     ("thread/resume", "v2/ThreadResumeResponse.json"),
     ("thread/fork", "v2/ThreadForkResponse.json"),
     ("thread/list", "v2/ThreadListResponse.json"),

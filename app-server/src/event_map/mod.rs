@@ -15,13 +15,16 @@ use rein_protocol::app_server::{
     TurnDiffUpdatedNotification, TurnError, TurnItemsView, TurnNotification, TurnPlanStep,
     TurnPlanUpdatedNotification, TurnStatus, WarningNotification,
 };
-use rein_protocol::{ApprovalOutcome, Event, EventMsg, Item, ItemKind, PlanStepStatus, TurnId};
+use rein_protocol::{
+    ApprovalOutcome, Event, EventMsg, Item, ItemKind, PlanStepStatus, TaskKind, TurnId,
+};
 use serde_json::Value;
 
 use crate::convert::{file_change_to_wire, item_to_wire, usage_to_wire};
 use crate::outbound::now_ms;
 
 mod approval;
+pub(crate) mod review;
 mod shapes;
 use crate::tool_items::tool_item;
 pub(crate) use shapes::turn_error as turn_error_of;
@@ -123,13 +126,14 @@ impl EventMapper {
                     },
                 )));
             }
-            EventMsg::TurnStarted { .. } => {
+            EventMsg::TurnStarted { kind, .. } => {
                 if let Some(id) = turn_id {
                     let track = TurnTrack {
                         id,
                         started_at_ms: event_ms(event),
                         last_agent: None,
                         error: None,
+                        review: *kind == TaskKind::Review,
                     };
                     let turn = turn_object(&track, TurnStatus::InProgress, None);
                     self.turn = Some(track);
@@ -490,7 +494,13 @@ impl EventMapper {
                 }
             }
             _ => {
-                let Some(wire) = item_to_wire(item) else {
+                let in_review = self.turn.as_ref().is_some_and(|t| t.review);
+                let wire = if in_review {
+                    review::entered(item).or_else(|| item_to_wire(item))
+                } else {
+                    item_to_wire(item)
+                };
+                let Some(wire) = wire else {
                     return;
                 };
                 match &wire {
@@ -500,6 +510,11 @@ impl EventMapper {
                         if self.preview.is_none() {
                             self.preview = item.message_text();
                         }
+                        if let Some(n) = self.item_started(Some(turn_id), wire.clone(), at) {
+                            out.push(n);
+                        }
+                    }
+                    ThreadItem::EnteredReviewMode { .. } => {
                         if let Some(n) = self.item_started(Some(turn_id), wire.clone(), at) {
                             out.push(n);
                         }
@@ -543,6 +558,19 @@ impl EventMapper {
         }
         self.approvals.clear();
         self.tools.retain(|_, t| t.turn_id != track.id);
+        if track.review {
+            let at = event_ms(event);
+            let done = review::exited(track.last_agent.as_ref());
+            out.extend(self.item_started(Some(track.id), done.clone(), at));
+            out.push(Outgoing::Notify(ServerNotification::ItemCompleted(
+                ItemCompletedNotification {
+                    thread_id: self.thread_id.clone(),
+                    turn_id: track.id.to_string(),
+                    item: done,
+                    completed_at_ms: at,
+                },
+            )));
+        }
         let mut turn = turn_object(&track, status, Some(event_ms(event)));
         if status == TurnStatus::Interrupted {
             turn.items.clear();

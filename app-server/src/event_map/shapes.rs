@@ -11,6 +11,8 @@ pub(super) struct TurnTrack {
     pub started_at_ms: i64,
     pub last_agent: Option<ThreadItem>,
     pub error: Option<TurnError>,
+    /// A review turn (its request and end are shown as review-mode items).
+    pub review: bool,
 }
 
 pub(super) fn active(waiting_on_approval: bool) -> ThreadStatus {

@@ -4,9 +4,10 @@
 use std::path::PathBuf;
 
 use rein_protocol::app_server::{
-    ThreadIdParams, ThreadRollbackParams, TurnInterruptParams, TurnStartParams, TurnSteerParams,
+    ReviewStartParams, ReviewTarget as WireTarget, ThreadIdParams, ThreadRollbackParams,
+    TurnInterruptParams, TurnStartParams, TurnSteerParams,
 };
-use rein_protocol::{SettingsChange, TurnId};
+use rein_protocol::{ReviewTarget, SettingsChange, TurnId};
 use serde_json::Value;
 use tokio::sync::mpsc::error::TrySendError;
 
@@ -78,6 +79,32 @@ pub async fn interrupt(state: &ServerState, raw: Value) -> Result<Value, RpcErro
         turn_id,
     })
     .await
+}
+
+/// `review/start`: a review turn on the thread itself (the only delivery there is); the
+/// answer names the turn, whose notifications follow.
+pub async fn review(state: &ServerState, raw: Value) -> Result<Value, RpcError> {
+    let p: ReviewStartParams = params(raw)?;
+    let thread = loaded(state, &p.thread_id)?;
+    let target = match p.target {
+        WireTarget::UncommittedChanges => ReviewTarget::UncommittedChanges,
+        WireTarget::BaseBranch { branch } => ReviewTarget::BaseBranch { branch },
+        WireTarget::Commit { sha, title } => ReviewTarget::Commit { sha, title },
+        WireTarget::Custom { instructions } => ReviewTarget::Custom { instructions },
+    };
+    let required = match &target {
+        ReviewTarget::BaseBranch { branch } => Some(("target.branch", branch)),
+        ReviewTarget::Commit { sha, .. } => Some(("target.sha", sha)),
+        ReviewTarget::Custom { instructions } => Some(("target.instructions", instructions)),
+        ReviewTarget::UncommittedChanges => None,
+    };
+    if let Some((field, _)) = required.filter(|(_, value)| value.trim().is_empty()) {
+        return Err(RpcError::invalid_params(
+            format!("{field}: must not be empty"),
+            Some(field.into()),
+        ));
+    }
+    ask_pump(state, &thread, |reply| PumpCmd::Review { reply, target }).await
 }
 
 /// `thread/compact/start`: a compaction turn on the thread (its notifications follow).

@@ -62,12 +62,17 @@ impl ThreadHandle {
     /// accepted it (waiting while the queue is full).
     pub async fn enqueue(&self, op: Op) -> Result<SubmissionId, ThreadError> {
         let id = SubmissionId::new();
+        self.enqueue_with_id(id, op).await?;
+        Ok(id)
+    }
+
+    /// [`enqueue`](Self::enqueue) under a chosen id (a turn the op starts takes this id).
+    pub async fn enqueue_with_id(&self, id: SubmissionId, op: Op) -> Result<(), ThreadError> {
         self.send(LoopMsg::Submit {
             submission: Submission { id, op },
             reply: None,
         })
-        .await?;
-        Ok(id)
+        .await
     }
 
     /// A copy of the thread's state as the loop sees it now.

@@ -4,10 +4,18 @@
 //! from a clean context (only the review request), so the conversation so far does not
 //! bias it; its findings then stay in the thread's history for the turns that follow.
 
-use rein_protocol::{ApprovalPolicy, ReviewTarget, SandboxPolicy, ThreadSettings};
+use rein_protocol::{ApprovalPolicy, InputPart, ReviewTarget, SandboxPolicy, ThreadSettings};
 
-/// The user message that opens a review turn.
-pub(crate) fn review_request(target: &ReviewTarget) -> String {
+/// The content of the user message that opens a review turn: the reviewer's brief, then
+/// what to review. The last part alone is what a client shows as the review's subject.
+pub(crate) fn review_request(target: &ReviewTarget) -> Vec<InputPart> {
+    vec![
+        InputPart::text(REVIEW_PREAMBLE),
+        InputPart::text(review_subject(target)),
+    ]
+}
+
+fn review_subject(target: &ReviewTarget) -> String {
     let scope = match target {
         ReviewTarget::UncommittedChanges => "the uncommitted changes in the working tree \
              (staged, unstaged and untracked files; `git status` and `git diff HEAD` show them)"
@@ -20,11 +28,9 @@ pub(crate) fn review_request(target: &ReviewTarget) -> String {
             Some(title) => format!("commit {sha} \"{title}\" (`git show {sha}`)"),
             None => format!("commit {sha} (`git show {sha}`)"),
         },
-        ReviewTarget::Custom { instructions } => {
-            return format!("{REVIEW_PREAMBLE}\n\n{instructions}");
-        }
+        ReviewTarget::Custom { instructions } => return instructions.clone(),
     };
-    format!("{REVIEW_PREAMBLE}\n\nReview {scope}.")
+    format!("Review {scope}.")
 }
 
 const REVIEW_PREAMBLE: &str = "<code review> Act as a reviewer: read the code and run \
@@ -45,21 +51,22 @@ mod tests {
 
     #[test]
     fn every_target_names_what_to_review() {
-        let branch = review_request(&ReviewTarget::BaseBranch {
+        let request = review_request(&ReviewTarget::UncommittedChanges);
+        assert!(
+            matches!(&request[0], InputPart::Text { text } if text.starts_with("<code review>"))
+        );
+        let branch = review_subject(&ReviewTarget::BaseBranch {
             branch: "main".into(),
         });
         assert!(branch.contains("git merge-base HEAD main"), "{branch}");
-        let commit = review_request(&ReviewTarget::Commit {
+        let commit = review_subject(&ReviewTarget::Commit {
             sha: "abc123".into(),
             title: Some("Fix parser".into()),
         });
         assert!(commit.contains("abc123 \"Fix parser\""), "{commit}");
-        let custom = review_request(&ReviewTarget::Custom {
+        let custom = review_subject(&ReviewTarget::Custom {
             instructions: "Look at the error handling in src/io.rs".into(),
         });
-        assert!(custom.ends_with("Look at the error handling in src/io.rs"));
-        for text in [branch, commit, custom] {
-            assert!(text.starts_with("<code review>"));
-        }
+        assert_eq!(custom, "Look at the error handling in src/io.rs");
     }
 }

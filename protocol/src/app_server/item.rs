@@ -50,6 +50,16 @@ pub enum ThreadItem {
     ContextCompaction {
         id: String,
     },
+    /// A review turn began; `review` names what is reviewed.
+    EnteredReviewMode {
+        id: String,
+        review: String,
+    },
+    /// A review turn ended; `review` is the reviewer's report (empty if it was cut short).
+    ExitedReviewMode {
+        id: String,
+        review: String,
+    },
 }
 
 impl ThreadItem {
@@ -61,7 +71,9 @@ impl ThreadItem {
             | ThreadItem::CommandExecution { id, .. }
             | ThreadItem::FileChange { id, .. }
             | ThreadItem::Plan { id, .. }
-            | ThreadItem::ContextCompaction { id } => id,
+            | ThreadItem::ContextCompaction { id }
+            | ThreadItem::EnteredReviewMode { id, .. }
+            | ThreadItem::ExitedReviewMode { id, .. } => id,
         }
     }
 }

@@ -29,6 +29,8 @@ pub fn all() -> Vec<(&'static str, Schema)> {
         ),
         ("TurnStartParams.json", schema_for!(TurnStartParams)),
         ("TurnStartResponse.json", schema_for!(TurnStartResponse)),
+        ("ReviewStartParams.json", schema_for!(ReviewStartParams)),
+        ("ReviewStartResponse.json", schema_for!(ReviewStartResponse)),
         ("TurnSteerParams.json", schema_for!(TurnSteerParams)),
         ("TurnSteerResponse.json", schema_for!(TurnSteerResponse)),
         ("TurnInterruptParams.json", schema_for!(TurnInterruptParams)),

@@ -101,6 +101,49 @@ pub struct TurnStartResponse {
     pub turn: Turn,
 }
 
+/// `review/start`: review code in a review turn of the thread.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ReviewStartParams {
+    pub thread_id: String,
+    pub target: ReviewTarget,
+    /// Only `inline` (on the thread itself) exists.
+    #[serde(default)]
+    pub delivery: Option<ReviewDelivery>,
+}
+
+/// What a review looks at (Codex's `ReviewTarget`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(tag = "type", rename_all = "camelCase")]
+pub enum ReviewTarget {
+    UncommittedChanges,
+    BaseBranch {
+        branch: String,
+    },
+    Commit {
+        sha: String,
+        #[serde(default)]
+        title: Option<String>,
+    },
+    Custom {
+        instructions: String,
+    },
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub enum ReviewDelivery {
+    Inline,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ReviewStartResponse {
+    pub turn: Turn,
+    /// The thread the review runs on: the one it was asked for.
+    pub review_thread_id: String,
+}
+
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct TurnSteerParams {

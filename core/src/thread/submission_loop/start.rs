@@ -5,8 +5,7 @@ use std::future::Future;
 use std::sync::Arc;
 
 use rein_protocol::{
-    CompactionTrigger, EventMsg, InputPart, Item, ItemId, RejectReason, ReviewTarget, TaskKind,
-    TurnId,
+    CompactionTrigger, EventMsg, Item, ItemId, RejectReason, ReviewTarget, TaskKind, TurnId,
 };
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
@@ -172,7 +171,7 @@ impl SubmissionLoop {
         let opened = self.open_turn(turn_id, TaskKind::Review, false, None)?;
         let request = Item::UserMessage {
             id: ItemId::new(),
-            content: vec![InputPart::text(review_request(target))],
+            content: review_request(target),
         };
         self.emit(
             Some(turn_id),
