@@ -17,6 +17,35 @@ struct RoundTrip {
     model_requests: usize,
 }
 
+struct Session {
+    server: AppServer,
+    thread: String,
+    cwd: tempfile::TempDir,
+    _home: tempfile::TempDir,
+}
+
+/// A server on `model`, a thread in a fresh directory under the given policies, and a turn
+/// started on it with `text`.
+fn turn_on_a_new_thread(model: &MockModel, approval: &str, sandbox: &str, text: &str) -> Session {
+    let home = home_for(model);
+    let mut server = AppServer::start(home.path(), &[]);
+    server.initialize();
+    let cwd = tempfile::tempdir().unwrap();
+    let thread = server.start_thread(json!({
+        "cwd": cwd.path(), "approvalPolicy": approval, "sandbox": sandbox
+    }));
+    server.request(
+        "turn/start",
+        json!({ "threadId": thread, "input": [{ "type": "text", "text": text }] }),
+    );
+    Session {
+        server,
+        thread,
+        cwd,
+        _home: home,
+    }
+}
+
 fn approval_round_trip(decision: Value) -> RoundTrip {
     let model = MockModel::start(json!({
         "replies": [
@@ -26,16 +55,16 @@ fn approval_round_trip(decision: Value) -> RoundTrip {
         ],
         "when_exhausted": "echo"
     }));
-    let home = home_for(&model);
-    let mut server = AppServer::start(home.path(), &[]);
-    server.initialize();
-    let cwd = tempfile::tempdir().unwrap();
-    let thread = server.start_thread(json!({
-        "cwd": cwd.path(), "approvalPolicy": "untrusted", "sandbox": "danger-full-access"
-    }));
-    server.request(
-        "turn/start",
-        json!({ "threadId": thread, "input": [{ "type": "text", "text": "Create a file please." }] }),
+    let Session {
+        mut server,
+        thread,
+        cwd,
+        _home,
+    } = turn_on_a_new_thread(
+        &model,
+        "untrusted",
+        "danger-full-access",
+        "Create a file please.",
     );
     let mut seen = server.until(|m| method(m) == "item/commandExecution/requestApproval");
     let ask = seen.last().unwrap().clone();
@@ -143,17 +172,12 @@ fn a_patch_turn_shows_a_file_change_item_and_the_turn_diff() {
             { "text": "Wrote hello.txt." }
         ]
     }));
-    let home = home_for(&model);
-    let mut server = AppServer::start(home.path(), &[]);
-    server.initialize();
-    let cwd = tempfile::tempdir().unwrap();
-    let thread = server.start_thread(json!({
-        "cwd": cwd.path(), "approvalPolicy": "never", "sandbox": "workspace-write"
-    }));
-    server.request(
-        "turn/start",
-        json!({ "threadId": thread, "input": [{ "type": "text", "text": "write hello" }] }),
-    );
+    let Session {
+        mut server,
+        cwd,
+        _home,
+        ..
+    } = turn_on_a_new_thread(&model, "never", "workspace-write", "write hello");
     let seen = server.until(|m| method(m) == "turn/completed");
     assert_eq!(
         std::fs::read_to_string(cwd.path().join("hello.txt")).unwrap(),
@@ -205,17 +229,12 @@ fn maintenance_during_a_pending_approval_neither_blocks_nor_is_lost() {
             { "text": "looks fine" }
         ]
     }));
-    let home = home_for(&model);
-    let mut server = AppServer::start(home.path(), &[]);
-    server.initialize();
-    let cwd = tempfile::tempdir().unwrap();
-    let thread = server.start_thread(json!({
-        "cwd": cwd.path(), "approvalPolicy": "untrusted", "sandbox": "danger-full-access"
-    }));
-    server.request(
-        "turn/start",
-        json!({ "threadId": thread, "input": [{ "type": "text", "text": "Create a file." }] }),
-    );
+    let Session {
+        mut server,
+        thread,
+        cwd,
+        _home,
+    } = turn_on_a_new_thread(&model, "untrusted", "danger-full-access", "Create a file.");
     let seen = server.until(|m| method(m) == "item/commandExecution/requestApproval");
     let ask = seen.last().unwrap().clone();
     let compact = server.call("thread/compact/start", json!({ "threadId": thread }));

@@ -8,15 +8,14 @@ mod support;
 #[path = "support/ws_client.rs"]
 mod ws_client;
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::net::TcpStream;
-use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 use support::{home_for, method, CodexSchema, MockModel};
 use tungstenite::Message;
-use ws_client::{serve, Client, Killed};
+use ws_client::{serve, Client};
 
 fn is_closed(m: &Value, thread: &Value) -> bool {
     method(m) == "thread/closed" && m["params"]["threadId"] == *thread
@@ -28,26 +27,8 @@ fn websocket_sessions_readyz_and_token() {
     let home = home_for(&model);
     let token_file = home.path().join("token");
     std::fs::write(&token_file, "s3cret\n").unwrap();
-    let mut child = support::rein()
-        .args([
-            "app-server",
-            "--listen",
-            "ws://127.0.0.1:0",
-            "--ws-token-file",
-        ])
-        .arg(&token_file)
-        .env("REIN_HOME", home.path())
-        .env("MOCK_API_KEY", "test-key")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .unwrap();
-    let mut url = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut url)
-        .unwrap();
-    let _server = Killed(child);
-    let url = url.trim().to_owned();
+    let token_arg = token_file.display().to_string();
+    let (_server, url) = serve(home.path(), &["--ws-token-file", &token_arg]);
     assert!(url.starts_with("ws://127.0.0.1:"), "{url}");
 
     let mut probe = TcpStream::connect(url.trim_start_matches("ws://")).unwrap();
