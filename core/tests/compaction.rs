@@ -499,3 +499,60 @@ async fn rollout_bytes_per_compaction_are_o_summary_not_o_history() {
         "a compaction wrote {written} bytes for {history_bytes} bytes of history"
     );
 }
+
+#[tokio::test]
+async fn a_review_never_compacts_and_leaves_the_threads_context_count_alone() {
+    let model = ScriptedModel::replies(vec![
+        text_with_usage("a1", 150),
+        // The review's own context is small, but over the limit it must not compact.
+        text_with_usage("review: fine", 900),
+    ]);
+    let m = manager_with(model.clone(), small_limit());
+    let mut t = start(&m);
+    turn(&mut t, "first").await;
+    t.handle
+        .submit(Op::Review {
+            target: rein_protocol::ReviewTarget::UncommittedChanges,
+        })
+        .await
+        .unwrap();
+    let events = t.events.collect_until(is_turn_end).await;
+    assert!(
+        !events
+            .iter()
+            .any(|e| matches!(e.msg, EventMsg::CompactionStarted { .. })),
+        "a review does not compact"
+    );
+    let state = t.handle.state().await.unwrap();
+    assert_eq!(user_texts(&state.history[..1]), vec!["first"]);
+    assert_eq!(
+        state.context_tokens, 160,
+        "the thread's context size is still its own"
+    );
+}
+
+#[tokio::test]
+async fn a_queued_maintenance_op_that_cannot_run_reports_an_error() {
+    let model = ScriptedModel::replies(vec![ScriptedReply::text("slow")]);
+    let gate = model.hold_reply(0);
+    let m = manager_with(model.clone(), fast_config());
+    let mut t = start(&m);
+    t.handle.submit(Op::user_text("go")).await.unwrap();
+    model.wait_for_requests(1).await;
+    // Nobody waits for this answer: it is queued behind the turn.
+    t.handle
+        .enqueue(Op::SwitchModel {
+            model: "no-such-model".into(),
+        })
+        .await
+        .unwrap();
+    gate.open();
+    let error = until(&mut t.events, |e| matches!(e.msg, EventMsg::Error { .. })).await;
+    match &error.msg {
+        EventMsg::Error { code, message } => {
+            assert_eq!(*code, rein_protocol::ErrorCode::OpRefused);
+            assert!(message.contains("no-such-model"), "{message}");
+        }
+        other => panic!("expected an error, got {other:?}"),
+    }
+}

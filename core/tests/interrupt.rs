@@ -424,3 +424,29 @@ async fn an_interrupt_while_waiting_for_approval_cancels_the_request() {
         .unwrap();
     assert!(matches!(late, OpResult::Refused { .. }));
 }
+
+#[tokio::test]
+async fn an_interrupted_review_is_not_recovered_as_a_regular_turn() {
+    let model =
+        ScriptedModel::replies(vec![ScriptedReply::text("looking").with_fault(Fault::Hang)]);
+    let m = manager(Arc::clone(&model), vec![]);
+    let mut t = start(&m);
+    t.handle
+        .submit(Op::Review {
+            target: rein_protocol::ReviewTarget::UncommittedChanges,
+        })
+        .await
+        .unwrap();
+    until(&mut t.events, |e| {
+        matches!(e.msg, EventMsg::AgentMessageDelta { .. })
+    })
+    .await;
+    t.handle.submit(Op::Interrupt).await.unwrap();
+    until(&mut t.events, is_turn_end).await;
+    assert_eq!(
+        t.handle.submit(Op::Recover).await.unwrap(),
+        OpResult::Input(InputOutcome::Rejected {
+            reason: RejectReason::NothingToRecover
+        })
+    );
+}

@@ -152,6 +152,11 @@ async fn a_review_reads_with_a_clean_context_cannot_write_and_its_findings_stay(
     // The reviewer saw only the review request, not the conversation before it.
     let first_review = &reqs[1];
     assert_eq!(first_review.input.len(), 1);
+    let offered: Vec<&str> = first_review.tools.iter().map(|t| t.name.as_str()).collect();
+    assert!(
+        offered.contains(&"read_file") && !offered.contains(&"apply_patch"),
+        "{offered:?}"
+    );
     assert!(request_user_texts(first_review)[0].contains("uncommitted changes"));
 
     // The next regular turn sees the review and its findings, and runs with the thread's

@@ -251,6 +251,50 @@ async fn approved_patch_path_is_remembered_for_the_session() {
 }
 
 #[tokio::test]
+async fn a_context_without_session_grants_ignores_what_the_session_approved() {
+    let dir = tempfile::tempdir().unwrap();
+    let host = RecordingHost::new().answering([
+        ScriptedAnswer::Decide(ApprovalDecision::ApproveForSession),
+        ScriptedAnswer::Decide(ApprovalDecision::ApproveForSession),
+    ]);
+    let thread = ThreadId::new();
+    let ctx = host.context(
+        thread,
+        settings(dir.path(), OnRequest, Ro),
+        CancellationToken::new(),
+    );
+    let policy = engine();
+    policy.authorize(&ctx, patch("notes.txt")).await.unwrap();
+    policy
+        .authorize(&ctx, cmd(&["make", "deploy"], true))
+        .await
+        .unwrap();
+    // A review turn of the same thread: read-only, never asking, and blind to both grants.
+    let review = host
+        .context(
+            thread,
+            settings(dir.path(), Never, Ro),
+            CancellationToken::new(),
+        )
+        .without_session_grants();
+    assert!(matches!(
+        policy.authorize(&review, patch("notes.txt")).await,
+        Err(Refusal::DeniedBySandbox { .. })
+    ));
+    assert!(matches!(
+        policy
+            .authorize(&review, cmd(&["make", "deploy"], true))
+            .await,
+        Err(Refusal::DeniedBySandbox { .. })
+    ));
+    assert_eq!(
+        host.approval_requests().len(),
+        2,
+        "the review asked nothing"
+    );
+}
+
+#[tokio::test]
 async fn escalation_approved_runs_without_the_sandbox() {
     let dir = tempfile::tempdir().unwrap();
     let host = RecordingHost::new().answering([ScriptedAnswer::Decide(ApprovalDecision::Approve)]);

@@ -71,6 +71,9 @@ pub enum ErrorCode {
     StreamInterrupted,
     ToolFailed,
     RolloutWrite,
+    /// A queued operation nobody waited on could not be carried out (e.g. a review asked
+    /// for behind a turn, when the thread's model is gone by the time it runs).
+    OpRefused,
     Internal,
 }
 

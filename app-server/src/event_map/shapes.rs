@@ -55,7 +55,10 @@ pub(crate) fn turn_error(code: ErrorCode, message: &str) -> TurnError {
         ErrorCode::ModelBadRequest => "badRequest",
         ErrorCode::ModelUnavailable => "serverOverloaded",
         ErrorCode::Internal => "internalServerError",
-        ErrorCode::StreamInterrupted | ErrorCode::ToolFailed | ErrorCode::RolloutWrite => "other",
+        ErrorCode::StreamInterrupted
+        | ErrorCode::ToolFailed
+        | ErrorCode::RolloutWrite
+        | ErrorCode::OpRefused => "other",
     };
     TurnError {
         message: message.to_owned(),

@@ -182,10 +182,14 @@ impl ThreadState {
             }
             EventMsg::TurnAborted { reason } => {
                 let ended = self.end_turn(event, TurnStatus::Aborted(*reason));
-                self.recoverable_turn = event.turn_id.map(|id| RecoverableTurn {
-                    id,
-                    output_schema: ended.and_then(|t| t.output_schema),
-                });
+                // Only a regular turn restarts as one; a review or a compaction is asked
+                // for again instead.
+                let regular = ended.as_ref().is_none_or(|t| t.kind == TaskKind::Regular);
+                self.recoverable_turn =
+                    event.turn_id.filter(|_| regular).map(|id| RecoverableTurn {
+                        id,
+                        output_schema: ended.and_then(|t| t.output_schema),
+                    });
                 self.status = AgentStatus::Interrupted;
             }
             EventMsg::TurnFailed { code, message } => {
@@ -201,7 +205,14 @@ impl ThreadState {
             EventMsg::ItemCompleted { item } => self.history.push(Arc::new(item.clone())),
             EventMsg::TokenCount { last, total, .. } => {
                 self.usage = *total;
-                self.context_tokens = last.input_tokens + last.output_tokens;
+                // A review samples a context of its own; the thread's stays as it was.
+                let review = self
+                    .active_turn
+                    .as_ref()
+                    .is_some_and(|t| t.kind == TaskKind::Review);
+                if !review {
+                    self.context_tokens = last.input_tokens + last.output_tokens;
+                }
             }
             EventMsg::Compacted {
                 summary,

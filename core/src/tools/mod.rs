@@ -110,6 +110,9 @@ pub struct ToolContext {
     /// The settings the turn captured (cwd, approval and sandbox policy).
     pub settings: Arc<ThreadSettings>,
     pub cancel: CancellationToken,
+    /// Whether what the user approved "for this session" counts. Not in a review turn,
+    /// which must stay read-only whatever was granted to the conversation.
+    pub session_grants: bool,
     host: Arc<dyn ToolHost>,
 }
 
@@ -127,8 +130,15 @@ impl ToolContext {
             call_id,
             settings,
             cancel,
+            session_grants: true,
             host,
         }
+    }
+
+    /// The same context, judged without the session's earlier approvals.
+    pub fn without_session_grants(mut self) -> Self {
+        self.session_grants = false;
+        self
     }
 
     pub fn emit(&self, msg: EventMsg) {
@@ -181,6 +191,18 @@ impl ToolSet {
 
     pub fn empty() -> Self {
         Self::default()
+    }
+
+    /// This set without the tools named in `names`.
+    pub fn without(&self, names: &[&str]) -> Self {
+        Self::new(
+            self.tools
+                .iter()
+                .zip(self.specs.iter())
+                .filter(|(_, spec)| !names.contains(&spec.name.as_str()))
+                .map(|(tool, _)| Arc::clone(tool))
+                .collect(),
+        )
     }
 
     pub fn specs(&self) -> Arc<[ToolSpec]> {

@@ -92,7 +92,11 @@ impl PolicyEngine {
             cwd: &ctx.settings.cwd,
             extra_writable_roots: &self.config.extra_writable_roots,
             sandbox_unavailable: self.sandbox_unavailable.as_deref(),
-            session: sessions.get(&ctx.thread_id).unwrap_or(&empty),
+            session: if ctx.session_grants {
+                sessions.get(&ctx.thread_id).unwrap_or(&empty)
+            } else {
+                &empty
+            },
         };
         judge(&input, action)
     }

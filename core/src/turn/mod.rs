@@ -15,7 +15,7 @@ pub(crate) mod tool_runner;
 
 use std::sync::Arc;
 
-use rein_protocol::{ErrorCode, ThreadId, ThreadSettings, TurnId};
+use rein_protocol::{ErrorCode, TaskKind, ThreadId, ThreadSettings, TurnId};
 
 use crate::model::ModelClient;
 use crate::tools::ToolSet;
@@ -25,6 +25,7 @@ use crate::tools::ToolSet;
 pub(crate) struct TurnContext {
     pub thread_id: ThreadId,
     pub turn_id: TurnId,
+    pub kind: TaskKind,
     pub settings: Arc<ThreadSettings>,
     pub model: Arc<dyn ModelClient>,
     /// Where requests go once `model` has failed recoverably past its retries.

@@ -33,8 +33,8 @@ fn review_subject(target: &ReviewTarget) -> String {
     format!("Review {scope}.")
 }
 
-const REVIEW_PREAMBLE: &str = "<code review> Act as a reviewer: read the code and run \
-read-only commands, but do not change any file. Report concrete problems (bugs, security \
+const REVIEW_PREAMBLE: &str = "<code review> For this review only, act as a reviewer: read \
+the code and run read-only commands, but do not change any file. Report concrete problems (bugs, security \
 holes, missing tests, misleading names or comments) with file and line, the most serious \
 first, and say how to fix each. If you find nothing worth changing, say so plainly.";
 

@@ -8,7 +8,7 @@
 use std::sync::Arc;
 
 use futures::StreamExt;
-use rein_protocol::{EventMsg, Item, ItemId, ItemKind, ThreadSettings, TokenUsage};
+use rein_protocol::{EventMsg, Item, ItemId, ItemKind, TaskKind, ThreadSettings, TokenUsage};
 use tokio_util::sync::CancellationToken;
 
 use super::sink::TurnSink;
@@ -30,6 +30,8 @@ pub(crate) struct StepContext {
     /// Stream nothing to clients (a compaction's summary is not an agent message).
     pub silent: bool,
     pub output_schema: Option<Arc<serde_json::Value>>,
+    /// A review's step: its tools ignore the session's earlier approvals.
+    pub review: bool,
 }
 
 impl StepContext {
@@ -44,6 +46,7 @@ impl StepContext {
             prompt_cache_key: turn.thread_id.to_string(),
             silent: false,
             output_schema: turn.output_schema.clone(),
+            review: turn.kind == TaskKind::Review,
         }
     }
 
@@ -60,6 +63,7 @@ impl StepContext {
             silent: true,
             // A summary is free text, whatever the turn's answer must look like.
             output_schema: None,
+            review: self.review,
         }
     }
 

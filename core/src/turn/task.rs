@@ -27,6 +27,22 @@ pub(crate) struct AutoCompaction {
     /// Where this turn's new input begins in history: a compaction before the turn's first
     /// request keeps it after the summary, where the model reads it last.
     pub turn_input_start: usize,
+    /// Compact and retry once when the model says the context window is exceeded.
+    pub recover_overflow: bool,
+}
+
+impl AutoCompaction {
+    /// Never compact: for a task whose history is not the thread's (a review starts from
+    /// a clean context, and a compaction's positions would point into the wrong history).
+    pub fn off() -> Self {
+        Self {
+            limit: None,
+            kept_user_tokens: 0,
+            context_tokens: 0,
+            turn_input_start: 0,
+            recover_overflow: false,
+        }
+    }
 }
 
 pub(crate) struct RegularTask {
@@ -94,7 +110,7 @@ impl RegularTask {
         let mut vetoes = 0;
         let mut last_agent_message = None;
         let mut tokens_used = 0;
-        let mut compacted_after_overflow = false;
+        let mut compacted_after_overflow = !self.compaction.recover_overflow;
         loop {
             self.drain_pending();
             if self.cancel.is_cancelled() {

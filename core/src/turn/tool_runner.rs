@@ -39,12 +39,15 @@ fn start(
         ));
         return futures::future::ready((result, Duration::ZERO)).boxed();
     };
-    let ctx = ToolContext::new(
+    let mut ctx = ToolContext::new(
         (thread_id, sink.turn_id, call.call_id.clone()),
         Arc::clone(&step.settings),
         cancel.child_token(),
         sink.as_host(),
     );
+    if step.review {
+        ctx = ctx.without_session_grants();
+    }
     let call = call.clone();
     let handle = AbortOnDropHandle::new(tokio::spawn(async move {
         let started = Instant::now();

@@ -91,9 +91,7 @@ impl SubmissionLoop {
                 break;
             };
             let result = self.on_maintenance(submission.id, submission.op);
-            if let Some(reply) = reply {
-                let _ = reply.send(result);
-            }
+            self.answer_maintenance(reply, result);
         }
         if self.running.is_none() && self.state.status == AgentStatus::Completed {
             self.start_leftover_turn();

@@ -7,9 +7,9 @@ use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 
 use rein_protocol::{
-    ApprovalDecision, EventMsg, InputMode, InputOutcome, InputPart, InterruptOutcome, ItemId, Op,
-    OpResult, RejectReason, SettingsChange, Submission, SubmissionId, ThreadId, ThreadSettings,
-    TurnAbortReason, TurnId,
+    ApprovalDecision, ErrorCode, EventMsg, InputMode, InputOutcome, InputPart, InterruptOutcome,
+    ItemId, Op, OpResult, RejectReason, SettingsChange, Submission, SubmissionId, ThreadId,
+    ThreadSettings, TurnAbortReason, TurnId,
 };
 use tokio::sync::{mpsc, oneshot};
 use tokio::time::Instant;
@@ -198,13 +198,37 @@ impl SubmissionLoop {
                     self.deferred.push_back((Submission { id, op }, reply));
                     return Flow::Continue;
                 }
-                (self.on_maintenance(id, op), Flow::Continue)
+                let result = self.on_maintenance(id, op);
+                self.answer_maintenance(reply, result);
+                return Flow::Continue;
             }
         };
         if let Some(reply) = reply {
             let _ = reply.send(result);
         }
         flow
+    }
+
+    /// Answer a maintenance op; when nobody waits for the answer (it was queued), a
+    /// refusal becomes an `Error` event, so the client that queued it still hears why.
+    pub(super) fn answer_maintenance(
+        &mut self,
+        reply: Option<oneshot::Sender<OpResult>>,
+        result: OpResult,
+    ) {
+        match (reply, result) {
+            (Some(reply), result) => {
+                let _ = reply.send(result);
+            }
+            (None, OpResult::Refused { message }) => self.emit(
+                None,
+                EventMsg::Error {
+                    code: ErrorCode::OpRefused,
+                    message,
+                },
+            ),
+            (None, _) => {}
+        }
     }
 
     fn validate(&self, settings: &ThreadSettings) -> Result<(), String> {

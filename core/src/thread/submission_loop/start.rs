@@ -21,6 +21,9 @@ use crate::turn::task::{AutoCompaction, RegularTask};
 use crate::turn::tokens::estimate;
 use crate::turn::{Fallback, TaskOutcome, TurnContext};
 
+/// Tools whose only job is to change files, which a review turn is not offered.
+const EDIT_TOOLS: &[&str] = &["apply_patch"];
+
 /// A turn whose opening events are out, ready for its task.
 struct OpenedTurn {
     context: TurnContext,
@@ -74,6 +77,7 @@ impl SubmissionLoop {
             context: TurnContext {
                 thread_id: self.thread_id,
                 turn_id,
+                kind,
                 settings: Arc::new(settings),
                 model,
                 fallback,
@@ -149,6 +153,7 @@ impl SubmissionLoop {
                 kept_user_tokens: config.kept_user_tokens(window),
                 context_tokens: self.context_tokens(),
                 turn_input_start,
+                recover_overflow: true,
             },
             history: self.state.history.clone(),
             pending: self.pending.clone(),
@@ -168,7 +173,9 @@ impl SubmissionLoop {
         turn_id: TurnId,
         target: &ReviewTarget,
     ) -> Result<(), RejectReason> {
-        let opened = self.open_turn(turn_id, TaskKind::Review, false, None)?;
+        let mut opened = self.open_turn(turn_id, TaskKind::Review, false, None)?;
+        // Not even offered: a reviewer that wants to fix something says so instead.
+        opened.context.tools = Arc::new(self.services.tools.without(EDIT_TOOLS));
         let request = Item::UserMessage {
             id: ItemId::new(),
             content: review_request(target),
@@ -179,27 +186,16 @@ impl SubmissionLoop {
                 item: request.clone(),
             },
         );
-        let config = &self.services.config;
-        let window = self
-            .services
-            .models
-            .context_window(&opened.context.settings.model);
-        let history = vec![Arc::new(request)];
         let task = RegularTask {
             turn: opened.context.clone(),
-            compaction: AutoCompaction {
-                limit: config.compaction_limit(window),
-                kept_user_tokens: config.kept_user_tokens(window),
-                context_tokens: estimate(&history),
-                turn_input_start: 0,
-            },
-            history,
+            compaction: AutoCompaction::off(),
+            history: vec![Arc::new(request)],
             // Nothing steers a review: input during it waits for the next turn.
             pending: PendingInput::default(),
             sink: opened.sink.clone(),
             cancel: opened.cancel.clone(),
             stop_hooks: Arc::from(Vec::new()),
-            max_stop_hook_vetoes: config.max_stop_hook_vetoes,
+            max_stop_hook_vetoes: 0,
         };
         self.spawn(opened, task.run());
         Ok(())
