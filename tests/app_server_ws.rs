@@ -295,3 +295,53 @@ fn a_thread_left_mid_turn_unloads_only_after_the_turn_completes() {
     assert_eq!(turn["status"], "completed", "{read:#}");
     assert_eq!(turn["items"][1]["text"], "a slow but complete answer");
 }
+
+#[test]
+fn joining_a_thread_mid_turn_shows_each_finished_item_once() {
+    let text: String = (0..200).map(|i| format!("<{i:03}>")).collect();
+    let model = MockModel::start(json!({
+        "replies": [{ "text": text, "deltas": 200, "delay_ms": 2 }]
+    }));
+    let home = home_for(&model);
+    let (_server, url) = serve(home.path(), &[]);
+    let schema = CodexSchema::load();
+    let mut first = Client::connect(&url, None).unwrap();
+    let mut second = Client::connect(&url, None).unwrap();
+    first.initialize(&schema);
+    second.initialize(&schema);
+    let cwd = tempfile::tempdir().unwrap();
+    let started = first.call(&schema, "thread/start", json!({ "cwd": cwd.path() }));
+    let thread = started["result"]["thread"]["id"].clone();
+    first.request(
+        "turn/start",
+        json!({ "threadId": thread, "input": [{ "type": "text", "text": "stream" }] }),
+    );
+    for _ in 0..20 {
+        first.until(&schema, |m| method(m) == "item/agentMessage/delta");
+    }
+
+    // The answer comes before anything else of the thread, and shows the running turn with
+    // the user's message, which is therefore not announced again.
+    let joined = second.call(&schema, "thread/resume", json!({ "threadId": thread }));
+    assert!(second.stashed().is_empty(), "{:#?}", second.stashed());
+    let turns = &joined["result"]["thread"]["turns"];
+    assert_eq!(turns[0]["status"], "inProgress", "{joined:#}");
+    assert_eq!(turns[0]["items"][0]["type"], "userMessage");
+    let later = second.until(&schema, |m| method(m) == "turn/completed");
+    let completed: Vec<&str> = later
+        .iter()
+        .filter(|m| method(m) == "item/completed")
+        .map(|m| m["params"]["item"]["type"].as_str().unwrap())
+        .collect();
+    assert_eq!(completed, vec!["agentMessage"], "each item once");
+    // What it streams is the rest of the answer, without gaps or repeats.
+    let streamed: String = later
+        .iter()
+        .filter(|m| method(m) == "item/agentMessage/delta")
+        .map(|m| m["params"]["delta"].as_str().unwrap())
+        .collect();
+    assert!(
+        !streamed.is_empty() && text.ends_with(&streamed),
+        "{streamed}"
+    );
+}

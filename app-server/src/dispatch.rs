@@ -66,6 +66,7 @@ impl ServerState {
             connection: self.connection,
             out: self.out.clone(),
             pending: Arc::clone(&self.pending),
+            seen_through: None,
         }
     }
 

@@ -14,8 +14,8 @@ use std::time::Duration;
 use rein_core::{EventStream, ThreadError};
 use rein_protocol::app_server::{
     EmptyResponse, RequestId, ReviewDecision, ReviewStartResponse, ServerNotification,
-    ServerRequestResolvedNotification, ThreadResponse, Turn, TurnItemsView, TurnStartResponse,
-    TurnStatus, TurnSteerResponse,
+    ServerRequestResolvedNotification, ThreadResponse, ThreadStartResponse, Turn, TurnItemsView,
+    TurnStartResponse, TurnStatus, TurnSteerResponse,
 };
 use rein_protocol::{
     ApprovalDecision, Event, EventMsg, InputMode, InputOutcome, InputPart, Op, OpResult,
@@ -62,11 +62,14 @@ pub enum PumpCmd {
         request_id: RequestId,
         outcome: Result<Value, Value>,
     },
-    /// The connection subscribed (`thread/resume` of the loaded thread): answer with
-    /// `response`, then put the questions still open to it too.
-    Joined {
+    /// The connection asks to subscribe (`thread/resume` of the loaded thread). The pump
+    /// takes the thread's state and subscribes it between two events, so nothing is shown
+    /// twice or missed: it answers `response` (with the turns of that state unless
+    /// `exclude_turns`), then puts the questions still open to it too.
+    Join {
         reply: Responder,
-        response: Value,
+        response: Box<ThreadStartResponse>,
+        exclude_turns: bool,
     },
     /// The connection stopped listening (unsubscribed or went away); `last` if nobody
     /// listens any more, which starts the idle-unload countdown.
@@ -241,7 +244,7 @@ impl Pump {
                     } else {
                         self.thread.subscribers.current()
                     };
-                    for subscriber in to {
+                    for subscriber in to.iter().filter(|s| s.is_news(event.seq, &n)) {
                         subscriber.out.notify(n.clone()).await;
                     }
                 }
@@ -417,8 +420,36 @@ impl Pump {
                     self.resolved(&subscriber, request_id).await;
                 }
             }
-            PumpCmd::Joined { reply, response } => {
-                reply.answer(Ok(response)).await;
+            PumpCmd::Join {
+                reply,
+                mut response,
+                exclude_turns,
+            } => {
+                let folded = match self.thread.handle.state().await {
+                    Ok(folded) => folded,
+                    Err(e) => {
+                        reply
+                            .answer(Err(RpcError::invalid_request(e.to_string())))
+                            .await;
+                        return;
+                    }
+                };
+                let joining = Subscriber {
+                    seen_through: folded.last_seq,
+                    ..from.clone()
+                };
+                if !self.thread.subscribers.join(joining) {
+                    let refusal = RpcError::invalid_request(format!(
+                        "thread {} is being unloaded; resume it again once it has closed",
+                        self.thread.handle.id()
+                    ));
+                    reply.answer(Err(refusal)).await;
+                    return;
+                }
+                if !exclude_turns {
+                    response.thread.turns = turns_from_state(&folded);
+                }
+                reply.answer(to_value(&*response)).await;
                 for question in asked.values_mut() {
                     if question
                         .askees

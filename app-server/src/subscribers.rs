@@ -7,6 +7,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
+use rein_protocol::app_server::ServerNotification;
+
 use crate::loaded::LoadedThreads;
 use crate::outbound::Outbound;
 use crate::pump::PendingRequests;
@@ -44,6 +46,27 @@ pub struct Subscriber {
     pub connection: ConnectionId,
     pub out: Outbound,
     pub pending: Arc<PendingRequests>,
+    /// Joined with a snapshot of the thread that covered its events up to this sequence
+    /// number: notifications of those events are not sent to it again.
+    pub seen_through: Option<u64>,
+}
+
+impl Subscriber {
+    /// Whether `notification`, made from event `seq`, tells this subscriber something its
+    /// join snapshot did not: the snapshot holds turns, finished items and the status, but
+    /// not streamed deltas or anything else.
+    pub fn is_news(&self, seq: u64, notification: &ServerNotification) -> bool {
+        let in_snapshot = matches!(
+            notification,
+            ServerNotification::TurnStarted(_)
+                | ServerNotification::TurnCompleted(_)
+                | ServerNotification::ItemStarted(_)
+                | ServerNotification::ItemCompleted(_)
+                | ServerNotification::ThreadStatusChanged(_)
+                | ServerNotification::ThreadTokenUsageUpdated(_)
+        );
+        !in_snapshot || self.seen_through.is_none_or(|seen| seq > seen)
+    }
 }
 
 #[derive(Default)]
@@ -161,6 +184,7 @@ mod tests {
             connection: hub.connection_id(),
             out,
             pending: Arc::default(),
+            seen_through: None,
         }
     }
 

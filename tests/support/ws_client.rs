@@ -105,6 +105,11 @@ impl Client {
         }
     }
 
+    /// Messages read before an answer and kept for [`until`](Self::until).
+    pub fn stashed(&self) -> &VecDeque<Value> {
+        &self.stash
+    }
+
     pub fn check(&self, schema: &CodexSchema, message: &Value) {
         schema.check(message, &self.methods);
     }

@@ -11,7 +11,7 @@ use rein_core::rollout::RolloutError;
 use rein_core::thread::state::ThreadState;
 use rein_core::NewThread;
 use rein_protocol::app_server::{
-    codes, EmptyResponse, ServerNotification, Thread, ThreadForkParams, ThreadIdNotification,
+    EmptyResponse, ServerNotification, Thread, ThreadForkParams, ThreadIdNotification,
     ThreadIdParams, ThreadListParams, ThreadListResponse, ThreadReadParams, ThreadResponse,
     ThreadResumeParams, ThreadStartResponse, ThreadStartedNotification, ThreadStatus,
     ThreadStatusChangedNotification, ThreadTurnsListParams, ThreadTurnsListResponse, Turn,
@@ -20,7 +20,7 @@ use rein_protocol::{Item, ThreadId, TurnId};
 use serde_json::Value;
 
 use super::meta::page;
-use super::thread::{answer, kernel_error, leave, register};
+use super::thread::{answer, kernel_error, register};
 use super::to_value;
 use super::turn::ask_pump;
 use crate::dispatch::{params, ServerState};
@@ -128,8 +128,7 @@ pub async fn resume(state: &ServerState, raw: Value) -> Result<Value, RpcError> 
     let p: ThreadResumeParams = params(raw)?;
     let thread = thread_id(&p.thread_id)?;
     if let Some(loaded) = state.threads.get(thread) {
-        let response = to_value(&subscribe(state, &loaded, p.exclude_turns).await?)?;
-        return joined(state, &loaded, response).await;
+        return subscribe(state, &loaded, p.exclude_turns).await;
     }
     let resumed = state.kernel.resume_thread(thread).map_err(kernel_error)?;
     for d in &resumed.diagnostics {
@@ -153,44 +152,23 @@ pub async fn resume(state: &ServerState, raw: Value) -> Result<Value, RpcError> 
 }
 
 /// `thread/resume` of a loaded thread subscribes this connection to it (again, harmlessly,
-/// if it already is), which also cancels a pending idle unload.
+/// if it already is), which also cancels a pending idle unload. The pump subscribes it and
+/// answers, between two of the thread's events (see [`PumpCmd::Join`]).
 async fn subscribe(
     state: &ServerState,
     loaded: &LoadedThread,
     exclude_turns: bool,
-) -> Result<ThreadStartResponse, RpcError> {
-    let folded = loaded
-        .handle
-        .state()
-        .await
-        .map_err(|e| RpcError::invalid_request(e.to_string()))?;
-    if !loaded.subscribers.join(state.subscriber()) {
-        return Err(RpcError::invalid_request(format!(
-            "thread {} is being unloaded; resume it again once it has closed",
-            loaded.handle.id()
-        )));
-    }
-    let (settings, mut thread) = {
-        let meta = loaded.meta();
-        (meta.settings.clone(), meta.to_wire())
-    };
-    if !exclude_turns {
-        thread.turns = turns_from_state(&folded);
-    }
-    Ok(answer(state, &settings, thread))
-}
-
-/// The pump answers, so questions still open reach the new subscriber after the answer.
-async fn joined(
-    state: &ServerState,
-    loaded: &LoadedThread,
-    response: Value,
 ) -> Result<Value, RpcError> {
-    let outcome = ask_pump(state, loaded, |reply| PumpCmd::Joined { reply, response }).await;
-    if matches!(&outcome, Err(e) if e.code == codes::OVERLOADED) {
-        leave(state, loaded, false);
-    }
-    outcome
+    let response = {
+        let meta = loaded.meta();
+        Box::new(answer(state, &meta.settings, meta.to_wire()))
+    };
+    ask_pump(state, loaded, |reply| PumpCmd::Join {
+        reply,
+        response,
+        exclude_turns,
+    })
+    .await
 }
 
 pub async fn fork(state: &ServerState, raw: Value) -> Result<Value, RpcError> {
