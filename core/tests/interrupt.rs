@@ -450,3 +450,43 @@ async fn an_interrupted_review_is_not_recovered_as_a_regular_turn() {
         })
     );
 }
+
+#[tokio::test]
+async fn interrupting_a_named_turn_never_hits_another() {
+    let model = ScriptedModel::replies(vec![
+        ScriptedReply::text("one").with_fault(Fault::Hang),
+        ScriptedReply::text("unused"),
+    ]);
+    let m = manager(Arc::clone(&model), vec![]);
+    let mut t = start(&m);
+    let turn = started(t.handle.submit(Op::user_text("work")).await.unwrap());
+    model.wait_for_requests(1).await;
+    // A turn that is not the running one (e.g. one that already ended): nothing happens.
+    let stale = rein_protocol::TurnId::new();
+    assert_eq!(
+        t.handle
+            .submit(Op::InterruptTurn { turn_id: stale })
+            .await
+            .unwrap(),
+        OpResult::Interrupt(InterruptOutcome::Idle)
+    );
+    assert_eq!(
+        t.handle.state().await.unwrap().active_turn.map(|a| a.id),
+        Some(turn),
+        "the running turn goes on"
+    );
+    assert_eq!(
+        t.handle
+            .submit(Op::InterruptTurn { turn_id: turn })
+            .await
+            .unwrap(),
+        OpResult::Interrupt(InterruptOutcome::Interrupting { turn_id: turn })
+    );
+    let end = until(&mut t.events, is_turn_end).await;
+    assert!(matches!(
+        end.msg,
+        EventMsg::TurnAborted {
+            reason: TurnAbortReason::Interrupted
+        }
+    ));
+}

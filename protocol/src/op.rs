@@ -39,6 +39,9 @@ pub enum Op {
     // --- control ---
     /// Abort the active turn (turn the page: partial output is kept, a marker appended).
     Interrupt,
+    /// Abort `turn_id` if it is the active turn; otherwise nothing (answers `Idle`). For a
+    /// client that names the turn it means, so a turn that started since is never hit.
+    InterruptTurn { turn_id: TurnId },
     /// Abort whatever runs, release everything, emit `ShutdownComplete`.
     Shutdown,
     /// Kill background processes the agent started.

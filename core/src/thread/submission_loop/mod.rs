@@ -159,16 +159,22 @@ impl SubmissionLoop {
                 Flow::Continue,
             ),
             Op::Recover => (OpResult::Input(self.on_recover()), Flow::Continue),
-            Op::Interrupt => {
-                let outcome = match &self.running {
-                    Some(turn) => InterruptOutcome::Interrupting { turn_id: turn.id },
-                    None => InterruptOutcome::Idle,
+            op @ (Op::Interrupt | Op::InterruptTurn { .. }) => {
+                let outcome = match (&self.running, op) {
+                    (Some(turn), Op::InterruptTurn { turn_id }) if turn.id != turn_id => {
+                        InterruptOutcome::Idle
+                    }
+                    (Some(turn), _) => InterruptOutcome::Interrupting { turn_id: turn.id },
+                    (None, _) => InterruptOutcome::Idle,
                 };
+                let stop = matches!(outcome, InterruptOutcome::Interrupting { .. });
                 // Answer first: the caller learns at once whether there was anything to stop.
                 if let Some(reply) = reply {
                     let _ = reply.send(OpResult::Interrupt(outcome));
                 }
-                self.abort_turn(TurnAbortReason::Interrupted).await;
+                if stop {
+                    self.abort_turn(TurnAbortReason::Interrupted).await;
+                }
                 return Flow::Continue;
             }
             Op::Shutdown => {
