@@ -1,7 +1,7 @@
 //! The mapper alone: what clients are sent for short event sequences.
 
 use super::*;
-use rein_protocol::{ApprovalRequest, ThreadId, TurnAbortReason};
+use rein_protocol::{ApprovalRequest, Item, ThreadId, TurnAbortReason};
 
 fn event(turn_id: Option<TurnId>, msg: EventMsg) -> Event {
     Event {

@@ -8,24 +8,23 @@
 //! `turn/started`, as with Codex.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::Arc;
 use std::time::Duration;
 
 use rein_core::{EventStream, ThreadError};
 use rein_protocol::app_server::{
     EmptyResponse, RequestId, ReviewDecision, ReviewStartResponse, ServerNotification,
-    ServerRequestResolvedNotification, ThreadResponse, ThreadStartResponse, Turn, TurnItemsView,
-    TurnStartResponse, TurnStatus, TurnSteerResponse,
+    ServerRequestResolvedNotification, ThreadResponse, Turn, TurnItemsView, TurnStartResponse,
+    TurnStatus, TurnSteerResponse,
 };
 use rein_protocol::{
-    ApprovalDecision, Event, EventMsg, InputMode, InputOutcome, InputPart, Op, OpResult,
-    RejectReason, SettingsChange, SubmissionId, TurnId,
+    ApprovalDecision, Event, EventMsg, InputMode, InputOutcome, Op, OpResult, RejectReason,
+    SettingsChange, SubmissionId, TurnId,
 };
 use serde_json::Value;
 use tokio::sync::mpsc;
 use tokio::time::{sleep_until, Instant};
 
-use crate::deferred::Responder;
 use crate::error::RpcError;
 use crate::event_map::{EventMapper, Outgoing};
 use crate::loaded::{LoadedThread, LoadedThreads};
@@ -33,91 +32,8 @@ use crate::outbound::{now_secs, Outbound};
 use crate::subscribers::Subscriber;
 use crate::turns::turns_from_state;
 
-/// A request for a pump, from the connection `from` (which gets the answer).
-pub struct PumpRequest {
-    pub from: Subscriber,
-    pub cmd: PumpCmd,
-}
-
-/// Requests a pump carries out, each answering through its `reply`.
-pub enum PumpCmd {
-    StartTurn {
-        reply: Responder,
-        items: Vec<InputPart>,
-        settings: SettingsChange,
-        /// `outputSchema`: structured output for this turn.
-        output_schema: Option<serde_json::Value>,
-    },
-    Steer {
-        reply: Responder,
-        items: Vec<InputPart>,
-        expected: TurnId,
-    },
-    Interrupt {
-        reply: Responder,
-        turn_id: TurnId,
-    },
-    /// The client answered the server → client request `request_id`.
-    Answer {
-        request_id: RequestId,
-        outcome: Result<Value, Value>,
-    },
-    /// The connection asks to subscribe (`thread/resume` of the loaded thread). The pump
-    /// takes the thread's state and subscribes it between two events, so nothing is shown
-    /// twice or missed: it answers `response` (with the turns of that state unless
-    /// `exclude_turns`), then puts the questions still open to it too.
-    Join {
-        reply: Responder,
-        response: Box<ThreadStartResponse>,
-        exclude_turns: bool,
-    },
-    /// The connection stopped listening (unsubscribed or went away); `last` if nobody
-    /// listens any more, which starts the idle-unload countdown.
-    Left {
-        last: bool,
-    },
-    /// Summarise the history now (`thread/compact/start`).
-    Compact {
-        reply: Responder,
-    },
-    /// Review code in a review turn (`review/start`).
-    Review {
-        reply: Responder,
-        target: rein_protocol::ReviewTarget,
-    },
-    /// Drop the last `turns` turns from the model-visible history (`thread/rollback`).
-    Rollback {
-        reply: Responder,
-        turns: u32,
-    },
-    /// Name the thread (`thread/name/set`); `thread/name/updated` follows the answer, to
-    /// every subscriber, when the thread records the name.
-    SetName {
-        reply: Responder,
-        name: String,
-    },
-}
-
-/// Server → client requests one connection is waiting to have answered: request id → the
-/// pump that asked.
-#[derive(Default)]
-pub struct PendingRequests {
-    inner: Mutex<HashMap<RequestId, mpsc::Sender<PumpRequest>>>,
-}
-
-impl PendingRequests {
-    fn lock(&self) -> MutexGuard<'_, HashMap<RequestId, mpsc::Sender<PumpRequest>>> {
-        self.inner.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
-    pub fn take(&self, id: &RequestId) -> Option<mpsc::Sender<PumpRequest>> {
-        self.lock().remove(id)
-    }
-
-    fn insert(&self, id: RequestId, pump: mpsc::Sender<PumpRequest>) {
-        self.lock().insert(id, pump);
-    }
-}
+mod requests;
+pub use requests::{PendingRequests, PumpCmd, PumpRequest};
 
 /// One open approval: what was asked, and every subscriber asked, each under its own
 /// request id.
