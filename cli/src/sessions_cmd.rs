@@ -78,7 +78,7 @@ pub fn run(args: SessionsArgs) -> anyhow::Result<()> {
                 .context("listing sessions")?;
             writeln!(
                 out,
-                "{:<36}  {:<16}  {:<30}  FIRST MESSAGE",
+                "{:<36}  {:<16}  {:<30}  NAME OR FIRST MESSAGE",
                 "ID", "UPDATED", "CWD"
             )?;
             for t in page.threads {
@@ -89,8 +89,9 @@ pub fn run(args: SessionsArgs) -> anyhow::Result<()> {
                     utc_minute(t.updated_ms),
                     clip(&t.cwd.display().to_string(), 30),
                     clip(
-                        t.title
+                        t.name
                             .as_deref()
+                            .or(t.title.as_deref())
                             .unwrap_or("")
                             .lines()
                             .next()
@@ -173,6 +174,7 @@ fn show_event(out: &mut impl Write, msg: &EventMsg) -> std::io::Result<()> {
             Item::Reasoning { .. } | Item::DeveloperMessage { .. } => Ok(()),
         },
         EventMsg::TurnFailed { message, .. } => writeln!(out, "  turn failed: {message}"),
+        EventMsg::ThreadNamed { name } => writeln!(out, "  named: {name}"),
         _ => Ok(()),
     }
 }
