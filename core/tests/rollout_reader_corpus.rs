@@ -55,7 +55,18 @@ fn damaged_file_loads_every_good_event_and_reports_the_rest() {
     damaged.push_str("{\"type\":\"future_kind\",\"payload\":{\"x\":1}}\n"); // line 5
     damaged.push_str("{\"type\":\"event\",\"payload\":{\"seq\":\n"); // line 6: corrupt
     damaged.push_str(&lines[2].replace("{\"timestamp\"", "{\"new_field\":[1,2],\"timestamp\"")); // line 7
-    damaged.push_str(&lines[3].replace('\n', "\r\n")); // line 8: CRLF
+                                                                                                 // line 8: CRLF, and fields this version does not know inside the payload, at the
+                                                                                                 // event's level and inside its message (which then goes through the derive path).
+    let line8 = lines[3]
+        .replace('\n', "\r\n")
+        .replacen("\"payload\":{", "\"payload\":{\"trace\":7,", 1)
+        .replacen("\"msg\":{", "\"msg\":{\"extra\":true,", 1);
+    assert_ne!(
+        line8,
+        lines[3].replace('\n', "\r\n"),
+        "the line was changed"
+    );
+    damaged.push_str(&line8);
     damaged.push_str(&lines[2]); // line 9: a duplicate of an earlier event
     damaged.push_str("not json at all\n"); // line 10
     for line in &lines[4..] {
@@ -94,6 +105,7 @@ fn damaged_file_loads_every_good_event_and_reports_the_rest() {
             diag(5, DiagnosticKind::UnknownLineType("future_kind".into())),
             diag(6, DiagnosticKind::Corrupt(String::new())),
             diag(7, DiagnosticKind::UnknownFields(1)),
+            diag(8, DiagnosticKind::UnknownFields(2)),
             diag(9, DiagnosticKind::OutOfOrder { seq: 1, after: 2 }),
             diag(10, DiagnosticKind::Corrupt(String::new())),
             diag(torn_at, DiagnosticKind::TornLastLine),

@@ -11,11 +11,12 @@ use std::fmt;
 
 use rein_protocol::{Event, EventMsg, InputPart, Item, ItemId, ThreadId, TurnId};
 use serde::de::{self, DeserializeOwned, IgnoredAny, MapAccess, Visitor};
-use serde::{Deserialize, Deserializer};
+use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::{Map, Value};
 
-/// An [`Event`] decoded from a rollout line's payload.
-pub(crate) struct EventPayload(pub Event);
+/// An [`Event`] decoded from a rollout line's payload, and how many fields in it were not
+/// understood (skipped, and counted so the reader can report them).
+pub(crate) struct EventPayload(pub Event, pub u32);
 
 impl<'de> Deserialize<'de> for EventPayload {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
@@ -38,37 +39,53 @@ impl<'de> Visitor<'de> for EventVisitor {
         let mut seq: Option<u64> = None;
         let mut timestamp_ms: Option<u64> = None;
         let mut msg: Option<EventMsg> = None;
+        let mut unknown = 0;
         while let Some(key) = map.next_key::<Cow<'de, str>>()? {
             match key.as_ref() {
                 "thread_id" => thread_id = Some(map.next_value()?),
                 "turn_id" => turn_id = map.next_value()?,
                 "seq" => seq = Some(map.next_value()?),
                 "timestamp_ms" => timestamp_ms = Some(map.next_value()?),
-                "msg" => msg = Some(map.next_value::<MsgPayload>()?.0),
+                "msg" => {
+                    let MsgPayload(m, n) = map.next_value()?;
+                    msg = Some(m);
+                    unknown += n;
+                }
                 _ => {
                     map.next_value::<IgnoredAny>()?;
+                    unknown += 1;
                 }
             }
         }
-        Ok(EventPayload(Event {
+        let event = Event {
             thread_id: thread_id.ok_or_else(|| de::Error::missing_field("thread_id"))?,
             turn_id,
             seq: seq.ok_or_else(|| de::Error::missing_field("seq"))?,
             timestamp_ms: timestamp_ms.ok_or_else(|| de::Error::missing_field("timestamp_ms"))?,
             msg: msg.ok_or_else(|| de::Error::missing_field("msg"))?,
-        }))
+        };
+        Ok(EventPayload(event, unknown))
     }
 }
 
-/// Collects the rest of a tagged object and lets serde's derive decode it.
-fn by_derive<'de, A: MapAccess<'de>, T: DeserializeOwned>(
+/// Collects the rest of a tagged object and lets serde's derive decode it, counting the
+/// fields derive skipped: the keys the decoded value does not write back. (A tracking
+/// deserializer cannot see through serde's internally tagged enums.) Only the rare shapes
+/// take this path, so encoding the value again costs nothing that matters.
+fn by_derive<'de, A: MapAccess<'de>, T: DeserializeOwned + Serialize>(
     mut map: A,
     mut object: Map<String, Value>,
-) -> Result<T, A::Error> {
+) -> Result<(T, u32), A::Error> {
     while let Some((key, value)) = map.next_entry::<String, Value>()? {
         object.insert(key, value);
     }
-    serde_json::from_value(Value::Object(object)).map_err(de::Error::custom)
+    let keys: Vec<String> = object.keys().cloned().collect();
+    let value: T = serde_json::from_value(Value::Object(object)).map_err(de::Error::custom)?;
+    let unknown = match serde_json::to_value(&value) {
+        Ok(Value::Object(known)) => keys.iter().filter(|k| !known.contains_key(*k)).count(),
+        _ => 0,
+    };
+    Ok((value, u32::try_from(unknown).unwrap_or(u32::MAX)))
 }
 
 /// What the first key of a tagged object was.
@@ -96,7 +113,7 @@ fn tagged(kind: &str) -> Map<String, Value> {
     object
 }
 
-struct MsgPayload(EventMsg);
+struct MsgPayload(EventMsg, u32);
 
 impl<'de> Deserialize<'de> for MsgPayload {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
@@ -116,25 +133,29 @@ impl<'de> Visitor<'de> for MsgVisitor {
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<MsgPayload, A::Error> {
         let kind = match read_tag(&mut map)? {
             Tag::First(kind) => kind,
-            Tag::NotFirst(object) => return by_derive(map, object).map(MsgPayload),
+            Tag::NotFirst(object) => return by_derive(map, object).map(|(m, n)| MsgPayload(m, n)),
         };
         if kind != "item_completed" {
-            return by_derive(map, tagged(&kind)).map(MsgPayload);
+            return by_derive(map, tagged(&kind)).map(|(m, n)| MsgPayload(m, n));
         }
         let mut item = None;
+        let mut unknown = 0;
         while let Some(key) = map.next_key::<Cow<'de, str>>()? {
             if key == "item" {
-                item = Some(map.next_value::<ItemPayload>()?.0);
+                let ItemPayload(i, n) = map.next_value()?;
+                item = Some(i);
+                unknown += n;
             } else {
                 map.next_value::<IgnoredAny>()?;
+                unknown += 1;
             }
         }
         let item = item.ok_or_else(|| de::Error::missing_field("item"))?;
-        Ok(MsgPayload(EventMsg::ItemCompleted { item }))
+        Ok(MsgPayload(EventMsg::ItemCompleted { item }, unknown))
     }
 }
 
-struct ItemPayload(Item);
+struct ItemPayload(Item, u32);
 
 impl<'de> Deserialize<'de> for ItemPayload {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
@@ -173,7 +194,7 @@ impl<'de> Visitor<'de> for ItemVisitor {
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<ItemPayload, A::Error> {
         let kind = match read_tag(&mut map)? {
             Tag::First(kind) => kind,
-            Tag::NotFirst(object) => return by_derive(map, object).map(ItemPayload),
+            Tag::NotFirst(object) => return by_derive(map, object).map(|(i, n)| ItemPayload(i, n)),
         };
         let known = [
             "user_message",
@@ -185,9 +206,10 @@ impl<'de> Visitor<'de> for ItemVisitor {
             "interruption",
         ];
         if !known.contains(&kind.as_ref()) {
-            return by_derive(map, tagged(&kind)).map(ItemPayload);
+            return by_derive(map, tagged(&kind)).map(|(i, n)| ItemPayload(i, n));
         }
         let mut f = ItemFields::default();
+        let mut unknown = 0;
         while let Some(key) = map.next_key::<Cow<'de, str>>()? {
             // Only the fields of this variant are decoded; others are ignored as derive does.
             match (kind.as_ref(), key.as_ref()) {
@@ -205,6 +227,7 @@ impl<'de> Visitor<'de> for ItemVisitor {
                 ("user_message", "content") => f.content = Some(map.next_value()?),
                 _ => {
                     map.next_value::<IgnoredAny>()?;
+                    unknown += 1;
                 }
             }
         }
@@ -245,7 +268,7 @@ impl<'de> Visitor<'de> for ItemVisitor {
                 text: required(f.text, "text")?,
             },
         };
-        Ok(ItemPayload(item))
+        Ok(ItemPayload(item, unknown))
     }
 }
 

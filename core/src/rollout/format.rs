@@ -127,7 +127,7 @@ pub(crate) enum LineBody {
     Unknown(String),
 }
 
-/// A parsed line plus how many envelope fields were not understood.
+/// A parsed line plus how many of its fields (envelope or payload) were not understood.
 #[derive(Debug)]
 pub(crate) struct ParsedLine {
     pub body: LineBody,
@@ -161,7 +161,8 @@ impl<'de> Visitor<'de> for LineVisitor {
                 "type" => kind = Some(map.next_value()?),
                 "payload" => match kind.as_deref() {
                     Some(TYPE_EVENT) => {
-                        let event = map.next_value::<EventPayload>()?.0;
+                        let EventPayload(event, unknown) = map.next_value()?;
+                        unknown_fields += unknown;
                         body = Some(LineBody::Event(Box::new(event)));
                     }
                     Some(TYPE_SESSION_META) => body = Some(LineBody::Meta(map.next_value()?)),
