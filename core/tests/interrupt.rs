@@ -23,6 +23,16 @@ fn started(res: OpResult) -> rein_protocol::TurnId {
     }
 }
 
+/// Wait for the running turn's first delta, interrupt it, and wait for it to end.
+async fn interrupt_once_streaming(t: &mut rein_core::NewThread) {
+    until(&mut t.events, |e| {
+        matches!(e.msg, EventMsg::AgentMessageDelta { .. })
+    })
+    .await;
+    t.handle.submit(Op::Interrupt).await.unwrap();
+    until(&mut t.events, is_turn_end).await;
+}
+
 #[tokio::test]
 async fn interrupt_mid_stream_keeps_partial_output_and_appends_the_marker() {
     let model = ScriptedModel::replies(vec![ScriptedReply::text("I was saying")
@@ -174,12 +184,7 @@ async fn recover_asks_again_for_the_interrupted_turns_output_schema() {
         &opened.msg,
         EventMsg::TurnStarted { output_schema: Some(s), .. } if *s == schema
     ));
-    until(&mut t.events, |e| {
-        matches!(e.msg, EventMsg::AgentMessageDelta { .. })
-    })
-    .await;
-    t.handle.submit(Op::Interrupt).await.unwrap();
-    until(&mut t.events, is_turn_end).await;
+    interrupt_once_streaming(&mut t).await;
 
     let res = t.handle.submit(Op::Recover).await.unwrap();
     assert_eq!(
@@ -206,12 +211,7 @@ async fn recover_restarts_the_interrupted_turn_with_the_same_id() {
     let m = manager(Arc::clone(&model), vec![]);
     let mut t = start(&m);
     let turn = started(t.handle.submit(Op::user_text("work")).await.unwrap());
-    until(&mut t.events, |e| {
-        matches!(e.msg, EventMsg::AgentMessageDelta { .. })
-    })
-    .await;
-    t.handle.submit(Op::Interrupt).await.unwrap();
-    until(&mut t.events, is_turn_end).await;
+    interrupt_once_streaming(&mut t).await;
 
     let res = t.handle.submit(Op::Recover).await.unwrap();
     assert_eq!(
@@ -437,12 +437,7 @@ async fn an_interrupted_review_is_not_recovered_as_a_regular_turn() {
         })
         .await
         .unwrap();
-    until(&mut t.events, |e| {
-        matches!(e.msg, EventMsg::AgentMessageDelta { .. })
-    })
-    .await;
-    t.handle.submit(Op::Interrupt).await.unwrap();
-    until(&mut t.events, is_turn_end).await;
+    interrupt_once_streaming(&mut t).await;
     assert_eq!(
         t.handle.submit(Op::Recover).await.unwrap(),
         OpResult::Input(InputOutcome::Rejected {

@@ -102,25 +102,23 @@ impl Pump {
     /// When to unload the thread if nobody subscribes by then; none while a turn runs
     /// (its end asks again).
     async fn idle_deadline(&self) -> Option<Instant> {
-        let idle = self
-            .thread
+        let idle = self.is_idle().await;
+        idle.then(|| Instant::now() + self.idle_unload)
+    }
+
+    /// No turn runs (a thread that is gone counts as idle).
+    async fn is_idle(&self) -> bool {
+        self.thread
             .handle
             .state()
             .await
-            .map_or(true, |s| s.active_turn.is_none());
-        idle.then(|| Instant::now() + self.idle_unload)
+            .map_or(true, |s| s.active_turn.is_none())
     }
 
     /// The countdown ran out: shut the thread down, unless someone subscribed meanwhile or
     /// a turn started (it finishes, and is written to its rollout, first).
     async fn unload_if_orphaned(&self) {
-        let idle = self
-            .thread
-            .handle
-            .state()
-            .await
-            .map_or(true, |s| s.active_turn.is_none());
-        if !idle || !self.thread.subscribers.close_if_orphaned() {
+        if !self.is_idle().await || !self.thread.subscribers.close_if_orphaned() {
             return;
         }
         self.threads
