@@ -29,12 +29,7 @@ fn plain_turn_json_is_the_codex_exec_stream() {
     for wire in ["responses", "chat"] {
         let mock = MockModel::start(hello_script());
         let home = Home::new(&mock, wire);
-        let out = home.exec(&["--json", "Say hello."]).output().unwrap();
-        assert!(
-            out.status.success(),
-            "{wire}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        let out = home.exec_ok(&["--json", "Say hello."]);
         let events = json_lines(&out.stdout);
         assert_eq!(
             types(&events),
@@ -63,8 +58,7 @@ fn plain_turn_json_is_the_codex_exec_stream() {
 fn plain_turn_human_prints_only_the_answer_on_stdout() {
     let mock = MockModel::start(hello_script());
     let home = Home::new(&mock, "responses");
-    let out = home.exec(&["Say hello."]).output().unwrap();
-    assert!(out.status.success());
+    let out = home.exec_ok(&["Say hello."]);
     assert_eq!(
         String::from_utf8(out.stdout).unwrap(),
         "Hello from the mock model.\n"
@@ -85,12 +79,7 @@ fn plain_turn_human_prints_only_the_answer_on_stdout() {
 fn tool_turn_json_reports_a_command_execution_item() {
     let mock = MockModel::start(tool_script());
     let home = Home::new(&mock, "responses");
-    let out = home.exec(&["--json", "Run echo."]).output().unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let out = home.exec_ok(&["--json", "Run echo."]);
     let events = json_lines(&out.stdout);
     assert_eq!(
         types(&events),
@@ -124,8 +113,7 @@ fn tool_turn_json_reports_a_command_execution_item() {
 fn tool_turn_human_shows_the_call_on_stderr() {
     let mock = MockModel::start(tool_script());
     let home = Home::new(&mock, "chat");
-    let out = home.exec(&["Run echo."]).output().unwrap();
-    assert!(out.status.success());
+    let out = home.exec_ok(&["Run echo."]);
     assert_eq!(String::from_utf8(out.stdout).unwrap(), "The command ran.\n");
     let stderr = String::from_utf8(out.stderr).unwrap();
     assert!(stderr.contains("$ echo hello-from-tool"), "{stderr}");
@@ -329,8 +317,7 @@ fn a_plan_is_a_todo_list_in_json_and_a_checklist_on_stderr() {
     ]});
     let mock = MockModel::start(script.clone());
     let home = Home::new(&mock, "responses");
-    let out = home.exec(&["--json", "Plan it."]).output().unwrap();
-    assert!(out.status.success());
+    let out = home.exec_ok(&["--json", "Plan it."]);
     let events = json_lines(&out.stdout);
     let todo: Vec<&serde_json::Value> = events
         .iter()

@@ -57,6 +57,20 @@ impl Session {
         (result.success, body)
     }
 
+    /// Start `command` as a background terminal; its id and the first answer.
+    async fn background(&self, command: &str, cancel: CancellationToken) -> (String, Value) {
+        let (ok, body) = self
+            .call(
+                "shell",
+                json!({"command": command, "background": true}),
+                cancel,
+            )
+            .await;
+        assert!(ok, "{body}");
+        let id = body["terminal_id"].as_str().unwrap().to_owned();
+        (id, body)
+    }
+
     /// Read until `needle` shows up in the terminal's output.
     async fn read_until(&self, id: &str, needle: &str) -> String {
         let mut seen = String::new();
@@ -104,15 +118,7 @@ fn assert_dies(pid: i32) {
 }
 
 async fn start(s: &Session, cancel: CancellationToken) -> (String, i32) {
-    let (ok, body) = s
-        .call(
-            "shell",
-            json!({"command": ECHO_LOOP, "background": true}),
-            cancel,
-        )
-        .await;
-    assert!(ok, "{body}");
-    let id = body["terminal_id"].as_str().unwrap().to_owned();
+    let (id, body) = s.background(ECHO_LOOP, cancel).await;
     let mut seen = body["output"].as_str().unwrap().to_owned();
     if !seen.contains("pid=") {
         seen.push_str(&s.read_until(&id, "pid=").await);
@@ -194,15 +200,9 @@ async fn a_finished_background_command_reports_its_exit_and_is_forgotten() {
         Sandbox::unavailable("unused"),
         SandboxPolicy::DangerFullAccess,
     );
-    let (ok, body) = s
-        .call(
-            "shell",
-            json!({"command": "echo done; exit 7", "background": true}),
-            CancellationToken::new(),
-        )
+    let (id, body) = s
+        .background("echo done; exit 7", CancellationToken::new())
         .await;
-    assert!(ok, "{body}");
-    let id = body["terminal_id"].as_str().unwrap().to_owned();
     let mut body = body;
     let mut seen = String::new();
     loop {
@@ -234,15 +234,12 @@ async fn a_finished_background_command_reports_its_exit_and_is_forgotten() {
 #[tokio::test]
 async fn background_terminals_run_inside_the_sandbox() {
     let s = Session::new(Sandbox::landlock().unwrap(), SandboxPolicy::ReadOnly);
-    let (ok, body) = s
-        .call(
-            "shell",
-            json!({"command": "echo x > made.txt; echo status=$?", "background": true}),
+    let (id, body) = s
+        .background(
+            "echo x > made.txt; echo status=$?",
             CancellationToken::new(),
         )
         .await;
-    assert!(ok, "{body}");
-    let id = body["terminal_id"].as_str().unwrap().to_owned();
     let mut seen = body["output"].as_str().unwrap().to_owned();
     let mut running = body["running"] == true;
     while running {
@@ -269,15 +266,9 @@ async fn a_write_to_a_terminal_that_does_not_read_returns_on_cancel() {
         Sandbox::unavailable("unused"),
         SandboxPolicy::DangerFullAccess,
     );
-    let (ok, body) = s
-        .call(
-            "shell",
-            json!({"command": "echo pid=$$; exec sleep 300", "background": true}),
-            CancellationToken::new(),
-        )
+    let (id, _) = s
+        .background("echo pid=$$; exec sleep 300", CancellationToken::new())
         .await;
-    assert!(ok, "{body}");
-    let id = body["terminal_id"].as_str().unwrap().to_owned();
     // Far more than a pipe holds: the write can only finish if the command reads.
     let flood = "x".repeat(4 * 1024 * 1024);
     let turn = CancellationToken::new();

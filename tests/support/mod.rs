@@ -49,6 +49,17 @@ impl Home {
             .stdin(Stdio::null());
         cmd
     }
+
+    /// Run `rein exec ARGS` to the end and require success (the failure shows stderr).
+    pub fn exec_ok(&self, args: &[&str]) -> std::process::Output {
+        let out = self.exec(args).output().unwrap();
+        assert!(
+            out.status.success(),
+            "rein exec {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        out
+    }
 }
 
 /// Parse JSONL stdout into values, failing on any line that is not JSON.
