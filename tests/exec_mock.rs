@@ -374,7 +374,9 @@ fn a_call_that_needs_approval_fails_back_to_the_model_with_the_reason() {
         .iter()
         .find(|e| e["type"] == "item.completed" && e["item"]["type"] == "command_execution")
         .unwrap();
-    assert_eq!(done["item"]["status"], "failed");
+    // The policy said no: the command never ran.
+    assert_eq!(done["item"]["status"], "declined");
+    assert_eq!(done["item"]["exit_code"], serde_json::Value::Null);
     let told = mock.requests()[1].to_string();
     assert!(told.contains("approval policy is `never`"), "{told}");
 }

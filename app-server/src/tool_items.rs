@@ -1,155 +1,335 @@
-//! How tool calls show up as Codex items: shell-like tools as `commandExecution`,
-//! `apply_patch` as `fileChange`. Other tools have no Codex item and are not shown.
+//! How a tool call shows up as a Codex item, from the kernel's facts alone: what the call's
+//! tool said it would do ([`ToolAction`]) and how it ended ([`ToolOutcome`]). The live
+//! mapping and the history rebuild (`thread/read`) both build items here, from the same
+//! facts, so an item read back equals the one sent live. Nothing here looks at a tool's
+//! name or reads its output.
+//!
+//! Commands, terminal input and the file tools (read, list, search) are `commandExecution`
+//! items (the file tools with the read / listFiles / search action Codex clients draw), an
+//! edit is a `fileChange`, an MCP call an `mcpToolCall`, anything else a `dynamicToolCall`;
+//! a plan has no item (it is `turn/plan/updated`).
 
-use rein_protocol::app_server::{ExecutionStatus, FileUpdateChange, ThreadItem};
-use serde_json::Value;
+use std::path::Path;
 
-/// How a tool call shows up as an item, for the tools Codex clients know how to draw.
-pub fn tool_item(call_id: &str, name: &str, arguments: &str, cwd: &str) -> Option<ThreadItem> {
-    let args: Value = serde_json::from_str(arguments).unwrap_or(Value::Null);
-    match name {
-        "shell" | "exec_command" | "local_shell" | "shell_command" => {
-            let command = match args.get("command").or_else(|| args.get("cmd")) {
-                Some(Value::Array(parts)) => join_command(
-                    &parts
-                        .iter()
-                        .map(|p| p.as_str().map_or_else(|| p.to_string(), str::to_owned))
-                        .collect::<Vec<_>>(),
-                ),
-                Some(Value::String(s)) => s.clone(),
-                _ => arguments.to_owned(),
-            };
-            let cwd = args
-                .get("workdir")
-                .or_else(|| args.get("cwd"))
-                .and_then(Value::as_str)
-                .unwrap_or(cwd)
-                .to_owned();
-            Some(ThreadItem::CommandExecution {
-                id: call_id.to_owned(),
-                command_actions: vec![serde_json::json!({"type": "unknown", "command": command})],
+use rein_protocol::app_server::{
+    CommandActionWire, ContentItem, ExecutionStatus, McpToolCallError, McpToolCallResult,
+    ThreadItem, ToolCallStatus,
+};
+use rein_protocol::{CommandAction, ToolAction, ToolOutcome};
+
+use crate::convert::file_change_to_wire;
+
+/// How a finished call ended.
+#[derive(Clone, Copy, Debug)]
+pub struct Ended<'a> {
+    pub outcome: &'a ToolOutcome,
+    pub duration_ms: u64,
+}
+
+/// The item of call `call_id` (of the tool `tool`, shown where a command line is made up
+/// for a call that is not a command), in progress while `ended` is `None`.
+pub fn tool_item(
+    call_id: &str,
+    tool: &str,
+    action: &ToolAction,
+    ended: Option<Ended<'_>>,
+) -> Option<ThreadItem> {
+    let id = call_id.to_owned();
+    let outcome = ended.map(|e| e.outcome);
+    let duration_ms = ended.map(|e| i64::try_from(e.duration_ms).unwrap_or(i64::MAX));
+    let item = match action {
+        ToolAction::Exec {
+            command,
+            cwd,
+            commands,
+            ..
+        } => ThreadItem::CommandExecution {
+            id,
+            command: command.clone(),
+            cwd: cwd.display().to_string(),
+            process_id: terminal_of(outcome),
+            status: command_status(outcome),
+            command_actions: commands.iter().map(|c| action_to_wire(c, cwd)).collect(),
+            aggregated_output: outcome.and_then(shown_text),
+            exit_code: exit_code(outcome),
+            duration_ms,
+        },
+        ToolAction::Stdin {
+            terminal_id, cwd, ..
+        } => {
+            let command = action.command_line(tool).unwrap_or_default();
+            ThreadItem::CommandExecution {
+                id,
+                command_actions: vec![CommandActionWire::Unknown {
+                    command: command.clone(),
+                }],
                 command,
-                cwd,
-                process_id: None,
-                status: ExecutionStatus::InProgress,
-                aggregated_output: None,
-                exit_code: None,
-                duration_ms: None,
-            })
+                cwd: cwd
+                    .as_deref()
+                    .map(|c| c.display().to_string())
+                    .unwrap_or_default(),
+                process_id: Some(terminal_id.clone()),
+                status: command_status(outcome),
+                aggregated_output: outcome.and_then(shown_text),
+                exit_code: exit_code(outcome),
+                duration_ms,
+            }
         }
-        "apply_patch" => {
-            let patch = args
-                .get("input")
-                .or_else(|| args.get("patch"))
-                .and_then(Value::as_str)
-                .unwrap_or(arguments);
-            Some(ThreadItem::FileChange {
-                id: call_id.to_owned(),
-                changes: patch_changes(patch),
-                status: ExecutionStatus::InProgress,
-            })
+        ToolAction::Read { path } => {
+            let command = action.command_line(tool).unwrap_or_default();
+            let name = path.file_name().map_or_else(
+                || path.display().to_string(),
+                |n| n.to_string_lossy().into(),
+            );
+            explored(
+                id,
+                path.parent().unwrap_or(path),
+                CommandActionWire::Read {
+                    command,
+                    name,
+                    path: path.display().to_string(),
+                },
+                outcome,
+                duration_ms,
+            )
         }
+        ToolAction::List { path } => explored(
+            id,
+            path,
+            CommandActionWire::ListFiles {
+                command: action.command_line(tool).unwrap_or_default(),
+                path: Some(path.display().to_string()),
+            },
+            outcome,
+            duration_ms,
+        ),
+        ToolAction::Search { query, path } => explored(
+            id,
+            path,
+            CommandActionWire::Search {
+                command: action.command_line(tool).unwrap_or_default(),
+                query: Some(query.clone()),
+                path: Some(path.display().to_string()),
+            },
+            outcome,
+            duration_ms,
+        ),
+        ToolAction::Edit { changes } => {
+            let changes = match outcome {
+                Some(ToolOutcome::Patched { changes }) => changes,
+                _ => changes,
+            };
+            ThreadItem::FileChange {
+                id,
+                changes: changes.iter().map(file_change_to_wire).collect(),
+                status: command_status(outcome),
+            }
+        }
+        ToolAction::Plan { .. } => return None,
+        ToolAction::Mcp {
+            server,
+            tool,
+            arguments,
+        } => ThreadItem::McpToolCall {
+            id,
+            server: server.clone(),
+            tool: tool.clone(),
+            arguments: arguments.clone(),
+            status: call_status(outcome),
+            result: match outcome {
+                Some(ToolOutcome::Returned { text, structured }) => Some(McpToolCallResult {
+                    content: vec![serde_json::json!({ "type": "text", "text": text })],
+                    structured_content: structured.clone(),
+                }),
+                _ => None,
+            },
+            error: outcome
+                .filter(|o| !o.succeeded())
+                .and_then(shown_text)
+                .map(|message| McpToolCallError { message }),
+            duration_ms,
+        },
+        ToolAction::Other { tool, arguments } => ThreadItem::DynamicToolCall {
+            id,
+            tool: tool.clone(),
+            arguments: arguments.clone(),
+            status: call_status(outcome),
+            content_items: outcome
+                .and_then(shown_text)
+                .map(|text| vec![ContentItem::InputText { text }]),
+            success: outcome.map(ToolOutcome::succeeded),
+            duration_ms,
+        },
+    };
+    Some(item)
+}
+
+/// A file tool's call, shown as the exploring command Codex clients group and draw.
+fn explored(
+    id: String,
+    cwd: &Path,
+    action: CommandActionWire,
+    outcome: Option<&ToolOutcome>,
+    duration_ms: Option<i64>,
+) -> ThreadItem {
+    let command = match &action {
+        CommandActionWire::Read { command, .. }
+        | CommandActionWire::ListFiles { command, .. }
+        | CommandActionWire::Search { command, .. }
+        | CommandActionWire::Unknown { command } => command.clone(),
+    };
+    ThreadItem::CommandExecution {
+        id,
+        command,
+        cwd: cwd.display().to_string(),
+        process_id: None,
+        status: command_status(outcome),
+        command_actions: vec![action],
+        aggregated_output: outcome.and_then(shown_text),
+        exit_code: None,
+        duration_ms,
+    }
+}
+
+/// A parsed command action on the wire; a read's path is made absolute, as Codex sends it.
+pub fn action_to_wire(action: &CommandAction, cwd: &Path) -> CommandActionWire {
+    match action {
+        CommandAction::Read {
+            command,
+            name,
+            path,
+        } => CommandActionWire::Read {
+            command: command.clone(),
+            name: name.clone(),
+            path: cwd.join(path).display().to_string(),
+        },
+        CommandAction::ListFiles { command, path } => CommandActionWire::ListFiles {
+            command: command.clone(),
+            path: path.clone(),
+        },
+        CommandAction::Search {
+            command,
+            query,
+            path,
+        } => CommandActionWire::Search {
+            command: command.clone(),
+            query: query.clone(),
+            path: path.clone(),
+        },
+        CommandAction::Unknown { command } => CommandActionWire::Unknown {
+            command: command.clone(),
+        },
+    }
+}
+
+fn command_status(outcome: Option<&ToolOutcome>) -> ExecutionStatus {
+    match outcome {
+        None => ExecutionStatus::InProgress,
+        Some(ToolOutcome::Declined { .. }) => ExecutionStatus::Declined,
+        Some(o) if o.succeeded() => ExecutionStatus::Completed,
+        Some(_) => ExecutionStatus::Failed,
+    }
+}
+
+fn call_status(outcome: Option<&ToolOutcome>) -> ToolCallStatus {
+    match outcome {
+        None => ToolCallStatus::InProgress,
+        Some(o) if o.succeeded() => ToolCallStatus::Completed,
+        Some(_) => ToolCallStatus::Failed,
+    }
+}
+
+fn shown_text(outcome: &ToolOutcome) -> Option<String> {
+    outcome.shown_text().map(str::to_owned)
+}
+
+fn exit_code(outcome: Option<&ToolOutcome>) -> Option<i32> {
+    outcome.and_then(ToolOutcome::exit_code)
+}
+
+fn terminal_of(outcome: Option<&ToolOutcome>) -> Option<String> {
+    match outcome {
+        Some(ToolOutcome::Running { terminal_id, .. }) => Some(terminal_id.clone()),
         _ => None,
     }
-}
-
-/// The files an `apply_patch` envelope touches, each with its own hunk text.
-fn patch_changes(patch: &str) -> Vec<FileUpdateChange> {
-    let mut changes: Vec<FileUpdateChange> = Vec::new();
-    for line in patch.lines() {
-        let header = [
-            ("*** Add File: ", "add"),
-            ("*** Delete File: ", "delete"),
-            ("*** Update File: ", "update"),
-        ]
-        .iter()
-        .find_map(|(prefix, kind)| line.strip_prefix(prefix).map(|p| (p.trim(), *kind)));
-        match header {
-            Some((path, kind)) => changes.push(FileUpdateChange {
-                path: path.to_owned(),
-                kind: serde_json::json!({ "type": kind }),
-                diff: String::new(),
-            }),
-            None if line.starts_with("*** ") => {}
-            None => {
-                if let Some(change) = changes.last_mut() {
-                    change.diff.push_str(line);
-                    change.diff.push('\n');
-                }
-            }
-        }
-    }
-    changes
-}
-
-pub fn join_command(parts: &[String]) -> String {
-    parts
-        .iter()
-        .map(|p| {
-            if !p.is_empty()
-                && p.chars()
-                    .all(|c| c.is_ascii_alphanumeric() || "-_./=:,+@%".contains(c))
-            {
-                p.clone()
-            } else {
-                format!("'{}'", p.replace('\'', r"'\''"))
-            }
-        })
-        .collect::<Vec<_>>()
-        .join(" ")
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use pretty_assertions::assert_eq;
+    use rein_protocol::ExitStatus;
 
-    #[test]
-    fn argv_is_joined_with_quotes_only_where_needed() {
-        let parts = [
-            "echo".to_owned(),
-            "hello world".to_owned(),
-            "it's".to_owned(),
-        ];
-        assert_eq!(join_command(&parts), r"echo 'hello world' 'it'\''s'");
+    fn exec(command: &str) -> ToolAction {
+        ToolAction::Exec {
+            argv: vec!["/bin/sh".into(), "-c".into(), command.into()],
+            command: command.into(),
+            cwd: "/w".into(),
+            background: false,
+            commands: vec![CommandAction::Read {
+                command: "cat a.txt".into(),
+                name: "a.txt".into(),
+                path: "a.txt".into(),
+            }],
+        }
     }
 
     #[test]
-    fn apply_patch_lists_each_file_with_its_hunks() {
-        let patch = "*** Begin Patch\n*** Add File: a.txt\n+hi\n*** Update File: b.rs\n@@\n-x\n+y\n*** Delete File: c\n*** End Patch\n";
-        let changes = patch_changes(patch);
-        let summary: Vec<(&str, &Value, &str)> = changes
-            .iter()
-            .map(|c| (c.path.as_str(), &c.kind["type"], c.diff.as_str()))
-            .collect();
-        assert_eq!(
-            summary,
-            vec![
-                ("a.txt", &Value::from("add"), "+hi\n"),
-                ("b.rs", &Value::from("update"), "@@\n-x\n+y\n"),
-                ("c", &Value::from("delete"), ""),
-            ]
-        );
-    }
-
-    #[test]
-    fn shell_call_becomes_a_command_item_in_its_workdir() {
+    fn a_command_carries_its_exit_code_output_duration_and_actions() {
+        let outcome = ToolOutcome::Exited {
+            exit: ExitStatus::Signal { signal: 9 },
+            output: "partial\n".into(),
+        };
         let item = tool_item(
             "c1",
             "shell",
-            r#"{"command":["ls","-la"],"workdir":"/w"}"#,
-            "/cwd",
+            &exec("cat a.txt"),
+            Some(Ended {
+                outcome: &outcome,
+                duration_ms: 42,
+            }),
         );
-        let Some(ThreadItem::CommandExecution {
-            command,
-            cwd,
-            status,
-            ..
-        }) = item
-        else {
-            panic!("not a command item: {item:?}");
+        assert_eq!(
+            item,
+            Some(ThreadItem::CommandExecution {
+                id: "c1".into(),
+                command: "cat a.txt".into(),
+                cwd: "/w".into(),
+                process_id: None,
+                status: ExecutionStatus::Failed,
+                command_actions: vec![CommandActionWire::Read {
+                    command: "cat a.txt".into(),
+                    name: "a.txt".into(),
+                    path: "/w/a.txt".into(),
+                }],
+                aggregated_output: Some("partial\n".into()),
+                exit_code: Some(137),
+                duration_ms: Some(42),
+            })
+        );
+    }
+
+    #[test]
+    fn a_declined_command_is_declined_and_a_plan_has_no_item() {
+        let declined = ToolOutcome::Declined {
+            by: rein_protocol::Decliner::User,
+            reason: "no".into(),
         };
-        assert_eq!((command.as_str(), cwd.as_str()), ("ls -la", "/w"));
-        assert_eq!(status, ExecutionStatus::InProgress);
-        assert_eq!(tool_item("c2", "update_plan", "{}", "/cwd"), None);
+        let Some(ThreadItem::CommandExecution { status, .. }) = tool_item(
+            "c",
+            "shell",
+            &exec("rm x"),
+            Some(Ended {
+                outcome: &declined,
+                duration_ms: 0,
+            }),
+        ) else {
+            panic!("not a command");
+        };
+        assert_eq!(status, ExecutionStatus::Declined);
+        assert_eq!(
+            tool_item("p", "update_plan", &ToolAction::Plan { plan: vec![] }, None),
+            None
+        );
     }
 }

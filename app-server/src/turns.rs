@@ -5,19 +5,14 @@
 use std::collections::HashMap;
 
 use rein_core::thread::state::{ThreadState, TurnStatus as KernelTurnStatus};
-use rein_protocol::app_server::{ExecutionStatus, ThreadItem, Turn, TurnItemsView, TurnStatus};
+use rein_protocol::app_server::{ThreadItem, Turn, TurnItemsView, TurnStatus};
 use rein_protocol::{Item, TaskKind, TurnAbortReason};
 
 use crate::convert::item_to_wire;
 use crate::event_map::{review, turn_error_of};
-use crate::tool_items::tool_item;
+use crate::tool_items::{tool_item, Ended};
 
 pub fn turns_from_state(state: &ThreadState) -> Vec<Turn> {
-    let cwd = state
-        .settings
-        .as_ref()
-        .map(|s| s.cwd.display().to_string())
-        .unwrap_or_default();
     let mut turns = Vec::with_capacity(state.turns.len());
     for (i, record) in state.turns.iter().enumerate() {
         let end = state
@@ -35,7 +30,7 @@ pub fn turns_from_state(state: &ThreadState) -> Vec<Turn> {
             | KernelTurnStatus::Aborted(_) => TurnStatus::Interrupted,
             KernelTurnStatus::Failed => TurnStatus::Failed,
         };
-        let mut items = items_of(slice.iter().map(AsRef::as_ref), &cwd);
+        let mut items = items_of(slice.iter().map(AsRef::as_ref));
         if record.kind == TaskKind::Review {
             as_review(
                 &mut items,
@@ -95,52 +90,36 @@ fn ms(value: u64) -> i64 {
     i64::try_from(value).unwrap_or(i64::MAX)
 }
 
-fn items_of<'a>(history: impl Iterator<Item = &'a Item>, cwd: &str) -> Vec<ThreadItem> {
-    let mut items = Vec::new();
-    // Tool calls wait here for their outputs, which fill in the item.
-    let mut calls: HashMap<String, usize> = HashMap::new();
+/// A turn's history as items: tool calls become their tool's item (placed where the call
+/// was made, built from the facts its output keeps), other items convert one to one.
+/// Calls without facts (rollouts written before tools reported them, or a call still
+/// running) have no item.
+fn items_of<'a>(history: impl Iterator<Item = &'a Item>) -> Vec<ThreadItem> {
+    let mut items: Vec<Option<ThreadItem>> = Vec::new();
+    // Tool calls wait here for their outputs: their slot and tool.
+    let mut calls: HashMap<&str, (usize, &str)> = HashMap::new();
     for item in history {
         match item {
-            Item::ToolCall {
-                call_id,
-                name,
-                arguments,
-                ..
-            } => {
-                if let Some(wire) = tool_item(call_id, name, arguments, cwd) {
-                    calls.insert(call_id.clone(), items.len());
-                    items.push(wire);
-                }
+            Item::ToolCall { call_id, name, .. } => {
+                calls.insert(call_id, (items.len(), name));
+                items.push(None);
             }
             Item::ToolOutput {
                 call_id,
-                output,
-                success,
+                facts: Some(facts),
                 ..
             } => {
-                let Some(slot) = calls.get(call_id).and_then(|i| items.get_mut(*i)) else {
+                let Some(&(slot, tool)) = calls.get(call_id.as_str()) else {
                     continue;
                 };
-                let done = if *success {
-                    ExecutionStatus::Completed
-                } else {
-                    ExecutionStatus::Failed
+                let ended = Ended {
+                    outcome: &facts.outcome,
+                    duration_ms: facts.duration_ms,
                 };
-                match slot {
-                    ThreadItem::CommandExecution {
-                        status,
-                        aggregated_output,
-                        ..
-                    } => {
-                        *status = done;
-                        *aggregated_output = Some(output.clone());
-                    }
-                    ThreadItem::FileChange { status, .. } => *status = done,
-                    _ => {}
-                }
+                items[slot] = tool_item(call_id, tool, &facts.action, Some(ended));
             }
-            other => items.extend(item_to_wire(other)),
+            other => items.push(item_to_wire(other)),
         }
     }
-    items
+    items.into_iter().flatten().collect()
 }

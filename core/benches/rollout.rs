@@ -112,6 +112,7 @@ fn generate(path: &Path, blobs: &BlobStore, items: usize, bytes_per_item: usize)
                     call_id,
                     output: output.clone(),
                     success: true,
+                    facts: None,
                 },
             });
             writer.record(&call_item).unwrap();
@@ -245,6 +246,7 @@ fn bench_append(c: &mut Criterion, dir: &Path) {
                 call_id: "c".into(),
                 output: "x".repeat(1000),
                 success: true,
+                facts: None,
             },
         },
     };

@@ -1,5 +1,5 @@
 //! The process-wide owner of threads and of what they share: the model catalog, the tool
-//! set, stop hooks and kernel settings. Creating a thread spawns its submission loop;
+//! sources every thread starts with, stop hooks and kernel settings. Creating a thread spawns its submission loop;
 //! the manager keeps only weak references, so a thread whose every handle is dropped
 //! shuts itself down.
 
@@ -17,13 +17,14 @@ use crate::thread::emitter::Emitter;
 use crate::thread::handle::{HandleInner, ThreadHandle};
 use crate::thread::state::ThreadState;
 use crate::thread::submission_loop::SubmissionLoop;
-use crate::tools::ToolSet;
+use crate::tools::{StaticTools, ThreadTools, ToolSource, ToolSources};
 use crate::turn::stop_hook::StopHook;
 
 /// Shared by every thread of a manager.
 pub struct KernelServices {
     pub models: Arc<dyn ModelCatalog>,
-    pub tools: Arc<ToolSet>,
+    /// The tool sources every thread consults (the built-ins first).
+    pub tool_sources: Vec<Arc<dyn ToolSource>>,
     pub stop_hooks: Arc<[Arc<dyn StopHook>]>,
     pub config: KernelConfig,
 }
@@ -94,6 +95,7 @@ impl ThreadManager {
         ThreadManagerBuilder {
             models,
             tools: Vec::new(),
+            sources: Vec::new(),
             stop_hooks: Vec::new(),
             config: KernelConfig::default(),
         }
@@ -145,8 +147,17 @@ impl ThreadManager {
         let (tx, rx) = async_channel::bounded(self.services.config.op_queue_capacity.max(1));
         let mut state = state;
         state.thread_id = Some(thread_id);
-        let mut submission_loop =
-            SubmissionLoop::new(state, emitter, Arc::clone(&self.services), rx);
+        let tools = Arc::new(ThreadTools::new(ToolSources::new(
+            self.services.tool_sources.clone(),
+        )));
+        tools.set_grants(state.session_grants.clone());
+        let mut submission_loop = SubmissionLoop::new(
+            state,
+            emitter,
+            Arc::clone(&self.services),
+            Arc::clone(&tools),
+            rx,
+        );
         if let Some(settings) = fresh {
             submission_loop.emit(
                 None,
@@ -162,6 +173,7 @@ impl ThreadManager {
             thread_id,
             inbox: tx,
             bus,
+            tools,
         });
         self.threads().insert(thread_id, Arc::downgrade(&inner));
         Ok(NewThread {
@@ -235,11 +247,18 @@ fn replay(events: Vec<Event>) -> Result<ThreadState, KernelError> {
 pub struct ThreadManagerBuilder {
     models: Arc<dyn ModelCatalog>,
     tools: Vec<Arc<dyn crate::tools::Tool>>,
+    sources: Vec<Arc<dyn ToolSource>>,
     stop_hooks: Vec<Arc<dyn StopHook>>,
     config: KernelConfig,
 }
 
 impl ThreadManagerBuilder {
+    /// Every thread consults `source` too, after the tools given with [`tool`](Self::tool).
+    pub fn tool_source(mut self, source: Arc<dyn ToolSource>) -> Self {
+        self.sources.push(source);
+        self
+    }
+
     pub fn tool(mut self, tool: Arc<dyn crate::tools::Tool>) -> Self {
         self.tools.push(tool);
         self
@@ -263,7 +282,11 @@ impl ThreadManagerBuilder {
     pub fn build(self) -> ThreadManager {
         ThreadManager::new(KernelServices {
             models: self.models,
-            tools: Arc::new(ToolSet::new(self.tools)),
+            tool_sources: std::iter::once(
+                Arc::new(StaticTools::new(self.tools)) as Arc<dyn ToolSource>
+            )
+            .chain(self.sources)
+            .collect(),
             stop_hooks: self.stop_hooks.into(),
             config: self.config,
         })

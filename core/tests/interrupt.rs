@@ -329,10 +329,14 @@ async fn approval_round(
     let mut t = start(&m);
     t.handle.submit(Op::user_text("clean up")).await.unwrap();
     let req = until(&mut t.events, |e| {
-        matches!(e.msg, EventMsg::ApprovalRequested { .. })
+        matches!(e.msg, EventMsg::ClientRequested { .. })
     })
     .await;
-    let EventMsg::ApprovalRequested { approval_id, .. } = &req.msg else {
+    let EventMsg::ClientRequested {
+        request_id: approval_id,
+        ..
+    } = &req.msg
+    else {
         unreachable!()
     };
     let res = t
@@ -357,7 +361,7 @@ async fn an_approved_call_proceeds_with_the_decision() {
     ));
     assert!(events.iter().any(|e| matches!(
         e.msg,
-        EventMsg::ApprovalResolved {
+        EventMsg::ClientRequestResolved {
             outcome: ApprovalOutcome::Approved,
             ..
         }
@@ -400,18 +404,23 @@ async fn an_interrupt_while_waiting_for_approval_cancels_the_request() {
     let mut t = start(&m);
     t.handle.submit(Op::user_text("clean up")).await.unwrap();
     let req = until(&mut t.events, |e| {
-        matches!(e.msg, EventMsg::ApprovalRequested { .. })
+        matches!(e.msg, EventMsg::ClientRequested { .. })
     })
     .await;
-    let EventMsg::ApprovalRequested { approval_id, .. } = req.msg.clone() else {
+    let EventMsg::ClientRequested {
+        request_id: approval_id,
+        ..
+    } = req.msg.clone()
+    else {
         unreachable!()
     };
     t.handle.submit(Op::Interrupt).await.unwrap();
     let events = t.events.collect_until(is_turn_end).await;
     assert!(events.iter().any(|e| e.msg
-        == EventMsg::ApprovalResolved {
-            approval_id: approval_id.clone(),
-            outcome: ApprovalOutcome::Cancelled
+        == EventMsg::ClientRequestResolved {
+            request_id: approval_id.clone(),
+            outcome: ApprovalOutcome::Cancelled,
+            grant: None,
         }));
     // A late answer is refused clearly, not lost silently.
     let late = t

@@ -37,8 +37,8 @@ fn variant(msg: &EventMsg) -> &'static str {
         EventMsg::ToolCallBegin { .. } => "ToolCallBegin",
         EventMsg::ToolOutputDelta { .. } => "ToolOutputDelta",
         EventMsg::ToolCallEnd { .. } => "ToolCallEnd",
-        EventMsg::ApprovalRequested { .. } => "ApprovalRequested",
-        EventMsg::ApprovalResolved { .. } => "ApprovalResolved",
+        EventMsg::ClientRequested { .. } => "ClientRequested",
+        EventMsg::ClientRequestResolved { .. } => "ClientRequestResolved",
         EventMsg::TokenCount { .. } => "TokenCount",
         EventMsg::PlanUpdated { .. } => "PlanUpdated",
         EventMsg::PatchApplied { .. } => "PatchApplied",
@@ -219,10 +219,10 @@ fn crashed_turn_is_closed_as_interrupted_with_aborted_outputs() {
     script.tool_call("done", Some("fine".into()));
     script.tool_call("lost-1", None);
     script.tool_call("lost-2", None);
-    script.push(EventMsg::ApprovalRequested {
-        approval_id: "ap".into(),
+    script.push(EventMsg::ClientRequested {
+        request_id: "ap".into(),
         call_id: "lost-2".into(),
-        request: rein_protocol::ApprovalRequest::Patch {
+        request: rein_protocol::ClientRequest::Patch {
             files: vec![],
             reason: "r".into(),
         },
@@ -236,10 +236,11 @@ fn crashed_turn_is_closed_as_interrupted_with_aborted_outputs() {
     let summary: Vec<String> = added
         .iter()
         .map(|e| match &e.msg {
-            EventMsg::ApprovalResolved {
-                approval_id,
+            EventMsg::ClientRequestResolved {
+                request_id,
                 outcome,
-            } => format!("resolved {approval_id} {outcome:?}"),
+                ..
+            } => format!("resolved {request_id} {outcome:?}"),
             EventMsg::ItemCompleted {
                 item:
                     Item::ToolOutput {

@@ -56,10 +56,14 @@ async fn a_patch_in_a_turn_edits_the_file_and_reports_its_diffs() {
         "fresh\n"
     );
     let changes = events.iter().find_map(|e| match &e.msg {
-        EventMsg::PatchApplied { changes, .. } => Some(changes.clone()),
+        EventMsg::ToolCallEnd {
+            outcome: Some(rein_protocol::ToolOutcome::Patched { changes }),
+            ..
+        } => Some(changes.clone()),
         _ => None,
     });
     let changes = changes.unwrap();
+    assert_eq!(changes[0].path, s_cwd(&events).join("greet.txt"));
     assert_eq!(changes.len(), 2);
     assert_eq!(changes[0].kind, FileChangeKind::Update);
     assert!(
@@ -147,7 +151,7 @@ async fn a_review_reads_with_a_clean_context_cannot_write_and_its_findings_stay(
     );
     assert!(!events
         .iter()
-        .any(|e| matches!(e.msg, EventMsg::ApprovalRequested { .. })));
+        .any(|e| matches!(e.msg, EventMsg::ClientRequested { .. })));
     let reqs = model.requests();
     // The reviewer saw only the review request, not the conversation before it.
     let first_review = &reqs[1];
@@ -174,4 +178,15 @@ async fn a_review_reads_with_a_clean_context_cannot_write_and_its_findings_stay(
     assert_eq!(texts[0], "hello");
     assert!(texts.iter().any(|t| t == "lib.rs:1: main does nothing"));
     assert_eq!(texts.last().unwrap(), "fix it");
+}
+
+/// The cwd the thread was configured with.
+fn s_cwd(events: &[std::sync::Arc<rein_protocol::Event>]) -> std::path::PathBuf {
+    events
+        .iter()
+        .find_map(|e| match &e.msg {
+            EventMsg::TurnStarted { settings, .. } => Some(settings.cwd.clone()),
+            _ => None,
+        })
+        .unwrap()
 }

@@ -11,7 +11,7 @@ use rein_core::tools::policy::{
     Verdict,
 };
 use rein_core::tools::testing::{settings, RecordingHost, ScriptedAnswer};
-use rein_protocol::{ApprovalDecision, ApprovalPolicy, ApprovalRequest, SandboxPolicy, ThreadId};
+use rein_protocol::{ApprovalDecision, ApprovalPolicy, ClientRequest, SandboxPolicy, ThreadId};
 use tokio_util::sync::CancellationToken;
 
 use ApprovalPolicy::{Never, OnFailure, OnRequest, Untrusted};
@@ -217,11 +217,16 @@ async fn approve_for_session_is_remembered_per_thread_by_prefix() {
             .await,
         Err(Refusal::DeniedByUser)
     );
-    // Forgetting the thread forgets its approvals.
-    policy.forget_thread(thread);
+    // A thread's approvals go with its tool state.
+    host.forget_thread(thread);
+    let fresh = host.context(
+        thread,
+        settings(dir.path(), Untrusted, Ww),
+        CancellationToken::new(),
+    );
     assert_eq!(
         policy
-            .authorize(&ctx, cmd(&["cargo", "build"], false))
+            .authorize(&fresh, cmd(&["cargo", "build"], false))
             .await,
         Err(Refusal::DeniedByUser)
     );
@@ -242,7 +247,7 @@ async fn approved_patch_path_is_remembered_for_the_session() {
     policy.authorize(&ctx, patch("notes.txt")).await.unwrap();
     assert_eq!(host.approval_requests().len(), 1);
     match &host.approval_requests()[0] {
-        ApprovalRequest::Patch { files, reason } => {
+        ClientRequest::Patch { files, reason } => {
             assert_eq!(files, &[PathBuf::from("notes.txt")]);
             assert!(reason.contains("read-only"), "{reason}");
         }

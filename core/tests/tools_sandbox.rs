@@ -57,7 +57,7 @@ fn shell(sandbox: Sandbox) -> ShellTool {
         PolicyConfig::default(),
         sandbox.unavailable_reason().map(str::to_owned),
     ));
-    ShellTool::new(ShellConfig::default(), policy, sandbox, Default::default())
+    ShellTool::new(ShellConfig::default(), policy, sandbox)
 }
 
 async fn run(tool: &ShellTool, ws: &Path, policy: SandboxPolicy, script: &str) -> (bool, String) {
@@ -268,7 +268,7 @@ async fn a_sandboxed_command_tree_is_still_killed_on_timeout() {
 #[tokio::test]
 async fn on_failure_asks_to_rerun_outside_the_sandbox() {
     use rein_core::tools::testing::ScriptedAnswer;
-    use rein_protocol::{ApprovalDecision, ApprovalRequest};
+    use rein_protocol::{ApprovalDecision, ClientRequest};
 
     let w = world();
     let tool = shell(Sandbox::landlock().unwrap());
@@ -305,7 +305,7 @@ async fn on_failure_asks_to_rerun_outside_the_sandbox() {
     let requests = host.approval_requests();
     assert_eq!(requests.len(), 2);
     assert!(
-        matches!(&requests[0], ApprovalRequest::Command { reason, .. } if reason.contains("Permission denied"))
+        matches!(&requests[0], ClientRequest::Command { reason, .. } if reason.contains("Permission denied"))
     );
 }
 

@@ -10,7 +10,7 @@ use rein_core::tools::shell::ShellConfig;
 use rein_core::tools::shell_tool::ShellTool;
 use rein_core::tools::testing::{call, settings, RecordingHost, ScriptedAnswer};
 use rein_core::tools::Tool;
-use rein_protocol::{ApprovalDecision, ApprovalPolicy, ApprovalRequest, SandboxPolicy, ThreadId};
+use rein_protocol::{ApprovalDecision, ApprovalPolicy, ClientRequest, SandboxPolicy, ThreadId};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
@@ -20,7 +20,7 @@ fn tool(sandbox: Sandbox) -> ShellTool {
         PolicyConfig::default(),
         sandbox.unavailable_reason().map(str::to_owned),
     ));
-    ShellTool::new(ShellConfig::default(), policy, sandbox, Default::default())
+    ShellTool::new(ShellConfig::default(), policy, sandbox)
 }
 
 #[tokio::test]
@@ -47,7 +47,7 @@ async fn untrusted_asks_before_a_writing_command_and_a_denial_runs_nothing() {
     assert!(result.output.contains("denied"), "{}", result.output);
     assert!(!dir.path().join("made").exists());
     match &host.approval_requests()[..] {
-        [ApprovalRequest::Command { command, cwd, .. }] => {
+        [ClientRequest::Command { command, cwd, .. }] => {
             assert_eq!(command, &["touch", "made"]);
             assert_eq!(cwd, dir.path());
         }

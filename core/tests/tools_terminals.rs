@@ -150,9 +150,8 @@ async fn background_terminal_survives_cancel_takes_input_and_dies_on_clean() {
         seen.push_str(&s.read_until(&id, "got:hello").await);
     }
     assert!(seen.contains("got:hello"));
-    for tool in s.tools.iter() {
-        tool.clean_background(s.thread);
-    }
+    // What the loop does on clean-background-terminals.
+    s.host.thread_tools(s.thread).terminals.kill_all();
     assert_dies(pid);
     let (ok, body) = s
         .call(
@@ -178,19 +177,16 @@ async fn thread_shutdown_kills_background_terminals_of_that_thread_only() {
     let other = Session {
         thread: ThreadId::new(),
         tools: s.tools.clone(),
-        host: RecordingHost::new(),
+        host: s.host.clone(),
         dir: tempfile::tempdir().unwrap(),
         policy: SandboxPolicy::DangerFullAccess,
     };
     let (_, other_pid) = start(&other, CancellationToken::new()).await;
-    for tool in s.tools.iter() {
-        tool.on_thread_shutdown(s.thread);
-    }
+    // A thread's terminals live in its tool state, which ends with the thread.
+    s.host.forget_thread(s.thread);
     assert_dies(pid);
     assert!(alive(other_pid));
-    for tool in other.tools.iter() {
-        tool.on_thread_shutdown(other.thread);
-    }
+    other.host.forget_thread(other.thread);
     assert_dies(other_pid);
 }
 
@@ -295,7 +291,5 @@ async fn a_write_to_a_terminal_that_does_not_read_returns_on_cancel() {
         .await;
     assert!(ok, "{body}");
     assert_eq!(body["running"], true);
-    for tool in s.tools.iter() {
-        tool.clean_background(s.thread);
-    }
+    s.host.thread_tools(s.thread).terminals.kill_all();
 }

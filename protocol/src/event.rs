@@ -6,10 +6,12 @@ use std::path::PathBuf;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use crate::client_request::{ClientRequest, SessionGrant};
 use crate::ids::{ItemId, SessionId, ThreadId, TurnId};
 use crate::items::Item;
 use crate::settings::ThreadSettings;
 use crate::status::TokenUsage;
+use crate::tool_facts::{ToolAction, ToolOutcome};
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Event {
@@ -136,30 +138,46 @@ pub enum EventMsg {
         item_id: ItemId,
         delta: String,
     },
+    /// A tool call is about to run; `action` is what its tool says it will do (absent in
+    /// rollouts written before tools described their calls).
     ToolCallBegin {
         call_id: String,
         name: String,
         arguments: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        action: Option<ToolAction>,
     },
     /// Output a running tool produced so far (e.g. a command's stdout).
     ToolOutputDelta {
         call_id: String,
         delta: String,
     },
+    /// A tool call ended; `outcome` is what its tool reports it did (absent in rollouts
+    /// written before tools reported outcomes).
     ToolCallEnd {
         call_id: String,
         success: bool,
         duration_ms: u64,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        outcome: Option<ToolOutcome>,
     },
-    ApprovalRequested {
-        approval_id: String,
+    /// A running call asks the client something (an approval, a question) and waits.
+    #[serde(alias = "approval_requested")]
+    ClientRequested {
+        #[serde(alias = "approval_id")]
+        request_id: String,
         call_id: String,
-        request: ApprovalRequest,
+        request: ClientRequest,
     },
-    /// An approval request was answered or cancelled.
-    ApprovalResolved {
-        approval_id: String,
+    /// A client request was answered or cancelled. `grant` is what an approval "for the
+    /// session" let through from now on.
+    #[serde(alias = "approval_resolved")]
+    ClientRequestResolved {
+        #[serde(alias = "approval_id")]
+        request_id: String,
         outcome: ApprovalOutcome,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        grant: Option<SessionGrant>,
     },
     /// Usage of one response and the thread's running total.
     TokenCount {
@@ -173,7 +191,9 @@ pub enum EventMsg {
     PlanUpdated {
         plan: Vec<PlanStep>,
     },
-    /// A patch changed files: one entry per file, each with its unified diff.
+    /// A patch changed files: one entry per file, each with its unified diff. Written by
+    /// rein before tool calls reported outcomes (the `patched` outcome of `ToolCallEnd`
+    /// says it now); kept so that those rollouts still load.
     PatchApplied {
         call_id: String,
         changes: Vec<FileDiff>,
@@ -247,21 +267,6 @@ pub enum ItemKind {
     Reasoning,
 }
 
-/// What a tool asks permission to do.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(tag = "type", rename_all = "snake_case")]
-pub enum ApprovalRequest {
-    Command {
-        command: Vec<String>,
-        cwd: PathBuf,
-        reason: String,
-    },
-    Patch {
-        files: Vec<PathBuf>,
-        reason: String,
-    },
-}
-
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum ApprovalOutcome {
@@ -271,6 +276,8 @@ pub enum ApprovalOutcome {
     Aborted,
     /// The turn ended (interrupt, shutdown) before an answer came.
     Cancelled,
+    /// A question was answered.
+    Answered,
 }
 
 /// One file a patch changed.

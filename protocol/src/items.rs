@@ -5,6 +5,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::ids::ItemId;
+use crate::tool_facts::ToolFacts;
 
 /// One part of a user's input.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
@@ -70,12 +71,16 @@ pub enum Item {
         name: String,
         arguments: String,
     },
-    /// The result of a tool call, fed back to the model.
+    /// The result of a tool call, fed back to the model (`output`, `success`), with what
+    /// the kernel knows of the call (`facts`: absent in rollouts written before tools
+    /// reported outcomes). The model never sees `facts`.
     ToolOutput {
         id: ItemId,
         call_id: String,
         output: String,
         success: bool,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        facts: Option<Box<ToolFacts>>,
     },
     /// An instruction the harness adds to history (e.g. a stop hook's veto).
     DeveloperMessage { id: ItemId, text: String },

@@ -7,6 +7,7 @@
 #![cfg_attr(test, allow(clippy::unwrap_used))]
 
 pub mod app_server;
+pub mod client_request;
 pub mod event;
 pub mod exec_events;
 pub mod ids;
@@ -16,10 +17,12 @@ pub mod schema;
 pub mod script;
 pub mod settings;
 pub mod status;
+pub mod tool_facts;
 
+pub use client_request::{ClientRequest, ClientResponse, Question, QuestionOption, SessionGrant};
 pub use event::{
-    ApprovalOutcome, ApprovalRequest, CompactionTrigger, ErrorCode, Event, EventMsg,
-    FileChangeKind, FileDiff, ItemKind, PlanStep, PlanStepStatus, TaskKind, TurnAbortReason,
+    ApprovalOutcome, CompactionTrigger, ErrorCode, Event, EventMsg, FileChangeKind, FileDiff,
+    ItemKind, PlanStep, PlanStepStatus, TaskKind, TurnAbortReason,
 };
 pub use ids::{ItemId, SessionId, SubmissionId, ThreadId, TurnId};
 pub use items::{InputPart, Item, MessageRole, INTERRUPTION_MARKER};
@@ -31,3 +34,7 @@ pub use settings::{
     ApprovalPolicy, ReasoningEffort, SandboxPolicy, SettingsChange, ThreadSettings, TurnBudget,
 };
 pub use status::{AgentStatus, TokenUsage};
+pub use tool_facts::{
+    shell_join, CommandAction, Decliner, ExitStatus, InterruptCause, ToolAction, ToolFacts,
+    ToolOutcome,
+};

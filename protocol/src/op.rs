@@ -4,6 +4,7 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use crate::client_request::ClientResponse;
 use crate::ids::{SubmissionId, TurnId};
 use crate::items::InputPart;
 use crate::settings::SettingsChange;
@@ -50,11 +51,17 @@ pub enum Op {
     /// once, even while a turn runs). Refused when blank.
     SetName { name: String },
 
-    // --- approval answers ---
-    /// The answer to an `ApprovalRequested` event.
+    // --- answers to client requests ---
+    /// The answer to an approval (a `ClientRequested` event asking for one); the same as
+    /// `Respond` with a `decision`.
     ApprovalAnswer {
         approval_id: String,
         decision: ApprovalDecision,
+    },
+    /// The answer to any `ClientRequested` event.
+    Respond {
+        request_id: String,
+        response: ClientResponse,
     },
 
     // --- maintenance (run when no turn is active; queued behind a running one) ---

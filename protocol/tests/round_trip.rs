@@ -35,6 +35,12 @@ fn ops_round_trip() {
             approval_id: "a".into(),
             decision: ApprovalDecision::ApproveForSession,
         },
+        Op::Respond {
+            request_id: "q".into(),
+            response: ClientResponse::Answers {
+                answers: [("color".to_owned(), vec!["blue".to_owned()])].into(),
+            },
+        },
         Op::Rollback { turns: 2 },
     ] {
         round_trip(Submission {
@@ -66,4 +72,37 @@ fn outcomes_round_trip() {
         },
     }));
     round_trip(OpResult::Interrupt(InterruptOutcome::Idle));
+}
+
+#[test]
+fn approvals_written_before_client_requests_still_decode() {
+    let asked: EventMsg = serde_json::from_value(serde_json::json!({
+        "type": "approval_requested", "approval_id": "a1", "call_id": "c1",
+        "request": {"type": "command", "command": ["rm", "x"], "cwd": "/w", "reason": "why"}
+    }))
+    .unwrap();
+    assert_eq!(
+        asked,
+        EventMsg::ClientRequested {
+            request_id: "a1".into(),
+            call_id: "c1".into(),
+            request: ClientRequest::Command {
+                command: vec!["rm".into(), "x".into()],
+                cwd: "/w".into(),
+                reason: "why".into(),
+            },
+        }
+    );
+    let resolved: EventMsg = serde_json::from_value(serde_json::json!({
+        "type": "approval_resolved", "approval_id": "a1", "outcome": "approved_for_session"
+    }))
+    .unwrap();
+    assert_eq!(
+        resolved,
+        EventMsg::ClientRequestResolved {
+            request_id: "a1".into(),
+            outcome: ApprovalOutcome::ApprovedForSession,
+            grant: None,
+        }
+    );
 }

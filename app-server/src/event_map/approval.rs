@@ -1,25 +1,27 @@
-//! An approval request as Codex clients receive it: a server → client request whose
-//! method says what is asked (a command or a file change).
+//! A client request as Codex clients receive it: a server → client request whose method
+//! says what is asked (a command or a file change to approve, questions for the user).
 
 use rein_protocol::app_server::{
     CommandExecutionRequestApprovalParams, FileChangeRequestApprovalParams,
 };
-use rein_protocol::{ApprovalRequest, TurnId};
+use rein_protocol::{shell_join, ClientRequest, TurnId};
 use serde_json::Value;
 
 use super::Outgoing;
-use crate::tool_items::join_command;
+
+/// The method of Codex's questions for the user.
+pub const QUESTION_METHOD: &str = "item/tool/requestUserInput";
 
 pub(super) fn ask(
     thread_id: &str,
     approval_id: &str,
     call_id: &str,
     turn_id: TurnId,
-    request: &ApprovalRequest,
+    request: &ClientRequest,
     at: i64,
 ) -> Outgoing {
     let (method, params) = match request {
-        ApprovalRequest::Command {
+        ClientRequest::Command {
             command,
             cwd,
             reason,
@@ -31,11 +33,29 @@ pub(super) fn ask(
                 item_id: call_id.to_owned(),
                 started_at_ms: at,
                 reason: Some(reason.clone()),
-                command: Some(join_command(command)),
+                command: Some(shell_join(command)),
                 cwd: Some(cwd.display().to_string()),
             }),
         ),
-        ApprovalRequest::Patch { reason, .. } => (
+        ClientRequest::Question { questions } => (
+            QUESTION_METHOD,
+            Ok(serde_json::json!({
+                "threadId": thread_id,
+                "turnId": turn_id.to_string(),
+                "itemId": call_id,
+                "isBlocking": true,
+                "questions": questions.iter().map(|q| serde_json::json!({
+                    "id": q.id,
+                    "header": q.header,
+                    "question": q.question,
+                    "isSecret": q.secret,
+                    "options": (!q.options.is_empty()).then(|| q.options.iter().map(|o| {
+                        serde_json::json!({"label": o.label, "description": o.description})
+                    }).collect::<Vec<_>>()),
+                })).collect::<Vec<_>>(),
+            })),
+        ),
+        ClientRequest::Patch { reason, .. } => (
             "item/fileChange/requestApproval",
             serde_json::to_value(FileChangeRequestApprovalParams {
                 thread_id: thread_id.to_owned(),

@@ -1,15 +1,15 @@
-//! Items as Codex shows them: started, then completed, with tool calls paired with their
-//! outputs (the command's streamed output, its status and duration) and review requests
-//! shown as review-mode items.
+//! Items as Codex shows them: started, then completed; a tool call's item is completed
+//! from the facts its end reports (or, for a call cut short, its output carries), and
+//! review requests are shown as review-mode items.
 
 use rein_protocol::app_server::{
-    ExecutionStatus, ItemCompletedNotification, ItemStartedNotification, ServerNotification,
-    ThreadItem,
+    ItemCompletedNotification, ItemStartedNotification, ServerNotification, ThreadItem,
 };
 use rein_protocol::{Event, Item, TurnId};
 
 use super::{event_ms, review, EventMapper, Outgoing};
 use crate::convert::item_to_wire;
+use crate::tool_items::{tool_item, Ended};
 
 impl EventMapper {
     pub(super) fn item_started(
@@ -28,61 +28,47 @@ impl EventMapper {
         )))
     }
 
+    /// A tool call ended: its item, completed from the facts of its end.
+    pub(super) fn tool_completed(
+        &mut self,
+        out: &mut Vec<Outgoing>,
+        event: &Event,
+        call_id: &str,
+        ended: Ended<'_>,
+    ) {
+        let Some(track) = self.tools.remove(call_id) else {
+            return;
+        };
+        let Some(item) = tool_item(call_id, &track.tool, &track.action, Some(ended)) else {
+            return;
+        };
+        out.push(Outgoing::Notify(ServerNotification::ItemCompleted(
+            ItemCompletedNotification {
+                thread_id: self.thread_id.clone(),
+                turn_id: track.turn_id.to_string(),
+                item,
+                completed_at_ms: event_ms(event),
+            },
+        )));
+    }
+
     pub(super) fn item_completed(&mut self, out: &mut Vec<Outgoing>, event: &Event, item: &Item) {
         let Some(turn_id) = event.turn_id else {
             return;
         };
         let at = event_ms(event);
         let wire = match item {
+            // A call whose end was not reported (cut short) completes with its output's facts.
             Item::ToolOutput {
                 call_id,
-                output,
-                success,
+                facts: Some(facts),
                 ..
             } => {
-                let Some(track) = self.tools.remove(call_id) else {
-                    return;
+                let ended = Ended {
+                    outcome: &facts.outcome,
+                    duration_ms: facts.duration_ms,
                 };
-                let status = if track.declined {
-                    ExecutionStatus::Declined
-                } else if *success {
-                    ExecutionStatus::Completed
-                } else {
-                    ExecutionStatus::Failed
-                };
-                let aggregated = if track.output.is_empty() {
-                    output.clone()
-                } else {
-                    track.output
-                };
-                let duration = track
-                    .duration_ms
-                    .unwrap_or_else(|| (at - track.started_at_ms).max(0));
-                match track.started_item {
-                    ThreadItem::CommandExecution {
-                        id,
-                        command,
-                        cwd,
-                        command_actions,
-                        ..
-                    } => ThreadItem::CommandExecution {
-                        id,
-                        command,
-                        cwd,
-                        process_id: None,
-                        status,
-                        command_actions,
-                        aggregated_output: Some(aggregated),
-                        exit_code: None,
-                        duration_ms: Some(duration),
-                    },
-                    ThreadItem::FileChange { id, changes, .. } => ThreadItem::FileChange {
-                        id,
-                        changes,
-                        status,
-                    },
-                    other => other,
-                }
+                return self.tool_completed(out, event, call_id, ended);
             }
             _ => {
                 let in_review = self.turn.as_ref().is_some_and(|t| t.review);

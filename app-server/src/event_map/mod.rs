@@ -2,8 +2,9 @@
 //! added to the kernel does not compile here until someone decides what clients see of it.
 //!
 //! The mapper is pure (events in, [`Outgoing`] messages out) and keeps just enough state to
-//! fill what Codex sends: the running turn and its last answer, open tool items and their
-//! output so far, and how many approvals wait.
+//! fill what Codex sends: the running turn and its last answer, the open tool calls (what
+//! their tools said they do), and how many approvals wait. Tool items are built from the
+//! kernel's facts by [`crate::tool_items`], the builder `thread/read` uses too.
 
 use std::collections::HashMap;
 
@@ -14,17 +15,18 @@ use rein_protocol::app_server::{
     ThreadTokenUsageUpdatedNotification, TurnDiffUpdatedNotification, TurnError, TurnItemsView,
     TurnNotification, TurnPlanStep, TurnPlanUpdatedNotification, TurnStatus, WarningNotification,
 };
-use rein_protocol::{ApprovalOutcome, Event, EventMsg, ItemKind, PlanStepStatus, TaskKind, TurnId};
+use rein_protocol::{Event, EventMsg, ItemKind, PlanStepStatus, TaskKind, ToolAction, TurnId};
 use serde_json::Value;
 
-use crate::convert::{file_change_to_wire, usage_to_wire};
+use crate::convert::usage_to_wire;
 use crate::outbound::now_ms;
 
 mod approval;
 mod items;
 pub(crate) mod review;
 mod shapes;
-use crate::tool_items::tool_item;
+use crate::tool_items::{tool_item, Ended};
+pub(crate) use approval::QUESTION_METHOD;
 pub(crate) use shapes::turn_error as turn_error_of;
 use shapes::{active, plain_error, turn_error, turn_object, TurnTrack};
 
@@ -46,19 +48,17 @@ pub enum Outgoing {
     Closed,
 }
 
-/// A tool call shown to clients as a command or a file change.
+/// A tool call shown to clients, until it ends.
 struct ToolTrack {
     turn_id: TurnId,
-    started_item: ThreadItem,
-    started_at_ms: i64,
-    output: String,
-    duration_ms: Option<i64>,
-    declined: bool,
+    tool: String,
+    action: ToolAction,
+    /// Its output streams as a file change's (else as a command's).
+    file_change: bool,
 }
 
 pub struct EventMapper {
     thread_id: String,
-    cwd: String,
     context_window: Option<i64>,
     turn: Option<TurnTrack>,
     tools: HashMap<String, ToolTrack>,
@@ -74,10 +74,9 @@ pub struct EventMapper {
 }
 
 impl EventMapper {
-    pub fn new(thread_id: String, cwd: String, context_window: Option<i64>) -> Self {
+    pub fn new(thread_id: String, context_window: Option<i64>) -> Self {
         Self {
             thread_id,
-            cwd,
             context_window,
             turn: None,
             tools: HashMap::new(),
@@ -112,10 +111,7 @@ impl EventMapper {
         }
         match &event.msg {
             // Announced by the thread/start answer and `thread/started`.
-            EventMsg::ThreadConfigured { settings, .. }
-            | EventMsg::SettingsChanged { settings } => {
-                self.cwd = settings.cwd.display().to_string();
-            }
+            EventMsg::ThreadConfigured { .. } | EventMsg::SettingsChanged { .. } => {}
             EventMsg::ThreadNamed { name } => {
                 out.push(Outgoing::Notify(ServerNotification::ThreadNameUpdated(
                     ThreadNameUpdatedNotification {
@@ -202,56 +198,58 @@ impl EventMapper {
             EventMsg::ToolCallBegin {
                 call_id,
                 name,
-                arguments,
+                action: Some(action),
+                ..
             } => {
                 if let (Some(turn_id), Some(item)) =
-                    (turn_id, tool_item(call_id, name, arguments, &self.cwd))
+                    (turn_id, tool_item(call_id, name, action, None))
                 {
-                    let at = event_ms(event);
                     self.tools.insert(
                         call_id.clone(),
                         ToolTrack {
                             turn_id,
-                            started_item: item.clone(),
-                            started_at_ms: at,
-                            output: String::new(),
-                            duration_ms: None,
-                            declined: false,
+                            tool: name.clone(),
+                            action: action.clone(),
+                            file_change: matches!(item, ThreadItem::FileChange { .. }),
                         },
                     );
-                    if let Some(n) = self.item_started(Some(turn_id), item, at) {
-                        out.push(n);
-                    }
+                    out.extend(self.item_started(Some(turn_id), item, event_ms(event)));
                 }
             }
+            // Written before tools described their calls; never sent live.
+            EventMsg::ToolCallBegin { action: None, .. } => {}
             EventMsg::ToolOutputDelta { call_id, delta } => {
-                if let Some(track) = self.tools.get_mut(call_id) {
-                    track.output.push_str(delta);
+                if let Some(track) = self.tools.get(call_id) {
                     let params = DeltaNotification {
                         thread_id: self.thread_id.clone(),
                         turn_id: track.turn_id.to_string(),
                         item_id: call_id.clone(),
                         delta: delta.clone(),
                     };
-                    out.push(Outgoing::Notify(match track.started_item {
-                        ThreadItem::FileChange { .. } => {
-                            ServerNotification::FileChangeOutputDelta(params)
-                        }
-                        _ => ServerNotification::CommandExecutionOutputDelta(params),
+                    out.push(Outgoing::Notify(if track.file_change {
+                        ServerNotification::FileChangeOutputDelta(params)
+                    } else {
+                        ServerNotification::CommandExecutionOutputDelta(params)
                     }));
                 }
             }
             EventMsg::ToolCallEnd {
                 call_id,
                 duration_ms,
+                outcome: Some(outcome),
                 ..
-            } => {
-                if let Some(track) = self.tools.get_mut(call_id) {
-                    track.duration_ms = i64::try_from(*duration_ms).ok();
-                }
-            }
-            EventMsg::ApprovalRequested {
-                approval_id,
+            } => self.tool_completed(
+                &mut out,
+                event,
+                call_id,
+                Ended {
+                    outcome,
+                    duration_ms: *duration_ms,
+                },
+            ),
+            EventMsg::ToolCallEnd { outcome: None, .. } => {}
+            EventMsg::ClientRequested {
+                request_id: approval_id,
                 call_id,
                 request,
             } => {
@@ -268,16 +266,11 @@ impl EventMapper {
                     ));
                 }
             }
-            EventMsg::ApprovalResolved {
-                approval_id,
-                outcome,
+            EventMsg::ClientRequestResolved {
+                request_id: approval_id,
+                ..
             } => {
-                if let Some(call_id) = self.approvals.remove(approval_id) {
-                    if matches!(outcome, ApprovalOutcome::Denied | ApprovalOutcome::Aborted) {
-                        if let Some(track) = self.tools.get_mut(&call_id) {
-                            track.declined = true;
-                        }
-                    }
+                if self.approvals.remove(approval_id).is_some() {
                     out.push(Outgoing::Withdrawn {
                         approval_id: approval_id.clone(),
                     });
@@ -340,14 +333,8 @@ impl EventMapper {
                 let text = format!("{message} (retry {attempt}/{max_attempts})");
                 out.push(self.error_or_warning(turn_id, plain_error(text), true));
             }
-            // The patch's real diffs replace what was read from its arguments.
-            EventMsg::PatchApplied { call_id, changes } => {
-                if let Some(ThreadItem::FileChange { changes: shown, .. }) =
-                    self.tools.get_mut(call_id).map(|t| &mut t.started_item)
-                {
-                    *shown = changes.iter().map(file_change_to_wire).collect();
-                }
-            }
+            // Written by rein before patches were outcomes; the outcome carries the diffs.
+            EventMsg::PatchApplied { .. } => {}
             EventMsg::TurnDiff { unified_diff } => {
                 if let Some(turn_id) = turn_id {
                     out.push(Outgoing::Notify(ServerNotification::TurnDiffUpdated(

@@ -1,7 +1,7 @@
 //! The mapper alone: what clients are sent for short event sequences.
 
 use super::*;
-use rein_protocol::{ApprovalRequest, Item, ThreadId, TurnAbortReason};
+use rein_protocol::{ApprovalOutcome, ClientRequest, Item, ThreadId, TurnAbortReason};
 
 fn event(turn_id: Option<TurnId>, msg: EventMsg) -> Event {
     Event {
@@ -26,7 +26,7 @@ fn methods(out: &[Outgoing]) -> Vec<&str> {
 
 #[test]
 fn an_interrupted_approval_is_withdrawn_before_the_turn_ends() {
-    let mut m = EventMapper::new("t".into(), "/".into(), None);
+    let mut m = EventMapper::new("t".into(), None);
     let turn = TurnId::new();
     m.map(&event(
         Some(turn),
@@ -47,10 +47,10 @@ fn an_interrupted_approval_is_withdrawn_before_the_turn_ends() {
     ));
     let ask = m.map(&event(
         Some(turn),
-        EventMsg::ApprovalRequested {
-            approval_id: "a1".into(),
+        EventMsg::ClientRequested {
+            request_id: "a1".into(),
             call_id: "c1".into(),
-            request: ApprovalRequest::Command {
+            request: ClientRequest::Command {
                 command: vec!["rm".into(), "x".into()],
                 cwd: "/".into(),
                 reason: "why".into(),
@@ -66,9 +66,10 @@ fn an_interrupted_approval_is_withdrawn_before_the_turn_ends() {
     );
     let resolved = m.map(&event(
         Some(turn),
-        EventMsg::ApprovalResolved {
-            approval_id: "a1".into(),
+        EventMsg::ClientRequestResolved {
+            request_id: "a1".into(),
             outcome: ApprovalOutcome::Cancelled,
+            grant: None,
         },
     ));
     assert_eq!(
@@ -90,7 +91,7 @@ fn an_interrupted_approval_is_withdrawn_before_the_turn_ends() {
 
 #[test]
 fn token_usage_waits_for_the_items_of_its_reply() {
-    let mut m = EventMapper::new("t".into(), "/".into(), Some(100));
+    let mut m = EventMapper::new("t".into(), Some(100));
     let turn = TurnId::new();
     let usage = m.map(&event(
         Some(turn),

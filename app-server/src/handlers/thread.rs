@@ -152,11 +152,7 @@ pub fn register(
         .and_then(|m| m.context_window)
         .and_then(|w| i64::try_from(w).ok());
     let pump = Pump {
-        mapper: EventMapper::new(
-            thread.id.clone(),
-            settings.cwd.display().to_string(),
-            context_window,
-        ),
+        mapper: EventMapper::new(thread.id.clone(), context_window),
         thread: entry,
         events: new.events,
         cmds: rx,

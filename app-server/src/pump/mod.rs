@@ -18,15 +18,15 @@ use rein_protocol::app_server::{
     TurnStatus, TurnSteerResponse,
 };
 use rein_protocol::{
-    ApprovalDecision, Event, EventMsg, InputMode, InputOutcome, Op, OpResult, RejectReason,
-    SettingsChange, SubmissionId, TurnId,
+    ApprovalDecision, ClientResponse, Event, EventMsg, InputMode, InputOutcome, Op, OpResult,
+    RejectReason, SettingsChange, SubmissionId, TurnId,
 };
 use serde_json::Value;
 use tokio::sync::mpsc;
 use tokio::time::{sleep_until, Instant};
 
 use crate::error::RpcError;
-use crate::event_map::{EventMapper, Outgoing};
+use crate::event_map::{EventMapper, Outgoing, QUESTION_METHOD};
 use crate::loaded::{LoadedThread, LoadedThreads};
 use crate::outbound::{now_secs, Outbound};
 use crate::subscribers::Subscriber;
@@ -191,7 +191,7 @@ impl Pump {
     ) {
         let subscribers = self.thread.subscribers.current();
         if subscribers.is_empty() {
-            self.decide(approval_id, ApprovalDecision::Deny).await;
+            self.respond(approval_id, unanswered(method)).await;
             return;
         }
         let mut question = Question {
@@ -227,13 +227,13 @@ impl Pump {
         (out, request_id)
     }
 
-    async fn decide(&self, approval_id: String, decision: ApprovalDecision) {
-        let op = Op::ApprovalAnswer {
-            approval_id,
-            decision,
+    async fn respond(&self, request_id: String, response: ClientResponse) {
+        let op = Op::Respond {
+            request_id,
+            response,
         };
         if let Err(e) = self.thread.handle.submit(op).await {
-            tracing::debug!("approval answer: {e}");
+            tracing::debug!("client response: {e}");
         }
     }
 
@@ -324,9 +324,12 @@ impl Pump {
                 });
                 // Already answered by another subscriber, or withdrawn.
                 let Some(approval_id) = question else { return };
-                let askees = asked.remove(&approval_id).map(|q| q.askees);
-                self.decide(approval_id, decision_of(&outcome)).await;
-                for (subscriber, request_id) in askees.unwrap_or_default() {
+                let Some(question) = asked.remove(&approval_id) else {
+                    return;
+                };
+                self.respond(approval_id, response_of(question.method, &outcome))
+                    .await;
+                for (subscriber, request_id) in question.askees {
                     subscriber.pending.take(&request_id);
                     self.resolved(&subscriber, request_id).await;
                 }
@@ -395,8 +398,9 @@ impl Pump {
                     }
                 }
                 for approval_id in unanswerable {
-                    asked.remove(&approval_id);
-                    self.decide(approval_id, ApprovalDecision::Deny).await;
+                    if let Some(question) = asked.remove(&approval_id) {
+                        self.respond(approval_id, unanswered(question.method)).await;
+                    }
                 }
             }
             // Compaction and review wait behind a running turn; the pump must not wait with
@@ -485,6 +489,49 @@ fn pending_turn(turn_id: TurnId) -> Turn {
         started_at: None,
         completed_at: None,
         duration_ms: None,
+    }
+}
+
+/// The kernel's answer for a client's answer to `method`.
+fn response_of(method: &str, outcome: &Result<Value, Value>) -> ClientResponse {
+    if method == QUESTION_METHOD {
+        let answers = match outcome {
+            Ok(result) => result["answers"]
+                .as_object()
+                .map(|answers| {
+                    answers
+                        .iter()
+                        .map(|(id, a)| {
+                            let texts = a["answers"]
+                                .as_array()
+                                .map(|v| v.iter().filter_map(|t| t.as_str().map(str::to_owned)))
+                                .into_iter()
+                                .flatten()
+                                .collect();
+                            (id.clone(), texts)
+                        })
+                        .collect()
+                })
+                .unwrap_or_default(),
+            Err(_) => Default::default(),
+        };
+        return ClientResponse::Answers { answers };
+    }
+    ClientResponse::Decision {
+        decision: decision_of(outcome),
+    }
+}
+
+/// What a request nobody can answer gets: no approval, no answers.
+fn unanswered(method: &str) -> ClientResponse {
+    if method == QUESTION_METHOD {
+        ClientResponse::Answers {
+            answers: Default::default(),
+        }
+    } else {
+        ClientResponse::Decision {
+            decision: ApprovalDecision::Deny,
+        }
     }
 }
 

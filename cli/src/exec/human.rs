@@ -6,7 +6,10 @@ use std::collections::HashMap;
 use std::io::Write;
 use std::time::Instant;
 
-use rein_protocol::{Event, EventMsg, FileChangeKind, PlanStepStatus, ThreadId, TokenUsage};
+use rein_protocol::{
+    Event, EventMsg, FileChangeKind, FileDiff, PlanStepStatus, ThreadId, TokenUsage, ToolAction,
+    ToolOutcome,
+};
 
 use super::jsonl::abort_text;
 
@@ -156,8 +159,12 @@ impl<W: Write> HumanProgress<W> {
                 call_id,
                 name,
                 arguments,
+                action,
             } => {
-                let summary = call_summary(name, arguments);
+                let summary = match action {
+                    Some(action) => call_summary(name, action),
+                    None => clipped(&format!("{name} {arguments}")),
+                };
                 self.line(&format!("{} {summary}", self.style.bold("▶")))?;
                 self.calls
                     .insert(call_id.clone(), (summary, Instant::now()));
@@ -166,6 +173,7 @@ impl<W: Write> HumanProgress<W> {
                 call_id,
                 success,
                 duration_ms,
+                outcome,
             } => {
                 let summary = self
                     .calls
@@ -173,8 +181,18 @@ impl<W: Write> HumanProgress<W> {
                     .map(|(summary, _)| summary)
                     .unwrap_or_default();
                 let mark = if *success { "✓" } else { "✗" };
-                let text = format!("{mark} {summary} ({})", elapsed(*duration_ms));
+                let why = match outcome {
+                    Some(ToolOutcome::Declined { reason, .. }) => format!(" — declined: {reason}"),
+                    Some(ToolOutcome::Exited { exit, .. }) if !exit.success() => {
+                        format!(" — exit {}", exit.code())
+                    }
+                    _ => String::new(),
+                };
+                let text = format!("{mark} {summary} ({}){why}", elapsed(*duration_ms));
                 self.line(&self.style.dim(&text))?;
+                if let Some(ToolOutcome::Patched { changes }) = outcome {
+                    self.files(changes)?;
+                }
             }
             EventMsg::StreamRetry {
                 attempt,
@@ -204,8 +222,8 @@ impl<W: Write> HumanProgress<W> {
             EventMsg::TurnAborted { reason } => {
                 self.line(&format!("turn aborted: {}", abort_text(*reason)))?;
             }
-            EventMsg::ApprovalRequested { request, .. } => self.line(&format!(
-                "approval needed but rein exec cannot ask; denied: {request:?}"
+            EventMsg::ClientRequested { request, .. } => self.line(&format!(
+                "the agent asked but rein exec cannot answer; refused: {request:?}"
             ))?,
             EventMsg::TurnCompleted { .. } => {
                 let u = self.usage;
@@ -233,17 +251,8 @@ impl<W: Write> HumanProgress<W> {
                     self.line(&format!("  {mark} {}", step.step))?;
                 }
             }
-            EventMsg::PatchApplied { changes, .. } => {
-                for change in changes {
-                    let mark = match change.kind {
-                        FileChangeKind::Add => "A",
-                        FileChangeKind::Delete => "D",
-                        FileChangeKind::Update => "M",
-                    };
-                    let path = change.move_to.as_ref().unwrap_or(&change.path);
-                    self.line(&format!("  {mark} {}", path.display()))?;
-                }
-            }
+            // Written by rein before patches were outcomes; never sent live.
+            EventMsg::PatchApplied { .. } => {}
             EventMsg::SettingsChanged { .. }
             | EventMsg::ThreadNamed { .. }
             | EventMsg::TurnDiff { .. }
@@ -251,32 +260,65 @@ impl<W: Write> HumanProgress<W> {
             | EventMsg::ItemStarted { .. }
             | EventMsg::ItemCompleted { .. }
             | EventMsg::ToolOutputDelta { .. }
-            | EventMsg::ApprovalResolved { .. }
+            | EventMsg::ClientRequestResolved { .. }
             | EventMsg::RolledBack { .. }
             | EventMsg::ShutdownComplete => {}
         }
         self.err.flush()
     }
+
+    /// The files a patch changed, one line each.
+    fn files(&mut self, changes: &[FileDiff]) -> std::io::Result<()> {
+        for change in changes {
+            let mark = match change.kind {
+                FileChangeKind::Add => "A",
+                FileChangeKind::Delete => "D",
+                FileChangeKind::Update => "M",
+            };
+            let path = change.move_to.as_ref().unwrap_or(&change.path);
+            self.line(&format!("  {mark} {}", path.display()))?;
+        }
+        Ok(())
+    }
 }
 
-fn call_summary(name: &str, arguments: &str) -> String {
-    let args: serde_json::Value = serde_json::from_str(arguments).unwrap_or_default();
-    match (name, &args["command"]) {
-        ("shell", serde_json::Value::String(s)) => format!("$ {s}"),
-        ("shell", serde_json::Value::Array(argv)) => format!(
-            "$ {}",
-            argv.iter()
-                .filter_map(|a| a.as_str())
+/// One line for a call, from what its tool said it does.
+fn call_summary(tool: &str, action: &ToolAction) -> String {
+    let text = match action {
+        ToolAction::Exec { command, .. } => format!("$ {command}"),
+        ToolAction::Stdin {
+            terminal_id, chars, ..
+        } if chars.is_empty() => format!("read terminal {terminal_id}"),
+        ToolAction::Stdin {
+            terminal_id, chars, ..
+        } => format!("{terminal_id} ⟵ {}", chars.escape_debug()),
+        ToolAction::Read { path } => format!("read {}", path.display()),
+        ToolAction::List { path } => format!("list {}", path.display()),
+        ToolAction::Search { query, path } => format!("search {query:?} in {}", path.display()),
+        ToolAction::Edit { changes } => format!(
+            "edit {}",
+            changes
+                .iter()
+                .map(|c| c.path.display().to_string())
                 .collect::<Vec<_>>()
-                .join(" ")
+                .join(", ")
         ),
-        _ => {
-            let mut text = format!("{name} {arguments}");
-            if text.chars().count() > 120 {
-                text = text.chars().take(117).collect::<String>() + "...";
-            }
-            text
-        }
+        ToolAction::Plan { .. } => "update the plan".to_owned(),
+        ToolAction::Mcp {
+            server,
+            tool,
+            arguments,
+        } => format!("{server}.{tool} {arguments}"),
+        ToolAction::Other { arguments, .. } => format!("{tool} {arguments}"),
+    };
+    clipped(&text)
+}
+
+fn clipped(text: &str) -> String {
+    if text.chars().count() > 120 {
+        text.chars().take(117).collect::<String>() + "..."
+    } else {
+        text.to_owned()
     }
 }
 
@@ -310,6 +352,13 @@ mod tests {
             call_id: "c".into(),
             name: "shell".into(),
             arguments: r#"{"command":"make"}"#.into(),
+            action: Some(rein_protocol::ToolAction::Exec {
+                argv: vec!["sh".into(), "-c".into(), "make".into()],
+                command: "make".into(),
+                cwd: "/w".into(),
+                background: false,
+                commands: vec![],
+            }),
         })
     }
 
@@ -329,6 +378,7 @@ mod tests {
             call_id: "c".into(),
             success: true,
             duration_ms: 1500,
+            outcome: None,
         }))
         .unwrap();
         let text = String::from_utf8(out).unwrap();

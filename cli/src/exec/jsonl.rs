@@ -1,9 +1,11 @@
 //! Mapping rein's events onto the `codex exec --json` wire. One match over every
 //! [`EventMsg`] variant, so a new kernel event fails to compile until it is mapped.
 //!
-//! Tool calls become typed items by tool name: `shell` a `command_execution`, `apply_patch`
-//! a `file_change`, `update_plan` the `todo_list`; any other tool an `mcp_tool_call` of
-//! server `rein`.
+//! Tool calls become items from the kernel's facts (what the call's tool said it does, how
+//! it ended), never from the tool's name or output: commands, terminal input and the file
+//! tools are `command_execution`s, an edit a `file_change`, an MCP call an
+//! `mcp_tool_call`; the plan is the `todo_list` (from `PlanUpdated`). Other tools have no
+//! item on this wire.
 
 use std::collections::HashMap;
 
@@ -13,6 +15,7 @@ use rein_protocol::exec_events::{
 };
 use rein_protocol::{
     Event, EventMsg, FileChangeKind, FileDiff, Item, PlanStep, PlanStepStatus, TokenUsage,
+    ToolAction, ToolOutcome,
 };
 
 /// A tool call whose item is open, by call id.
@@ -88,8 +91,14 @@ impl JsonlMapper {
             EventMsg::ToolCallBegin {
                 call_id,
                 name,
-                arguments,
-            } => self.call_began(call_id, name, arguments),
+                action: Some(action),
+                ..
+            } => self.call_began(call_id, name, action),
+            EventMsg::ToolCallEnd {
+                call_id,
+                outcome: Some(outcome),
+                ..
+            } => self.call_finished(call_id, outcome),
             EventMsg::ToolOutputDelta { call_id, delta } => {
                 if let Some(OpenCall {
                     details:
@@ -127,7 +136,7 @@ impl JsonlMapper {
                     }
                 }
             }
-            EventMsg::PatchApplied { call_id, changes } => self.patch_applied(call_id, changes),
+
             EventMsg::TokenCount { last, .. } => {
                 self.usage.add(last);
                 Vec::new()
@@ -157,9 +166,11 @@ impl JsonlMapper {
             | EventMsg::ItemStarted { .. }
             | EventMsg::AgentMessageDelta { .. }
             | EventMsg::ReasoningDelta { .. }
-            | EventMsg::ToolCallEnd { .. }
-            | EventMsg::ApprovalRequested { .. }
-            | EventMsg::ApprovalResolved { .. }
+            | EventMsg::ToolCallBegin { action: None, .. }
+            | EventMsg::ToolCallEnd { outcome: None, .. }
+            | EventMsg::PatchApplied { .. }
+            | EventMsg::ClientRequested { .. }
+            | EventMsg::ClientRequestResolved { .. }
             | EventMsg::RolledBack { .. }
             | EventMsg::CompactionStarted { .. }
             | EventMsg::Compacted { .. }
@@ -177,39 +188,45 @@ impl JsonlMapper {
             Item::Reasoning { text, .. } if !text.is_empty() => {
                 vec![self.completed(ExecItemDetails::Reasoning { text: text.clone() })]
             }
+            // A call cut short ends with its output's facts.
             Item::ToolOutput {
                 call_id,
-                output,
-                success,
+                facts: Some(facts),
                 ..
-            } => self.call_finished(call_id, output, *success),
+            } => self.call_finished(call_id, &facts.outcome),
             _ => Vec::new(),
         }
     }
 
-    fn call_began(&mut self, call_id: &str, name: &str, arguments: &str) -> Vec<ExecEvent> {
-        let args: serde_json::Value =
-            serde_json::from_str(arguments).unwrap_or(serde_json::Value::Null);
-        let details = match name {
-            "shell" => ExecItemDetails::CommandExecution {
-                command: command_text(&args["command"]),
-                aggregated_output: String::new(),
-                exit_code: None,
-                status: CommandStatus::InProgress,
-            },
-            "apply_patch" => ExecItemDetails::FileChange {
-                changes: patch_changes(args["input"].as_str().unwrap_or_default()),
+    fn call_began(&mut self, call_id: &str, tool: &str, action: &ToolAction) -> Vec<ExecEvent> {
+        let details = match action {
+            ToolAction::Edit { changes } => ExecItemDetails::FileChange {
+                changes: file_changes(changes),
                 status: PatchStatus::InProgress,
             },
-            // The plan reaches clients through `PlanUpdated`.
-            "update_plan" => return Vec::new(),
-            _ => ExecItemDetails::McpToolCall {
-                server: "rein".into(),
-                tool: name.into(),
-                arguments: args,
+            ToolAction::Mcp {
+                server,
+                tool,
+                arguments,
+            } => ExecItemDetails::McpToolCall {
+                server: server.clone(),
+                tool: tool.clone(),
+                arguments: arguments.clone(),
                 result: None,
                 error: None,
                 status: McpToolStatus::InProgress,
+            },
+            // The plan reaches clients through `PlanUpdated`.
+            ToolAction::Plan { .. } | ToolAction::Other { .. } => return Vec::new(),
+            ToolAction::Exec { .. }
+            | ToolAction::Stdin { .. }
+            | ToolAction::Read { .. }
+            | ToolAction::List { .. }
+            | ToolAction::Search { .. } => ExecItemDetails::CommandExecution {
+                command: action.command_line(tool).unwrap_or_default(),
+                aggregated_output: String::new(),
+                exit_code: None,
+                status: CommandStatus::InProgress,
             },
         };
         let item_id = self.item_id();
@@ -229,40 +246,12 @@ impl JsonlMapper {
         started
     }
 
-    /// The files a patch really changed. An `apply_patch` call's item takes them; a patch
-    /// applied through another tool (the shell) is reported as a file change of its own.
-    fn patch_applied(&mut self, call_id: &str, diffs: &[FileDiff]) -> Vec<ExecEvent> {
-        let applied: Vec<FileUpdateChange> = diffs
-            .iter()
-            .map(|d| FileUpdateChange {
-                path: d.move_to.as_ref().unwrap_or(&d.path).display().to_string(),
-                kind: match d.kind {
-                    FileChangeKind::Add => PatchChangeKind::Add,
-                    FileChangeKind::Delete => PatchChangeKind::Delete,
-                    FileChangeKind::Update => PatchChangeKind::Update,
-                },
-            })
-            .collect();
-        if let Some(OpenCall {
-            details: ExecItemDetails::FileChange { changes, .. },
-            ..
-        }) = self.calls.get_mut(call_id)
-        {
-            *changes = applied;
-            return Vec::new();
-        }
-        vec![self.completed(ExecItemDetails::FileChange {
-            changes: applied,
-            status: PatchStatus::Completed,
-        })]
-    }
-
-    fn call_finished(&mut self, call_id: &str, output: &str, success: bool) -> Vec<ExecEvent> {
+    fn call_finished(&mut self, call_id: &str, outcome: &ToolOutcome) -> Vec<ExecEvent> {
         let Some(mut call) = self.calls.remove(call_id) else {
             return Vec::new();
         };
         self.call_order.retain(|c| c != call_id);
-        finish(&mut call.details, output, success);
+        finish(&mut call.details, outcome);
         vec![ExecEvent::ItemCompleted {
             item: ExecItem {
                 id: call.item_id,
@@ -276,11 +265,8 @@ impl JsonlMapper {
         let mut out = Vec::new();
         for call_id in std::mem::take(&mut self.call_order) {
             if let Some(mut call) = self.calls.remove(&call_id) {
-                finish(
-                    &mut call.details,
-                    "the turn ended before the call finished",
-                    false,
-                );
+                let cut = ToolOutcome::failed("the turn ended before the call finished");
+                finish(&mut call.details, &cut);
                 out.push(ExecEvent::ItemCompleted {
                     item: ExecItem {
                         id: call.item_id,
@@ -301,7 +287,8 @@ impl JsonlMapper {
     }
 }
 
-fn finish(details: &mut ExecItemDetails, output: &str, success: bool) {
+fn finish(details: &mut ExecItemDetails, outcome: &ToolOutcome) {
+    let succeeded = outcome.succeeded();
     match details {
         ExecItemDetails::CommandExecution {
             aggregated_output,
@@ -309,23 +296,19 @@ fn finish(details: &mut ExecItemDetails, output: &str, success: bool) {
             status,
             ..
         } => {
-            // The shell tool answers `{"output", "metadata": {"exit_code"}}`; anything else
-            // (a refusal, bad arguments) is plain text.
-            let parsed: Option<serde_json::Value> = serde_json::from_str(output).ok();
-            let body = parsed.as_ref().and_then(|v| v["output"].as_str());
-            *aggregated_output = body.map_or_else(|| output.to_owned(), str::to_owned);
-            *exit_code = parsed
-                .as_ref()
-                .and_then(|v| v["metadata"]["exit_code"].as_i64())
-                .and_then(|c| i32::try_from(c).ok());
-            *status = if success {
-                CommandStatus::Completed
-            } else {
-                CommandStatus::Failed
+            *aggregated_output = outcome.shown_text().unwrap_or_default().to_owned();
+            *exit_code = outcome.exit_code();
+            *status = match outcome {
+                ToolOutcome::Declined { .. } => CommandStatus::Declined,
+                _ if succeeded => CommandStatus::Completed,
+                _ => CommandStatus::Failed,
             };
         }
-        ExecItemDetails::FileChange { status, .. } => {
-            *status = if success {
+        ExecItemDetails::FileChange { changes, status } => {
+            if let ToolOutcome::Patched { changes: applied } = outcome {
+                *changes = file_changes(applied);
+            }
+            *status = if succeeded {
                 PatchStatus::Completed
             } else {
                 PatchStatus::Failed
@@ -337,15 +320,15 @@ fn finish(details: &mut ExecItemDetails, output: &str, success: bool) {
             status,
             ..
         } => {
-            if success {
+            if let ToolOutcome::Returned { text, structured } = outcome {
                 *result = Some(McpToolResult {
-                    content: vec![serde_json::json!({"type": "text", "text": output})],
-                    structured_content: None,
+                    content: vec![serde_json::json!({"type": "text", "text": text})],
+                    structured_content: structured.clone(),
                 });
                 *status = McpToolStatus::Completed;
             } else {
                 *error = Some(ExecError {
-                    message: output.to_owned(),
+                    message: outcome.shown_text().unwrap_or("the call failed").to_owned(),
                 });
                 *status = McpToolStatus::Failed;
             }
@@ -357,47 +340,17 @@ fn finish(details: &mut ExecItemDetails, output: &str, success: bool) {
     }
 }
 
-/// A command as one line: an argv is shell-quoted, a script string is shown as is.
-fn command_text(command: &serde_json::Value) -> String {
-    match command {
-        serde_json::Value::String(s) => s.clone(),
-        serde_json::Value::Array(argv) => argv
-            .iter()
-            .map(|a| shell_quote(a.as_str().unwrap_or_default()))
-            .collect::<Vec<_>>()
-            .join(" "),
-        _ => String::new(),
-    }
-}
-
-fn shell_quote(arg: &str) -> String {
-    let plain = !arg.is_empty()
-        && arg
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || "-_./=:,+@%".contains(c));
-    if plain {
-        arg.to_owned()
-    } else {
-        format!("'{}'", arg.replace('\'', r"'\''"))
-    }
-}
-
-/// The files a patch touches, from its `*** Add/Delete/Update File:` headers.
-fn patch_changes(patch: &str) -> Vec<FileUpdateChange> {
-    let headers = [
-        ("*** Add File: ", PatchChangeKind::Add),
-        ("*** Delete File: ", PatchChangeKind::Delete),
-        ("*** Update File: ", PatchChangeKind::Update),
-    ];
-    patch
-        .lines()
-        .filter_map(|line| {
-            headers.iter().find_map(|(prefix, kind)| {
-                line.strip_prefix(prefix).map(|path| FileUpdateChange {
-                    path: path.trim().to_owned(),
-                    kind: *kind,
-                })
-            })
+/// The files of a patch, as this wire lists them (where they end up).
+fn file_changes(diffs: &[FileDiff]) -> Vec<FileUpdateChange> {
+    diffs
+        .iter()
+        .map(|d| FileUpdateChange {
+            path: d.move_to.as_ref().unwrap_or(&d.path).display().to_string(),
+            kind: match d.kind {
+                FileChangeKind::Add => PatchChangeKind::Add,
+                FileChangeKind::Delete => PatchChangeKind::Delete,
+                FileChangeKind::Update => PatchChangeKind::Update,
+            },
         })
         .collect()
 }

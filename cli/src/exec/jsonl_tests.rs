@@ -2,7 +2,10 @@
 #![allow(clippy::unwrap_used)]
 
 use pretty_assertions::assert_eq;
-use rein_protocol::{ErrorCode, Event, EventMsg, Item, ItemId, PlanStep, ThreadId, TokenUsage};
+use rein_protocol::{
+    Decliner, ErrorCode, Event, EventMsg, ExitStatus, FileDiff, PlanStep, ThreadId, TokenUsage,
+    ToolAction, ToolOutcome,
+};
 use serde_json::{json, Value};
 
 use super::JsonlMapper;
@@ -25,37 +28,48 @@ fn run(msgs: Vec<EventMsg>) -> Vec<Value> {
         .collect()
 }
 
-fn tool_output(call_id: &str, output: &str, success: bool) -> EventMsg {
-    EventMsg::ItemCompleted {
-        item: Item::ToolOutput {
-            id: ItemId::new(),
-            call_id: call_id.into(),
-            output: output.into(),
-            success,
-        },
-    }
-}
-
-fn begin(call_id: &str, name: &str, args: Value) -> EventMsg {
+fn begin(call_id: &str, name: &str, action: ToolAction) -> EventMsg {
     EventMsg::ToolCallBegin {
         call_id: call_id.into(),
         name: name.into(),
-        arguments: args.to_string(),
+        arguments: "{}".into(),
+        action: Some(action),
+    }
+}
+
+fn end(call_id: &str, outcome: ToolOutcome) -> EventMsg {
+    EventMsg::ToolCallEnd {
+        call_id: call_id.into(),
+        success: outcome.succeeded(),
+        duration_ms: 5,
+        outcome: Some(outcome),
+    }
+}
+
+fn exec(command: &str) -> ToolAction {
+    ToolAction::Exec {
+        argv: vec!["sh".into(), "-c".into(), command.into()],
+        command: command.into(),
+        cwd: "/w".into(),
+        background: false,
+        commands: vec![],
     }
 }
 
 #[test]
 fn a_shell_call_is_a_command_execution_with_exit_code_and_output() {
     let lines = run(vec![
-        begin("c1", "shell", json!({"command": ["echo", "hi there"]})),
+        begin("c1", "shell", exec("echo 'hi there'")),
         EventMsg::ToolOutputDelta {
             call_id: "c1".into(),
             delta: "hi there\n".into(),
         },
-        tool_output(
+        end(
             "c1",
-            &json!({"output": "hi there\n", "metadata": {"exit_code": 0}}).to_string(),
-            true,
+            ToolOutcome::Exited {
+                exit: ExitStatus::Code { code: 0 },
+                output: "hi there\n".into(),
+            },
         ),
     ]);
     assert_eq!(
@@ -70,18 +84,80 @@ fn a_shell_call_is_a_command_execution_with_exit_code_and_output() {
 }
 
 #[test]
-fn a_patch_is_one_completed_file_change_listing_its_files() {
-    let patch = "*** Begin Patch\n*** Add File: a.txt\n+x\n*** Update File: src/b.rs\n@@\n-a\n+b\n*** Delete File: c\n*** End Patch";
+fn timeouts_signals_and_declines_keep_their_facts() {
     let lines = run(vec![
-        begin("p", "apply_patch", json!({"input": patch})),
-        tool_output("p", "applied", true),
+        begin("t", "shell", exec("sleep 9")),
+        end(
+            "t",
+            ToolOutcome::Exited {
+                exit: ExitStatus::TimedOut { after_ms: 10 },
+                output: String::new(),
+            },
+        ),
+        begin("d", "shell", exec("rm -rf /")),
+        end(
+            "d",
+            ToolOutcome::Declined {
+                by: Decliner::User,
+                reason: "the user denied this action".into(),
+            },
+        ),
+    ]);
+    assert_eq!(lines[1]["item"]["exit_code"], 124);
+    assert_eq!(lines[1]["item"]["status"], "failed");
+    assert_eq!(lines[3]["item"]["status"], "declined");
+    assert_eq!(
+        lines[3]["item"]["aggregated_output"],
+        "the user denied this action"
+    );
+}
+
+#[test]
+fn a_patch_is_one_completed_file_change_listing_the_files_it_changed() {
+    let planned: Vec<FileDiff> = serde_json::from_value(json!([
+        {"path": "/w/a.txt", "kind": "add", "unified_diff": "+x\n"},
+    ]))
+    .unwrap();
+    let applied: Vec<FileDiff> = serde_json::from_value(json!([
+        {"path": "/w/a.txt", "kind": "add", "unified_diff": "+x\n"},
+        {"path": "/w/b.rs", "kind": "update", "move_to": "/w/c.rs", "unified_diff": ""},
+    ]))
+    .unwrap();
+    let lines = run(vec![
+        begin("p", "apply_patch", ToolAction::Edit { changes: planned }),
+        end("p", ToolOutcome::Patched { changes: applied }),
     ]);
     assert_eq!(
         lines,
         vec![
             json!({"type": "item.completed", "item": {"id": "item_0", "type": "file_change", "status": "completed",
-            "changes": [{"path": "a.txt", "kind": "add"}, {"path": "src/b.rs", "kind": "update"}, {"path": "c", "kind": "delete"}]}})
+            "changes": [{"path": "/w/a.txt", "kind": "add"}, {"path": "/w/c.rs", "kind": "update"}]}})
         ]
+    );
+}
+
+#[test]
+fn a_file_tool_call_is_a_command_execution_of_the_call() {
+    let lines = run(vec![
+        begin(
+            "r",
+            "read_file",
+            ToolAction::Read {
+                path: "/w/notes.txt".into(),
+            },
+        ),
+        end(
+            "r",
+            ToolOutcome::Returned {
+                text: "     1\talpha\n".into(),
+                structured: None,
+            },
+        ),
+    ]);
+    assert_eq!(
+        lines[1]["item"],
+        json!({"id": "item_0", "type": "command_execution", "command": "read_file /w/notes.txt",
+            "aggregated_output": "     1\talpha\n", "exit_code": null, "status": "completed"})
     );
 }
 
@@ -146,7 +222,7 @@ fn usage_sums_the_turns_responses() {
 #[test]
 fn an_unfinished_call_fails_when_the_turn_fails_and_errors_are_reported() {
     let lines = run(vec![
-        begin("x", "read_file", json!({"path": "a"})),
+        begin("x", "read_file", ToolAction::Read { path: "a".into() }),
         EventMsg::Error {
             code: ErrorCode::ModelUnavailable,
             message: "down".into(),
@@ -161,35 +237,7 @@ fn an_unfinished_call_fails_when_the_turn_fails_and_errors_are_reported() {
         types,
         ["item.started", "error", "item.completed", "turn.failed"]
     );
-    assert_eq!(lines[2]["item"]["type"], "mcp_tool_call");
+    assert_eq!(lines[2]["item"]["type"], "command_execution");
     assert_eq!(lines[2]["item"]["status"], "failed");
     assert_eq!(lines[3]["error"]["message"], "down");
-}
-
-#[test]
-fn a_patch_applied_through_the_shell_is_its_own_file_change() {
-    let diff: rein_protocol::FileDiff = serde_json::from_value(json!({
-        "path": "/w/a.txt", "kind": "update", "unified_diff": "@@ -1 +1 @@\n-a\n+b\n"
-    }))
-    .unwrap();
-    let lines = run(vec![
-        begin(
-            "s",
-            "shell",
-            json!({"command": "apply_patch <<EOF ... EOF"}),
-        ),
-        EventMsg::PatchApplied {
-            call_id: "s".into(),
-            changes: vec![diff],
-        },
-        tool_output("s", "Done!", true),
-    ]);
-    let types: Vec<&str> = lines.iter().map(|l| l["type"].as_str().unwrap()).collect();
-    assert_eq!(types, ["item.started", "item.completed", "item.completed"]);
-    assert_eq!(
-        lines[1]["item"],
-        json!({"id": "item_1", "type": "file_change", "status": "completed",
-            "changes": [{"path": "/w/a.txt", "kind": "update"}]})
-    );
-    assert_eq!(lines[2]["item"]["type"], "command_execution");
 }

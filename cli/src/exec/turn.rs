@@ -13,8 +13,8 @@ use anyhow::{bail, Context};
 use rein_core::NewThread;
 use rein_protocol::exec_events::ExecEvent;
 use rein_protocol::{
-    ApprovalDecision, EventMsg, InputMode, InputOutcome, InputPart, Item, Op, OpResult,
-    SettingsChange, ThreadId,
+    ApprovalDecision, ClientResponse, EventMsg, InputMode, InputOutcome, InputPart, Item, Op,
+    OpResult, SettingsChange, ThreadId,
 };
 use tokio::signal::unix::{signal, SignalKind};
 
@@ -154,10 +154,16 @@ pub async fn drive(
                     EventMsg::ItemCompleted { item: Item::AgentMessage { text, .. } } => {
                         last_message = Some(text.clone());
                     }
-                    EventMsg::ApprovalRequested { approval_id, .. } => {
-                        handle.submit(Op::ApprovalAnswer {
-                            approval_id: approval_id.clone(),
-                            decision: ApprovalDecision::Deny,
+                    // Headless: nobody can approve or answer.
+                    EventMsg::ClientRequested { request_id, request, .. } => {
+                        let response = if request.is_approval() {
+                            ClientResponse::Decision { decision: ApprovalDecision::Deny }
+                        } else {
+                            ClientResponse::Answers { answers: Default::default() }
+                        };
+                        handle.submit(Op::Respond {
+                            request_id: request_id.clone(),
+                            response,
                         }).await?;
                     }
                     EventMsg::TurnCompleted { last_agent_message } => {

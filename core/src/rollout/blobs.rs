@@ -89,6 +89,13 @@ impl BlobStore {
         match msg {
             EventMsg::ItemCompleted { item } => item_fields(item, &mut probe),
             EventMsg::ToolCallBegin { arguments, .. } => probe(arguments, Field::Text),
+            EventMsg::ToolCallEnd {
+                outcome: Some(outcome),
+                ..
+            } => outcome
+                .bulk()
+                .into_iter()
+                .for_each(|s| probe(s, Field::Text)),
             _ => {}
         }
         any
@@ -115,6 +122,13 @@ impl BlobStore {
         match &mut copy.msg {
             EventMsg::ItemCompleted { item } => item_fields_mut(item, &mut store),
             EventMsg::ToolCallBegin { arguments, .. } => store(arguments, Field::Text),
+            EventMsg::ToolCallEnd {
+                outcome: Some(outcome),
+                ..
+            } => outcome
+                .bulk_mut()
+                .into_iter()
+                .for_each(|s| store(s, Field::Text)),
             _ => {}
         }
         result.map(|()| copy)
@@ -169,6 +183,13 @@ impl BlobStore {
         match &mut event.msg {
             EventMsg::ItemCompleted { item } => item_fields_mut(item, &mut load),
             EventMsg::ToolCallBegin { arguments, .. } => load(arguments, Field::Text),
+            EventMsg::ToolCallEnd {
+                outcome: Some(outcome),
+                ..
+            } => outcome
+                .bulk_mut()
+                .into_iter()
+                .for_each(|s| load(s, Field::Text)),
             _ => {}
         }
         result
@@ -208,7 +229,9 @@ impl BlobStore {
 pub(crate) fn may_reference(msg: &EventMsg) -> bool {
     matches!(
         msg,
-        EventMsg::ItemCompleted { .. } | EventMsg::ToolCallBegin { .. }
+        EventMsg::ItemCompleted { .. }
+            | EventMsg::ToolCallBegin { .. }
+            | EventMsg::ToolCallEnd { .. }
     )
 }
 
@@ -221,7 +244,16 @@ enum Field {
 
 fn item_fields(item: &Item, f: &mut impl FnMut(&String, Field)) {
     match item {
-        Item::ToolOutput { output, .. } => f(output, Field::Text),
+        Item::ToolOutput { output, facts, .. } => {
+            f(output, Field::Text);
+            if let Some(facts) = facts {
+                facts
+                    .outcome
+                    .bulk()
+                    .into_iter()
+                    .for_each(|s| f(s, Field::Text));
+            }
+        }
         Item::ToolCall { arguments, .. } => f(arguments, Field::Text),
         Item::UserMessage { content, .. } => content.iter().for_each(|part| {
             if let InputPart::Image { url } = part {
@@ -237,7 +269,16 @@ fn item_fields(item: &Item, f: &mut impl FnMut(&String, Field)) {
 
 fn item_fields_mut(item: &mut Item, f: &mut impl FnMut(&mut String, Field)) {
     match item {
-        Item::ToolOutput { output, .. } => f(output, Field::Text),
+        Item::ToolOutput { output, facts, .. } => {
+            f(output, Field::Text);
+            if let Some(facts) = facts {
+                facts
+                    .outcome
+                    .bulk_mut()
+                    .into_iter()
+                    .for_each(|s| f(s, Field::Text));
+            }
+        }
         Item::ToolCall { arguments, .. } => f(arguments, Field::Text),
         Item::UserMessage { content, .. } => content.iter_mut().for_each(|part| {
             if let InputPart::Image { url } = part {
@@ -279,6 +320,7 @@ mod tests {
                     call_id: "c1".into(),
                     output,
                     success: true,
+                    facts: None,
                 },
             },
         }

@@ -9,7 +9,7 @@
 use std::borrow::Cow;
 use std::fmt;
 
-use rein_protocol::{Event, EventMsg, InputPart, Item, ItemId, ThreadId, TurnId};
+use rein_protocol::{Event, EventMsg, InputPart, Item, ItemId, ThreadId, ToolFacts, TurnId};
 use serde::de::{self, DeserializeOwned, IgnoredAny, MapAccess, Visitor};
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::{Map, Value};
@@ -174,6 +174,7 @@ struct ItemFields {
     arguments: Option<String>,
     output: Option<String>,
     success: Option<bool>,
+    facts: Option<Box<ToolFacts>>,
     text: Option<String>,
     partial: Option<bool>,
     encrypted_content: Option<String>,
@@ -219,6 +220,7 @@ impl<'de> Visitor<'de> for ItemVisitor {
                 ("tool_call", "arguments") => f.arguments = Some(map.next_value()?),
                 ("tool_output", "output") => f.output = Some(map.next_value()?),
                 ("tool_output", "success") => f.success = Some(map.next_value()?),
+                ("tool_output", "facts") => f.facts = map.next_value()?,
                 ("agent_message" | "reasoning" | "developer_message" | "interruption", "text") => {
                     f.text = Some(map.next_value()?)
                 }
@@ -258,6 +260,7 @@ impl<'de> Visitor<'de> for ItemVisitor {
                 call_id: required(f.call_id, "call_id")?,
                 output: required(f.output, "output")?,
                 success: required(f.success, "success")?,
+                facts: f.facts,
             },
             "developer_message" => Item::DeveloperMessage {
                 id,

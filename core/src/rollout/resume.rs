@@ -5,8 +5,8 @@
 use std::collections::HashSet;
 
 use rein_protocol::{
-    ApprovalOutcome, Event, EventMsg, Item, ItemId, SessionId, ThreadId, TurnAbortReason, TurnId,
-    INTERRUPTION_MARKER,
+    ApprovalOutcome, Event, EventMsg, InterruptCause, Item, ItemId, SessionId, ThreadId,
+    ToolAction, ToolFacts, ToolOutcome, TurnAbortReason, TurnId, INTERRUPTION_MARKER,
 };
 
 use crate::thread::state::ThreadState;
@@ -47,18 +47,30 @@ pub fn repair_for_resume(mut events: Vec<Event>) -> Vec<Event> {
     };
     let mut repairs = Vec::new();
     for approval_id in open_approvals(&events[turn_start..], turn) {
-        repairs.push(synthetic(EventMsg::ApprovalResolved {
-            approval_id,
+        repairs.push(synthetic(EventMsg::ClientRequestResolved {
+            request_id: approval_id,
             outcome: ApprovalOutcome::Cancelled,
+            grant: None,
         }));
     }
     for call_id in calls_without_output(&events[turn_start..]) {
+        // A call that had begun may have had an effect; the crash hid how it ended.
+        let facts = began(&events[turn_start..], &call_id).map(|action| {
+            Box::new(ToolFacts {
+                action,
+                outcome: ToolOutcome::Interrupted {
+                    cause: InterruptCause::ProcessStopped,
+                },
+                duration_ms: 0,
+            })
+        });
         repairs.push(synthetic(EventMsg::ItemCompleted {
             item: Item::ToolOutput {
                 id: ItemId::new(),
                 call_id,
                 output: ABORTED_TOOL_OUTPUT.to_owned(),
                 success: false,
+                facts,
             },
         }));
     }
@@ -140,12 +152,29 @@ fn calls_without_output(events: &[Event]) -> Vec<String> {
         .collect()
 }
 
+/// What the call said it would do when it began, if it began.
+fn began(events: &[Event], call: &str) -> Option<ToolAction> {
+    events.iter().find_map(|e| match &e.msg {
+        EventMsg::ToolCallBegin {
+            call_id,
+            name,
+            arguments,
+            action,
+        } if call_id == call => Some(
+            action
+                .clone()
+                .unwrap_or_else(|| ToolAction::other(name, arguments)),
+        ),
+        _ => None,
+    })
+}
+
 fn open_approvals(events: &[Event], turn: TurnId) -> Vec<String> {
     let mut open: Vec<String> = Vec::new();
     for event in events.iter().filter(|e| e.turn_id == Some(turn)) {
         match &event.msg {
-            EventMsg::ApprovalRequested { approval_id, .. } => open.push(approval_id.clone()),
-            EventMsg::ApprovalResolved { approval_id, .. } => open.retain(|a| a != approval_id),
+            EventMsg::ClientRequested { request_id, .. } => open.push(request_id.clone()),
+            EventMsg::ClientRequestResolved { request_id, .. } => open.retain(|a| a != request_id),
             _ => {}
         }
     }

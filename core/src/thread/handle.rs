@@ -10,6 +10,7 @@ use tokio::sync::oneshot;
 use super::bus::{EventBus, EventStream};
 use super::state::ThreadState;
 use crate::error::ThreadError;
+use crate::tools::{ThreadTools, ToolSource};
 
 /// What travels through a thread's queue.
 pub(crate) enum LoopMsg {
@@ -25,6 +26,7 @@ pub(crate) struct HandleInner {
     pub(crate) thread_id: ThreadId,
     pub(crate) inbox: async_channel::Sender<LoopMsg>,
     pub(crate) bus: Arc<EventBus>,
+    pub(crate) tools: Arc<ThreadTools>,
 }
 
 #[derive(Clone)]
@@ -35,6 +37,12 @@ pub struct ThreadHandle {
 impl ThreadHandle {
     pub fn id(&self) -> ThreadId {
         self.inner.thread_id
+    }
+
+    /// Offer this thread the tools of `source` too, from its next step on (a step that is
+    /// already running keeps the tools it froze).
+    pub fn add_tool_source(&self, source: Arc<dyn ToolSource>) {
+        self.inner.tools.sources.add(source);
     }
 
     /// Events from now on.

@@ -2,14 +2,24 @@
 //! that pass through it: text of items still streaming and tool calls still without an
 //! output. When a turn is aborted this is what gets closed ("turn the page"): partial
 //! text is kept as partial items and every open call gets an "aborted" output, so the
-//! next request is valid.
+//! next request is valid. A call that had begun also ends, with an `interrupted` outcome.
 
-use rein_protocol::{EventMsg, Item, ItemId, ItemKind};
+use std::time::Instant;
+
+use rein_protocol::{
+    EventMsg, InterruptCause, Item, ItemId, ItemKind, ToolAction, ToolFacts, ToolOutcome,
+};
 
 #[derive(Default)]
 pub(crate) struct OpenItems {
     streaming: Vec<(ItemId, ItemKind, String)>,
-    calls: Vec<String>,
+    calls: Vec<OpenCall>,
+}
+
+struct OpenCall {
+    call_id: String,
+    /// Set once the call began: what it was doing, and since when.
+    began: Option<(ToolAction, Instant)>,
 }
 
 pub(crate) const ABORTED_TOOL_OUTPUT: &str =
@@ -32,9 +42,27 @@ impl OpenItems {
             EventMsg::ItemCompleted { item } => {
                 self.streaming.retain(|(id, _, _)| id != item.id());
                 match item {
-                    Item::ToolCall { call_id, .. } => self.calls.push(call_id.clone()),
-                    Item::ToolOutput { call_id, .. } => self.calls.retain(|c| c != call_id),
+                    Item::ToolCall { call_id, .. } => self.calls.push(OpenCall {
+                        call_id: call_id.clone(),
+                        began: None,
+                    }),
+                    Item::ToolOutput { call_id, .. } => {
+                        self.calls.retain(|c| &c.call_id != call_id)
+                    }
                     _ => {}
+                }
+            }
+            EventMsg::ToolCallBegin {
+                call_id,
+                name,
+                arguments,
+                action,
+            } => {
+                if let Some(call) = self.calls.iter_mut().find(|c| &c.call_id == call_id) {
+                    let action = action
+                        .clone()
+                        .unwrap_or_else(|| ToolAction::other(name, arguments));
+                    call.began = Some((action, Instant::now()));
                 }
             }
             // A retried request starts its items afresh; the failed attempt's never complete.
@@ -43,14 +71,15 @@ impl OpenItems {
         }
     }
 
-    /// The items that close the unfinished work, in order.
-    pub(crate) fn closing_items(self) -> Vec<Item> {
-        let mut items = Vec::new();
+    /// The events that close the unfinished work, in order: partial items, then for each
+    /// open call its end (if it had begun) and its output.
+    pub(crate) fn closing_events(self) -> Vec<EventMsg> {
+        let mut events = Vec::new();
         for (id, kind, text) in self.streaming {
             if text.is_empty() {
                 continue;
             }
-            items.push(match kind {
+            let item = match kind {
                 ItemKind::AgentMessage => Item::AgentMessage {
                     id,
                     text,
@@ -61,16 +90,37 @@ impl OpenItems {
                     text,
                     encrypted_content: None,
                 },
+            };
+            events.push(EventMsg::ItemCompleted { item });
+        }
+        let outcome = ToolOutcome::Interrupted {
+            cause: InterruptCause::TurnAborted,
+        };
+        for call in self.calls {
+            let facts = call.began.map(|(action, since)| {
+                let duration_ms = u64::try_from(since.elapsed().as_millis()).unwrap_or(u64::MAX);
+                events.push(EventMsg::ToolCallEnd {
+                    call_id: call.call_id.clone(),
+                    success: false,
+                    duration_ms,
+                    outcome: Some(outcome.clone()),
+                });
+                Box::new(ToolFacts {
+                    action,
+                    outcome: outcome.clone(),
+                    duration_ms,
+                })
+            });
+            events.push(EventMsg::ItemCompleted {
+                item: Item::ToolOutput {
+                    id: ItemId::new(),
+                    call_id: call.call_id,
+                    output: ABORTED_TOOL_OUTPUT.into(),
+                    success: false,
+                    facts,
+                },
             });
         }
-        for call_id in self.calls {
-            items.push(Item::ToolOutput {
-                id: ItemId::new(),
-                call_id,
-                output: ABORTED_TOOL_OUTPUT.into(),
-                success: false,
-            });
-        }
-        items
+        events
     }
 }

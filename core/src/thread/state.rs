@@ -12,6 +12,8 @@ use rein_protocol::{
     TokenUsage, TurnAbortReason, TurnId,
 };
 
+use crate::tools::policy::SessionApprovals;
+
 /// One turn as history sees it: where its items begin.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct TurnRecord {
@@ -81,6 +83,8 @@ pub struct ThreadState {
     pub context_tokens: u64,
     /// Turns at or before a compaction cannot be rolled back: their items are summarised.
     pub rollback_floor: usize,
+    /// What the user approved "for this session" (folded from the answers' grants).
+    pub session_grants: SessionApprovals,
     /// Sequence number of the last event applied.
     pub last_seq: Option<u64>,
 }
@@ -240,6 +244,9 @@ impl ThreadState {
                 }
             }
             EventMsg::RolledBack { turns } => self.roll_back(*turns as usize),
+            EventMsg::ClientRequestResolved {
+                grant: Some(grant), ..
+            } => self.session_grants.grant(grant),
             EventMsg::ShutdownComplete => {
                 self.active_turn = None;
                 self.status = AgentStatus::Shutdown;
@@ -250,8 +257,8 @@ impl ThreadState {
             | EventMsg::ToolCallBegin { .. }
             | EventMsg::ToolOutputDelta { .. }
             | EventMsg::ToolCallEnd { .. }
-            | EventMsg::ApprovalRequested { .. }
-            | EventMsg::ApprovalResolved { .. }
+            | EventMsg::ClientRequested { .. }
+            | EventMsg::ClientRequestResolved { grant: None, .. }
             | EventMsg::PlanUpdated { .. }
             | EventMsg::PatchApplied { .. }
             | EventMsg::TurnDiff { .. }

@@ -1,6 +1,7 @@
-//! The built-in tool set the kernel registers: one instance per process, so the policy
-//! engine's per-thread session approvals and the background terminals are shared by
-//! every tool that needs them.
+//! The built-in tools: the one place a tool is registered. One instance per process,
+//! stateless per thread (a thread's background terminals and session grants live in its
+//! `ThreadTools`, reached through the call's context); the kernel offers them to every
+//! thread as its first tool source.
 //!
 //! Map of `tools/`: `shell_tool` (policy-checked `shell`) on top of `shell` (arguments,
 //! formatting) and `process` (spawn, capture, group kill, env policy); `terminals`
@@ -23,7 +24,7 @@ use super::policy::{PolicyConfig, PolicyEngine};
 use super::sandbox::Sandbox;
 use super::shell::ShellConfig;
 use super::shell_tool::ShellTool;
-use super::terminals::{BackgroundTerminals, WriteStdinTool};
+use super::terminals::WriteStdinTool;
 use super::Tool;
 
 /// How the built-in tools are configured.
@@ -57,15 +58,9 @@ pub fn builtin_tools(config: BuiltinConfig) -> Vec<Arc<dyn Tool>> {
         },
         sandbox.unavailable_reason().map(str::to_owned),
     ));
-    let terminals = Arc::new(BackgroundTerminals::new());
     vec![
-        Arc::new(ShellTool::new(
-            config.shell,
-            Arc::clone(&policy),
-            sandbox,
-            Arc::clone(&terminals),
-        )),
-        Arc::new(WriteStdinTool::new(terminals)),
+        Arc::new(ShellTool::new(config.shell, Arc::clone(&policy), sandbox)),
+        Arc::new(WriteStdinTool),
         Arc::new(ApplyPatchTool::new(policy)),
         Arc::new(ReadFileTool),
         Arc::new(ListDirTool),

@@ -1,12 +1,15 @@
-//! Tools the model can call: the [`Tool`] trait, the [`ToolSet`] a Step freezes, and the
-//! [`ToolContext`] a running call gets (its cancellation token, the turn's settings, and a
-//! way to emit events and ask for approval through the thread's loop).
+//! Tools the model can call: the [`Tool`] trait, the [`ToolSet`] a Step freezes from the
+//! thread's [`ToolSources`], and the [`ToolContext`] a running call gets (its cancellation
+//! token, the turn's settings, its thread's tool state, and a way to report tool events and
+//! ask the client through the thread's loop). A tool describes each call before it runs
+//! ([`Tool::describe`]) and reports what it did with its result ([`ToolResult::outcome`]).
 //!
 //! Architecture invariant: a Step offers the model exactly the specs of its frozen
 //! `ToolSet`, and only that set runs the calls of that Step's reply.
 
 pub mod apply_patch;
 pub mod builtin;
+pub mod command_actions;
 pub mod files;
 pub mod plan;
 pub mod policy;
@@ -14,21 +17,28 @@ pub mod process;
 pub mod sandbox;
 pub mod shell;
 pub mod shell_tool;
+pub mod sources;
 pub mod terminals;
 pub mod testing;
+pub mod thread_tools;
 
 pub use builtin::{builtin_tools, BuiltinConfig};
+pub use sources::{StaticTools, ToolSlot, ToolSource, ToolSources};
+pub use thread_tools::ThreadTools;
 
 use std::collections::HashMap;
 use std::sync::Arc;
 
 use futures::future::BoxFuture;
 use rein_protocol::{
-    ApprovalDecision, ApprovalRequest, EventMsg, ThreadId, ThreadSettings, TurnId,
+    ApprovalDecision, ClientRequest, ClientResponse, Decliner, PlanStep, SessionGrant, ThreadId,
+    ThreadSettings, ToolAction, ToolOutcome, TurnId,
 };
 use serde::Serialize;
 use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
+
+use policy::SessionApprovals;
 
 /// What the model is told about a tool.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -48,41 +58,77 @@ pub struct ToolCall {
     pub arguments: String,
 }
 
-/// What a call returns to the model.
+/// What a call returns: the text the model reads (`output`, `success`) and what the call
+/// did (`outcome`), which clients are shown. The two are produced together by the tool, so
+/// no front end ever reads the output to learn what happened.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ToolResult {
     pub output: String,
     pub success: bool,
+    pub outcome: ToolOutcome,
 }
 
 impl ToolResult {
+    /// Content returned to the model, shown as is.
     pub fn ok(output: impl Into<String>) -> Self {
+        let output = output.into();
         Self {
-            output: output.into(),
+            outcome: ToolOutcome::Returned {
+                text: output.clone(),
+                structured: None,
+            },
+            output,
             success: true,
         }
     }
 
-    pub fn err(output: impl Into<String>) -> Self {
+    /// The call failed; the message is what the model reads.
+    pub fn err(message: impl Into<String>) -> Self {
+        let output = message.into();
+        Self {
+            outcome: ToolOutcome::failed(output.clone()),
+            output,
+            success: false,
+        }
+    }
+
+    /// The user or the policy said no; the reason is what the model reads.
+    pub fn declined(by: Decliner, reason: impl Into<String>) -> Self {
+        let output = reason.into();
+        Self {
+            outcome: ToolOutcome::Declined {
+                by,
+                reason: output.clone(),
+            },
+            output,
+            success: false,
+        }
+    }
+
+    /// `output` for the model, `outcome` for clients.
+    pub fn new(output: impl Into<String>, success: bool, outcome: ToolOutcome) -> Self {
         Self {
             output: output.into(),
-            success: false,
+            success,
+            outcome,
         }
     }
 }
 
+/// A tool the model can call. Adding one means implementing this and registering it with
+/// a [`ToolSource`] (the built-ins: [`builtin_tools`]).
 pub trait Tool: Send + Sync + 'static {
     fn spec(&self) -> ToolSpec;
+
+    /// What `call` is about to do, said before it runs (clients show it while it runs, and
+    /// it stays in history with the outcome). Pure: no I/O, no waiting.
+    fn describe(&self, call: &ToolCall, _ctx: &ToolContext) -> ToolAction {
+        ToolAction::other(&call.name, &call.arguments)
+    }
 
     /// Run one call. Must return promptly once `ctx.cancel` fires; a call that does not
     /// is aborted after the interrupt grace period.
     fn run<'a>(&'a self, call: ToolCall, ctx: ToolContext) -> BoxFuture<'a, ToolResult>;
-
-    /// The thread asked to kill the background processes it started.
-    fn clean_background(&self, _thread: ThreadId) {}
-
-    /// The thread is shutting down: release everything held for it.
-    fn on_thread_shutdown(&self, _thread: ThreadId) {}
 }
 
 /// The approval request was not answered: the turn ended (interrupt or shutdown) first.
@@ -90,15 +136,42 @@ pub trait Tool: Send + Sync + 'static {
 #[error("the approval request was cancelled")]
 pub struct ApprovalCancelled;
 
+/// What a running call may tell clients: only things about itself.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ToolEvent {
+    /// Output produced so far (e.g. a command's stdout).
+    OutputDelta(String),
+    /// The agent's plan changed.
+    PlanUpdated(Vec<PlanStep>),
+}
+
+impl ToolEvent {
+    /// The event clients see for it.
+    pub fn into_event(self, call_id: &str) -> rein_protocol::EventMsg {
+        match self {
+            ToolEvent::OutputDelta(delta) => rein_protocol::EventMsg::ToolOutputDelta {
+                call_id: call_id.to_owned(),
+                delta,
+            },
+            ToolEvent::PlanUpdated(plan) => rein_protocol::EventMsg::PlanUpdated { plan },
+        }
+    }
+}
+
+/// A question for the client, and what answering an approval "for the session" grants.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Ask {
+    pub request: ClientRequest,
+    pub session_grant: Option<SessionGrant>,
+}
+
 /// The side of the kernel a running tool talks to. The turn implements it by forwarding to
 /// the thread's loop; tests implement it directly.
 pub trait ToolHost: Send + Sync + 'static {
-    fn emit(&self, msg: EventMsg);
-    fn request_approval(
-        &self,
-        call_id: String,
-        request: ApprovalRequest,
-    ) -> oneshot::Receiver<ApprovalDecision>;
+    fn emit(&self, call_id: &str, event: ToolEvent);
+    /// Put a request to the client; the receiver yields its answer, or closes when the
+    /// turn ends first.
+    fn ask(&self, call_id: String, ask: Ask) -> oneshot::Receiver<ClientResponse>;
 }
 
 /// Everything a running call may use. Cheap to clone.
@@ -113,6 +186,8 @@ pub struct ToolContext {
     /// Whether what the user approved "for this session" counts. Not in a review turn,
     /// which must stay read-only whatever was granted to the conversation.
     pub session_grants: bool,
+    /// What the tools keep for this thread (background terminals, session grants).
+    pub thread: Arc<ThreadTools>,
     host: Arc<dyn ToolHost>,
 }
 
@@ -131,8 +206,15 @@ impl ToolContext {
             settings,
             cancel,
             session_grants: true,
+            thread: Arc::new(ThreadTools::default()),
             host,
         }
+    }
+
+    /// The same context, for a call of the thread whose tool state is `thread`.
+    pub fn with_thread(mut self, thread: Arc<ThreadTools>) -> Self {
+        self.thread = thread;
+        self
     }
 
     /// The same context, judged without the session's earlier approvals.
@@ -141,28 +223,52 @@ impl ToolContext {
         self
     }
 
-    pub fn emit(&self, msg: EventMsg) {
-        self.host.emit(msg);
+    /// What the user approved for this session, as far as this call may use it.
+    pub fn grants(&self) -> Arc<SessionApprovals> {
+        if self.session_grants {
+            self.thread.grants()
+        } else {
+            Arc::default()
+        }
     }
 
     /// Stream a piece of output (e.g. a command's stdout) to clients while the call runs.
     pub fn output_delta(&self, delta: impl Into<String>) {
-        self.host.emit(EventMsg::ToolOutputDelta {
-            call_id: self.call_id.clone(),
-            delta: delta.into(),
-        });
+        self.host
+            .emit(&self.call_id, ToolEvent::OutputDelta(delta.into()));
     }
 
-    /// Ask the user and park until they answer, or until the turn is cancelled.
-    pub async fn request_approval(
-        &self,
-        request: ApprovalRequest,
-    ) -> Result<ApprovalDecision, ApprovalCancelled> {
-        let answer = self.host.request_approval(self.call_id.clone(), request);
+    /// Tell clients the agent's plan changed.
+    pub fn plan_updated(&self, plan: Vec<PlanStep>) {
+        self.host.emit(&self.call_id, ToolEvent::PlanUpdated(plan));
+    }
+
+    /// Ask the client and park until it answers, or until the turn is cancelled.
+    pub async fn ask(&self, ask: Ask) -> Result<ClientResponse, ApprovalCancelled> {
+        let answer = self.host.ask(self.call_id.clone(), ask);
         tokio::select! {
-            decision = answer => decision.map_err(|_| ApprovalCancelled),
+            response = answer => response.map_err(|_| ApprovalCancelled),
             () = self.cancel.cancelled() => Err(ApprovalCancelled),
         }
+    }
+
+    /// Ask for an approval; `session_grant` is what "approve for this session" lets
+    /// through from then on. An answer that is not a decision counts as a denial.
+    pub async fn request_approval(
+        &self,
+        request: ClientRequest,
+        session_grant: Option<SessionGrant>,
+    ) -> Result<ApprovalDecision, ApprovalCancelled> {
+        let response = self
+            .ask(Ask {
+                request,
+                session_grant,
+            })
+            .await?;
+        Ok(match response {
+            ClientResponse::Decision { decision } => decision,
+            ClientResponse::Answers { .. } => ApprovalDecision::Deny,
+        })
     }
 }
 
@@ -191,6 +297,22 @@ impl ToolSet {
 
     pub fn empty() -> Self {
         Self::default()
+    }
+
+    /// The tools of `sets` in order; a name already taken by an earlier set is skipped.
+    pub fn merged<'a>(sets: impl IntoIterator<Item = &'a ToolSet>) -> Self {
+        let mut tools: Vec<Arc<dyn Tool>> = Vec::new();
+        let mut seen = std::collections::HashSet::new();
+        for set in sets {
+            for (tool, spec) in set.tools.iter().zip(set.specs.iter()) {
+                if seen.insert(spec.name.clone()) {
+                    tools.push(Arc::clone(tool));
+                } else {
+                    tracing::warn!(tool = %spec.name, "two tool sources offer this tool; the first one wins");
+                }
+            }
+        }
+        Self::new(tools)
     }
 
     /// This set without the tools named in `names`.

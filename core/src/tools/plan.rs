@@ -1,8 +1,8 @@
-//! `update_plan`: the model keeps a short checklist; each call replaces it and emits a
-//! `PlanUpdated` event for clients to show.
+//! `update_plan`: the model keeps a short checklist; each call replaces it and tells
+//! clients (a `PlanUpdated` event) once the plan is valid.
 
 use futures::future::BoxFuture;
-use rein_protocol::{EventMsg, PlanStep, PlanStepStatus};
+use rein_protocol::{PlanStep, PlanStepStatus, ToolAction};
 use serde::Deserialize;
 use serde_json::json;
 
@@ -48,6 +48,13 @@ impl Tool for UpdatePlanTool {
         }
     }
 
+    fn describe(&self, call: &ToolCall, _ctx: &ToolContext) -> ToolAction {
+        match serde_json::from_str::<Args>(&call.arguments) {
+            Ok(args) => ToolAction::Plan { plan: args.plan },
+            Err(_) => ToolAction::other(&call.name, &call.arguments),
+        }
+    }
+
     fn run<'a>(&'a self, call: ToolCall, ctx: ToolContext) -> BoxFuture<'a, ToolResult> {
         Box::pin(async move {
             let args: Args = match serde_json::from_str(&call.arguments) {
@@ -64,7 +71,7 @@ impl Tool for UpdatePlanTool {
                     "at most one step may be in_progress; {in_progress} are"
                 ));
             }
-            ctx.emit(EventMsg::PlanUpdated { plan: args.plan });
+            ctx.plan_updated(args.plan);
             ToolResult::ok("Plan updated")
         })
     }

@@ -1,25 +1,24 @@
 //! The policy engine: every tool call that acts is judged before it runs. [`judge`]
 //! decides `Allowed | DeniedBySandbox | NeedsApproval` from the approval policy, the
 //! sandbox policy and what the call wants; [`PolicyEngine::authorize`] turns a
-//! `NeedsApproval` into an approval request on the turn, remembers "approve for this
-//! session" per thread, and tells the caller whether to run inside the sandbox.
+//! `NeedsApproval` into an approval request on the turn (saying what "approve for this
+//! session" would grant; the thread folds the grant from the answer's event), and tells
+//! the caller whether to run inside the sandbox.
 
 pub mod judge;
 pub mod paths;
 pub mod safe_commands;
 pub mod session;
 
-use std::collections::HashMap;
 use std::path::PathBuf;
-use std::sync::{Mutex, PoisonError};
 
-use rein_protocol::{ApprovalDecision, ApprovalRequest, SandboxPolicy, ThreadId};
+use rein_protocol::{ApprovalDecision, ClientRequest, Decliner, SandboxPolicy, SessionGrant};
 
 pub use judge::{judge, Action, JudgeInput, Verdict};
 pub use paths::WritableRoots;
 pub use session::SessionApprovals;
 
-use super::ToolContext;
+use super::{ToolContext, ToolResult};
 
 /// Policy settings that live above a thread.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -58,10 +57,29 @@ pub enum Refusal {
     Cancelled,
 }
 
+impl Refusal {
+    /// The call's result: declined by the policy or the user, or cut short with the turn.
+    pub fn into_result(self) -> ToolResult {
+        let message = self.to_string();
+        match self {
+            Refusal::DeniedBySandbox { .. } => ToolResult::declined(Decliner::Policy, message),
+            Refusal::DeniedByUser | Refusal::Aborted => {
+                ToolResult::declined(Decliner::User, message)
+            }
+            Refusal::Cancelled => ToolResult::new(
+                message,
+                false,
+                rein_protocol::ToolOutcome::Interrupted {
+                    cause: rein_protocol::InterruptCause::TurnAborted,
+                },
+            ),
+        }
+    }
+}
+
 pub struct PolicyEngine {
     config: PolicyConfig,
     sandbox_unavailable: Option<String>,
-    sessions: Mutex<HashMap<ThreadId, SessionApprovals>>,
 }
 
 impl PolicyEngine {
@@ -70,7 +88,6 @@ impl PolicyEngine {
         Self {
             config,
             sandbox_unavailable,
-            sessions: Mutex::new(HashMap::new()),
         }
     }
 
@@ -78,25 +95,16 @@ impl PolicyEngine {
         &self.config
     }
 
-    fn sessions(&self) -> std::sync::MutexGuard<'_, HashMap<ThreadId, SessionApprovals>> {
-        self.sessions.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-
     /// The verdict for `action` in the context of a running call.
     pub fn judge(&self, ctx: &ToolContext, action: &Action) -> Verdict {
-        let sessions = self.sessions();
-        let empty = SessionApprovals::default();
+        let grants = ctx.grants();
         let input = JudgeInput {
             approval: ctx.settings.approval_policy,
             sandbox: ctx.settings.sandbox_policy,
             cwd: &ctx.settings.cwd,
             extra_writable_roots: &self.config.extra_writable_roots,
             sandbox_unavailable: self.sandbox_unavailable.as_deref(),
-            session: if ctx.session_grants {
-                sessions.get(&ctx.thread_id).unwrap_or(&empty)
-            } else {
-                &empty
-            },
+            session: &grants,
         };
         judge(&input, action)
     }
@@ -137,14 +145,10 @@ impl PolicyEngine {
         &self,
         ctx: &ToolContext,
         action: &Action,
-        request: ApprovalRequest,
+        request: ClientRequest,
     ) -> Result<(), Refusal> {
-        match ctx.request_approval(request).await {
-            Ok(ApprovalDecision::Approve) => Ok(()),
-            Ok(ApprovalDecision::ApproveForSession) => {
-                self.remember(ctx, action);
-                Ok(())
-            }
+        match ctx.request_approval(request, grant_for(ctx, action)).await {
+            Ok(ApprovalDecision::Approve | ApprovalDecision::ApproveForSession) => Ok(()),
             Ok(ApprovalDecision::Deny) => Err(Refusal::DeniedByUser),
             Ok(ApprovalDecision::Abort) => Err(Refusal::Aborted),
             Err(_) => Err(Refusal::Cancelled),
@@ -159,36 +163,30 @@ impl PolicyEngine {
             _ => ExecSandbox::Enforced(policy),
         }
     }
-
-    fn remember(&self, ctx: &ToolContext, action: &Action) {
-        let mut sessions = self.sessions();
-        let session = sessions.entry(ctx.thread_id).or_default();
-        match action {
-            Action::Command { argv, .. } => session.approve_command(argv),
-            Action::Patch { paths } => {
-                for path in paths {
-                    if let Some(resolved) = paths::resolve(&ctx.settings.cwd, path) {
-                        session.approve_path(&resolved);
-                    }
-                }
-            }
-        }
-    }
-
-    /// Drop what was approved for a thread's session (it shut down).
-    pub fn forget_thread(&self, thread: ThreadId) {
-        self.sessions().remove(&thread);
-    }
 }
 
-fn approval_request(ctx: &ToolContext, action: &Action, reason: String) -> ApprovalRequest {
+/// What approving `action` for the session lets through: its argv as a prefix, or its
+/// paths, resolved now (so a link made later cannot alias the approval).
+fn grant_for(ctx: &ToolContext, action: &Action) -> Option<SessionGrant> {
+    Some(match action {
+        Action::Command { argv, .. } => SessionGrant::CommandPrefix { argv: argv.clone() },
+        Action::Patch { paths } => SessionGrant::Paths {
+            paths: paths
+                .iter()
+                .filter_map(|p| paths::resolve(&ctx.settings.cwd, p))
+                .collect(),
+        },
+    })
+}
+
+fn approval_request(ctx: &ToolContext, action: &Action, reason: String) -> ClientRequest {
     match action {
-        Action::Command { argv, cwd, .. } => ApprovalRequest::Command {
+        Action::Command { argv, cwd, .. } => ClientRequest::Command {
             command: argv.clone(),
             cwd: cwd.clone(),
             reason,
         },
-        Action::Patch { paths } => ApprovalRequest::Patch {
+        Action::Patch { paths } => ClientRequest::Patch {
             files: paths
                 .iter()
                 .map(|p| p.strip_prefix(&ctx.settings.cwd).unwrap_or(p).to_path_buf())

@@ -8,9 +8,11 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use futures::future::BoxFuture;
+use rein_protocol::{shell_join, ToolAction, ToolOutcome};
 use serde::Deserialize;
 use serde_json::json;
 
+use super::command_actions;
 use super::process::exec::{self, ExecLimits, ExecOutcome, ExitKind};
 use super::process::{EnvInheritance, EnvPolicy};
 use super::{Tool, ToolCall, ToolContext, ToolResult, ToolSpec};
@@ -46,6 +48,14 @@ pub enum CommandForm {
 }
 
 impl CommandForm {
+    /// The command as the model wrote it: a script as is, an argv shell-quoted.
+    pub fn display(&self) -> String {
+        match self {
+            CommandForm::Argv(argv) => shell_join(argv),
+            CommandForm::Script(script) => script.clone(),
+        }
+    }
+
     /// The argv that is executed.
     pub fn argv(&self, user_shell: &str) -> Vec<String> {
         match self {
@@ -132,6 +142,10 @@ pub fn format_outcome(outcome: &ExecOutcome, timeout: Duration) -> ToolResult {
         ExitKind::Code(_) => {}
     }
     output.push_str(&outcome.output);
+    let facts = ToolOutcome::Exited {
+        exit: outcome.exit.status(timeout),
+        output: outcome.output.clone(),
+    };
     let body = json!({
         "output": output,
         "metadata": {
@@ -139,9 +153,26 @@ pub fn format_outcome(outcome: &ExecOutcome, timeout: Duration) -> ToolResult {
             "duration_seconds": (outcome.duration.as_secs_f64() * 10.0).round() / 10.0,
         }
     });
-    ToolResult {
-        output: body.to_string(),
-        success: outcome.exit.success(),
+    ToolResult::new(body.to_string(), outcome.exit.success(), facts)
+}
+
+/// What a shell call with `args` runs, for its description.
+pub fn exec_action(args: &ShellArgs, ctx: &ToolContext) -> ToolAction {
+    let argv = args.command.argv(&user_shell());
+    let command = args.command.display();
+    ToolAction::Exec {
+        commands: command_actions::parse(&argv, &command),
+        argv,
+        command,
+        cwd: resolve_workdir(args, ctx),
+        background: args.background,
+    }
+}
+
+fn resolve_workdir(args: &ShellArgs, ctx: &ToolContext) -> PathBuf {
+    match &args.workdir {
+        Some(dir) => ctx.settings.cwd.join(dir),
+        None => ctx.settings.cwd.clone(),
     }
 }
 
@@ -166,10 +197,7 @@ pub struct PreparedCommand {
 }
 
 pub fn prepare(args: &ShellArgs, ctx: &ToolContext, config: &ShellConfig) -> PreparedCommand {
-    let cwd = match &args.workdir {
-        Some(dir) => ctx.settings.cwd.join(dir),
-        None => ctx.settings.cwd.clone(),
-    };
+    let cwd = resolve_workdir(args, ctx);
     let timeout = args
         .timeout_ms
         .map_or(config.default_timeout, Duration::from_millis)
@@ -230,6 +258,13 @@ pub struct UncheckedShellTool {
 impl Tool for UncheckedShellTool {
     fn spec(&self) -> ToolSpec {
         shell_spec()
+    }
+
+    fn describe(&self, call: &ToolCall, ctx: &ToolContext) -> ToolAction {
+        match parse_args(call) {
+            Ok(args) => exec_action(&args, ctx),
+            Err(_) => ToolAction::other(&call.name, &call.arguments),
+        }
     }
 
     fn run<'a>(&'a self, call: ToolCall, ctx: ToolContext) -> BoxFuture<'a, ToolResult> {

@@ -6,18 +6,17 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures::future::BoxFuture;
-use rein_protocol::{ApprovalPolicy, ThreadId};
+use rein_protocol::{ApprovalPolicy, ToolAction, ToolOutcome};
 
 use super::apply_patch::invocation;
-use super::apply_patch::tool::apply_checked;
+use super::apply_patch::tool::{apply_checked, edit_action};
 use super::policy::{Action, ExecSandbox, PolicyEngine};
 use super::process::exec::{self, ExitKind};
 use super::sandbox::{Sandbox, SandboxSpec};
 use super::shell::{
-    format_outcome, parse_args, prepare, run_command, run_unsandboxed, shell_spec, PreparedCommand,
-    ShellConfig,
+    exec_action, format_outcome, parse_args, prepare, run_command, run_unsandboxed, shell_spec,
+    PreparedCommand, ShellConfig,
 };
-use super::terminals::BackgroundTerminals;
 use super::{Tool, ToolCall, ToolContext, ToolResult, ToolSpec};
 
 /// What sandbox denials print; a failed sandboxed command showing one of these may have
@@ -31,25 +30,19 @@ const DENIAL_MARKERS: &[&str] = &[
 /// How long a background start waits for the command's first output.
 const BACKGROUND_FIRST_READ: Duration = Duration::from_millis(300);
 
+/// Background terminals it starts belong to the calling thread (`ctx.thread`).
 pub struct ShellTool {
     config: ShellConfig,
     policy: Arc<PolicyEngine>,
     sandbox: Arc<Sandbox>,
-    terminals: Arc<BackgroundTerminals>,
 }
 
 impl ShellTool {
-    pub fn new(
-        config: ShellConfig,
-        policy: Arc<PolicyEngine>,
-        sandbox: Arc<Sandbox>,
-        terminals: Arc<BackgroundTerminals>,
-    ) -> Self {
+    pub fn new(config: ShellConfig, policy: Arc<PolicyEngine>, sandbox: Arc<Sandbox>) -> Self {
         Self {
             config,
             policy,
             sandbox,
-            terminals,
         }
     }
 
@@ -58,17 +51,32 @@ impl ShellTool {
         &self,
         ctx: &ToolContext,
         command: tokio::process::Command,
+        shown_as: String,
     ) -> ToolResult {
-        let id = match self.terminals.start(ctx.thread_id, command) {
-            Ok(id) => id,
+        let terminals = &ctx.thread.terminals;
+        let started = match terminals.start(command, shown_as) {
+            Ok(started) => started,
             Err(e) => return ToolResult::err(e.to_string()),
         };
-        match self
-            .terminals
-            .read(ctx.thread_id, &id, BACKGROUND_FIRST_READ, &ctx.cancel)
+        match terminals
+            .read(&started.id, BACKGROUND_FIRST_READ, &ctx.cancel)
             .await
         {
-            Ok(snapshot) => ToolResult::ok(snapshot.to_json().to_string()),
+            Ok(snapshot) => {
+                let outcome = match snapshot.outcome() {
+                    ToolOutcome::Running {
+                        terminal_id,
+                        output,
+                        ..
+                    } => ToolOutcome::Running {
+                        terminal_id,
+                        pid: started.pid,
+                        output,
+                    },
+                    ended => ended,
+                };
+                ToolResult::new(snapshot.to_json().to_string(), true, outcome)
+            }
             Err(e) => ToolResult::err(e.to_string()),
         }
     }
@@ -125,10 +133,15 @@ impl ShellTool {
                     .await
                 {
                     Ok(()) => run_unsandboxed(cmd, ctx, &self.config).await,
-                    Err(refusal) => ToolResult::err(format!(
-                        "{}\n(not rerun outside the sandbox: {refusal})",
-                        result.output
-                    )),
+                    // The command ran and failed; what it did stays its outcome.
+                    Err(refusal) => ToolResult::new(
+                        format!(
+                            "{}\n(not rerun outside the sandbox: {refusal})",
+                            result.output
+                        ),
+                        false,
+                        result.outcome,
+                    ),
                 }
             }
             _ => result,
@@ -139,6 +152,23 @@ impl ShellTool {
 impl Tool for ShellTool {
     fn spec(&self) -> ToolSpec {
         shell_spec()
+    }
+
+    fn describe(&self, call: &ToolCall, ctx: &ToolContext) -> ToolAction {
+        let Ok(args) = parse_args(call) else {
+            return ToolAction::other(&call.name, &call.arguments);
+        };
+        let argv = args.command.argv(&super::shell::user_shell());
+        if let Some(shell_patch) = invocation::find_in_command(&argv) {
+            let dir = match &shell_patch.cd {
+                Some(cd) => ctx.settings.cwd.join(cd),
+                None => ctx.settings.cwd.clone(),
+            };
+            if let Some(edit) = edit_action(&shell_patch.patch, &dir) {
+                return edit;
+            }
+        }
+        exec_action(&args, ctx)
     }
 
     fn run<'a>(&'a self, call: ToolCall, ctx: ToolContext) -> BoxFuture<'a, ToolResult> {
@@ -163,26 +193,19 @@ impl Tool for ShellTool {
             };
             let permit = match self.policy.authorize(&ctx, action.clone()).await {
                 Ok(p) => p,
-                Err(refusal) => return ToolResult::err(refusal.to_string()),
+                Err(refusal) => return refusal.into_result(),
             };
             let command = match self.build(&ctx, &cmd, permit.sandbox) {
                 Ok(c) => c,
                 Err(e) => return ToolResult::err(e),
             };
             if args.background {
-                return self.start_background(&ctx, command).await;
+                return self
+                    .start_background(&ctx, command, args.command.display())
+                    .await;
             }
             self.run_foreground(&ctx, &cmd, &action, command, permit.sandbox)
                 .await
         })
-    }
-
-    fn clean_background(&self, thread: ThreadId) {
-        self.terminals.kill_all(thread);
-    }
-
-    fn on_thread_shutdown(&self, thread: ThreadId) {
-        self.policy.forget_thread(thread);
-        self.terminals.kill_all(thread);
     }
 }

@@ -1,17 +1,18 @@
 //! A [`ToolHost`] that records what tools emit and answers approval requests from a
-//! script. Used by unit and integration tests, and handy for embedding tools without a
+//! script, keeping each thread's tool state (terminals, session grants) as a thread's loop
+//! would. Used by unit and integration tests, and handy for embedding tools without a
 //! thread loop.
 
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use rein_protocol::{
-    ApprovalDecision, ApprovalRequest, EventMsg, ThreadId, ThreadSettings, TurnId,
+    ApprovalDecision, ClientRequest, ClientResponse, EventMsg, ThreadId, ThreadSettings, TurnId,
 };
 use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 
-use super::{ToolCall, ToolContext, ToolHost};
+use super::{Ask, ThreadTools, ToolCall, ToolContext, ToolEvent, ToolHost};
 
 /// How the host answers the next approval request.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -26,12 +27,19 @@ pub enum ScriptedAnswer {
 #[derive(Default)]
 struct Inner {
     events: Vec<EventMsg>,
-    requests: Vec<ApprovalRequest>,
+    requests: Vec<ClientRequest>,
     answers: VecDeque<ScriptedAnswer>,
-    /// Parked requests by request index, until answered.
-    parked: Vec<(usize, oneshot::Sender<ApprovalDecision>)>,
+    /// Parked requests by request index, until answered, with their thread and grant.
+    parked: Vec<(usize, Parked)>,
     /// Woken whenever a request arrives.
     arrived: Arc<tokio::sync::Notify>,
+    threads: HashMap<ThreadId, Arc<ThreadTools>>,
+}
+
+struct Parked {
+    thread: ThreadId,
+    ask: Ask,
+    reply: oneshot::Sender<ClientResponse>,
 }
 
 /// Records events; answers approvals in order from a queue (denies when it runs out).
@@ -55,8 +63,22 @@ impl RecordingHost {
         self.lock().events.clone()
     }
 
-    pub fn approval_requests(&self) -> Vec<ApprovalRequest> {
+    pub fn approval_requests(&self) -> Vec<ClientRequest> {
         self.lock().requests.clone()
+    }
+
+    /// The tool state of `thread` (created on first use), as its loop would keep it.
+    pub fn thread_tools(&self, thread: ThreadId) -> Arc<ThreadTools> {
+        Arc::clone(self.lock().threads.entry(thread).or_default())
+    }
+
+    /// Forget `thread`'s tool state (its terminals die, its grants are gone), as when a
+    /// thread ends; a later context of it starts afresh.
+    pub fn forget_thread(&self, thread: ThreadId) {
+        let removed = self.lock().threads.remove(&thread);
+        if let Some(tools) = removed {
+            tools.terminals.kill_all();
+        }
     }
 
     /// Wait until at least `n` approval requests have arrived.
@@ -74,13 +96,31 @@ impl RecordingHost {
     /// Answer the parked request that arrived `index`-th (0-based). Returns whether such a
     /// request was still parked.
     pub fn answer_parked(&self, index: usize, decision: ApprovalDecision) -> bool {
-        let mut inner = self.lock();
-        match inner.parked.iter().position(|(i, _)| *i == index) {
-            Some(pos) => {
-                let (_, tx) = inner.parked.remove(pos);
-                tx.send(decision).is_ok()
+        let parked = {
+            let mut inner = self.lock();
+            match inner.parked.iter().position(|(i, _)| *i == index) {
+                Some(pos) => inner.parked.remove(pos).1,
+                None => return false,
             }
-            None => false,
+        };
+        self.decide(parked.thread, &parked.ask, decision);
+        parked
+            .reply
+            .send(ClientResponse::Decision { decision })
+            .is_ok()
+    }
+
+    /// What the loop does with a decision: an approval for the session adds its grant to
+    /// the thread's grants before the call is woken.
+    fn decide(&self, thread: ThreadId, ask: &Ask, decision: ApprovalDecision) {
+        if decision != ApprovalDecision::ApproveForSession {
+            return;
+        }
+        if let Some(grant) = &ask.session_grant {
+            let tools = self.thread_tools(thread);
+            let mut grants = (*tools.grants()).clone();
+            grants.grant(grant);
+            tools.set_grants(grants);
         }
     }
 
@@ -109,8 +149,12 @@ impl RecordingHost {
             (thread_id, TurnId::new(), "call-1".to_owned()),
             Arc::new(settings),
             cancel,
-            Arc::new(self.clone()),
+            Arc::new(ThreadHost {
+                host: self.clone(),
+                thread: thread_id,
+            }),
         )
+        .with_thread(self.thread_tools(thread_id))
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
@@ -118,31 +162,47 @@ impl RecordingHost {
     }
 }
 
-impl ToolHost for RecordingHost {
-    fn emit(&self, msg: EventMsg) {
-        self.lock().events.push(msg);
+/// The host as one thread's calls see it.
+struct ThreadHost {
+    host: RecordingHost,
+    thread: ThreadId,
+}
+
+impl ToolHost for ThreadHost {
+    fn emit(&self, call_id: &str, event: ToolEvent) {
+        self.host.lock().events.push(event.into_event(call_id));
     }
 
-    fn request_approval(
-        &self,
-        _call_id: String,
-        request: ApprovalRequest,
-    ) -> oneshot::Receiver<ApprovalDecision> {
+    fn ask(&self, _call_id: String, ask: Ask) -> oneshot::Receiver<ClientResponse> {
         let (tx, rx) = oneshot::channel();
-        let mut inner = self.lock();
-        let index = inner.requests.len();
-        inner.requests.push(request);
-        inner.arrived.notify_waiters();
-        match inner
-            .answers
-            .pop_front()
-            .unwrap_or(ScriptedAnswer::Decide(ApprovalDecision::Deny))
-        {
-            ScriptedAnswer::Decide(d) => {
-                let _ = tx.send(d);
+        let answer = {
+            let mut inner = self.host.lock();
+            let index = inner.requests.len();
+            inner.requests.push(ask.request.clone());
+            inner.arrived.notify_waiters();
+            let answer = inner
+                .answers
+                .pop_front()
+                .unwrap_or(ScriptedAnswer::Decide(ApprovalDecision::Deny));
+            if answer == ScriptedAnswer::Park {
+                inner.parked.push((
+                    index,
+                    Parked {
+                        thread: self.thread,
+                        ask,
+                        reply: tx,
+                    },
+                ));
+                return rx;
             }
-            ScriptedAnswer::Park => inner.parked.push((index, tx)),
-            ScriptedAnswer::Drop => drop(tx),
+            answer
+        };
+        match answer {
+            ScriptedAnswer::Decide(decision) => {
+                self.host.decide(self.thread, &ask, decision);
+                let _ = tx.send(ClientResponse::Decision { decision });
+            }
+            ScriptedAnswer::Park | ScriptedAnswer::Drop => drop(tx),
         }
         rx
     }

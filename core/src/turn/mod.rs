@@ -18,7 +18,7 @@ use std::sync::Arc;
 use rein_protocol::{ErrorCode, TaskKind, ThreadId, ThreadSettings, TurnId};
 
 use crate::model::ModelClient;
-use crate::tools::ToolSet;
+use crate::tools::ThreadTools;
 
 /// Fixed for the whole turn.
 #[derive(Clone)]
@@ -30,7 +30,10 @@ pub(crate) struct TurnContext {
     pub model: Arc<dyn ModelClient>,
     /// Where requests go once `model` has failed recoverably past its retries.
     pub fallback: Option<Fallback>,
-    pub tools: Arc<ToolSet>,
+    /// The thread's tool state; its sources are consulted at every step.
+    pub tools: Arc<ThreadTools>,
+    /// Tools this turn is not offered whatever its sources say (a review edits nothing).
+    pub withheld: &'static [&'static str],
     pub parallel_tool_calls: bool,
     /// The structured-output schema the turn's input asked for.
     pub output_schema: Option<Arc<serde_json::Value>>,

@@ -4,11 +4,11 @@
 
 use std::sync::Arc;
 
-use rein_protocol::{ApprovalDecision, ApprovalRequest, EventMsg, TokenUsage, TurnId};
+use rein_protocol::{ClientResponse, EventMsg, TokenUsage, TurnId};
 use tokio::sync::{mpsc, oneshot};
 
 use super::TaskOutcome;
-use crate::tools::ToolHost;
+use crate::tools::{Ask, ToolEvent, ToolHost};
 
 /// Identifies one spawned run of a task.
 pub(crate) type RunId = u64;
@@ -21,10 +21,11 @@ pub(crate) struct TaskMsg {
 pub(crate) enum TaskMsgKind {
     Emit(EventMsg),
     Usage(TokenUsage),
-    Approval {
+    /// A call asks the client; `reply` takes the answer.
+    Ask {
         call_id: String,
-        request: ApprovalRequest,
-        reply: oneshot::Sender<ApprovalDecision>,
+        ask: Ask,
+        reply: oneshot::Sender<ClientResponse>,
     },
     Finished(TaskOutcome),
 }
@@ -67,20 +68,17 @@ impl TurnSink {
     }
 }
 
+/// What a tool can do through the turn: report events about its own call, and ask.
 impl ToolHost for TurnSink {
-    fn emit(&self, msg: EventMsg) {
-        TurnSink::emit(self, msg);
+    fn emit(&self, call_id: &str, event: ToolEvent) {
+        TurnSink::emit(self, event.into_event(call_id));
     }
 
-    fn request_approval(
-        &self,
-        call_id: String,
-        request: ApprovalRequest,
-    ) -> oneshot::Receiver<ApprovalDecision> {
+    fn ask(&self, call_id: String, ask: Ask) -> oneshot::Receiver<ClientResponse> {
         let (reply, rx) = oneshot::channel();
-        self.send(TaskMsgKind::Approval {
+        self.send(TaskMsgKind::Ask {
             call_id,
-            request,
+            ask,
             reply,
         });
         rx

@@ -14,16 +14,19 @@ use tokio_util::sync::CancellationToken;
 use super::sink::TurnSink;
 use super::{Fallback, TurnContext};
 use crate::model::{ModelClient, ModelError, ModelEvent, ModelRequest};
-use crate::tools::{ToolCall, ToolSet};
+use crate::tools::{ThreadTools, ToolCall, ToolSet};
 
 /// What one sampling request is allowed to see and use. The tools offered to the model
-/// are exactly the tools that run its calls.
+/// are exactly the tools that run its calls: taken from the thread's sources when the
+/// step freezes, so a tool that appears later is offered from the next step on.
 pub(crate) struct StepContext {
     /// The model name sent in requests (the fallback's after a reroute).
     pub model_name: String,
     pub model: Arc<dyn ModelClient>,
     pub fallback: Option<Fallback>,
     pub tools: Arc<ToolSet>,
+    /// The thread's tool state, shared by the calls this step runs.
+    pub thread_tools: Arc<ThreadTools>,
     pub settings: Arc<ThreadSettings>,
     pub parallel_tool_calls: bool,
     pub prompt_cache_key: String,
@@ -40,7 +43,11 @@ impl StepContext {
             model_name: turn.settings.model.clone(),
             model: Arc::clone(&turn.model),
             fallback: turn.fallback.clone(),
-            tools: Arc::clone(&turn.tools),
+            tools: match turn.withheld {
+                [] => turn.tools.sources.freeze(),
+                withheld => Arc::new(turn.tools.sources.freeze().without(withheld)),
+            },
+            thread_tools: Arc::clone(&turn.tools),
             settings: Arc::clone(&turn.settings),
             parallel_tool_calls: turn.parallel_tool_calls,
             prompt_cache_key: turn.thread_id.to_string(),
@@ -57,6 +64,7 @@ impl StepContext {
             model: Arc::clone(&self.model),
             fallback: self.fallback.clone(),
             tools: Arc::new(ToolSet::empty()),
+            thread_tools: Arc::clone(&self.thread_tools),
             settings: Arc::clone(&self.settings),
             parallel_tool_calls: false,
             prompt_cache_key: self.prompt_cache_key.clone(),

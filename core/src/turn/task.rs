@@ -169,6 +169,7 @@ impl RegularTask {
                         call_id: done.call.call_id,
                         output: done.result.output,
                         success: done.result.success,
+                        facts: Some(Box::new(done.facts)),
                     });
                 }
                 if self.cancel.is_cancelled() {

@@ -1,6 +1,8 @@
-//! Runs the tool calls of one reply. Calls run concurrently (each in its own task, with a
-//! child cancellation token); results come back in the order the model issued the calls,
-//! whatever order they finish in. Dropping the runner aborts every call still running.
+//! Runs the tool calls of one reply. Each call is described by its tool (`ToolCallBegin`
+//! carries the action), runs concurrently with the others (each in its own task, with a
+//! child cancellation token), and reports its outcome (`ToolCallEnd`); results come back in
+//! the order the model issued the calls, whatever order they finish in. Dropping the runner
+//! aborts every call still running.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -8,7 +10,7 @@ use std::time::{Duration, Instant};
 use futures::future::BoxFuture;
 use futures::stream::{FuturesOrdered, StreamExt};
 use futures::FutureExt;
-use rein_protocol::{EventMsg, ThreadId};
+use rein_protocol::{EventMsg, ThreadId, ToolAction, ToolFacts};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::AbortOnDropHandle;
 
@@ -19,42 +21,52 @@ use crate::tools::{ToolCall, ToolContext, ToolResult};
 pub(crate) struct Finished {
     pub call: ToolCall,
     pub result: ToolResult,
+    pub facts: ToolFacts,
 }
 
 type Running = BoxFuture<'static, (ToolResult, Duration)>;
 
+/// Describe `call`, announce it, and start it.
 fn start(
     step: &StepContext,
     thread_id: ThreadId,
     call: &ToolCall,
     sink: &TurnSink,
     cancel: &CancellationToken,
-) -> Running {
+) -> (ToolAction, Running) {
     let Some(tool) = step.tools.get(&call.name) else {
+        let action = ToolAction::other(&call.name, &call.arguments);
+        begin(sink, call, &action);
         let known: Vec<String> = step.tools.specs().iter().map(|s| s.name.clone()).collect();
         let result = ToolResult::err(format!(
             "unknown tool `{}`; available tools: {}",
             call.name,
             known.join(", ")
         ));
-        return futures::future::ready((result, Duration::ZERO)).boxed();
+        return (
+            action,
+            futures::future::ready((result, Duration::ZERO)).boxed(),
+        );
     };
     let mut ctx = ToolContext::new(
         (thread_id, sink.turn_id, call.call_id.clone()),
         Arc::clone(&step.settings),
         cancel.child_token(),
         sink.as_host(),
-    );
+    )
+    .with_thread(Arc::clone(&step.thread_tools));
     if step.review {
         ctx = ctx.without_session_grants();
     }
+    let action = tool.describe(call, &ctx);
+    begin(sink, call, &action);
     let call = call.clone();
     let handle = AbortOnDropHandle::new(tokio::spawn(async move {
         let started = Instant::now();
         let result = tool.run(call, ctx).await;
         (result, started.elapsed())
     }));
-    async move {
+    let running = async move {
         handle.await.unwrap_or_else(|e| {
             (
                 ToolResult::err(format!("the tool failed unexpectedly: {e}")),
@@ -62,7 +74,17 @@ fn start(
             )
         })
     }
-    .boxed()
+    .boxed();
+    (action, running)
+}
+
+fn begin(sink: &TurnSink, call: &ToolCall, action: &ToolAction) {
+    sink.emit(EventMsg::ToolCallBegin {
+        call_id: call.call_id.clone(),
+        name: call.name.clone(),
+        arguments: call.arguments.clone(),
+        action: Some(action.clone()),
+    });
 }
 
 /// Run `calls` and report each as it finishes, in call order, through `on_finished`.
@@ -74,39 +96,49 @@ pub(crate) async fn run_calls(
     cancel: &CancellationToken,
     mut on_finished: impl FnMut(Finished),
 ) {
-    let mut running: FuturesOrdered<BoxFuture<'static, (ToolCall, ToolResult, Duration)>> =
-        FuturesOrdered::new();
+    type Done = (ToolCall, ToolAction, ToolResult, Duration);
+    let mut running: FuturesOrdered<BoxFuture<'static, Done>> = FuturesOrdered::new();
     for call in calls {
-        sink.emit(EventMsg::ToolCallBegin {
-            call_id: call.call_id.clone(),
-            name: call.name.clone(),
-            arguments: call.arguments.clone(),
-        });
+        let (action, fut) = start(step, thread_id, &call, sink, cancel);
         if !step.parallel_tool_calls {
-            let (result, took) = start(step, thread_id, &call, sink, cancel).await;
-            report(sink, &call, &result, took);
-            on_finished(Finished { call, result });
+            let (result, took) = fut.await;
+            on_finished(report(sink, call, action, result, took));
             continue;
         }
-        let fut = start(step, thread_id, &call, sink, cancel);
         running.push_back(
             async move {
                 let (result, took) = fut.await;
-                (call, result, took)
+                (call, action, result, took)
             }
             .boxed(),
         );
     }
-    while let Some((call, result, took)) = running.next().await {
-        report(sink, &call, &result, took);
-        on_finished(Finished { call, result });
+    while let Some((call, action, result, took)) = running.next().await {
+        on_finished(report(sink, call, action, result, took));
     }
 }
 
-fn report(sink: &TurnSink, call: &ToolCall, result: &ToolResult, took: Duration) {
+fn report(
+    sink: &TurnSink,
+    call: ToolCall,
+    action: ToolAction,
+    result: ToolResult,
+    took: Duration,
+) -> Finished {
+    let duration_ms = u64::try_from(took.as_millis()).unwrap_or(u64::MAX);
     sink.emit(EventMsg::ToolCallEnd {
         call_id: call.call_id.clone(),
         success: result.success,
-        duration_ms: u64::try_from(took.as_millis()).unwrap_or(u64::MAX),
+        duration_ms,
+        outcome: Some(result.outcome.clone()),
     });
+    Finished {
+        facts: ToolFacts {
+            action,
+            outcome: result.outcome.clone(),
+            duration_ms,
+        },
+        call,
+        result,
+    }
 }

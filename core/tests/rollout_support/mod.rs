@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 
 use rein_protocol::{
-    ApprovalOutcome, ApprovalPolicy, ApprovalRequest, ErrorCode, Event, EventMsg, InputPart, Item,
+    ApprovalOutcome, ApprovalPolicy, ClientRequest, ErrorCode, Event, EventMsg, InputPart, Item,
     ItemId, ItemKind, PlanStep, PlanStepStatus, SandboxPolicy, TaskKind, ThreadId, ThreadSettings,
     TokenUsage, TurnAbortReason, TurnId,
 };
@@ -84,16 +84,32 @@ impl ThreadScript {
                 arguments: arguments.clone(),
             },
         });
+        let action = rein_protocol::ToolAction::Exec {
+            argv: vec!["ls".into()],
+            command: "ls".into(),
+            cwd: PathBuf::from("/work/project"),
+            background: false,
+            commands: vec![rein_protocol::CommandAction::ListFiles {
+                command: "ls".into(),
+                path: None,
+            }],
+        };
         self.push(EventMsg::ToolCallBegin {
             call_id: call_id.into(),
             name: "shell".into(),
             arguments,
+            action: Some(action.clone()),
         });
         if let Some(output) = output {
+            let outcome = rein_protocol::ToolOutcome::Exited {
+                exit: rein_protocol::ExitStatus::Code { code: 0 },
+                output: output.clone(),
+            };
             self.push(EventMsg::ToolCallEnd {
                 call_id: call_id.into(),
                 success: true,
                 duration_ms: 12,
+                outcome: Some(outcome.clone()),
             });
             self.push(EventMsg::ItemCompleted {
                 item: Item::ToolOutput {
@@ -101,6 +117,11 @@ impl ThreadScript {
                     call_id: call_id.into(),
                     output,
                     success: true,
+                    facts: Some(Box::new(rein_protocol::ToolFacts {
+                        action,
+                        outcome,
+                        duration_ms: 12,
+                    })),
                 },
             });
         }
@@ -191,30 +212,34 @@ pub fn every_variant_thread() -> ThreadScript {
         }],
     });
     s.tool_call("c-big", Some("line of output\n".repeat(10_000)));
-    s.push(EventMsg::ApprovalRequested {
-        approval_id: "a1".into(),
+    s.push(EventMsg::ClientRequested {
+        request_id: "a1".into(),
         call_id: "c-big".into(),
-        request: ApprovalRequest::Command {
+        request: ClientRequest::Command {
             command: vec!["rm".into(), "-rf".into(), "target".into()],
             cwd: PathBuf::from("/work/project"),
             reason: "clean".into(),
         },
     });
-    s.push(EventMsg::ApprovalResolved {
-        approval_id: "a1".into(),
-        outcome: ApprovalOutcome::Approved,
+    s.push(EventMsg::ClientRequestResolved {
+        request_id: "a1".into(),
+        outcome: ApprovalOutcome::ApprovedForSession,
+        grant: Some(rein_protocol::SessionGrant::CommandPrefix {
+            argv: vec!["rm".into(), "-rf".into(), "target".into()],
+        }),
     });
-    s.push(EventMsg::ApprovalRequested {
-        approval_id: "a2".into(),
+    s.push(EventMsg::ClientRequested {
+        request_id: "a2".into(),
         call_id: "c-big".into(),
-        request: ApprovalRequest::Patch {
+        request: ClientRequest::Patch {
             files: vec![PathBuf::from("src/lib.rs")],
             reason: "edit".into(),
         },
     });
-    s.push(EventMsg::ApprovalResolved {
-        approval_id: "a2".into(),
+    s.push(EventMsg::ClientRequestResolved {
+        request_id: "a2".into(),
         outcome: ApprovalOutcome::Denied,
+        grant: None,
     });
     s.push(EventMsg::StreamRetry {
         attempt: 1,

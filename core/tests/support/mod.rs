@@ -4,7 +4,7 @@
 
 use std::collections::HashMap;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -15,8 +15,7 @@ use rein_core::model::{ModelClient, ModelInfo, StaticCatalog};
 use rein_core::tools::{Tool, ToolCall, ToolContext, ToolResult, ToolSpec};
 use rein_core::{EventStream, KernelConfig, NewThread, ThreadManager, ThreadOptions};
 use rein_protocol::{
-    ApprovalPolicy, ApprovalRequest, Event, EventMsg, Item, SandboxPolicy, ThreadSettings,
-    TurnBudget,
+    ApprovalPolicy, ClientRequest, Event, EventMsg, Item, SandboxPolicy, ThreadSettings, TurnBudget,
 };
 use tokio::sync::Notify;
 
@@ -165,12 +164,14 @@ impl Tool for OrderTool {
 }
 
 /// `stubborn` tool: ignores cancellation entirely. Records when it starts and when its
-/// future is dropped (which only a hard abort does).
+/// future is dropped (which only a hard abort does). It first starts a background
+/// terminal of its thread (`sleep`), whose pid it keeps, so tests can see the thread's
+/// processes end with the thread.
 #[derive(Default)]
 pub struct StubbornTool {
     pub started: Notify,
     pub dropped: Arc<AtomicBool>,
-    pub shutdowns: AtomicUsize,
+    pub background_pid: Mutex<Option<u32>>,
 }
 
 struct DropFlag(Arc<AtomicBool>);
@@ -185,18 +186,22 @@ impl Tool for StubbornTool {
         spec("stubborn")
     }
 
-    fn run<'a>(&'a self, _call: ToolCall, _ctx: ToolContext) -> BoxFuture<'a, ToolResult> {
+    fn run<'a>(&'a self, _call: ToolCall, ctx: ToolContext) -> BoxFuture<'a, ToolResult> {
         async move {
             let _flag = DropFlag(Arc::clone(&self.dropped));
+            let mut sleep = tokio::process::Command::new("sleep");
+            sleep.arg("600");
+            let started = ctx
+                .thread
+                .terminals
+                .start(sleep, "sleep 600".into())
+                .unwrap();
+            *self.background_pid.lock().unwrap() = started.pid;
             self.started.notify_one();
             std::future::pending::<()>().await;
             ToolResult::ok("unreachable")
         }
         .boxed()
-    }
-
-    fn on_thread_shutdown(&self, _thread: rein_protocol::ThreadId) {
-        self.shutdowns.fetch_add(1, Ordering::SeqCst);
     }
 }
 
@@ -210,12 +215,12 @@ impl Tool for AskTool {
 
     fn run<'a>(&'a self, _call: ToolCall, ctx: ToolContext) -> BoxFuture<'a, ToolResult> {
         async move {
-            let request = ApprovalRequest::Command {
+            let request = ClientRequest::Command {
                 command: vec!["rm".into(), "-rf".into(), "build".into()],
                 cwd: ctx.settings.cwd.clone(),
                 reason: "clean the build".into(),
             };
-            match ctx.request_approval(request).await {
+            match ctx.request_approval(request, None).await {
                 Ok(decision) => ToolResult::ok(format!("decision: {decision:?}")),
                 Err(e) => ToolResult::err(e.to_string()),
             }

@@ -33,7 +33,7 @@ pub enum ThreadItem {
         cwd: String,
         process_id: Option<String>,
         status: ExecutionStatus,
-        command_actions: Vec<serde_json::Value>,
+        command_actions: Vec<CommandActionWire>,
         aggregated_output: Option<String>,
         exit_code: Option<i32>,
         duration_ms: Option<i64>,
@@ -42,6 +42,29 @@ pub enum ThreadItem {
         id: String,
         changes: Vec<FileUpdateChange>,
         status: ExecutionStatus,
+    },
+    /// A call of an MCP server's tool.
+    #[serde(rename_all = "camelCase")]
+    McpToolCall {
+        id: String,
+        server: String,
+        tool: String,
+        arguments: serde_json::Value,
+        status: ToolCallStatus,
+        result: Option<McpToolCallResult>,
+        error: Option<McpToolCallError>,
+        duration_ms: Option<i64>,
+    },
+    /// A call of a tool that is neither a command, a file change nor an MCP tool.
+    #[serde(rename_all = "camelCase")]
+    DynamicToolCall {
+        id: String,
+        tool: String,
+        arguments: serde_json::Value,
+        status: ToolCallStatus,
+        content_items: Option<Vec<ContentItem>>,
+        success: Option<bool>,
+        duration_ms: Option<i64>,
     },
     Plan {
         id: String,
@@ -70,6 +93,8 @@ impl ThreadItem {
             | ThreadItem::Reasoning { id, .. }
             | ThreadItem::CommandExecution { id, .. }
             | ThreadItem::FileChange { id, .. }
+            | ThreadItem::McpToolCall { id, .. }
+            | ThreadItem::DynamicToolCall { id, .. }
             | ThreadItem::Plan { id, .. }
             | ThreadItem::ContextCompaction { id }
             | ThreadItem::EnteredReviewMode { id, .. }
@@ -86,6 +111,58 @@ pub enum ExecutionStatus {
     Completed,
     Failed,
     Declined,
+}
+
+/// Codex's `McpToolCallStatus` / `DynamicToolCallStatus`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub enum ToolCallStatus {
+    InProgress,
+    Completed,
+    Failed,
+}
+
+/// Codex's `CommandAction`: what a command does, read from it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(tag = "type", rename_all = "camelCase")]
+pub enum CommandActionWire {
+    /// `path` is absolute.
+    Read {
+        command: String,
+        name: String,
+        path: String,
+    },
+    ListFiles {
+        command: String,
+        path: Option<String>,
+    },
+    Search {
+        command: String,
+        query: Option<String>,
+        path: Option<String>,
+    },
+    Unknown {
+        command: String,
+    },
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct McpToolCallResult {
+    pub content: Vec<serde_json::Value>,
+    pub structured_content: Option<serde_json::Value>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct McpToolCallError {
+    pub message: String,
+}
+
+/// Codex's `DynamicToolCallOutputContentItem` (text only: rein's tools return text).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(tag = "type", rename_all = "camelCase")]
+pub enum ContentItem {
+    InputText { text: String },
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]

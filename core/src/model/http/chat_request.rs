@@ -296,6 +296,7 @@ mod tests {
                     call_id: "c1".into(),
                     output: "ok".into(),
                     success: true,
+                    facts: None,
                 }),
             ],
             tools: Arc::from(vec![ToolSpec {

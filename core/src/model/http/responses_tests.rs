@@ -24,6 +24,7 @@ fn sample_request() -> ModelRequest {
                 call_id: "c1".into(),
                 output: "a.txt".into(),
                 success: true,
+                facts: None,
             }),
             Arc::new(Item::Reasoning {
                 id: ItemId::from("i4"),

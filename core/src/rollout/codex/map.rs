@@ -364,6 +364,7 @@ fn response_item(payload: &Value, line_no: usize) -> Option<Item> {
                 call_id,
                 output,
                 success,
+                facts: None,
             })
         }
         _ => None,

@@ -53,9 +53,9 @@ impl SubmissionLoop {
     /// Keep partial output, close open tool calls, append the marker, emit `TurnAborted`.
     pub(super) fn close_aborted(&mut self, turn: RunningTurn, reason: TurnAbortReason) {
         let turn_id = turn.id;
-        self.cancel_approvals(turn.run, turn_id);
-        for item in turn.open.closing_items() {
-            self.emit(Some(turn_id), EventMsg::ItemCompleted { item });
+        self.cancel_requests(turn.run, turn_id);
+        for msg in turn.open.closing_events() {
+            self.emit(Some(turn_id), msg);
         }
         self.emit(
             Some(turn_id),

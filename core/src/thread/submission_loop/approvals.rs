@@ -1,59 +1,88 @@
-//! Approvals parked in the loop: a tool's request waits here for the client's answer Op;
-//! ending the turn resolves every request of its run as cancelled.
+//! Client requests parked in the loop: a call's request (an approval, a question) waits
+//! here for the client's answer Op; ending the turn resolves every request of its run as
+//! cancelled. An approval "for the session" records its grant in the answer's event, which
+//! the reducer folds into the thread's grants; the calls see them before the asker wakes.
 
 use rein_protocol::{
-    ApprovalDecision, ApprovalOutcome, EventMsg, OpResult, TurnAbortReason, TurnId,
+    ApprovalDecision, ApprovalOutcome, ClientResponse, EventMsg, OpResult, TurnAbortReason, TurnId,
 };
 
 use super::SubmissionLoop;
 use crate::turn::sink::RunId;
 
 impl SubmissionLoop {
-    pub(super) fn cancel_approvals(&mut self, run: RunId, turn_id: TurnId) {
+    pub(super) fn cancel_requests(&mut self, run: RunId, turn_id: TurnId) {
         let ids: Vec<String> = self
-            .approvals
+            .requests
             .iter()
-            .filter(|(_, a)| a.run == run)
+            .filter(|(_, r)| r.run == run)
             .map(|(id, _)| id.clone())
             .collect();
-        for approval_id in ids {
-            self.approvals.remove(&approval_id);
+        for request_id in ids {
+            self.requests.remove(&request_id);
             self.emit(
                 Some(turn_id),
-                EventMsg::ApprovalResolved {
-                    approval_id,
+                EventMsg::ClientRequestResolved {
+                    request_id,
                     outcome: ApprovalOutcome::Cancelled,
+                    grant: None,
                 },
             );
         }
     }
 
-    pub(super) async fn on_approval_answer(
+    pub(super) async fn on_response(
         &mut self,
-        approval_id: &str,
-        decision: ApprovalDecision,
+        request_id: &str,
+        response: ClientResponse,
     ) -> OpResult {
-        let Some(parked) = self.approvals.remove(approval_id) else {
+        let Some(parked) = self.requests.get(request_id) else {
             return OpResult::Refused {
-                message: format!("no pending approval with id {approval_id}"),
+                message: format!("no pending client request with id {request_id}"),
             };
         };
-        let turn_id = self.running.as_ref().map(|t| t.id);
-        let outcome = match decision {
-            ApprovalDecision::Approve => ApprovalOutcome::Approved,
-            ApprovalDecision::ApproveForSession => ApprovalOutcome::ApprovedForSession,
-            ApprovalDecision::Deny => ApprovalOutcome::Denied,
-            ApprovalDecision::Abort => ApprovalOutcome::Aborted,
+        let outcome = match (&response, parked.request.is_approval()) {
+            (ClientResponse::Decision { decision }, true) => match decision {
+                ApprovalDecision::Approve => ApprovalOutcome::Approved,
+                ApprovalDecision::ApproveForSession => ApprovalOutcome::ApprovedForSession,
+                ApprovalDecision::Deny => ApprovalOutcome::Denied,
+                ApprovalDecision::Abort => ApprovalOutcome::Aborted,
+            },
+            (ClientResponse::Answers { .. }, false) => ApprovalOutcome::Answered,
+            _ => {
+                return OpResult::Refused {
+                    message: format!(
+                        "request {request_id} asks for {}",
+                        if parked.request.is_approval() {
+                            "a decision"
+                        } else {
+                            "answers"
+                        }
+                    ),
+                }
+            }
         };
+        let Some(parked) = self.requests.remove(request_id) else {
+            return OpResult::Accepted;
+        };
+        let turn_id = self.running.as_ref().map(|t| t.id);
+        let grant = parked
+            .grant
+            .filter(|_| outcome == ApprovalOutcome::ApprovedForSession);
+        let granted = grant.is_some();
         self.emit(
             turn_id,
-            EventMsg::ApprovalResolved {
-                approval_id: approval_id.to_owned(),
+            EventMsg::ClientRequestResolved {
+                request_id: request_id.to_owned(),
                 outcome,
+                grant,
             },
         );
-        let _ = parked.reply.send(decision);
-        if decision == ApprovalDecision::Abort {
+        if granted {
+            self.tools.set_grants(self.state.session_grants.clone());
+        }
+        let _ = parked.reply.send(response);
+        if outcome == ApprovalOutcome::Aborted {
             self.abort_turn(TurnAbortReason::Interrupted).await;
         }
         OpResult::Accepted

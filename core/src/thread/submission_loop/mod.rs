@@ -7,9 +7,9 @@ use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 
 use rein_protocol::{
-    ApprovalDecision, ErrorCode, EventMsg, InputMode, InputOutcome, InputPart, InterruptOutcome,
-    ItemId, Op, OpResult, RejectReason, SettingsChange, Submission, SubmissionId, ThreadId,
-    ThreadSettings, TurnAbortReason, TurnId,
+    ClientRequest, ClientResponse, ErrorCode, EventMsg, InputMode, InputOutcome, InputPart,
+    InterruptOutcome, ItemId, Op, OpResult, RejectReason, SessionGrant, SettingsChange, Submission,
+    SubmissionId, ThreadId, ThreadSettings, ToolOutcome, TurnAbortReason, TurnId,
 };
 use tokio::sync::{mpsc, oneshot};
 use tokio::time::Instant;
@@ -27,6 +27,7 @@ use crate::thread::handle::LoopMsg;
 use crate::thread::open_items::OpenItems;
 use crate::thread::router::{self, Input, Route};
 use crate::thread::state::ThreadState;
+use crate::tools::ThreadTools;
 use crate::turn::pending::{PendingEntry, PendingInput};
 use crate::turn::sink::{RunId, TaskMsg, TaskMsgKind};
 use crate::turn::TaskOutcome;
@@ -44,9 +45,13 @@ struct RunningTurn {
     diff: String,
 }
 
-struct ParkedApproval {
+/// A client request a call waits on.
+struct ParkedRequest {
     run: RunId,
-    reply: oneshot::Sender<ApprovalDecision>,
+    request: ClientRequest,
+    /// What answering "approve for the session" grants.
+    grant: Option<SessionGrant>,
+    reply: oneshot::Sender<ClientResponse>,
 }
 
 pub(crate) struct SubmissionLoop {
@@ -54,12 +59,14 @@ pub(crate) struct SubmissionLoop {
     state: ThreadState,
     emitter: Emitter,
     services: Arc<KernelServices>,
+    /// The thread's tool state (terminals, grants, sources), shared with its calls.
+    tools: Arc<ThreadTools>,
     inbox: async_channel::Receiver<LoopMsg>,
     task_tx: mpsc::UnboundedSender<TaskMsg>,
     task_rx: mpsc::UnboundedReceiver<TaskMsg>,
     running: Option<RunningTurn>,
     pending: PendingInput,
-    approvals: HashMap<String, ParkedApproval>,
+    requests: HashMap<String, ParkedRequest>,
     next_run: RunId,
     /// Maintenance ops that arrived while a turn ran; they run, in order, once it ends.
     deferred: VecDeque<(Submission, Option<oneshot::Sender<OpResult>>)>,
@@ -84,6 +91,7 @@ impl SubmissionLoop {
         state: ThreadState,
         emitter: Emitter,
         services: Arc<KernelServices>,
+        tools: Arc<ThreadTools>,
         inbox: async_channel::Receiver<LoopMsg>,
     ) -> Self {
         let (task_tx, task_rx) = mpsc::unbounded_channel();
@@ -93,12 +101,13 @@ impl SubmissionLoop {
             state,
             emitter,
             services,
+            tools,
             inbox,
             task_tx,
             task_rx,
             running: None,
             pending: PendingInput::default(),
-            approvals: HashMap::new(),
+            requests: HashMap::new(),
             next_run: 0,
             deferred: VecDeque::new(),
             switch_after_compaction: None,
@@ -185,9 +194,7 @@ impl SubmissionLoop {
                 return Flow::Exit;
             }
             Op::CleanBackgroundTerminals => {
-                for tool in self.services.tools.iter() {
-                    tool.clean_background(self.thread_id);
-                }
+                self.tools.terminals.kill_all();
                 (OpResult::Accepted, Flow::Continue)
             }
             Op::SetName { name } => (self.on_set_name(name), Flow::Continue),
@@ -195,7 +202,15 @@ impl SubmissionLoop {
                 approval_id,
                 decision,
             } => (
-                self.on_approval_answer(&approval_id, decision).await,
+                self.on_response(&approval_id, ClientResponse::Decision { decision })
+                    .await,
+                Flow::Continue,
+            ),
+            Op::Respond {
+                request_id,
+                response,
+            } => (
+                self.on_response(&request_id, response).await,
                 Flow::Continue,
             ),
             Op::Rollback { turns } => (self.on_rollback(turns), Flow::Continue),
@@ -362,7 +377,10 @@ impl SubmissionLoop {
             TaskMsgKind::Emit(msg) => {
                 turn.open.observe(&msg);
                 let turn_diff = match &msg {
-                    EventMsg::PatchApplied { changes, .. } => {
+                    EventMsg::ToolCallEnd {
+                        outcome: Some(ToolOutcome::Patched { changes }),
+                        ..
+                    } => {
                         for change in changes {
                             turn.diff.push_str(&change.unified_diff);
                         }
@@ -392,23 +410,30 @@ impl SubmissionLoop {
                     },
                 );
             }
-            TaskMsgKind::Approval {
+            TaskMsgKind::Ask {
                 call_id,
-                request,
+                ask,
                 reply,
             } => {
                 if turn.cancel.is_cancelled() {
                     return None; // dropping `reply` tells the tool it was cancelled
                 }
-                let approval_id = ItemId::new().0;
-                self.approvals
-                    .insert(approval_id.clone(), ParkedApproval { run, reply });
+                let request_id = ItemId::new().0;
+                self.requests.insert(
+                    request_id.clone(),
+                    ParkedRequest {
+                        run,
+                        request: ask.request.clone(),
+                        grant: ask.session_grant,
+                        reply,
+                    },
+                );
                 self.emit(
                     Some(turn_id),
-                    EventMsg::ApprovalRequested {
-                        approval_id,
+                    EventMsg::ClientRequested {
+                        request_id,
                         call_id,
-                        request,
+                        request: ask.request,
                     },
                 );
             }
@@ -421,7 +446,7 @@ impl SubmissionLoop {
         let Some(turn) = self.running.take() else {
             return;
         };
-        self.cancel_approvals(turn.run, turn.id);
+        self.cancel_requests(turn.run, turn.id);
         match outcome {
             TaskOutcome::Completed { last_agent_message } => {
                 self.emit(
@@ -494,9 +519,9 @@ impl SubmissionLoop {
     /// From any state: abort what runs, release everything, say goodbye, stop taking Ops.
     async fn shut_down(&mut self) {
         self.abort_turn(TurnAbortReason::Interrupted).await;
-        for tool in self.services.tools.iter() {
-            tool.on_thread_shutdown(self.thread_id);
-        }
+        // The thread's processes end with it (calls still holding its tool state get an
+        // empty table).
+        self.tools.terminals.kill_all();
         self.emit(None, EventMsg::ShutdownComplete);
         self.emitter.close();
         self.emitter.bus().close();

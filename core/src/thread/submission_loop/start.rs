@@ -81,7 +81,8 @@ impl SubmissionLoop {
                 settings: Arc::new(settings),
                 model,
                 fallback,
-                tools: Arc::clone(&self.services.tools),
+                tools: Arc::clone(&self.tools),
+                withheld: &[],
                 parallel_tool_calls: self.services.config.parallel_tool_calls,
                 output_schema,
             },
@@ -175,7 +176,7 @@ impl SubmissionLoop {
     ) -> Result<(), RejectReason> {
         let mut opened = self.open_turn(turn_id, TaskKind::Review, false, None)?;
         // Not even offered: a reviewer that wants to fix something says so instead.
-        opened.context.tools = Arc::new(self.services.tools.without(EDIT_TOOLS));
+        opened.context.withheld = EDIT_TOOLS;
         let request = Item::UserMessage {
             id: ItemId::new(),
             content: review_request(target),

@@ -6,11 +6,12 @@ use std::path::Path;
 use std::sync::Arc;
 
 use futures::future::BoxFuture;
-use rein_protocol::{EventMsg, FileChangeKind, FileDiff};
+use rein_protocol::{FileChangeKind, FileDiff, ToolAction, ToolOutcome};
 use serde::Deserialize;
 use serde_json::json;
 
 use super::applier::{ChangeKind, FileChange};
+use super::parser::{FileOp, Hunk};
 use super::{parse, stage, summarize, PatchError};
 use crate::tools::policy::{Action, PolicyEngine};
 use crate::tools::{Tool, ToolCall, ToolContext, ToolResult, ToolSpec};
@@ -54,6 +55,13 @@ impl Tool for ApplyPatchTool {
         }
     }
 
+    fn describe(&self, call: &ToolCall, ctx: &ToolContext) -> ToolAction {
+        serde_json::from_str::<Args>(&call.arguments)
+            .ok()
+            .and_then(|args| edit_action(&args.input, &ctx.settings.cwd))
+            .unwrap_or_else(|| ToolAction::other(&call.name, &call.arguments))
+    }
+
     fn run<'a>(&'a self, call: ToolCall, ctx: ToolContext) -> BoxFuture<'a, ToolResult> {
         Box::pin(async move {
             let args: Args = match serde_json::from_str(&call.arguments) {
@@ -82,30 +90,85 @@ pub async fn apply_checked(
     };
     let paths = staged.touched_paths().map(Path::to_path_buf).collect();
     if let Err(refusal) = policy.authorize(ctx, Action::Patch { paths }).await {
-        return ToolResult::err(refusal.to_string());
+        return refusal.into_result();
     }
     // Staging and writing are plain blocking file I/O on a handful of files.
     match tokio::task::spawn_blocking(move || staged.commit()).await {
         Ok(Ok(changes)) => {
-            ctx.emit(EventMsg::PatchApplied {
-                call_id: ctx.call_id.clone(),
-                changes: changes.iter().map(file_diff).collect(),
-            });
-            ToolResult::ok(summarize(&changes))
+            let diffs = changes.iter().map(|c| file_diff(c, cwd)).collect();
+            ToolResult::new(
+                summarize(&changes),
+                true,
+                ToolOutcome::Patched { changes: diffs },
+            )
         }
         Ok(Err(e)) => ToolResult::err(e.to_string()),
         Err(e) => ToolResult::err(format!("apply_patch failed: {e}")),
     }
 }
 
-fn file_diff(change: &FileChange) -> FileDiff {
+/// What a patch is about to change (its own hunks, before anything is read), or `None`
+/// when it does not parse (the call will fail and say why).
+pub fn edit_action(text: &str, cwd: &Path) -> Option<ToolAction> {
+    let patch = parse(text).ok()?;
+    let changes = patch.ops.iter().map(|op| planned(op, cwd)).collect();
+    Some(ToolAction::Edit { changes })
+}
+
+fn planned(op: &FileOp, cwd: &Path) -> FileDiff {
+    let (kind, move_to, unified_diff) = match op {
+        FileOp::Add { contents, .. } => (
+            FileChangeKind::Add,
+            None,
+            contents.lines().map(|l| format!("+{l}\n")).collect(),
+        ),
+        FileOp::Delete { .. } => (FileChangeKind::Delete, None, String::new()),
+        FileOp::Update { move_to, hunks, .. } => (
+            FileChangeKind::Update,
+            move_to.as_ref().map(|to| cwd.join(to)),
+            hunks.iter().map(hunk_text).collect(),
+        ),
+    };
+    FileDiff {
+        path: cwd.join(op.path()),
+        kind,
+        move_to,
+        unified_diff,
+    }
+}
+
+/// A hunk as the patch means it: its anchor, then context, removed and added lines.
+fn hunk_text(hunk: &Hunk) -> String {
+    let mut text = match &hunk.anchor {
+        Some(anchor) => format!("@@ {anchor}\n"),
+        None => "@@\n".to_owned(),
+    };
+    let (old, new) = (hunk.old.join("\n"), hunk.new.join("\n"));
+    for change in similar::TextDiff::from_lines(&old, &new).iter_all_changes() {
+        let sign = match change.tag() {
+            similar::ChangeTag::Equal => ' ',
+            similar::ChangeTag::Delete => '-',
+            similar::ChangeTag::Insert => '+',
+        };
+        text.push(sign);
+        text.push_str(change.value().trim_end_matches('\n'));
+        text.push('\n');
+    }
+    text
+}
+
+/// One applied change; paths are made absolute against the patch's `cwd`.
+fn file_diff(change: &FileChange, cwd: &Path) -> FileDiff {
     let (kind, move_to) = match &change.kind {
         ChangeKind::Add => (FileChangeKind::Add, None),
         ChangeKind::Delete => (FileChangeKind::Delete, None),
-        ChangeKind::Update { move_to } => (FileChangeKind::Update, move_to.clone()),
+        ChangeKind::Update { move_to } => (
+            FileChangeKind::Update,
+            move_to.as_ref().map(|to| cwd.join(to)),
+        ),
     };
     FileDiff {
-        path: change.path.clone(),
+        path: cwd.join(&change.path),
         kind,
         move_to,
         unified_diff: change.diff.clone(),

@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 use futures::future::BoxFuture;
 use ignore::WalkBuilder;
 use regex::RegexBuilder;
+use rein_protocol::ToolAction;
 use serde::Deserialize;
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
@@ -71,6 +72,16 @@ impl Tool for GrepTool {
                 "required": ["pattern"],
                 "additionalProperties": false
             }),
+        }
+    }
+
+    fn describe(&self, call: &ToolCall, ctx: &ToolContext) -> ToolAction {
+        match serde_json::from_str::<Args>(&call.arguments) {
+            Ok(args) => ToolAction::Search {
+                path: resolve(&ctx.settings.cwd, args.path.as_deref()),
+                query: args.pattern,
+            },
+            Err(_) => ToolAction::other(&call.name, &call.arguments),
         }
     }
 

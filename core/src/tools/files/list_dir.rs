@@ -4,6 +4,7 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 use futures::future::BoxFuture;
+use rein_protocol::ToolAction;
 use serde::Deserialize;
 use serde_json::json;
 
@@ -43,6 +44,15 @@ impl Tool for ListDirTool {
                 },
                 "additionalProperties": false
             }),
+        }
+    }
+
+    fn describe(&self, call: &ToolCall, ctx: &ToolContext) -> ToolAction {
+        match serde_json::from_str::<Args>(&call.arguments) {
+            Ok(args) => ToolAction::List {
+                path: resolve(&ctx.settings.cwd, args.path.as_deref()),
+            },
+            Err(_) => ToolAction::other(&call.name, &call.arguments),
         }
     }
 

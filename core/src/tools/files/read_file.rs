@@ -4,6 +4,7 @@ use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 
 use futures::future::BoxFuture;
+use rein_protocol::ToolAction;
 use serde::Deserialize;
 use serde_json::json;
 
@@ -43,6 +44,15 @@ impl Tool for ReadFileTool {
                 "required": ["path"],
                 "additionalProperties": false
             }),
+        }
+    }
+
+    fn describe(&self, call: &ToolCall, ctx: &ToolContext) -> ToolAction {
+        match serde_json::from_str::<Args>(&call.arguments) {
+            Ok(args) => ToolAction::Read {
+                path: resolve(&ctx.settings.cwd, Some(&args.path)),
+            },
+            Err(_) => ToolAction::other(&call.name, &call.arguments),
         }
     }
 

@@ -1,9 +1,12 @@
 //! "Approve for this session": what the user let through for the rest of a thread. A
 //! command approval covers any later command that starts with the same argv; a path
-//! approval covers that path and everything under it.
+//! approval covers that path and everything under it. The thread's grants are folded from
+//! its approval events (`ThreadState::session_grants`), so they survive a resume.
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
+
+use rein_protocol::SessionGrant;
 
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct SessionApprovals {
@@ -12,6 +15,18 @@ pub struct SessionApprovals {
 }
 
 impl SessionApprovals {
+    /// Add what an approval for the session granted.
+    pub fn grant(&mut self, grant: &SessionGrant) {
+        match grant {
+            SessionGrant::CommandPrefix { argv } => self.approve_command(argv),
+            SessionGrant::Paths { paths } => {
+                for path in paths {
+                    self.approve_path(path);
+                }
+            }
+        }
+    }
+
     pub fn approve_command(&mut self, argv: &[String]) {
         self.command_prefixes.insert(argv.to_vec());
     }

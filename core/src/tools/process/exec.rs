@@ -39,6 +39,19 @@ impl ExitKind {
         self == ExitKind::Code(0)
     }
 
+    /// How the command ended, as clients are told; `timeout` is the limit it ran under.
+    pub fn status(self, timeout: Duration) -> rein_protocol::ExitStatus {
+        use rein_protocol::ExitStatus;
+        match self {
+            ExitKind::Code(code) => ExitStatus::Code { code },
+            ExitKind::Signal(signal) => ExitStatus::Signal { signal },
+            ExitKind::TimedOut => ExitStatus::TimedOut {
+                after_ms: u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX),
+            },
+            ExitKind::Cancelled => ExitStatus::Cancelled,
+        }
+    }
+
     /// The conventional shell exit code.
     pub fn code(self) -> i32 {
         match self {

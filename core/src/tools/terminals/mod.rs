@@ -7,5 +7,5 @@
 pub mod registry;
 pub mod write_stdin;
 
-pub use registry::{BackgroundTerminals, TerminalError, TerminalSnapshot};
+pub use registry::{BackgroundTerminals, Started, TerminalError, TerminalSnapshot};
 pub use write_stdin::WriteStdinTool;

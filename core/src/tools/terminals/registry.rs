@@ -1,4 +1,4 @@
-//! The per-thread table of background terminals and the tasks that pump their output.
+//! A thread's table of background terminals and the tasks that pump their output.
 
 use std::collections::HashMap;
 use std::process::Stdio;
@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
-use rein_protocol::ThreadId;
+use rein_protocol::ToolOutcome;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 use tokio::process::{ChildStdin, Command};
 use tokio::sync::Notify;
@@ -54,6 +54,21 @@ impl TerminalSnapshot {
             "exit_code": self.exit.map(ExitKind::code),
         })
     }
+
+    /// What a read of the terminal tells clients: it runs on, or it exited.
+    pub fn outcome(&self) -> ToolOutcome {
+        match self.exit {
+            None => ToolOutcome::Running {
+                terminal_id: self.id.clone(),
+                pid: None,
+                output: self.output.clone(),
+            },
+            Some(exit) => ToolOutcome::Exited {
+                exit: exit.status(Duration::ZERO),
+                output: self.output.clone(),
+            },
+        }
+    }
 }
 
 struct Pumped {
@@ -86,6 +101,9 @@ impl Shared {
 }
 
 struct Terminal {
+    /// The command as the call showed it, and where it runs.
+    command: String,
+    cwd: Option<std::path::PathBuf>,
     shared: Arc<Shared>,
     stdin: Arc<tokio::sync::Mutex<Option<ChildStdin>>>,
     tasks: Vec<JoinHandle<()>>,
@@ -101,10 +119,18 @@ impl Drop for Terminal {
     }
 }
 
-/// All background terminals of all threads.
+/// A terminal just started.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Started {
+    pub id: String,
+    /// The OS process id of the command.
+    pub pid: Option<u32>,
+}
+
+/// The background terminals of one thread (it owns the table; dropping it kills them all).
 #[derive(Default)]
 pub struct BackgroundTerminals {
-    threads: Mutex<HashMap<ThreadId, HashMap<String, Arc<Terminal>>>>,
+    terminals: Mutex<HashMap<String, Arc<Terminal>>>,
     next_id: AtomicU64,
 }
 
@@ -113,19 +139,26 @@ impl BackgroundTerminals {
         Self::default()
     }
 
-    fn table(&self) -> MutexGuard<'_, HashMap<ThreadId, HashMap<String, Arc<Terminal>>>> {
-        self.threads.lock().unwrap_or_else(PoisonError::into_inner)
+    fn table(&self) -> MutexGuard<'_, HashMap<String, Arc<Terminal>>> {
+        self.terminals
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Spawn `cmd` as a background terminal of `thread`; returns its id.
-    pub fn start(&self, thread: ThreadId, mut cmd: Command) -> Result<String, TerminalError> {
+    /// Spawn `cmd` (shown as `command`) as a background terminal.
+    pub fn start(&self, mut cmd: Command, command: String) -> Result<Started, TerminalError> {
         cmd.stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .process_group(0)
             .kill_on_drop(true);
+        let cwd = cmd
+            .as_std()
+            .get_current_dir()
+            .map(std::path::Path::to_path_buf);
         let mut child = cmd.spawn().map_err(TerminalError::Spawn)?;
-        let group = ProcessGroupGuard::new(child.id().unwrap_or(0));
+        let pid = child.id();
+        let group = ProcessGroupGuard::new(pid.unwrap_or(0));
         let pgid = group.pgid();
         let shared = Arc::new(Shared {
             pumped: Mutex::new(Pumped {
@@ -165,37 +198,37 @@ impl BackgroundTerminals {
         }));
         let id = format!("bg-{}", self.next_id.fetch_add(1, Ordering::Relaxed) + 1);
         let terminal = Arc::new(Terminal {
+            command,
+            cwd,
             shared,
             stdin,
             tasks,
             _group: group,
         });
-        self.table()
-            .entry(thread)
-            .or_default()
-            .insert(id.clone(), terminal);
-        Ok(id)
+        self.table().insert(id.clone(), terminal);
+        Ok(Started { id, pid })
     }
 
-    fn get(&self, thread: ThreadId, id: &str) -> Result<Arc<Terminal>, TerminalError> {
+    fn get(&self, id: &str) -> Result<Arc<Terminal>, TerminalError> {
         self.table()
-            .get(&thread)
-            .and_then(|t| t.get(id))
+            .get(id)
             .cloned()
             .ok_or_else(|| TerminalError::NotFound { id: id.to_owned() })
     }
 
+    /// The command terminal `id` runs and its directory, while the terminal is known.
+    pub fn command_of(&self, id: &str) -> Option<(String, Option<std::path::PathBuf>)> {
+        self.table()
+            .get(id)
+            .map(|t| (t.command.clone(), t.cwd.clone()))
+    }
+
     /// Write `chars` to the terminal's stdin (nothing if empty).
-    pub async fn write(
-        &self,
-        thread: ThreadId,
-        id: &str,
-        chars: &str,
-    ) -> Result<(), TerminalError> {
+    pub async fn write(&self, id: &str, chars: &str) -> Result<(), TerminalError> {
         if chars.is_empty() {
             return Ok(());
         }
-        let terminal = self.get(thread, id)?;
+        let terminal = self.get(id)?;
         let mut stdin = terminal.stdin.lock().await;
         let pipe = stdin.as_mut().ok_or_else(|| TerminalError::Stdin {
             id: id.to_owned(),
@@ -216,12 +249,11 @@ impl BackgroundTerminals {
     /// once read.
     pub async fn read(
         &self,
-        thread: ThreadId,
         id: &str,
         wait: Duration,
         cancel: &CancellationToken,
     ) -> Result<TerminalSnapshot, TerminalError> {
-        let terminal = self.get(thread, id)?;
+        let terminal = self.get(id)?;
         let deadline = tokio::time::Instant::now() + wait;
         loop {
             let changed = terminal.shared.changed.notified();
@@ -244,9 +276,7 @@ impl BackgroundTerminals {
             (text, pumped.exit.filter(|_| finished))
         };
         if exit.is_some() {
-            if let Some(t) = self.table().get_mut(&thread) {
-                t.remove(id);
-            }
+            self.table().remove(id);
         }
         Ok(TerminalSnapshot {
             id: id.to_owned(),
@@ -255,20 +285,16 @@ impl BackgroundTerminals {
         })
     }
 
-    /// Ids of the thread's terminals.
-    pub fn ids(&self, thread: ThreadId) -> Vec<String> {
-        let mut ids: Vec<String> = self
-            .table()
-            .get(&thread)
-            .map(|t| t.keys().cloned().collect())
-            .unwrap_or_default();
+    /// Ids of the terminals.
+    pub fn ids(&self) -> Vec<String> {
+        let mut ids: Vec<String> = self.table().keys().cloned().collect();
         ids.sort();
         ids
     }
 
-    /// Kill every background terminal of `thread`.
-    pub fn kill_all(&self, thread: ThreadId) {
-        let removed = self.table().remove(&thread);
+    /// Kill every background terminal.
+    pub fn kill_all(&self) {
+        let removed = std::mem::take(&mut *self.table());
         // Dropped outside the lock: each drop kills a process group.
         drop(removed);
     }

@@ -1,15 +1,13 @@
 //! `write_stdin`: send input to a background terminal and read what it printed since the
 //! last read (empty `chars` only reads).
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use futures::future::BoxFuture;
-use rein_protocol::ThreadId;
+use rein_protocol::ToolAction;
 use serde::Deserialize;
 use serde_json::json;
 
-use super::BackgroundTerminals;
 use crate::tools::{Tool, ToolCall, ToolContext, ToolResult, ToolSpec};
 
 const DEFAULT_WAIT_MS: u64 = 500;
@@ -24,15 +22,9 @@ struct Args {
     wait_ms: Option<u64>,
 }
 
-pub struct WriteStdinTool {
-    terminals: Arc<BackgroundTerminals>,
-}
-
-impl WriteStdinTool {
-    pub fn new(terminals: Arc<BackgroundTerminals>) -> Self {
-        Self { terminals }
-    }
-}
+/// Reaches the background terminals of the calling thread (`ctx.thread`).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct WriteStdinTool;
 
 impl Tool for WriteStdinTool {
     fn spec(&self) -> ToolSpec {
@@ -56,19 +48,36 @@ impl Tool for WriteStdinTool {
         }
     }
 
+    fn describe(&self, call: &ToolCall, ctx: &ToolContext) -> ToolAction {
+        match serde_json::from_str::<Args>(&call.arguments) {
+            Ok(args) => {
+                let (command, cwd) = match ctx.thread.terminals.command_of(&args.terminal_id) {
+                    Some((command, cwd)) => (Some(command), cwd),
+                    None => (None, None),
+                };
+                ToolAction::Stdin {
+                    terminal_id: args.terminal_id,
+                    chars: args.chars,
+                    command,
+                    cwd,
+                }
+            }
+            Err(_) => ToolAction::other(&call.name, &call.arguments),
+        }
+    }
+
     fn run<'a>(&'a self, call: ToolCall, ctx: ToolContext) -> BoxFuture<'a, ToolResult> {
         Box::pin(async move {
             let args: Args = match serde_json::from_str(&call.arguments) {
                 Ok(a) => a,
                 Err(e) => return ToolResult::err(format!("invalid write_stdin arguments: {e}")),
             };
+            let terminals = &ctx.thread.terminals;
             let wait =
                 Duration::from_millis(args.wait_ms.unwrap_or(DEFAULT_WAIT_MS).min(MAX_WAIT_MS));
             // A command that does not read its stdin fills the pipe; the write must not
             // outlive the turn.
-            let write = self
-                .terminals
-                .write(ctx.thread_id, &args.terminal_id, &args.chars);
+            let write = terminals.write(&args.terminal_id, &args.chars);
             tokio::select! {
                 written = write => {
                     if let Err(e) = written {
@@ -79,22 +88,12 @@ impl Tool for WriteStdinTool {
                     return ToolResult::err("cancelled while writing to the terminal");
                 }
             }
-            match self
-                .terminals
-                .read(ctx.thread_id, &args.terminal_id, wait, &ctx.cancel)
-                .await
-            {
-                Ok(snapshot) => ToolResult::ok(snapshot.to_json().to_string()),
+            match terminals.read(&args.terminal_id, wait, &ctx.cancel).await {
+                Ok(snapshot) => {
+                    ToolResult::new(snapshot.to_json().to_string(), true, snapshot.outcome())
+                }
                 Err(e) => ToolResult::err(e.to_string()),
             }
         })
-    }
-
-    fn clean_background(&self, thread: ThreadId) {
-        self.terminals.kill_all(thread);
-    }
-
-    fn on_thread_shutdown(&self, thread: ThreadId) {
-        self.terminals.kill_all(thread);
     }
 }
