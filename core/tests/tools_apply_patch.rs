@@ -726,7 +726,7 @@ fn fifos_devices_and_huge_files_are_refused_without_blocking() {
     let root = dir.path();
     rustix::fs::mkfifoat(
         rustix::fs::CWD,
-        &root.join("fifo"),
+        root.join("fifo"),
         rustix::fs::Mode::from_raw_mode(0o600),
     )
     .unwrap();
