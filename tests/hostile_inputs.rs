@@ -354,8 +354,9 @@ fn a_pipelining_stdio_client_gets_every_answer() {
 
 /// 100 threads stream 10,000 deltas each while the client reads nothing; then it reads.
 /// Every thread's text arrives whole and in order (deltas may arrive merged), and the
-/// server's peak memory stays far below what buffering every event would take (the
-/// unbounded queues held ~440 bytes per delta: over 400 MB here).
+/// server's peak memory stays far below what buffering every event takes: with unbounded
+/// subscriber queues this run peaked at 444 MiB (debug build); with the bounded ones at
+/// 190 MiB, about what the same run costs a client that never stops reading (183 MiB).
 #[test]
 fn a_stalled_client_costs_bounded_memory_and_loses_no_delta() {
     const THREADS: usize = 100;
@@ -470,7 +471,7 @@ fn a_stalled_client_costs_bounded_memory_and_loses_no_delta() {
     }
     eprintln!("peak RSS of the server: {} MiB", peak_kib / 1024);
     assert!(
-        peak_kib < 200 * 1024,
+        peak_kib < 300 * 1024,
         "peak RSS {} MiB: events were buffered without bound",
         peak_kib / 1024
     );
