@@ -67,6 +67,7 @@ impl Kernel {
             cwd,
             approval_policy: ApprovalPolicy::OnRequest,
             sandbox_policy: SandboxPolicy::WorkspaceWrite,
+            sandbox_options: None,
             reasoning_effort: self.config.as_ref().and_then(|c| c.reasoning_effort),
             budget: TurnBudget::default(),
             instructions: String::new(),
