@@ -79,6 +79,9 @@ pub fn bootstrap(
     options: BootstrapOptions,
     env: &dyn Fn(&str) -> Option<String>,
 ) -> Result<Kernel, BootstrapError> {
+    // The provider keys are in this process's environment and memory: no command it runs
+    // may read them through /proc.
+    crate::tools::sandbox::protect_this_process();
     let home = match options.home {
         Some(home) => home,
         None => config::rein_home(env).ok_or(BootstrapError::NoHome)?,
