@@ -78,7 +78,11 @@ fn read_back(server: &mut AppServer, thread: &str) -> BTreeMap<String, Value> {
         json!({ "threadId": thread, "includeTurns": true }),
     );
     let turns = read["result"]["thread"]["turns"].as_array().unwrap();
-    tool_items(turns.iter().flat_map(|t| t["items"].as_array().unwrap().iter()))
+    tool_items(
+        turns
+            .iter()
+            .flat_map(|t| t["items"].as_array().unwrap().iter()),
+    )
 }
 
 #[test]
@@ -115,7 +119,10 @@ fn live_and_read_back_tool_items_are_the_same_objects_for_every_kind_of_call() {
             break;
         }
     }
-    assert_eq!(seen.last().unwrap()["params"]["turn"]["status"], "completed");
+    assert_eq!(
+        seen.last().unwrap()["params"]["turn"]["status"],
+        "completed"
+    );
     let live = tool_items(
         seen.iter()
             .filter(|m| method(m) == "item/completed")
@@ -153,15 +160,10 @@ fn live_and_read_back_tool_items_are_the_same_objects_for_every_kind_of_call() {
     );
 
     // What IDEs are told, per kind of call.
-    let exit_codes: Vec<(&str, Value)> = [
-        "call_cat",
-        "call_exit",
-        "call_timeout",
-        "call_signal",
-    ]
-    .iter()
-    .map(|id| (*id, live[*id]["exitCode"].clone()))
-    .collect();
+    let exit_codes: Vec<(&str, Value)> = ["call_cat", "call_exit", "call_timeout", "call_signal"]
+        .iter()
+        .map(|id| (*id, live[*id]["exitCode"].clone()))
+        .collect();
     assert_eq!(
         exit_codes,
         vec![
@@ -242,7 +244,12 @@ fn live_and_read_back_tool_items_are_the_same_objects_for_every_kind_of_call() {
     let exec_home = home_for(&exec_model);
     let exec_cwd = workspace();
     let out = rein()
-        .args(["exec", "--json", "--dangerously-bypass-approvals-and-sandbox", "use every tool"])
+        .args([
+            "exec",
+            "--json",
+            "--dangerously-bypass-approvals-and-sandbox",
+            "use every tool",
+        ])
         .current_dir(exec_cwd.path())
         .env("REIN_HOME", exec_home.path())
         .env("MOCK_API_KEY", "test-key")
@@ -260,9 +267,7 @@ fn live_and_read_back_tool_items_are_the_same_objects_for_every_kind_of_call() {
         .filter(|e| e["type"] == "item.completed" && e["item"]["type"] == "command_execution")
         .map(|e| e["item"].clone())
         .collect();
-    let facts = |command: &Value, exit: &Value, status: &Value| {
-        json!({ "command": command, "exit_code": exit, "status": status })
-    };
+    let facts = |command: &Value, exit: &Value, status: &Value| json!({ "command": command, "exit_code": exit, "status": status });
     let exec_facts: Vec<Value> = exec_items
         .iter()
         .map(|i| facts(&i["command"], &i["exit_code"], &i["status"]))
