@@ -190,7 +190,7 @@ pub fn answer(
         instruction_sources: Vec::new(),
         approval_policy: approval_policy_to_wire(settings.approval_policy),
         approvals_reviewer: "user".into(),
-        sandbox: sandbox_to_wire(settings.sandbox_policy),
+        sandbox: sandbox_to_wire(settings.sandbox_policy, settings.sandbox_options.as_ref()),
         reasoning_effort: settings.reasoning_effort.map(|e| effort_to_wire(e).into()),
     }
 }

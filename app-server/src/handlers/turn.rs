@@ -56,7 +56,9 @@ pub async fn start(state: &ServerState, raw: Value) -> Result<Value, RpcError> {
         settings.approval_policy = Some(approval_policy_from_wire(policy)?);
     }
     if let Some(policy) = &p.sandbox_policy {
-        settings.sandbox_policy = Some(sandbox_from_wire(policy));
+        let (policy, options) = sandbox_from_wire(policy)?;
+        settings.sandbox_policy = Some(policy);
+        settings.sandbox_options = Some(options);
     }
     if let Some(effort) = &p.effort {
         settings.reasoning_effort = effort_from_wire(effort)?;
