@@ -319,11 +319,14 @@ impl RolloutStore {
             for path in files {
                 match self.entry_for(&path) {
                     Ok(entry) => {
-                        if seen.contains_key(&entry.thread_id) {
-                            duplicates.entry(entry.thread_id).or_default().push(path);
-                        } else {
-                            seen.insert(entry.thread_id, entries.len());
-                            entries.push(entry);
+                        match seen.entry(entry.thread_id) {
+                            std::collections::hash_map::Entry::Occupied(_) => {
+                                duplicates.entry(entry.thread_id).or_default().push(path);
+                            }
+                            std::collections::hash_map::Entry::Vacant(slot) => {
+                                slot.insert(entries.len());
+                                entries.push(entry);
+                            }
                         }
                     }
                     Err(e) => {
