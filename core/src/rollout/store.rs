@@ -318,17 +318,15 @@ impl RolloutStore {
             let files = layout::rollout_files(&dir).map_err(RolloutError::io("scanning", &dir))?;
             for path in files {
                 match self.entry_for(&path) {
-                    Ok(entry) => {
-                        match seen.entry(entry.thread_id) {
-                            std::collections::hash_map::Entry::Occupied(_) => {
-                                duplicates.entry(entry.thread_id).or_default().push(path);
-                            }
-                            std::collections::hash_map::Entry::Vacant(slot) => {
-                                slot.insert(entries.len());
-                                entries.push(entry);
-                            }
+                    Ok(entry) => match seen.entry(entry.thread_id) {
+                        std::collections::hash_map::Entry::Occupied(_) => {
+                            duplicates.entry(entry.thread_id).or_default().push(path);
                         }
-                    }
+                        std::collections::hash_map::Entry::Vacant(slot) => {
+                            slot.insert(entries.len());
+                            entries.push(entry);
+                        }
+                    },
                     Err(e) => {
                         tracing::warn!(path = %path.display(), error = %e, "reindex: skipped");
                         report.skipped.push((path, e.to_string()));

@@ -2,12 +2,14 @@
 //! each event as it arrives. Commands that queued while it worked are taken together and
 //! each thread's new lines go out in one `write`; then each thread hears how far it got
 //! (its events may be published), and what must be durable goes to the sync thread. At
-//! most `max_open` rollout files are open at once: the least recently written are closed
-//! (an idle thread holds none) and reopened when they have something to write.
+//! most `max_open` rollout files are open at once, and a file is closed once its thread has
+//! ended a turn or written nothing for [`IDLE_CLOSE`]: an idle thread holds no file
+//! descriptor; the file is reopened when there is something to write.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::mpsc;
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use rein_protocol::{Event, ThreadId};
 
@@ -90,6 +92,9 @@ pub(crate) struct WriterThread {
     syncer: mpsc::Sender<SyncCmd>,
 }
 
+/// A file not written for this long is closed.
+pub(crate) const IDLE_CLOSE: Duration = Duration::from_secs(2);
+
 /// How many commands are taken before the batch is written, so a flood of events from
 /// one thread cannot starve the rest of their answers.
 const MAX_BATCH: usize = 4096;
@@ -111,7 +116,16 @@ impl WriterThread {
     }
 
     pub(crate) fn run(mut self, rx: &mpsc::Receiver<WriterCmd>) {
-        while let Ok(first) = rx.recv() {
+        let mut last_write: HashMap<ThreadId, Instant> = HashMap::new();
+        loop {
+            let first = match rx.recv_timeout(IDLE_CLOSE) {
+                Ok(cmd) => cmd,
+                Err(mpsc::RecvTimeoutError::Timeout) => {
+                    self.close_files_idle_since(&mut last_write, Instant::now() - IDLE_CLOSE);
+                    continue;
+                }
+                Err(mpsc::RecvTimeoutError::Disconnected) => break,
+            };
             let mut touched = Vec::new();
             self.handle(first, &mut touched);
             for _ in 0..MAX_BATCH {
@@ -120,10 +134,19 @@ impl WriterThread {
                     Err(_) => break,
                 }
             }
+            let now = Instant::now();
             for thread in touched {
                 self.write(thread);
+                if self
+                    .threads
+                    .get(&thread)
+                    .is_some_and(|l| l.writer.is_open())
+                {
+                    last_write.insert(thread, now);
+                }
             }
             self.close_idle_files();
+            self.close_files_idle_since(&mut last_write, now - IDLE_CLOSE);
         }
         // Every sender is gone: the process is ending. Write what is left.
         let threads: Vec<ThreadId> = self.threads.keys().copied().collect();
@@ -137,12 +160,11 @@ impl WriterThread {
 
     fn handle(&mut self, cmd: WriterCmd, touched: &mut Vec<ThreadId>) {
         match cmd {
-            WriterCmd::Adopt(writer) => {
+            WriterCmd::Adopt(mut writer) => {
                 let thread = writer.thread_id();
                 self.tick += 1;
-                if writer.is_open() {
-                    self.open.insert(self.tick, thread);
-                }
+                // Opened again by the first write; an adopted thread may stay idle.
+                writer.close_file();
                 self.threads.insert(
                     thread,
                     Loaded {
@@ -263,7 +285,12 @@ impl WriterThread {
             // Nothing is published before its fsync.
             Durability::Always => {}
         }
-        match loaded.writer.sync_job() {
+        let job = loaded.writer.sync_job();
+        // A turn ended (or the thread shut down): it goes idle, and its file with it (the
+        // sync thread keeps it open until the fsync is done).
+        loaded.writer.close_file();
+        self.open.remove(&loaded.tick);
+        match job {
             Ok(Some(job)) => {
                 let sent = self.syncer.send(SyncCmd::Sync(SyncReq {
                     thread,
@@ -289,6 +316,23 @@ impl WriterThread {
                 }
             }
         }
+    }
+
+    fn close_files_idle_since(
+        &mut self,
+        last_write: &mut HashMap<ThreadId, Instant>,
+        since: Instant,
+    ) {
+        last_write.retain(|thread, at| {
+            if *at > since {
+                return true;
+            }
+            if let Some(loaded) = self.threads.get_mut(thread) {
+                loaded.writer.close_file();
+                self.open.remove(&loaded.tick);
+            }
+            false
+        });
     }
 
     fn close_idle_files(&mut self) {
