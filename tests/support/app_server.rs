@@ -164,6 +164,13 @@ impl AppServer {
         id
     }
 
+    /// SIGKILL the server, as a crash would, and wait for it to be gone.
+    pub fn kill(mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        drop(self.stdin.take());
+    }
+
     /// Close stdin and wait for the process to exit on its own.
     pub fn finish(mut self) -> std::process::ExitStatus {
         drop(self.stdin.take());
