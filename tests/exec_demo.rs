@@ -96,6 +96,9 @@ fn demo_with_a_closed_or_empty_stdin_runs_its_own_prompt() {
             String::from_utf8_lossy(&out.stderr)
         );
         let stdout = String::from_utf8(out.stdout).unwrap();
-        assert!(stdout.contains("Hello from rein."), "{stdin} stdin: {stdout}");
+        assert!(
+            stdout.contains("Hello from rein."),
+            "{stdin} stdin: {stdout}"
+        );
     }
 }

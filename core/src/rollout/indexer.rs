@@ -92,6 +92,7 @@ impl IndexClient {
         &self,
         f: impl FnOnce(&mut RolloutIndex) -> Result<R, RolloutError> + Send + 'static,
     ) -> Result<R, RolloutError> {
+        super::io_guard::assert_off_executor("waiting for the index");
         let (tx, rx) = mpsc::channel();
         self.send_query(f, move |r| {
             let _ = tx.send(r);
@@ -133,6 +134,7 @@ impl IndexClient {
 }
 
 fn run(path: &Path, rx: &mpsc::Receiver<Cmd>) {
+    super::io_guard::mark_store_thread();
     let mut index = RolloutIndex::open(path);
     if let Err(e) = &index {
         tracing::warn!("rollout index unavailable: {e}");

@@ -194,6 +194,7 @@ impl ThreadLock {
         rollout: &Path,
         thread: ThreadId,
     ) -> Result<Self, RecorderError> {
+        super::io_guard::assert_off_executor("claiming a thread");
         let ours = process_lock(locks)?;
         let path = lock_path(rollout);
         let _mutex = locks.claims_mutex();

@@ -20,6 +20,7 @@ mod error;
 pub mod format;
 pub mod index;
 pub mod indexer;
+pub(crate) mod io_guard;
 pub mod layout;
 pub mod lock;
 pub mod reader;

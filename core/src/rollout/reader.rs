@@ -109,6 +109,7 @@ impl std::fmt::Display for Diagnostic {
 /// Opens a rollout for reading: a regular file, not through a symlink, without waiting.
 pub fn open_regular(path: &Path) -> Result<File, RolloutError> {
     use std::os::unix::fs::OpenOptionsExt;
+    super::io_guard::assert_off_executor("reading a rollout");
     let file = std::fs::OpenOptions::new()
         .read(true)
         .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC)

@@ -85,6 +85,7 @@ pub struct SyncJob {
 impl SyncJob {
     /// Runs the fsyncs, blobs first: a durable line must never refer to a blob that is not.
     pub fn run(&self) -> Result<(), RecorderError> {
+        super::io_guard::assert_off_executor("fsyncing a rollout");
         for path in &self.blobs {
             File::open(path)
                 .and_then(|f| f.sync_all())
@@ -165,6 +166,7 @@ impl RolloutWriter {
         meta: &SessionMeta,
         options: WriterOptions,
     ) -> Result<Self, RecorderError> {
+        super::io_guard::assert_off_executor("creating a rollout");
         if let Some(dir) = path.parent() {
             std::fs::create_dir_all(dir).map_err(|e| RecorderError::io(dir, e))?;
         }
@@ -224,6 +226,7 @@ impl RolloutWriter {
         thread: ThreadId,
         options: WriterOptions,
     ) -> Result<Self, RecorderError> {
+        super::io_guard::assert_off_executor("reopening a rollout");
         let io = |source| RecorderError::io(path, source);
         let lock = ThreadLock::acquire(&options.locks, path, thread)?;
         let mut file = open_for_append(path).map_err(io)?;
@@ -334,6 +337,7 @@ impl RolloutWriter {
         if self.pending.is_empty() && !self.needs_repair {
             return Ok(());
         }
+        super::io_guard::assert_off_executor("writing a rollout");
         let file = self.file()?;
         if self.needs_repair {
             file.set_len(self.committed_len)

@@ -27,6 +27,7 @@ use rein_protocol::ThreadId;
 use self::recorder::StoreRecorder;
 use self::writer::{OnDrop, WriterCmd, WriterThread};
 use super::index::{ListQuery, ThreadEntry, ThreadPage};
+use super::io_guard;
 use super::reader::LoadedRollout;
 use super::store::RolloutStore;
 use super::writer::{Durability, RolloutWriter};
@@ -81,12 +82,19 @@ impl RolloutService {
         .with_durability(options.durability);
         let store = Arc::new(store);
         let (sync_tx, sync_rx) = mpsc::channel();
-        spawn_named("rein-sync", move || syncer::run(&sync_rx));
+        spawn_named("rein-sync", move || {
+            io_guard::mark_store_thread();
+            syncer::run(&sync_rx);
+        });
         let (writer_tx, writer_rx) = mpsc::channel();
         let thread = WriterThread::new(options.durability, options.max_open_files, sync_tx);
-        spawn_named("rein-writer", move || thread.run(&writer_rx));
+        spawn_named("rein-writer", move || {
+            io_guard::mark_store_thread();
+            thread.run(&writer_rx);
+        });
         let reconciling = Arc::clone(&store);
         spawn_named("rein-reconcile", move || {
+            io_guard::mark_store_thread();
             if let Err(e) = reconciling.reconcile() {
                 tracing::warn!("reconciling the rollout index: {e}");
             }
@@ -113,13 +121,16 @@ impl RolloutService {
     ) -> BoxFuture<'static, Result<R, RolloutError>> {
         let store = Arc::clone(&self.store);
         async move {
-            tokio::task::spawn_blocking(move || op(&store))
-                .await
-                .unwrap_or_else(|e| {
-                    Err(RolloutError::IndexUnavailable(format!(
-                        "a store operation failed: {e}"
-                    )))
-                })
+            tokio::task::spawn_blocking(move || {
+                io_guard::mark_store_thread();
+                op(&store)
+            })
+            .await
+            .unwrap_or_else(|e| {
+                Err(RolloutError::IndexUnavailable(format!(
+                    "a store operation failed: {e}"
+                )))
+            })
         }
         .boxed()
     }
