@@ -1,7 +1,10 @@
 //! One client connection over any byte stream: a reader task frames lines into a bounded
 //! inbound queue, one loop handles them in order, and a writer task drains the outbound
-//! queue. A full inbound queue answers requests with -32001 "overloaded" at once; no input
-//! ends the connection except the end of input itself.
+//! queue. The inbound queue is bounded in messages and in bytes. On stdio a full queue
+//! stops the reader (the client's writes wait, and every request gets a real answer);
+//! on WebSocket, where one client must not hold a shared server, a full queue answers
+//! requests with -32001 "overloaded" at once. No input ends the connection except the end
+//! of input itself.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -9,6 +12,7 @@ use std::time::Duration;
 
 use tokio::io::{AsyncBufRead, AsyncWrite};
 use tokio::sync::mpsc::{self, error::TrySendError};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use crate::dispatch::ServerState;
 use crate::error::{AppServerError, RpcError};
@@ -28,6 +32,8 @@ pub struct ConnectionLimits {
     pub max_line_bytes: usize,
     /// Messages read but not yet handled.
     pub inbound_queue: usize,
+    /// Bytes of the messages read but not yet handled.
+    pub inbound_bytes: usize,
     /// Messages produced but not yet written.
     pub outbound_queue: usize,
     /// Server-wide: how long a thread nobody subscribes to stays loaded once idle.
@@ -39,6 +45,7 @@ impl Default for ConnectionLimits {
         Self {
             max_line_bytes: 16 * 1024 * 1024,
             inbound_queue: 256,
+            inbound_bytes: 64 * 1024 * 1024,
             outbound_queue: 4096,
             idle_unload: Duration::from_secs(30),
         }
@@ -58,7 +65,7 @@ where
 {
     let (out, out_rx) = Outbound::new(limits.outbound_queue);
     let writer = tokio::spawn(write_lines(out_rx, writer));
-    let (in_tx, in_rx) = mpsc::channel::<Vec<u8>>(limits.inbound_queue.max(1));
+    let (in_tx, in_rx) = InboundQueue::new(&limits, WhenFull::Wait);
     let reader_out = out.clone();
     let max_line = limits.max_line_bytes;
     let reader = tokio::spawn(async move {
@@ -66,7 +73,7 @@ where
         loop {
             match lines.next().await {
                 Ok(Some(Line::Message(bytes))) => {
-                    if !enqueue(&in_tx, &reader_out, bytes).await {
+                    if !in_tx.enqueue(&reader_out, bytes).await {
                         break;
                     }
                 }
@@ -87,10 +94,15 @@ where
     });
 
     let hub = Arc::new(Hub::new(limits.idle_unload));
+    let source = kernel.clone();
     run(kernel, Arc::clone(&hub), in_rx, out).await;
     // The only connection is gone, and the process with it: shut every thread down.
     for thread in hub.threads.all() {
         let _ = thread.handle.shutdown().await;
+    }
+    // And whatever else the kernel still holds, then let the store finish writing.
+    if let Ok(kernel) = source.get().await {
+        kernel.manager.shutdown_all().await;
     }
     let read = reader.await.unwrap_or(Ok(()));
     let written = writer.await.unwrap_or(Ok(()));
@@ -105,13 +117,13 @@ where
 pub async fn run(
     kernel: KernelSource,
     hub: Arc<Hub>,
-    mut inbound: mpsc::Receiver<Vec<u8>>,
+    mut inbound: mpsc::Receiver<Queued>,
     out: Outbound,
 ) {
     // Clients open with `initialize`: answer it while the kernel is still being built.
     let first = inbound.recv().await;
     let answered_early = match &first {
-        Some(bytes) => initialize_early(bytes, kernel.home(), &out).await,
+        Some(queued) => initialize_early(&queued.bytes, kernel.home(), &out).await,
         None => return,
     };
     let mut pending_first = first.filter(|_| !answered_early);
@@ -131,19 +143,20 @@ pub async fn run(
         }
     };
     loop {
-        let bytes = match pending_first.take() {
-            Some(bytes) => bytes,
+        // Its bytes leave the queue's budget once it is handled.
+        let queued = match pending_first.take() {
+            Some(queued) => queued,
             // A lagging connection is cut off: what it sent meanwhile is not acted on.
             None => match tokio::select! {
                 biased;
                 () = out.lagged() => None,
                 next = inbound.recv() => next,
             } {
-                Some(bytes) => bytes,
+                Some(queued) => queued,
                 None => break,
             },
         };
-        match message::parse(&bytes) {
+        match message::parse(&queued.bytes) {
             Ok(Inbound::Request { id, method, params }) => {
                 state.handle_request(&module, id, &method, params).await;
             }
@@ -180,21 +193,21 @@ async fn initialize_early(bytes: &[u8], home: &Path, out: &Outbound) -> bool {
 /// The kernel could not be built: every request is answered with why, until the input ends.
 async fn refuse_all(
     why: &str,
-    first: Option<Vec<u8>>,
-    mut inbound: mpsc::Receiver<Vec<u8>>,
+    first: Option<Queued>,
+    mut inbound: mpsc::Receiver<Queued>,
     out: &Outbound,
 ) {
     tracing::error!("rein could not start: {why}");
     let mut next = first;
     loop {
-        let bytes = match next.take() {
-            Some(b) => b,
+        let queued = match next.take() {
+            Some(q) => q,
             None => match inbound.recv().await {
-                Some(b) => b,
+                Some(q) => q,
                 None => return,
             },
         };
-        if let Ok(Inbound::Request { id, .. }) = message::parse(&bytes) {
+        if let Ok(Inbound::Request { id, .. }) = message::parse(&queued.bytes) {
             out.respond(
                 id,
                 Err(RpcError::internal(format!("rein could not start: {why}"))),
@@ -204,20 +217,82 @@ async fn refuse_all(
     }
 }
 
-/// Queue one line; a request that finds the queue full is refused as overloaded, while
-/// answers to our own requests wait for room (dropping one would strand a parked tool).
-/// Returns false once the handling loop is gone.
-pub(crate) async fn enqueue(tx: &mpsc::Sender<Vec<u8>>, out: &Outbound, bytes: Vec<u8>) -> bool {
-    match tx.try_send(bytes) {
-        Ok(()) => true,
-        Err(TrySendError::Full(bytes)) => match message::peek_id(&bytes) {
+/// One message waiting to be handled, holding its share of the queue's byte budget.
+pub struct Queued {
+    pub bytes: Vec<u8>,
+    _budget: Option<OwnedSemaphorePermit>,
+}
+
+/// What the reader does with a message that finds the inbound queue full (in messages or
+/// in bytes).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WhenFull {
+    /// Wait for room: the reader stops reading (stdio, the server's only client).
+    Wait,
+    /// Answer a request -32001 "overloaded" at once (WebSocket); answers to our own
+    /// requests still wait (dropping one would strand a parked tool).
+    Refuse,
+}
+
+/// The sending side of a connection's inbound queue.
+pub struct InboundQueue {
+    tx: mpsc::Sender<Queued>,
+    bytes: Arc<Semaphore>,
+    max_bytes: usize,
+    when_full: WhenFull,
+}
+
+impl InboundQueue {
+    pub fn new(limits: &ConnectionLimits, when_full: WhenFull) -> (Self, mpsc::Receiver<Queued>) {
+        let (tx, rx) = mpsc::channel(limits.inbound_queue.max(1));
+        let max_bytes = limits.inbound_bytes.clamp(1, Semaphore::MAX_PERMITS);
+        let queue = Self {
+            tx,
+            bytes: Arc::new(Semaphore::new(max_bytes)),
+            max_bytes,
+            when_full,
+        };
+        (queue, rx)
+    }
+
+    /// Queue one line; returns false once the handling loop is gone.
+    pub async fn enqueue(&self, out: &Outbound, bytes: Vec<u8>) -> bool {
+        // A message larger than the whole budget takes all of it (the line limit caps it).
+        let cost = u32::try_from(bytes.len().clamp(1, self.max_bytes)).unwrap_or(u32::MAX);
+        let refuse = self.when_full == WhenFull::Refuse;
+        let budget = match Arc::clone(&self.bytes).try_acquire_many_owned(cost) {
+            Ok(permit) => permit,
+            Err(_) if refuse && self.refused(out, &bytes).await => return true,
+            Err(_) => match Arc::clone(&self.bytes).acquire_many_owned(cost).await {
+                Ok(permit) => permit,
+                Err(_) => return false,
+            },
+        };
+        let queued = Queued {
+            bytes,
+            _budget: Some(budget),
+        };
+        match self.tx.try_send(queued) {
+            Ok(()) => true,
+            Err(TrySendError::Full(queued)) => {
+                if refuse && self.refused(out, &queued.bytes).await {
+                    return true;
+                }
+                self.tx.send(queued).await.is_ok()
+            }
+            Err(TrySendError::Closed(_)) => false,
+        }
+    }
+
+    /// Answer `bytes` "overloaded" if it is a request; false if it must wait instead.
+    async fn refused(&self, out: &Outbound, bytes: &[u8]) -> bool {
+        match message::peek_id(bytes) {
             Some(id) => {
                 out.reject(Some(id), RpcError::overloaded()).await;
                 true
             }
-            None => tx.send(bytes).await.is_ok(),
-        },
-        Err(TrySendError::Closed(_)) => false,
+            None => false,
+        }
     }
 }
 
@@ -287,13 +362,28 @@ mod tests {
         served.await.unwrap().unwrap();
     }
 
+    fn limits(messages: usize, bytes: usize) -> ConnectionLimits {
+        ConnectionLimits {
+            inbound_queue: messages,
+            inbound_bytes: bytes,
+            ..ConnectionLimits::default()
+        }
+    }
+
     #[tokio::test]
     async fn a_full_inbound_queue_refuses_requests_but_keeps_answers() {
         let (out, mut written) = Outbound::new(8);
-        let (tx, mut rx) = mpsc::channel::<Vec<u8>>(1);
-        assert!(enqueue(&tx, &out, b"{\"id\":1,\"method\":\"a\"}".to_vec()).await);
+        let (tx, mut rx) = InboundQueue::new(&limits(1, 1 << 20), WhenFull::Refuse);
+        let tx = Arc::new(tx);
+        assert!(
+            tx.enqueue(&out, b"{\"id\":1,\"method\":\"a\"}".to_vec())
+                .await
+        );
         // The queue is full: a request is answered "overloaded" at once, not queued.
-        assert!(enqueue(&tx, &out, b"{\"id\":2,\"method\":\"b\"}".to_vec()).await);
+        assert!(
+            tx.enqueue(&out, b"{\"id\":2,\"method\":\"b\"}".to_vec())
+                .await
+        );
         let refusal: serde_json::Value =
             serde_json::from_str(&written.recv().await.unwrap()).unwrap();
         assert_eq!(refusal["id"], 2);
@@ -301,18 +391,52 @@ mod tests {
         // An answer to our own request waits for room instead of being dropped.
         let answer = b"{\"id\":0,\"result\":{}}".to_vec();
         let waiting = tokio::spawn({
-            let (tx, out) = (tx.clone(), out.clone());
-            async move { enqueue(&tx, &out, answer).await }
+            let (tx, out) = (Arc::clone(&tx), out.clone());
+            async move { tx.enqueue(&out, answer).await }
         });
         assert_eq!(
-            rx.recv().await.unwrap(),
+            rx.recv().await.unwrap().bytes,
             b"{\"id\":1,\"method\":\"a\"}".to_vec()
         );
         assert!(waiting.await.unwrap());
         assert_eq!(
-            rx.recv().await.unwrap(),
+            rx.recv().await.unwrap().bytes,
             b"{\"id\":0,\"result\":{}}".to_vec()
         );
         assert!(written.try_recv().is_err(), "nothing else was written");
+    }
+
+    #[tokio::test]
+    async fn the_queue_is_bounded_in_bytes_and_a_waiting_reader_loses_nothing() {
+        use futures::FutureExt;
+        let (out, mut written) = Outbound::new(8);
+        // Room for many messages but only 100 bytes.
+        let (tx, mut rx) = InboundQueue::new(&limits(100, 100), WhenFull::Wait);
+        let big = |id: u8| {
+            let mut m = format!("{{\"id\":{id},\"method\":\"m\",\"params\":\"").into_bytes();
+            m.resize(70, b'x');
+            m.extend_from_slice(b"\"}");
+            m
+        };
+        assert!(tx.enqueue(&out, big(1)).await);
+        // The second does not fit the byte budget: the reader waits (no "overloaded").
+        let mut second = Box::pin(tx.enqueue(&out, big(2)));
+        assert!((&mut second).now_or_never().is_none(), "the reader waits");
+        let first = rx.recv().await.unwrap();
+        assert_eq!(first.bytes, big(1));
+        drop(first);
+        assert!(second.await);
+        assert_eq!(rx.recv().await.unwrap().bytes, big(2));
+        assert!(written.try_recv().is_err(), "nothing was refused");
+        // On WebSocket the same excess is refused at once.
+        let (tx, _rx) = InboundQueue::new(&limits(100, 100), WhenFull::Refuse);
+        assert!(tx.enqueue(&out, big(3)).await);
+        assert!(tx.enqueue(&out, big(4)).now_or_never().unwrap());
+        let refusal: serde_json::Value =
+            serde_json::from_str(&written.recv().await.unwrap()).unwrap();
+        assert_eq!(
+            (refusal["id"].clone(), refusal["error"]["code"].clone()),
+            (json!(4), json!(-32001))
+        );
     }
 }

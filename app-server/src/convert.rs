@@ -5,7 +5,9 @@ use rein_protocol::app_server::{
     AskForApproval, FileUpdateChange, SandboxMode, SandboxPolicyWire, ThreadItem,
     TokenUsageBreakdown, UserInput,
 };
-use rein_protocol::{ApprovalPolicy, InputPart, Item, ReasoningEffort, SandboxPolicy, TokenUsage};
+use rein_protocol::{
+    ApprovalPolicy, InputPart, Item, ReasoningEffort, SandboxOptions, SandboxPolicy, TokenUsage,
+};
 use serde_json::Value;
 
 use crate::error::RpcError;
@@ -48,26 +50,71 @@ pub fn sandbox_from_mode(mode: SandboxMode) -> SandboxPolicy {
     }
 }
 
-pub fn sandbox_from_wire(policy: &SandboxPolicyWire) -> SandboxPolicy {
-    match policy {
+/// A `sandboxPolicy` object: the policy and every refinement it carries, all honoured
+/// (writable roots must be absolute). An external sandbox means rein adds none.
+pub fn sandbox_from_wire(
+    policy: &SandboxPolicyWire,
+) -> Result<(SandboxPolicy, SandboxOptions), RpcError> {
+    Ok(match policy {
         SandboxPolicyWire::DangerFullAccess | SandboxPolicyWire::ExternalSandbox { .. } => {
-            SandboxPolicy::DangerFullAccess
+            (SandboxPolicy::DangerFullAccess, SandboxOptions::default())
         }
-        SandboxPolicyWire::ReadOnly { .. } => SandboxPolicy::ReadOnly,
-        SandboxPolicyWire::WorkspaceWrite { .. } => SandboxPolicy::WorkspaceWrite,
-    }
+        SandboxPolicyWire::ReadOnly { network_access } => (
+            SandboxPolicy::ReadOnly,
+            SandboxOptions {
+                network_access: *network_access,
+                ..SandboxOptions::default()
+            },
+        ),
+        SandboxPolicyWire::WorkspaceWrite {
+            writable_roots,
+            network_access,
+            exclude_tmpdir_env_var,
+            exclude_slash_tmp,
+        } => {
+            let roots: Vec<std::path::PathBuf> = writable_roots
+                .iter()
+                .map(std::path::PathBuf::from)
+                .collect();
+            if let Some(relative) = roots.iter().find(|r| !r.is_absolute()) {
+                return Err(bad_field(
+                    "sandboxPolicy.writableRoots",
+                    format!("must be absolute paths: {}", relative.display()),
+                ));
+            }
+            (
+                SandboxPolicy::WorkspaceWrite,
+                SandboxOptions {
+                    writable_roots: roots,
+                    network_access: *network_access,
+                    exclude_tmpdir_env_var: *exclude_tmpdir_env_var,
+                    exclude_slash_tmp: *exclude_slash_tmp,
+                },
+            )
+        }
+    })
 }
 
-pub fn sandbox_to_wire(policy: SandboxPolicy) -> SandboxPolicyWire {
+/// The wire form of a thread's policy with its refinements (none: the defaults).
+pub fn sandbox_to_wire(
+    policy: SandboxPolicy,
+    options: Option<&SandboxOptions>,
+) -> SandboxPolicyWire {
+    let default = SandboxOptions::default();
+    let o = options.unwrap_or(&default);
     match policy {
         SandboxPolicy::ReadOnly => SandboxPolicyWire::ReadOnly {
-            network_access: false,
+            network_access: o.network_access,
         },
         SandboxPolicy::WorkspaceWrite => SandboxPolicyWire::WorkspaceWrite {
-            writable_roots: Vec::new(),
-            network_access: false,
-            exclude_tmpdir_env_var: false,
-            exclude_slash_tmp: false,
+            writable_roots: o
+                .writable_roots
+                .iter()
+                .map(|r| r.display().to_string())
+                .collect(),
+            network_access: o.network_access,
+            exclude_tmpdir_env_var: o.exclude_tmpdir_env_var,
+            exclude_slash_tmp: o.exclude_slash_tmp,
         },
         SandboxPolicy::DangerFullAccess => SandboxPolicyWire::DangerFullAccess,
     }
@@ -189,4 +236,58 @@ pub fn file_change_to_wire(change: &rein_protocol::FileDiff) -> FileUpdateChange
 
 fn bad_field(field: &str, detail: String) -> RpcError {
     RpcError::invalid_params(format!("{field}: {detail}"), Some(field.to_owned()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pretty_assertions::assert_eq;
+    use serde_json::json;
+
+    fn decode(value: Value) -> Result<(SandboxPolicy, SandboxOptions), String> {
+        let wire: SandboxPolicyWire = serde_json::from_value(value).map_err(|e| e.to_string())?;
+        sandbox_from_wire(&wire).map_err(|e| format!("{e:?}"))
+    }
+
+    #[test]
+    fn every_sandbox_policy_field_is_honoured_or_refused() {
+        assert_eq!(
+            decode(json!({"type": "workspaceWrite", "writableRoots": ["/data"],
+                "networkAccess": true, "excludeTmpdirEnvVar": true, "excludeSlashTmp": true}))
+            .unwrap(),
+            (
+                SandboxPolicy::WorkspaceWrite,
+                SandboxOptions {
+                    writable_roots: vec!["/data".into()],
+                    network_access: true,
+                    exclude_tmpdir_env_var: true,
+                    exclude_slash_tmp: true,
+                }
+            )
+        );
+        assert_eq!(
+            decode(json!({"type": "readOnly", "networkAccess": true})).unwrap(),
+            (
+                SandboxPolicy::ReadOnly,
+                SandboxOptions {
+                    network_access: true,
+                    ..SandboxOptions::default()
+                }
+            )
+        );
+        let relative = decode(json!({"type": "workspaceWrite", "writableRoots": ["data"]}));
+        assert!(relative.unwrap_err().contains("writableRoots"));
+        let unknown = decode(json!({"type": "readOnly", "readOnlyAccess": {"type": "restricted"}}));
+        assert!(unknown.unwrap_err().contains("readOnlyAccess"));
+        // What goes out is what came in.
+        let (policy, options) =
+            decode(json!({"type": "workspaceWrite", "writableRoots": ["/data"],
+            "excludeSlashTmp": true}))
+            .unwrap();
+        assert_eq!(
+            serde_json::to_value(sandbox_to_wire(policy, Some(&options))).unwrap(),
+            json!({"type": "workspaceWrite", "writableRoots": ["/data"], "networkAccess": false,
+                "excludeTmpdirEnvVar": false, "excludeSlashTmp": true})
+        );
+    }
 }

@@ -171,11 +171,13 @@ pub fn raw_params(params: &jsonrpsee::types::Params<'_>) -> Result<Value, RpcErr
 }
 
 /// Decode params; absent params read as `{}` so methods whose params are all optional
-/// accept a bare call.
+/// accept a bare call. Params are an object: an array (which serde would read field by
+/// field, in order) is refused.
 pub fn params<T: DeserializeOwned>(params: Value) -> Result<T, RpcError> {
     let params = match params {
         Value::Null => Value::Object(serde_json::Map::new()),
-        other => other,
+        Value::Object(map) => Value::Object(map),
+        _ => return Err(RpcError::invalid_params("params must be an object", None)),
     };
     serde_path_to_error::deserialize(params).map_err(|e| {
         let path = e.path().to_string();
@@ -194,6 +196,46 @@ pub fn params<T: DeserializeOwned>(params: Value) -> Result<T, RpcError> {
         RpcError::invalid_params(detail, field)
     })
 }
+
+/// A UUID id the client sent (`threadId`, `turnId`...), in the one spelling rein and Codex
+/// send: lowercase hex, hyphenated (`01a2…-…`). Braces, `urn:uuid:`, no hyphens or
+/// uppercase are refused rather than read as the same id.
+pub fn wire_id<T: std::str::FromStr>(text: &str, field: &str, what: &str) -> Result<T, RpcError> {
+    let canonical = text.len() == 36
+        && text.bytes().enumerate().all(|(i, b)| match i {
+            8 | 13 | 18 | 23 => b == b'-',
+            _ => b.is_ascii_digit() || (b'a'..=b'f').contains(&b),
+        });
+    let parsed = canonical.then(|| text.parse::<T>().ok()).flatten();
+    parsed.ok_or_else(|| {
+        RpcError::invalid_params(
+            format!("{field}: not a {what} id: {}", crate::error::quote(text)),
+            Some(field.into()),
+        )
+    })
+}
+
+/// Refuse a string longer than `max` bytes: a value the kernel keeps (and records) must not
+/// be arbitrarily large.
+pub fn bounded(field: &str, value: &str, max: usize) -> Result<(), RpcError> {
+    if value.len() <= max {
+        return Ok(());
+    }
+    Err(RpcError::invalid_params(
+        format!(
+            "{field}: {} bytes, longer than the limit of {max}",
+            value.len()
+        ),
+        Some(field.into()),
+    ))
+}
+
+/// Longest model name accepted.
+pub const MAX_MODEL_BYTES: usize = 256;
+/// Longest path accepted (Linux's `PATH_MAX`).
+pub const MAX_PATH_BYTES: usize = 4096;
+/// Longest thread name accepted.
+pub const MAX_NAME_BYTES: usize = 1024;
 
 fn missing_field(message: &str) -> Option<String> {
     let rest = message.strip_prefix("missing field `")?;
@@ -256,6 +298,29 @@ mod tests {
         .unwrap_err();
         assert_eq!(e.code, codes::INVALID_PARAMS);
         assert_eq!(e.data, Some(serde_json::json!({"field": "input[0]"})));
+    }
+
+    #[test]
+    fn params_must_be_an_object() {
+        let e = params::<rein_protocol::app_server::ThreadLoadedListParams>(json!([])).unwrap_err();
+        assert_eq!(e.code, codes::INVALID_PARAMS);
+        assert!(params::<rein_protocol::app_server::ThreadLoadedListParams>(Value::Null).is_ok());
+    }
+
+    #[test]
+    fn ids_are_read_in_their_canonical_spelling_only() {
+        let good = "01a22a74-0000-7000-8000-00000000000a";
+        assert!(wire_id::<rein_protocol::ThreadId>(good, "threadId", "thread").is_ok());
+        for bad in [
+            "{01a22a74-0000-7000-8000-00000000000a}",
+            "urn:uuid:01a22a74-0000-7000-8000-00000000000a",
+            "01a22a7400007000800000000000000a",
+            "01A22A74-0000-7000-8000-00000000000A",
+            "not-an-id",
+        ] {
+            let e = wire_id::<rein_protocol::ThreadId>(bad, "threadId", "thread").unwrap_err();
+            assert_eq!(e.data, Some(json!({ "field": "threadId" })), "{bad}");
+        }
     }
 
     #[test]

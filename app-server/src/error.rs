@@ -13,11 +13,43 @@ pub struct RpcError {
     pub data: Option<serde_json::Value>,
 }
 
+/// Longest error message sent: whatever a message quotes, an answer stays small.
+pub const MAX_MESSAGE_BYTES: usize = 1024;
+/// Longest excerpt of a client's value quoted in a message.
+pub const MAX_QUOTED_BYTES: usize = 200;
+
+/// `text` cut to at most `max` bytes (on a character boundary), with a marker saying how
+/// much was cut.
+pub fn truncate(text: &str, max: usize) -> String {
+    if text.len() <= max {
+        return text.to_owned();
+    }
+    let mut end = max;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}… [{} more bytes]", &text[..end], text.len() - end)
+}
+
+/// A client's value for quoting in an error message: Debug-quoted, at most
+/// [`MAX_QUOTED_BYTES`] of it.
+pub fn quote(value: &str) -> String {
+    let mut end = value.len().min(MAX_QUOTED_BYTES);
+    while !value.is_char_boundary(end) {
+        end -= 1;
+    }
+    if end == value.len() {
+        format!("{value:?}")
+    } else {
+        format!("{:?}… [{} more bytes]", &value[..end], value.len() - end)
+    }
+}
+
 impl RpcError {
     pub fn new(code: i64, message: impl Into<String>) -> Self {
         Self {
             code,
-            message: message.into(),
+            message: truncate(&message.into(), MAX_MESSAGE_BYTES),
             data: None,
         }
     }
@@ -40,9 +72,8 @@ impl RpcError {
     /// Bad params; `data.field` names the offending field when serde said which.
     pub fn invalid_params(detail: impl std::fmt::Display, field: Option<String>) -> Self {
         Self {
-            code: codes::INVALID_PARAMS,
-            message: format!("Invalid params: {detail}"),
-            data: field.map(|f| serde_json::json!({ "field": f })),
+            data: field.map(|f| serde_json::json!({ "field": truncate(&f, MAX_QUOTED_BYTES) })),
+            ..Self::new(codes::INVALID_PARAMS, format!("Invalid params: {detail}"))
         }
     }
 
@@ -57,17 +88,17 @@ impl RpcError {
     /// The error object of a response the method module produced (the module speaks
     /// jsonrpsee's types; the wire and the handlers speak ours).
     pub fn from_object(object: &serde_json::Value) -> Self {
+        let code = object
+            .get("code")
+            .and_then(serde_json::Value::as_i64)
+            .unwrap_or(codes::INTERNAL_ERROR);
+        let message = object
+            .get("message")
+            .and_then(serde_json::Value::as_str)
+            .unwrap_or_default();
         Self {
-            code: object
-                .get("code")
-                .and_then(serde_json::Value::as_i64)
-                .unwrap_or(codes::INTERNAL_ERROR),
-            message: object
-                .get("message")
-                .and_then(serde_json::Value::as_str)
-                .unwrap_or_default()
-                .to_owned(),
             data: object.get("data").cloned(),
+            ..Self::new(code, message)
         }
     }
 
@@ -85,6 +116,32 @@ impl From<RpcError> for ErrorObjectOwned {
         // Every code rein sends is a JSON-RPC code, well within i32.
         let code = i32::try_from(e.code).unwrap_or(codes::INTERNAL_ERROR as i32);
         ErrorObject::owned(code, e.message, e.data)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn messages_and_quotes_are_bounded_on_character_boundaries() {
+        let huge = "é".repeat(5_000_000);
+        let e = RpcError::invalid_params(format!("model: {huge}"), Some(huge.clone()));
+        assert!(
+            e.message.len() < MAX_MESSAGE_BYTES + 40,
+            "{}",
+            e.message.len()
+        );
+        assert!(
+            e.message.ends_with(" more bytes]"),
+            "{}",
+            &e.message[1000..]
+        );
+        let field = e.data.unwrap()["field"].as_str().unwrap().to_owned();
+        assert!(field.len() < MAX_QUOTED_BYTES + 40);
+        let q = quote(&huge);
+        assert!(q.starts_with("\"éé") && q.ends_with(" more bytes]"), "{q}");
+        assert_eq!(quote("short"), "\"short\"");
     }
 }
 

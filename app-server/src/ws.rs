@@ -26,7 +26,7 @@ use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::WebSocketStream;
 use tokio_util::sync::CancellationToken;
 
-use crate::connection::{enqueue, run, ConnectionLimits};
+use crate::connection::{run, ConnectionLimits, InboundQueue, WhenFull};
 use crate::error::{AppServerError, RpcError};
 use crate::kernel_source::KernelSource;
 use crate::outbound::{FullQueue, Outbound};
@@ -123,7 +123,7 @@ async fn connection(
     let (out, out_rx) =
         Outbound::with_policy(queue, FullQueue::DisconnectWhenFull(lagging.clone()));
     let writer = tokio::spawn(write_frames(sink, out_rx, lagging, peer, queue));
-    let (in_tx, in_rx) = mpsc::channel(options.limits.inbound_queue.max(1));
+    let (in_tx, in_rx) = InboundQueue::new(&options.limits, WhenFull::Refuse);
     let reader_out = out.clone();
     let reader = tokio::spawn(async move {
         loop {
@@ -146,7 +146,7 @@ async fn connection(
                     break;
                 }
             };
-            if !enqueue(&in_tx, &reader_out, bytes).await {
+            if !in_tx.enqueue(&reader_out, bytes).await {
                 break;
             }
         }

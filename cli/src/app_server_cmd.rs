@@ -1,7 +1,16 @@
 //! `rein app-server`: JSON-RPC over stdio for IDE clients (Codex app-server v2 protocol),
 //! and `rein app-server generate-json-schema --out DIR` for rein's own schema of it.
+//!
+//! SIGTERM and SIGINT end the server the way the end of its input does: every thread is
+//! shut down (its turn aborted, its commands and background terminals killed, its rollout
+//! flushed) and the process exits 0. A second signal exits at once.
 
+use std::future::Future;
 use std::path::{Path, PathBuf};
+use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::task::{Context as TaskContext, Poll};
 
 use anyhow::{bail, Context};
 use clap::{Args, Subcommand};
@@ -9,6 +18,10 @@ use std::net::SocketAddr;
 
 use rein_app_server::{ws, ConnectionLimits, KernelSource};
 use rein_core::bootstrap::{bootstrap, BootstrapOptions};
+use rein_core::tools::sandbox::Sandbox;
+use tokio::io::{AsyncBufRead, AsyncRead, ReadBuf};
+use tokio::signal::unix::{signal, SignalKind};
+use tokio::sync::Notify;
 
 #[derive(Args)]
 pub struct AppServerArgs {
@@ -76,6 +89,9 @@ pub async fn run(args: AppServerArgs) -> anyhow::Result<()> {
         ),
         None => None,
     };
+    // Which sandbox is active is said once, at startup; `initialize` answers it too.
+    std::thread::spawn(|| eprintln!("rein: {}", Sandbox::detected().report().summary()));
+    let stop = stop_on_signals()?;
     let env = |k: &str| std::env::var(k).ok();
     let home = rein_core::config::rein_home(&env)
         .context("cannot find rein's home: set REIN_HOME or HOME")?;
@@ -100,7 +116,14 @@ pub async fn run(args: AppServerArgs) -> anyhow::Result<()> {
         ..ConnectionLimits::default()
     };
     let Some(addr) = ws_addr else {
-        rein_app_server::serve_stdio(kernel, limits).await?;
+        let stdin = tokio::io::BufReader::with_capacity(64 * 1024, tokio::io::stdin());
+        let input = UntilStopped::new(stdin, Arc::clone(&stop));
+        rein_app_server::serve(kernel, input, tokio::io::stdout(), limits).await?;
+        if STOPPED.load(Ordering::SeqCst) {
+            // Every thread is shut down and every answer written; what is left is the
+            // runtime's thread blocked reading stdin, which would hold the exit forever.
+            std::process::exit(0);
+        }
         return Ok(());
     };
     if !addr.ip().is_loopback() && token.is_none() {
@@ -109,8 +132,93 @@ pub async fn run(args: AppServerArgs) -> anyhow::Result<()> {
     let listener = ws::bind(addr).await?;
     // The first line of stdout is the bound URL, so a parent process can read it.
     println!("ws://{}", listener.local_addr()?);
-    ws::serve_ws(kernel, listener, ws::WsOptions { limits, token }).await?;
+    tokio::select! {
+        served = ws::serve_ws(kernel, listener, ws::WsOptions { limits, token }) => served?,
+        // Rollouts are durable event by event; sandboxed commands die with the process.
+        () = stop.notified() => {}
+    }
     Ok(())
+}
+
+/// Set by the first SIGTERM or SIGINT.
+static STOPPED: AtomicBool = AtomicBool::new(false);
+
+/// A notification raised by the first SIGTERM or SIGINT; the second exits at once.
+fn stop_on_signals() -> anyhow::Result<Arc<Notify>> {
+    let mut sigterm = signal(SignalKind::terminate()).context("installing the SIGTERM handler")?;
+    let mut sigint = signal(SignalKind::interrupt()).context("installing the SIGINT handler")?;
+    let stop = Arc::new(Notify::new());
+    let raised = Arc::clone(&stop);
+    tokio::spawn(async move {
+        let first = tokio::select! {
+            _ = sigterm.recv() => 143,
+            _ = sigint.recv() => 130,
+        };
+        tracing::info!("signal received: shutting down");
+        STOPPED.store(true, Ordering::SeqCst);
+        // `notify_one` keeps the permit for a waiter that comes later.
+        raised.notify_one();
+        tokio::select! {
+            _ = sigterm.recv() => {}
+            _ = sigint.recv() => {}
+        }
+        std::process::exit(first);
+    });
+    Ok(stop)
+}
+
+/// The client's input, ended early (as if the client had closed it) once `stop` fires.
+struct UntilStopped<R> {
+    inner: R,
+    stop: Pin<Box<dyn Future<Output = ()> + Send>>,
+    stopped: bool,
+}
+
+impl<R> UntilStopped<R> {
+    fn new(inner: R, stop: Arc<Notify>) -> Self {
+        Self {
+            inner,
+            stop: Box::pin(async move { stop.notified().await }),
+            stopped: false,
+        }
+    }
+
+    fn poll_stopped(&mut self, cx: &mut TaskContext<'_>) -> bool {
+        if !self.stopped && self.stop.as_mut().poll(cx).is_ready() {
+            self.stopped = true;
+        }
+        self.stopped
+    }
+}
+
+impl<R: AsyncRead + Unpin> AsyncRead for UntilStopped<R> {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut TaskContext<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<std::io::Result<()>> {
+        if self.poll_stopped(cx) {
+            return Poll::Ready(Ok(()));
+        }
+        Pin::new(&mut self.inner).poll_read(cx, buf)
+    }
+}
+
+impl<R: AsyncBufRead + Unpin> AsyncBufRead for UntilStopped<R> {
+    fn poll_fill_buf(
+        self: Pin<&mut Self>,
+        cx: &mut TaskContext<'_>,
+    ) -> Poll<std::io::Result<&[u8]>> {
+        let this = self.get_mut();
+        if this.poll_stopped(cx) {
+            return Poll::Ready(Ok(&[]));
+        }
+        Pin::new(&mut this.inner).poll_fill_buf(cx)
+    }
+
+    fn consume(mut self: Pin<&mut Self>, amt: usize) {
+        Pin::new(&mut self.inner).consume(amt);
+    }
 }
 
 fn write_schema(out: &Path) -> anyhow::Result<()> {

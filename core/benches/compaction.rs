@@ -51,6 +51,7 @@ fn thread_with_compactions() -> (Vec<Event>, Vec<(usize, usize)>) {
         cwd: PathBuf::from("/w"),
         approval_policy: ApprovalPolicy::Never,
         sandbox_policy: SandboxPolicy::ReadOnly,
+        sandbox_options: None,
         reasoning_effort: None,
         budget: TurnBudget::default(),
         instructions: String::new(),

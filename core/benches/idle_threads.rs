@@ -45,6 +45,7 @@ fn main() {
             cwd: PathBuf::from("/tmp"),
             approval_policy: ApprovalPolicy::Never,
             sandbox_policy: SandboxPolicy::ReadOnly,
+            sandbox_options: None,
             reasoning_effort: None,
             budget: TurnBudget::default(),
             instructions: String::new(),

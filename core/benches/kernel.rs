@@ -39,6 +39,7 @@ fn new_thread(m: &ThreadManager) -> NewThread {
         cwd: PathBuf::from("/tmp"),
         approval_policy: ApprovalPolicy::Never,
         sandbox_policy: SandboxPolicy::ReadOnly,
+        sandbox_options: None,
         reasoning_effort: None,
         budget: TurnBudget::default(),
         instructions: String::new(),

@@ -29,6 +29,7 @@ fn settings() -> ThreadSettings {
         cwd: PathBuf::from("/work"),
         approval_policy: ApprovalPolicy::Never,
         sandbox_policy: SandboxPolicy::WorkspaceWrite,
+        sandbox_options: None,
         reasoning_effort: None,
         budget: Default::default(),
         instructions: String::new(),

@@ -71,6 +71,7 @@ impl Kernel {
             cwd,
             approval_policy: ApprovalPolicy::OnRequest,
             sandbox_policy: SandboxPolicy::WorkspaceWrite,
+            sandbox_options: None,
             reasoning_effort: self.config.as_ref().and_then(|c| c.reasoning_effort),
             budget: TurnBudget::default(),
             instructions: String::new(),
@@ -82,6 +83,9 @@ pub fn bootstrap(
     options: BootstrapOptions,
     env: &dyn Fn(&str) -> Option<String>,
 ) -> Result<Kernel, BootstrapError> {
+    // The provider keys are in this process's environment and memory: no command it runs
+    // may read them through /proc.
+    crate::tools::sandbox::protect_this_process();
     let home = match options.home {
         Some(home) => home,
         None => config::rein_home(env).ok_or(BootstrapError::NoHome)?,

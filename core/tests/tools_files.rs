@@ -212,3 +212,155 @@ async fn update_plan_emits_the_plan() {
     assert!(!r.success);
     assert!(host.events().is_empty());
 }
+
+/// A FIFO whose writer pours one endless line into it for as long as anyone reads.
+struct EndlessFifo {
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl EndlessFifo {
+    fn start(path: &std::path::Path) -> Self {
+        use std::os::unix::fs::OpenOptionsExt;
+        use std::sync::atomic::{AtomicBool, Ordering};
+        make_fifo(path);
+        let stop = std::sync::Arc::new(AtomicBool::new(false));
+        let path = path.to_owned();
+        let thread = std::thread::spawn({
+            let stop = stop.clone();
+            move || {
+                let chunk = vec![b'x'; 64 * 1024];
+                while !stop.load(Ordering::Relaxed) {
+                    // Non-blocking open fails until a reader is there; then write until it
+                    // goes away.
+                    let Ok(mut w) = fs::OpenOptions::new()
+                        .write(true)
+                        .custom_flags(rustix::fs::OFlags::NONBLOCK.bits() as i32)
+                        .open(&path)
+                    else {
+                        std::thread::yield_now();
+                        continue;
+                    };
+                    while !stop.load(Ordering::Relaxed) {
+                        match std::io::Write::write(&mut w, &chunk) {
+                            Ok(_) => {}
+                            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                                std::thread::yield_now()
+                            }
+                            Err(_) => break,
+                        }
+                    }
+                }
+            }
+        });
+        Self {
+            stop,
+            thread: Some(thread),
+        }
+    }
+}
+
+impl Drop for EndlessFifo {
+    fn drop(&mut self) {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+fn make_fifo(path: &std::path::Path) {
+    rustix::fs::mkfifoat(
+        rustix::fs::CWD,
+        path,
+        rustix::fs::Mode::from_raw_mode(0o600),
+    )
+    .unwrap();
+}
+
+/// A workspace that tries to hang or exhaust the file tools: an idle FIFO, a FIFO fed an
+/// endless line, a link to /dev/zero, and a 3 GiB file that is one line.
+fn hostile_workspace() -> (tempfile::TempDir, EndlessFifo) {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    make_fifo(&root.join("idle.fifo"));
+    let fed = EndlessFifo::start(&root.join("fed.fifo"));
+    std::os::unix::fs::symlink("/dev/zero", root.join("zero")).unwrap();
+    let huge = fs::File::create(root.join("huge.txt")).unwrap();
+    huge.set_len(3 << 30).unwrap();
+    fs::write(root.join("normal.txt"), "needle\n").unwrap();
+    (dir, fed)
+}
+
+#[tokio::test]
+async fn read_file_refuses_fifos_and_devices_and_reads_huge_files_in_bounded_amounts() {
+    let (ws, _fed) = hostile_workspace();
+    for (name, what) in [
+        ("idle.fifo", "is a FIFO, not a regular file"),
+        ("fed.fifo", "is a FIFO, not a regular file"),
+        ("zero", "is a character device, not a regular file"),
+    ] {
+        let (r, _) = run(&ReadFileTool, ws.path(), json!({"path": name})).await;
+        assert!(!r.success, "{name}: {}", r.output);
+        assert!(r.output.contains(what), "{name}: {}", r.output);
+    }
+    // A 3 GiB file of NULs is binary; one of a single endless text line is cut.
+    let (r, _) = run(&ReadFileTool, ws.path(), json!({"path": "huge.txt"})).await;
+    assert_eq!(
+        r.output,
+        format!("{} is a binary file", ws.path().join("huge.txt").display())
+    );
+    let long = ws.path().join("long.txt");
+    let mut f = fs::File::create(&long).unwrap();
+    let chunk = vec![b'y'; 1 << 20];
+    for _ in 0..64 {
+        std::io::Write::write_all(&mut f, &chunk).unwrap();
+    }
+    drop(f);
+    let (r, _) = run(&ReadFileTool, ws.path(), json!({"path": "long.txt"})).await;
+    assert!(r.success, "{}", r.output);
+    assert_eq!(r.output, format!("     1\t{}\n", "y".repeat(500)));
+    // Many lines asked for: the output stops at its cap and says where to go on.
+    let many: String = (0..100_000)
+        .map(|i| format!("line {i:06} {}\n", "z".repeat(80)))
+        .collect();
+    fs::write(ws.path().join("many.txt"), many).unwrap();
+    let (r, _) = run(
+        &ReadFileTool,
+        ws.path(),
+        json!({"path": "many.txt", "limit": 1_000_000}),
+    )
+    .await;
+    assert!(r.success);
+    let cap = rein_core::tools::files::read_file::MAX_OUTPUT_BYTES;
+    assert!(r.output.len() < cap + 200, "{}", r.output.len());
+    let tail = r.output.lines().last().unwrap();
+    assert!(
+        tail.starts_with(&format!(
+            "[output truncated at {cap} bytes; continue with offset "
+        )),
+        "{tail}"
+    );
+}
+
+#[tokio::test]
+async fn grep_and_list_dir_pass_over_fifos_and_devices() {
+    let (ws, _fed) = hostile_workspace();
+    let (r, _) = run(&GrepTool, ws.path(), json!({"pattern": "needle"})).await;
+    assert!(r.success, "{}", r.output);
+    assert_eq!(r.output, "normal.txt:1:needle\n");
+    // Named directly, a FIFO or a device is no file to search.
+    for name in ["idle.fifo", "fed.fifo", "zero"] {
+        let (r, _) = run(&GrepTool, ws.path(), json!({"pattern": "x", "path": name})).await;
+        assert_eq!(r.output, "no matches\n", "{name}");
+    }
+    let (r, _) = run(&ListDirTool, ws.path(), json!({})).await;
+    assert!(r.success);
+    assert_eq!(
+        r.output,
+        format!(
+            "{}/\n  fed.fifo\n  huge.txt\n  idle.fifo\n  normal.txt\n  zero@\n",
+            ws.path().display()
+        )
+    );
+}

@@ -59,7 +59,7 @@ fn verdict(
         approval,
         sandbox,
         cwd: ws,
-        extra_writable_roots: &[],
+        options: &Default::default(),
         sandbox_unavailable: unavailable,
         session: &session,
     };

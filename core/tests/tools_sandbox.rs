@@ -1,12 +1,16 @@
-//! Escape attempts against the real Linux sandbox, through the shell tool: writing
-//! outside the workspace, into `.git`, through a symlink, via `..`, from a grandchild,
-//! and opening a network socket — each must fail, while ordinary work inside the
-//! workspace succeeds. Run against Landlock + seccomp, and against bubblewrap when it is
-//! installed.
+//! Escape attempts against the real Linux sandbox, through the shell tool, each with a
+//! control run that shows the same command succeeds without the sandbox (danger-full-
+//! access): writing outside the workspace (by path, `..`, a symlink, a grandchild), into
+//! any `.git` (nested ones, `gitdir:` targets), changing metadata outside (chmod, utime,
+//! xattr, chown, setuid bits), device nodes, file handles, signalling and reading other
+//! processes, Unix-domain sockets (pathname and abstract), the network, and processes
+//! that outlive their call. Run against Landlock + seccomp + namespaces, against
+//! bubblewrap, as root and as an unprivileged user (`nobody`, in a child test process).
 #![allow(clippy::unwrap_used)]
 
 use std::fs;
 use std::net::TcpListener;
+use std::os::unix::net::UnixListener;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -20,16 +24,47 @@ use rein_protocol::{ApprovalPolicy, SandboxPolicy, ThreadId};
 use serde_json::{json, Value};
 use tokio_util::sync::CancellationToken;
 
+const PWNED: &str = "PWNED";
+
+/// Marks a command line so the test can find the processes it left behind.
+fn marker() -> String {
+    format!("{}.{}", 3000 + std::process::id() % 500, rand_suffix())
+}
+
+fn rand_suffix() -> u32 {
+    use std::sync::atomic::{AtomicU32, Ordering};
+    static N: AtomicU32 = AtomicU32::new(1);
+    N.fetch_add(1, Ordering::Relaxed)
+}
+
+fn is_root() -> bool {
+    // SAFETY: geteuid cannot fail.
+    unsafe { libc::geteuid() == 0 }
+}
+
+/// A python that any user can run (a version manager's shim under /root is not).
+fn python() -> &'static str {
+    if Path::new("/usr/bin/python3").exists() {
+        "/usr/bin/python3"
+    } else {
+        "python3"
+    }
+}
+
 struct World {
     ws: PathBuf,
     outside: PathBuf,
     listener: TcpListener,
+    _unix: UnixListener,
+    _abstract: UnixListener,
+    abstract_name: String,
     _dirs: Vec<tempfile::TempDir>,
 }
 
-/// A workspace with a `.git`, a directory outside it, and links pointing out. Both live
-/// under the target dir, not the temp dir (which is itself writable under
-/// workspace-write).
+/// A workspace with a `.git`, a nested repository, a worktree whose repository is found
+/// only through its `gitdir:`, a directory outside it with a file and a Unix socket, links
+/// pointing out, and an abstract socket. Both directories live under the target dir, not
+/// the temp dir (which is itself writable under workspace-write).
 fn world() -> World {
     let ws = outside_temp();
     let outside = outside_temp();
@@ -39,14 +74,42 @@ fn world() -> World {
 }
 
 fn world_in(ws: &Path, outside: &Path) -> World {
-    fs::create_dir(ws.join(".git")).unwrap();
+    for dir in [
+        ".git",
+        "sub/.git",
+        "src",
+        "wt",
+        "repos/main.git/worktrees/wt",
+    ] {
+        fs::create_dir_all(ws.join(dir)).unwrap();
+    }
     fs::write(ws.join(".git/config"), "[core]\n").unwrap();
-    fs::create_dir(ws.join("src")).unwrap();
+    fs::write(ws.join("sub/.git/config"), "[core]\n").unwrap();
+    fs::write(ws.join("repos/main.git/config"), "[core]\n").unwrap();
+    fs::write(ws.join("repos/main.git/worktrees/wt/HEAD"), "ref\n").unwrap();
+    fs::write(ws.join("repos/main.git/worktrees/wt/commondir"), "../..\n").unwrap();
+    fs::write(
+        ws.join("wt/.git"),
+        format!(
+            "gitdir: {}\n",
+            ws.join("repos/main.git/worktrees/wt").display()
+        ),
+    )
+    .unwrap();
+    fs::write(outside.join("file.txt"), "outside\n").unwrap();
     std::os::unix::fs::symlink(outside, ws.join("out-link")).unwrap();
+    let abstract_name = format!("rein-sandbox-test-{}-{}", std::process::id(), rand_suffix());
+    let abstract_addr = {
+        use std::os::linux::net::SocketAddrExt;
+        std::os::unix::net::SocketAddr::from_abstract_name(abstract_name.as_bytes()).unwrap()
+    };
     World {
         ws: ws.to_path_buf(),
         outside: outside.to_path_buf(),
         listener: TcpListener::bind("127.0.0.1:0").unwrap(),
+        _unix: UnixListener::bind(outside.join("daemon.sock")).unwrap(),
+        _abstract: UnixListener::bind_addr(&abstract_addr).unwrap(),
+        abstract_name,
         _dirs: Vec::new(),
     }
 }
@@ -81,95 +144,425 @@ async fn run(tool: &ShellTool, ws: &Path, policy: SandboxPolicy, script: &str) -
     )
 }
 
+/// Whether the control run (no sandbox) of an attack must succeed as this user.
+#[derive(Clone, Copy, PartialEq)]
+enum Control {
+    Always,
+    /// Needs a capability only root has: as another user the attack fails anyway.
+    RootOnly,
+}
+
+struct Attack {
+    name: &'static str,
+    policy: SandboxPolicy,
+    script: String,
+    control: Control,
+}
+
+fn attack(name: &'static str, control: Control, script: impl Into<String>) -> Attack {
+    Attack {
+        name,
+        policy: SandboxPolicy::WorkspaceWrite,
+        script: script.into(),
+        control,
+    }
+}
+
+/// `python3 -c CODE`, quoted for bash.
+fn py(code: &str) -> String {
+    format!("{} -c '{}'", python(), code.replace('\'', "'\\''"))
+}
+
+/// Write to `path` through a file handle, past any mount and path rule.
+fn by_handle(path: &str) -> String {
+    py(&format!(
+        r#"import ctypes, os, sys
+libc = ctypes.CDLL(None, use_errno=True)
+class H(ctypes.Structure):
+    _fields_ = [("n", ctypes.c_uint), ("t", ctypes.c_int), ("b", ctypes.c_ubyte * 128)]
+h = H(); h.n = 128; mount_id = ctypes.c_int()
+if libc.name_to_handle_at(-100, b"{path}", ctypes.byref(h), ctypes.byref(mount_id), 0) != 0:
+    sys.exit("name_to_handle_at: " + os.strerror(ctypes.get_errno()))
+fd = libc.open_by_handle_at(os.open(".", os.O_RDONLY), ctypes.byref(h), os.O_WRONLY | os.O_APPEND)
+if fd < 0:
+    sys.exit("open_by_handle_at: " + os.strerror(ctypes.get_errno()))
+os.write(fd, b"evil\n"); print("{PWNED}")"#
+    ))
+}
+
+fn unix_connect(address: &str) -> String {
+    py(&format!(
+        "import socket; s = socket.socket(socket.AF_UNIX); s.connect({address}); print(\"{PWNED}\")"
+    ))
+}
+
+/// A process outside the sandbox, of the same user; killed when dropped.
+struct Bystander(std::process::Child);
+
+impl Bystander {
+    fn start() -> Self {
+        Self(
+            std::process::Command::new("sleep")
+                .arg("3600")
+                .env("REIN_BYSTANDER_SECRET", "hunter2")
+                .spawn()
+                .unwrap(),
+        )
+    }
+
+    fn alive(&mut self) -> bool {
+        self.0.try_wait().unwrap().is_none()
+    }
+}
+
+impl Drop for Bystander {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn attacks(w: &World, bystander: u32) -> Vec<Attack> {
+    let out = w.outside.display().to_string();
+    let out_name = w
+        .outside
+        .file_name()
+        .unwrap()
+        .to_string_lossy()
+        .into_owned();
+    let port = w.listener.local_addr().unwrap().port();
+    let setcap = ["/usr/sbin/setcap", "/sbin/setcap"]
+        .into_iter()
+        .find(|p| Path::new(p).exists())
+        .unwrap_or("setcap");
+    let mut list = vec![
+        attack(
+            "outside by absolute path",
+            Control::Always,
+            format!("echo x > {out}/pwned && echo {PWNED}"),
+        ),
+        attack(
+            "outside via ..",
+            Control::Always,
+            format!("echo x > ../{out_name}/pwned && echo {PWNED}"),
+        ),
+        attack(
+            "outside via a symlink",
+            Control::Always,
+            format!("echo x > out-link/pwned && echo {PWNED}"),
+        ),
+        attack(
+            "outside from a grandchild",
+            Control::Always,
+            format!("bash -c 'sh -c \"echo x > {out}/pwned\"' && echo {PWNED}"),
+        ),
+        attack(
+            "into .git",
+            Control::Always,
+            format!("echo evil >> .git/config && echo {PWNED}"),
+        ),
+        attack(
+            "new file in .git",
+            Control::Always,
+            format!("echo evil > .git/hooks-pwned && echo {PWNED}"),
+        ),
+        attack(
+            "into .git via ..",
+            Control::Always,
+            format!("echo evil >> src/../.git/config && echo {PWNED}"),
+        ),
+        attack(
+            "into a nested .git",
+            Control::Always,
+            format!("echo evil >> sub/.git/config && echo {PWNED}"),
+        ),
+        attack(
+            "into a gitdir: target",
+            Control::Always,
+            format!("echo evil >> repos/main.git/worktrees/wt/HEAD && echo {PWNED}"),
+        ),
+        attack(
+            "into a worktree's common dir",
+            Control::Always,
+            format!("echo evil >> repos/main.git/config && echo {PWNED}"),
+        ),
+        attack(
+            "redirect a .git file",
+            Control::Always,
+            format!("echo 'gitdir: /tmp' > wt/.git && echo {PWNED}"),
+        ),
+        attack(
+            "network socket",
+            Control::Always,
+            format!("exec 3<>/dev/tcp/127.0.0.1/{port} && echo {PWNED}"),
+        ),
+        attack(
+            "chmod outside",
+            Control::Always,
+            format!("chmod 600 {out}/file.txt && echo {PWNED}"),
+        ),
+        attack(
+            "utime outside",
+            Control::Always,
+            format!("touch -d 2001-01-01 {out}/file.txt && echo {PWNED}"),
+        ),
+        attack(
+            "xattr outside",
+            Control::Always,
+            format!(
+                "{} && echo {PWNED}",
+                py(&format!(
+                    "import os; os.setxattr(\"{out}/file.txt\", \"user.rein\", b\"1\")"
+                ))
+            ),
+        ),
+        attack(
+            "chown outside",
+            Control::Always,
+            format!("chown 65534:65534 {out}/file.txt && echo {PWNED}"),
+        ),
+        attack(
+            "setuid bit outside",
+            Control::Always,
+            format!("chmod u+s {out}/file.txt && echo {PWNED}"),
+        ),
+        attack(
+            "setuid bit in the workspace",
+            Control::Always,
+            format!("cp /bin/true src/suid && chmod 4755 src/suid && echo {PWNED}"),
+        ),
+        attack(
+            "setuid file created in the workspace",
+            Control::Always,
+            format!(
+                "{} && echo {PWNED}",
+                py("import os; os.close(os.open(\"src/suid2\", os.O_CREAT | os.O_WRONLY, 0o4755))")
+            ),
+        ),
+        attack(
+            "block device node",
+            Control::RootOnly,
+            format!("mknod src/disk b 8 0 && echo {PWNED}"),
+        ),
+        attack(
+            "file capability outside",
+            Control::RootOnly,
+            format!("{setcap} cap_net_raw+ep {out}/file.txt && echo {PWNED}"),
+        ),
+        attack(
+            "file capability in the workspace",
+            Control::RootOnly,
+            format!(
+                "cp /bin/true src/capped && {setcap} cap_net_raw+ep src/capped && echo {PWNED}"
+            ),
+        ),
+        attack(
+            "file handle into .git",
+            Control::RootOnly,
+            by_handle(".git/config"),
+        ),
+        attack(
+            "read another process's environment",
+            Control::Always,
+            format!("grep -a hunter2 /proc/{bystander}/environ && echo {PWNED}"),
+        ),
+        attack(
+            "pathname Unix socket",
+            Control::Always,
+            unix_connect(&format!("\"{out}/daemon.sock\"")),
+        ),
+        attack(
+            "abstract Unix socket",
+            Control::Always,
+            unix_connect(&format!("\"\\0{}\"", w.abstract_name)),
+        ),
+    ];
+    // Last: their controls take `.git` away.
+    list.push(attack(
+        "delete in .git",
+        Control::Always,
+        format!("rm .git/config && echo {PWNED}"),
+    ));
+    list.push(attack(
+        "replace .git",
+        Control::Always,
+        format!("mv .git git-moved && echo {PWNED}"),
+    ));
+    for (name, script) in [
+        (
+            "chmod in read-only mode",
+            format!("chmod 600 src/a.txt && echo {PWNED}"),
+        ),
+        (
+            "utime in read-only mode",
+            format!("touch -d 2001-01-01 src/a.txt && echo {PWNED}"),
+        ),
+        (
+            "xattr in read-only mode",
+            format!(
+                "{} && echo {PWNED}",
+                py("import os; os.setxattr(\"src/a.txt\", \"user.rein\", b\"1\")")
+            ),
+        ),
+        (
+            "write in read-only mode",
+            format!("echo x > src/b.txt && echo {PWNED}"),
+        ),
+    ] {
+        list.push(Attack {
+            name,
+            policy: SandboxPolicy::ReadOnly,
+            script,
+            control: Control::Always,
+        });
+    }
+    list
+}
+
 async fn escapes_fail(sandbox: Sandbox) {
     escapes_fail_in(sandbox, world()).await;
 }
 
 async fn escapes_fail_in(sandbox: Sandbox, w: World) {
+    // bubblewrap run by root empties every set but the bounding set; no-new-privs makes
+    // what is left there unreachable (no exec can raise a capability).
+    let bounding_kept = sandbox.mechanism() == Some(SandboxMechanism::Bubblewrap) && is_root();
     let tool = shell(sandbox);
     let ws = w.ws.as_path();
-    let out = w.outside.as_path();
-    let out_name = out.file_name().unwrap().to_string_lossy().into_owned();
-    let port = w.listener.local_addr().unwrap().port();
     let ww = SandboxPolicy::WorkspaceWrite;
 
-    // Ordinary work inside the workspace and the temp dir succeeds.
+    // Ordinary work inside the workspace and the temp dir succeeds, FIFOs and socket
+    // pairs included.
     let (ok, text) = run(
         &tool,
         ws,
         ww,
-        "echo hi > src/a.txt && t=$(mktemp) && echo t > $t && rm $t && cat src/a.txt",
+        &format!(
+            "echo hi > src/a.txt && t=$(mktemp) && echo t > $t && rm $t && mkfifo src/fifo && \
+             rm src/fifo && chmod 640 src/a.txt && touch src/a.txt && \
+             {} && cat src/a.txt",
+            py("import socket; a, b = socket.socketpair(); a.send(b\"x\"); assert b.recv(1) == b\"x\"")
+        ),
     )
     .await;
     assert!(ok, "{text}");
     assert_eq!(text, "hi\n");
     assert_eq!(fs::read_to_string(ws.join("src/a.txt")).unwrap(), "hi\n");
-    let (ok, text) = run(&tool, ws, ww, "echo top > new-at-root.txt").await;
-    assert!(ok, "{text}");
-
-    let attempts = [
-        (
-            "outside by absolute path",
-            format!("echo x > {}/pwned", out.display()),
-        ),
-        ("outside via ..", format!("echo x > ../{out_name}/pwned")),
-        (
-            "outside via a symlink",
-            "echo x > out-link/pwned".to_owned(),
-        ),
-        (
-            "outside from a grandchild",
-            format!("bash -c 'sh -c \"echo x > {}/pwned\"'", out.display()),
-        ),
-        ("into .git", "echo evil > .git/config".to_owned()),
-        (
-            "new file in .git",
-            "echo evil > .git/hooks-pwned".to_owned(),
-        ),
-        ("delete in .git", "rm .git/config".to_owned()),
-        (
-            "into .git via ..",
-            "echo evil > src/../.git/config".to_owned(),
-        ),
-        (
-            "network socket",
-            format!("exec 3<>/dev/tcp/127.0.0.1/{port} && echo connected"),
-        ),
-    ];
-    for (name, script) in &attempts {
-        let (ok, text) = run(&tool, ws, ww, script).await;
-        assert!(!ok, "{name} succeeded: {text}");
-        assert!(!text.contains("connected"), "{name}: {text}");
-    }
-    assert!(!out.join("pwned").exists());
-    assert_eq!(
-        fs::read_to_string(ws.join(".git/config")).unwrap(),
-        "[core]\n"
-    );
-    assert!(!ws.join(".git/hooks-pwned").exists());
-
-    // Read-only: even the workspace is not writable, but reading works.
-    let (ok, text) = run(&tool, ws, SandboxPolicy::ReadOnly, "cat src/a.txt").await;
-    assert!(ok, "{text}");
-    let (ok, _) = run(&tool, ws, SandboxPolicy::ReadOnly, "echo x > src/b.txt").await;
-    assert!(!ok);
-    assert!(!ws.join("src/b.txt").exists());
-
-    // Control: the same connection works outside the sandbox, so the block is real.
     let (ok, text) = run(
         &tool,
         ws,
-        SandboxPolicy::DangerFullAccess,
-        &format!("exec 3<>/dev/tcp/127.0.0.1/{port} && echo connected"),
+        ww,
+        "echo top > new-at-root.txt && cat < /dev/null",
     )
     .await;
-    assert!(ok && text.contains("connected"), "{text}");
+    assert!(ok, "{text}");
+    // No capability in any set, no way to gain one, and the filter in place.
+    let (ok, text) = run(
+        &tool,
+        ws,
+        ww,
+        "grep -E '^(Cap(Inh|Prm|Eff|Bnd|Amb)|NoNewPrivs|Seccomp):' /proc/self/status",
+    )
+    .await;
+    assert!(ok, "{text}");
+    let fields: Vec<(&str, &str)> = text
+        .lines()
+        .filter_map(|l| l.split_once(':'))
+        .map(|(k, v)| (k, v.trim()))
+        .collect();
+    let zero = "0000000000000000";
+    let bounding = fields
+        .iter()
+        .find(|(k, _)| *k == "CapBnd")
+        .map_or("", |(_, v)| *v);
+    let bounding = if bounding_kept { bounding } else { zero };
+    assert_eq!(
+        fields,
+        [
+            ("CapInh", zero),
+            ("CapPrm", zero),
+            ("CapEff", zero),
+            ("CapBnd", bounding),
+            ("CapAmb", zero),
+            ("NoNewPrivs", "1"),
+            ("Seccomp", "2"),
+        ],
+        "{text}"
+    );
+
+    let mut bystander = Bystander::start();
+    let attacks = attacks(&w, bystander.0.id());
+    for a in &attacks {
+        let (_, text) = run(&tool, ws, a.policy, &a.script).await;
+        if std::env::var_os("REIN_SANDBOX_SHOW").is_some() {
+            eprintln!("{}: {}", a.name, text.trim());
+        }
+        assert!(
+            !text.contains(PWNED),
+            "{} succeeded in the sandbox: {text}",
+            a.name
+        );
+    }
+    assert!(bystander.alive());
+    let (_, text) = run(
+        &tool,
+        ws,
+        ww,
+        &format!("kill -9 {} && echo {PWNED}", bystander.0.id()),
+    )
+    .await;
+    assert!(!text.contains(PWNED), "killing an outside process: {text}");
+    assert!(bystander.alive(), "the sandbox killed an outside process");
+    assert!(!w.outside.join("pwned").exists());
+    for (file, text) in [
+        (".git/config", "[core]\n"),
+        ("sub/.git/config", "[core]\n"),
+        ("repos/main.git/config", "[core]\n"),
+        ("repos/main.git/worktrees/wt/HEAD", "ref\n"),
+    ] {
+        assert_eq!(fs::read_to_string(ws.join(file)).unwrap(), text, "{file}");
+    }
+    assert!(!ws.join(".git/hooks-pwned").exists());
+    assert!(!ws.join("src/b.txt").exists());
+    assert!(!ws.join("src/disk").exists());
+    assert!(fs::read_to_string(ws.join("wt/.git"))
+        .unwrap()
+        .contains("repos/main.git"));
+
+    // Read-only: reading works.
+    let (ok, text) = run(&tool, ws, SandboxPolicy::ReadOnly, "cat src/a.txt").await;
+    assert!(ok, "{text}");
+
+    // Controls: each attack works without the sandbox, so each block is real.
+    let full = SandboxPolicy::DangerFullAccess;
+    for a in &attacks {
+        let (_, text) = run(&tool, ws, full, &a.script).await;
+        match a.control {
+            Control::RootOnly if !is_root() => {
+                assert!(
+                    !text.contains(PWNED),
+                    "{} (needs root) worked as a user: {text}",
+                    a.name
+                );
+            }
+            _ => assert!(text.contains(PWNED), "control of {}: {text}", a.name),
+        }
+    }
+    let (_, text) = run(
+        &tool,
+        ws,
+        full,
+        &format!("kill -9 {} && echo {PWNED}", bystander.0.id()),
+    )
+    .await;
+    assert!(text.contains(PWNED), "control kill: {text}");
 }
 
 #[tokio::test]
 async fn landlock_sandbox_blocks_every_escape() {
     let sandbox = Sandbox::landlock().unwrap();
     assert_eq!(sandbox.mechanism(), Some(SandboxMechanism::Landlock));
+    assert!(sandbox.has_namespaces(), "{:?}", sandbox.report());
     escapes_fail(sandbox).await;
 }
 
@@ -177,20 +570,37 @@ async fn landlock_sandbox_blocks_every_escape() {
 async fn bubblewrap_sandbox_blocks_every_escape() {
     match Sandbox::bubblewrap() {
         Ok(sandbox) => escapes_fail(sandbox).await,
-        // `.ci/run` installs bubblewrap; a developer machine may lack it.
-        Err(why) => eprintln!("bubblewrap escape tests not run: {why}"),
+        // `scripts/test-setup.sh` installs bubblewrap; a developer machine may lack it.
+        Err(why) => eprintln!("SKIPPED: bubblewrap escape tests not run: {why}"),
     }
 }
 
 #[test]
-fn detection_finds_a_mechanism_on_this_kernel() {
+fn detection_finds_the_best_mechanism_on_this_kernel() {
     let sandbox = Sandbox::detect();
     assert_eq!(sandbox.unavailable_reason(), None);
-    assert!(sandbox.mechanism().is_some());
+    assert_eq!(sandbox.mechanism(), Some(SandboxMechanism::Landlock));
+    let report = sandbox.report();
+    for feature in [
+        "pid-namespace",
+        "read-only-mounts",
+        "no-capabilities",
+        "seccomp",
+        "own-proc",
+    ] {
+        assert!(report.features.iter().any(|f| f == feature), "{report:?}");
+    }
+    assert!(
+        report
+            .summary()
+            .starts_with("sandbox: landlock (Landlock ABI "),
+        "{}",
+        report.summary()
+    );
 }
 
 #[tokio::test]
-async fn without_mount_namespaces_git_stays_read_only_by_granting_around_it() {
+async fn without_namespaces_git_stays_read_only_by_granting_around_it() {
     let w = world();
     let tool = shell(Sandbox::landlock_without_namespaces().unwrap());
     let ws = w.ws.as_path();
@@ -201,6 +611,8 @@ async fn without_mount_namespaces_git_stays_read_only_by_granting_around_it() {
         "echo evil > .git/config",
         "rm .git/config",
         "echo x > .git/new",
+        "echo evil > sub/.git/config",
+        "echo evil > repos/main.git/config",
     ] {
         let (ok, text) = run(&tool, ws, ww, script).await;
         assert!(!ok, "{script}: {text}");
@@ -209,16 +621,117 @@ async fn without_mount_namespaces_git_stays_read_only_by_granting_around_it() {
         fs::read_to_string(ws.join(".git/config")).unwrap(),
         "[core]\n"
     );
-    // The documented cost: nothing new directly in a root that holds `.git`.
+    assert_eq!(
+        fs::read_to_string(ws.join("sub/.git/config")).unwrap(),
+        "[core]\n"
+    );
+    // The documented cost: nothing new directly in a directory on the way to a `.git`.
     let (ok, _) = run(&tool, ws, ww, "echo x > new-at-root.txt").await;
     assert!(!ok);
+    let (ok, text) = run(&tool, ws, ww, "echo x > src/new.txt").await;
+    assert!(ok, "{text}");
+}
+
+/// Pids (in this namespace) of live processes whose command line contains `marker`.
+fn processes_with(marker: &str) -> Vec<i32> {
+    let mut pids = Vec::new();
+    for entry in fs::read_dir("/proc").unwrap().filter_map(Result::ok) {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|s| s.parse::<i32>().ok())
+        else {
+            continue;
+        };
+        let cmdline = fs::read(entry.path().join("cmdline")).unwrap_or_default();
+        let stat = fs::read_to_string(entry.path().join("stat")).unwrap_or_default();
+        let zombie = stat
+            .rsplit(')')
+            .next()
+            .is_some_and(|r| r.trim_start().starts_with('Z'));
+        if !zombie && String::from_utf8_lossy(&cmdline).contains(marker) {
+            pids.push(pid);
+        }
+    }
+    pids
+}
+
+/// Wait (bounded) until no process carries `marker`.
+fn all_gone(marker: &str) -> bool {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while std::time::Instant::now() < deadline {
+        if processes_with(marker).is_empty() {
+            return true;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    false
+}
+
+fn kill_all(marker: &str) {
+    for pid in processes_with(marker) {
+        // SAFETY: a signal to a process this test started.
+        unsafe { libc::kill(pid, libc::SIGKILL) };
+    }
+}
+
+/// A script that leaves a `setsid` child and a double-forked daemon behind, each running
+/// once the script ends (each says so through a pipe before it goes quiet).
+fn leave_survivors(marker: &str) -> String {
+    let quiet = format!("exec sleep {marker} </dev/null >/dev/null 2>&1");
+    format!(
+        "read -r _ < <(setsid sh -c 'echo ready; {quiet}') && \
+         read -r _ < <(sh -c '(echo ready; {quiet}) &') && echo started"
+    )
 }
 
 #[tokio::test]
-async fn a_sandboxed_command_tree_is_still_killed_on_timeout() {
+async fn nothing_a_sandboxed_command_starts_outlives_it() {
+    survivors_die().await;
+}
+
+async fn survivors_die() {
+    let w = world();
+    let tool = shell(Sandbox::landlock().unwrap());
+    let ws = w.ws.as_path();
+    // Control: without the sandbox the survivors live on.
+    let control = marker();
+    let (ok, text) = run(
+        &tool,
+        ws,
+        SandboxPolicy::DangerFullAccess,
+        &leave_survivors(&control),
+    )
+    .await;
+    assert!(ok, "{text}");
+    assert!(
+        !processes_with(&control).is_empty(),
+        "the control left no survivors"
+    );
+    kill_all(&control);
+    for policy in [SandboxPolicy::WorkspaceWrite, SandboxPolicy::ReadOnly] {
+        let mark = marker();
+        let (ok, text) = run(&tool, ws, policy, &leave_survivors(&mark)).await;
+        assert!(ok, "{text}");
+        assert!(
+            all_gone(&mark),
+            "survivors of a {policy:?} command: {:?}",
+            processes_with(&mark)
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_sandboxed_command_tree_is_killed_on_timeout_and_on_cancel() {
+    tree_dies_on_timeout_and_cancel().await;
+}
+
+async fn tree_dies_on_timeout_and_cancel() {
     let w = world();
     let tool = shell(Sandbox::landlock().unwrap());
     let host = RecordingHost::new();
+    let mark = marker();
+    let script = format!("{} ; sleep {mark}", leave_survivors(&mark));
     let ctx = host.context(
         ThreadId::new(),
         settings(
@@ -228,7 +741,6 @@ async fn a_sandboxed_command_tree_is_still_killed_on_timeout() {
         ),
         CancellationToken::new(),
     );
-    let script = "sleep 300 & echo pid=$!; wait";
     let result = tool
         .run(
             call("shell", json!({"command": script, "timeout_ms": 1000})),
@@ -238,31 +750,45 @@ async fn a_sandboxed_command_tree_is_still_killed_on_timeout() {
     assert!(!result.success);
     let body: Value = serde_json::from_str(&result.output).unwrap();
     assert_eq!(body["metadata"]["exit_code"], 124);
-    let text = body["output"].as_str().unwrap();
-    assert!(text.contains("timed out"), "{text}");
-    let pid: i32 = text
-        .lines()
-        .find_map(|l| l.strip_prefix("pid="))
-        .unwrap()
-        .trim()
-        .parse()
-        .unwrap();
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    assert!(body["output"].as_str().unwrap().contains("timed out"));
+    assert!(
+        all_gone(&mark),
+        "survivors after the timeout: {:?}",
+        processes_with(&mark)
+    );
+
+    let mark = marker();
+    let script = format!("{} ; sleep {mark}", leave_survivors(&mark));
+    let cancel = CancellationToken::new();
+    let ctx = host.context(
+        ThreadId::new(),
+        settings(
+            w.ws.as_path(),
+            ApprovalPolicy::Never,
+            SandboxPolicy::WorkspaceWrite,
+        ),
+        cancel.clone(),
+    );
+    let run = tool.run(call("shell", json!({"command": script})), ctx);
+    tokio::pin!(run);
+    // Cancel once the survivors exist.
     loop {
-        let stat = fs::read_to_string(format!("/proc/{pid}/stat")).ok();
-        let state = stat
-            .as_deref()
-            .and_then(|s| s.rsplit(')').next())
-            .map(|r| r.trim().chars().next());
-        if matches!(state, None | Some(Some('Z'))) {
+        tokio::select! {
+            _ = &mut run => panic!("the command ended by itself"),
+            () = tokio::time::sleep(std::time::Duration::from_millis(20)) => {}
+        }
+        if processes_with(&mark).len() >= 3 {
             break;
         }
-        assert!(
-            std::time::Instant::now() < deadline,
-            "grandchild {pid} survived"
-        );
-        std::thread::yield_now();
     }
+    cancel.cancel();
+    let result = run.await;
+    assert!(!result.success);
+    assert!(
+        all_gone(&mark),
+        "survivors after cancel: {:?}",
+        processes_with(&mark)
+    );
 }
 
 #[tokio::test]
@@ -305,18 +831,19 @@ async fn on_failure_asks_to_rerun_outside_the_sandbox() {
     let requests = host.approval_requests();
     assert_eq!(requests.len(), 2);
     assert!(
-        matches!(&requests[0], ApprovalRequest::Command { reason, .. } if reason.contains("Permission denied"))
+        matches!(&requests[0], ApprovalRequest::Command { reason, .. } if reason.contains("Read-only file system")),
+        "{requests:?}"
     );
 }
 
-/// Users are rarely root: as an unprivileged user the sandbox enters a user namespace to
-/// make `.git` read-only. When the suite runs as root, rerun the escape attempts as
-/// `nobody` in a child test process.
+/// Users are rarely root: as an unprivileged user the sandbox enters a user namespace.
+/// When the suite runs as root, rerun the escape and lifetime tests as `nobody` in a child
+/// test process.
 #[test]
-fn landlock_sandbox_blocks_every_escape_as_an_unprivileged_user() {
-    // SAFETY: geteuid cannot fail.
-    if unsafe { libc::geteuid() } != 0 {
-        // Already unprivileged: the main escape test covers this case.
+fn the_sandbox_holds_as_an_unprivileged_user() {
+    if !is_root() {
+        // Already unprivileged: the other tests cover this case.
+        eprintln!("running as a user already: the other tests are the unprivileged run");
         return;
     }
     // The build may live where `nobody` cannot reach (e.g. under /root), so the test
@@ -334,41 +861,48 @@ fn landlock_sandbox_blocks_every_escape_as_an_unprivileged_user() {
     let runner = base.path().join("runner");
     fs::copy(std::env::current_exe().unwrap(), &runner).unwrap();
     fs::set_permissions(&runner, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
-    let status = std::process::Command::new("setpriv")
-        .args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
-        .arg(&runner)
-        .args([
-            "--exact",
-            "unprivileged_escape_attempts",
-            "--ignored",
-            "--test-threads=1",
-        ])
-        .env("TMPDIR", &tmp)
-        .env("REIN_SANDBOX_WS", &ws)
-        .env("REIN_SANDBOX_OUTSIDE", &outside)
-        .status()
-        .unwrap();
-    assert!(
-        status.success(),
-        "the unprivileged escape attempts failed: {status}"
-    );
+    for test in ["unprivileged_escape_attempts", "unprivileged_survivors"] {
+        let status = std::process::Command::new("setpriv")
+            .args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
+            .arg(&runner)
+            .args(["--exact", test, "--ignored", "--test-threads=1"])
+            .env("TMPDIR", &tmp)
+            .env("REIN_SANDBOX_WS", &ws)
+            .env("REIN_SANDBOX_OUTSIDE", &outside)
+            .status()
+            .unwrap();
+        assert!(status.success(), "{test} as nobody failed: {status}");
+    }
 }
 
 /// Run only by the test above, as `nobody`.
 #[tokio::test]
-#[ignore = "run as an unprivileged user by landlock_sandbox_blocks_every_escape_as_an_unprivileged_user"]
+#[ignore = "run as an unprivileged user by the_sandbox_holds_as_an_unprivileged_user"]
 async fn unprivileged_escape_attempts() {
     let ws = PathBuf::from(std::env::var_os("REIN_SANDBOX_WS").unwrap());
     let outside = PathBuf::from(std::env::var_os("REIN_SANDBOX_OUTSIDE").unwrap());
     let sandbox = Sandbox::landlock().unwrap();
+    assert!(sandbox.has_namespaces(), "{:?}", sandbox.report());
     escapes_fail_in(sandbox, world_in(&ws, &outside)).await;
+}
+
+/// Run only by the test above, as `nobody`.
+#[tokio::test]
+#[ignore = "run as an unprivileged user by the_sandbox_holds_as_an_unprivileged_user"]
+async fn unprivileged_survivors() {
+    survivors_die().await;
+    tree_dies_on_timeout_and_cancel().await;
 }
 
 /// A fresh directory outside the temp dir (which workspace-write leaves writable).
 fn outside_temp() -> tempfile::TempDir {
+    // As `nobody` (see above), under the directory made for it.
+    if let Some(dir) = std::env::var_os("REIN_SANDBOX_OUTSIDE") {
+        return tempfile::tempdir_in(dir).unwrap();
+    }
     let base = rein_core::tools::testing::base_outside_temp([
-        std::path::Path::new(env!("CARGO_TARGET_TMPDIR")),
-        std::path::Path::new("/var/tmp"),
+        Path::new(env!("CARGO_TARGET_TMPDIR")),
+        Path::new("/var/tmp"),
     ])
     .unwrap();
     tempfile::tempdir_in(base).unwrap()

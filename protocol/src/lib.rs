@@ -28,6 +28,7 @@ pub use op::{
     ReviewTarget, Submission,
 };
 pub use settings::{
-    ApprovalPolicy, ReasoningEffort, SandboxPolicy, SettingsChange, ThreadSettings, TurnBudget,
+    ApprovalPolicy, ReasoningEffort, SandboxOptions, SandboxPolicy, SettingsChange, ThreadSettings,
+    TurnBudget,
 };
 pub use status::{AgentStatus, TokenUsage};

@@ -30,6 +30,28 @@ pub enum SandboxPolicy {
     DangerFullAccess,
 }
 
+/// Refinements of a sandbox policy, as a client gives them with the policy (Codex's
+/// `sandboxPolicy` object). When a thread has none, the configuration's defaults apply.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+pub struct SandboxOptions {
+    /// Writable under workspace-write besides the cwd (absolute paths).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub writable_roots: Vec<PathBuf>,
+    /// Sandboxed commands may use the network (and Unix-domain sockets).
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub network_access: bool,
+    /// `$TMPDIR` is not a writable root.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub exclude_tmpdir_env_var: bool,
+    /// `/tmp` is not a writable root.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub exclude_slash_tmp: bool,
+}
+
+fn is_false(b: &bool) -> bool {
+    !*b
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum ReasoningEffort {
@@ -57,6 +79,10 @@ pub struct ThreadSettings {
     pub cwd: PathBuf,
     pub approval_policy: ApprovalPolicy,
     pub sandbox_policy: SandboxPolicy,
+    /// The client's refinements of `sandbox_policy`; `None`: the configuration's defaults.
+    /// Absent from rollouts written before it existed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sandbox_options: Option<SandboxOptions>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reasoning_effort: Option<ReasoningEffort>,
     #[serde(default)]
@@ -77,6 +103,8 @@ pub struct SettingsChange {
     pub approval_policy: Option<ApprovalPolicy>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sandbox_policy: Option<SandboxPolicy>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sandbox_options: Option<SandboxOptions>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reasoning_effort: Option<ReasoningEffort>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -102,6 +130,9 @@ impl SettingsChange {
         }
         if let Some(p) = self.sandbox_policy {
             next.sandbox_policy = p;
+        }
+        if let Some(o) = &self.sandbox_options {
+            next.sandbox_options = Some(o.clone());
         }
         if let Some(e) = self.reasoning_effort {
             next.reasoning_effort = Some(e);

@@ -50,9 +50,15 @@ pub struct AppServer {
 
 impl AppServer {
     pub fn start(home: &Path, extra_args: &[&str]) -> Self {
+        Self::start_with_env(home, extra_args, &[])
+    }
+
+    /// As [`AppServer::start`], with more environment variables.
+    pub fn start_with_env(home: &Path, extra_args: &[&str], env: &[(&str, &str)]) -> Self {
         let mut child = rein()
             .arg("app-server")
             .args(extra_args)
+            .envs(env.iter().copied())
             .env("REIN_HOME", home)
             .env("MOCK_API_KEY", "test-key")
             .stdin(Stdio::piped())
@@ -171,6 +177,16 @@ impl AppServer {
         drop(self.stdin.take());
     }
 
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Wait for the process to exit (after a signal), reading what it still prints.
+    pub fn wait_exit(&mut self) -> std::process::ExitStatus {
+        while self.lines.recv_timeout(PATIENCE).is_ok() {}
+        self.child.wait().unwrap()
+    }
+
     /// Close stdin and wait for the process to exit on its own.
     pub fn finish(mut self) -> std::process::ExitStatus {
         drop(self.stdin.take());
@@ -230,9 +246,12 @@ const RESPONSES: &[(&str, &str)] = &[
 ];
 
 fn compile(file: &str) -> jsonschema::Validator {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../tests/fixtures/codex-schema")
-        .join(file);
+    // `REIN_E2E_FIXTURES`: a copy another user can read.
+    let fixtures = std::env::var_os("REIN_E2E_FIXTURES").map_or_else(
+        || Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures"),
+        std::path::PathBuf::from,
+    );
+    let path = fixtures.join("codex-schema").join(file);
     let schema: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
     jsonschema::validator_for(&schema).unwrap_or_else(|e| panic!("{file}: {e}"))
 }

@@ -4,8 +4,13 @@ use std::io::{BufRead, BufReader};
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 
+/// The `rein` binary under test (`REIN_E2E_BIN` overrides it, e.g. a copy another user
+/// can run).
 pub fn rein() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_rein"))
+    match std::env::var_os("REIN_E2E_BIN") {
+        Some(bin) => Command::new(bin),
+        None => Command::new(env!("CARGO_BIN_EXE_rein")),
+    }
 }
 
 /// `rein mock-model` playing a script; killed when dropped.

@@ -37,6 +37,7 @@ fn an_interrupted_approval_is_withdrawn_before_the_turn_ends() {
                 cwd: "/".into(),
                 approval_policy: rein_protocol::ApprovalPolicy::OnRequest,
                 sandbox_policy: rein_protocol::SandboxPolicy::ReadOnly,
+                sandbox_options: None,
                 reasoning_effort: None,
                 budget: Default::default(),
                 instructions: String::new(),

@@ -33,12 +33,7 @@ use crate::pump::PumpCmd;
 use crate::turns::turns_from_state;
 
 fn thread_id(text: &str) -> Result<ThreadId, RpcError> {
-    text.parse().map_err(|_| {
-        RpcError::invalid_params(
-            format!("threadId: not a thread id: {text:?}"),
-            Some("threadId".into()),
-        )
-    })
+    crate::dispatch::wire_id(text, "threadId", "thread")
 }
 
 /// What the index knows of a thread, if it has it.
@@ -223,18 +218,15 @@ pub async fn fork(state: &ServerState, raw: Value) -> Result<Value, RpcError> {
 
 /// The 0-based index of `turn` among the thread's turns.
 async fn turn_index(state: &ServerState, thread: ThreadId, turn: &str) -> Result<usize, RpcError> {
-    let wanted: TurnId = turn.parse().map_err(|_| {
-        RpcError::invalid_params(
-            format!("lastTurnId: not a turn id: {turn:?}"),
-            Some("lastTurnId".into()),
-        )
-    })?;
+    let wanted: TurnId = crate::dispatch::wire_id(turn, "lastTurnId", "turn")?;
     let folded = folded_state(state, thread).await?;
     folded
         .turns
         .iter()
         .position(|t| t.id == wanted)
-        .ok_or_else(|| RpcError::invalid_request(format!("turn {turn} is not in thread {thread}")))
+        .ok_or_else(|| {
+            RpcError::invalid_request(format!("turn {wanted} is not in thread {thread}"))
+        })
 }
 
 /// The thread's state: live if loaded here, else folded from its rollout.

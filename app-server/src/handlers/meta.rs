@@ -38,7 +38,19 @@ pub fn initialize_response(home: &Path, out: &Outbound, raw: Value) -> Result<Va
         codex_home: home.display().to_string(),
         platform_family: std::env::consts::FAMILY.into(),
         platform_os: std::env::consts::OS.into(),
+        rein_sandbox: Some(sandbox_status()),
     })
+}
+
+/// The sandbox of this process (detected once, usually already at startup).
+fn sandbox_status() -> rein_protocol::app_server::SandboxStatus {
+    let report = rein_core::tools::sandbox::Sandbox::detected().report();
+    rein_protocol::app_server::SandboxStatus {
+        mechanism: report.mechanism,
+        landlock_abi: report.landlock_abi,
+        features: report.features,
+        fallbacks: report.fallbacks,
+    }
 }
 
 pub fn model_list(state: &ServerState, raw: Value) -> Result<Value, RpcError> {

@@ -7,22 +7,17 @@ pub mod turn;
 
 use rein_protocol::ThreadId;
 
-use crate::dispatch::ServerState;
+use crate::dispatch::{wire_id, ServerState};
 use crate::error::RpcError;
 use crate::loaded::LoadedThread;
 
 /// The loaded thread a request names, or the error Codex gives for an unknown one.
 pub fn loaded(state: &ServerState, thread_id: &str) -> Result<LoadedThread, RpcError> {
-    let id: ThreadId = thread_id.parse().map_err(|_| {
-        RpcError::invalid_params(
-            format!("threadId: not a thread id: {thread_id:?}"),
-            Some("threadId".into()),
-        )
-    })?;
+    let id: ThreadId = wire_id(thread_id, "threadId", "thread")?;
     state
         .threads
         .get(id)
-        .ok_or_else(|| RpcError::invalid_request(format!("thread not found: {thread_id}")))
+        .ok_or_else(|| RpcError::invalid_request(format!("thread not found: {id}")))
 }
 
 pub fn to_value<T: serde::Serialize>(value: &T) -> Result<serde_json::Value, RpcError> {

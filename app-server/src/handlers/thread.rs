@@ -25,7 +25,9 @@ use crate::convert::{
     approval_policy_from_wire, approval_policy_to_wire, effort_to_wire, sandbox_from_mode,
     sandbox_to_wire,
 };
-use crate::dispatch::{params, ServerState};
+use crate::dispatch::{
+    bounded, params, wire_id, ServerState, MAX_MODEL_BYTES, MAX_NAME_BYTES, MAX_PATH_BYTES,
+};
 use crate::error::RpcError;
 use crate::event_map::EventMapper;
 use crate::loaded::{LoadedThread, ThreadMeta};
@@ -38,6 +40,12 @@ const PUMP_QUEUE: usize = 64;
 
 pub async fn start(state: &ServerState, raw: Value) -> Result<Value, RpcError> {
     let p: ThreadStartParams = params(raw)?;
+    if let Some(model) = &p.model {
+        bounded("model", model, MAX_MODEL_BYTES)?;
+    }
+    if let Some(cwd) = &p.cwd {
+        bounded("cwd", cwd, MAX_PATH_BYTES)?;
+    }
     let (response, thread) = start_thread(state, p).await?;
     state.notify_after_answer(ServerNotification::ThreadStarted(Box::new(
         ThreadStartedNotification { thread },
@@ -206,7 +214,7 @@ pub fn answer(
         instruction_sources: Vec::new(),
         approval_policy: approval_policy_to_wire(settings.approval_policy),
         approvals_reviewer: "user".into(),
-        sandbox: sandbox_to_wire(settings.sandbox_policy),
+        sandbox: sandbox_to_wire(settings.sandbox_policy, settings.sandbox_options.as_ref()),
         reasoning_effort: settings.reasoning_effort.map(|e| effort_to_wire(e).into()),
     }
 }
@@ -228,6 +236,7 @@ pub fn loaded_list(state: &ServerState, raw: Value) -> Result<Value, RpcError> {
 pub async fn set_name(state: &ServerState, raw: Value) -> Result<Value, RpcError> {
     let p: ThreadSetNameParams = params(raw)?;
     let thread = loaded(state, &p.thread_id)?;
+    bounded("name", &p.name, MAX_NAME_BYTES)?;
     let name = p.name.trim().to_owned();
     if name.is_empty() {
         return Err(RpcError::invalid_params(
@@ -240,12 +249,14 @@ pub async fn set_name(state: &ServerState, raw: Value) -> Result<Value, RpcError
 
 pub fn unsubscribe(state: &ServerState, raw: Value) -> Result<Value, RpcError> {
     let p: ThreadIdParams = params(raw)?;
-    let status = match loaded(state, &p.thread_id) {
-        Ok(thread) => match leave(state, &thread, true) {
+    // A malformed id is an error; a well-formed one nobody loaded is "not loaded".
+    let id = wire_id(&p.thread_id, "threadId", "thread")?;
+    let status = match state.threads.get(id) {
+        Some(thread) => match leave(state, &thread, true) {
             Left::NotSubscribed => ThreadUnsubscribeStatus::NotSubscribed,
             Left::Left | Left::Last => ThreadUnsubscribeStatus::Unsubscribed,
         },
-        Err(_) => ThreadUnsubscribeStatus::NotLoaded,
+        None => ThreadUnsubscribeStatus::NotLoaded,
     };
     to_value(&ThreadUnsubscribeResponse { status })
 }

@@ -16,13 +16,26 @@ use crate::convert::{
     approval_policy_from_wire, effort_from_wire, input_from_wire, sandbox_from_wire,
 };
 use crate::deferred::{self, Responder};
-use crate::dispatch::{params, ServerState};
+use crate::dispatch::{bounded, params, ServerState, MAX_MODEL_BYTES, MAX_PATH_BYTES};
 use crate::error::RpcError;
 use crate::loaded::LoadedThread;
 use crate::pump::{PumpCmd, PumpRequest};
 
 pub async fn start(state: &ServerState, raw: Value) -> Result<Value, RpcError> {
     let p: TurnStartParams = params(raw)?;
+    if let Some(model) = &p.model {
+        bounded("model", model, MAX_MODEL_BYTES)?;
+    }
+    if let Some(cwd) = &p.cwd {
+        bounded("cwd", cwd, MAX_PATH_BYTES)?;
+    }
+    // A JSON Schema for the final answer is an object (providers take nothing else).
+    if p.output_schema.as_ref().is_some_and(|s| !s.is_object()) {
+        return Err(RpcError::invalid_params(
+            "outputSchema: must be a JSON object",
+            Some("outputSchema".into()),
+        ));
+    }
     let thread = loaded(state, &p.thread_id)?;
     let items = input_from_wire(&p.input)?;
     let mut settings = SettingsChange {
@@ -43,7 +56,9 @@ pub async fn start(state: &ServerState, raw: Value) -> Result<Value, RpcError> {
         settings.approval_policy = Some(approval_policy_from_wire(policy)?);
     }
     if let Some(policy) = &p.sandbox_policy {
-        settings.sandbox_policy = Some(sandbox_from_wire(policy));
+        let (policy, options) = sandbox_from_wire(policy)?;
+        settings.sandbox_policy = Some(policy);
+        settings.sandbox_options = Some(options);
     }
     if let Some(effort) = &p.effort {
         settings.reasoning_effort = effort_from_wire(effort)?;
@@ -126,12 +141,7 @@ pub async fn rollback(state: &ServerState, raw: Value) -> Result<Value, RpcError
 }
 
 fn turn_id(text: &str, field: &str) -> Result<TurnId, RpcError> {
-    text.parse().map_err(|_| {
-        RpcError::invalid_params(
-            format!("{field}: not a turn id: {text:?}"),
-            Some(field.into()),
-        )
-    })
+    crate::dispatch::wire_id(text, field, "turn")
 }
 
 /// Hand a request to the thread's pump without waiting for room (a full pump queue is

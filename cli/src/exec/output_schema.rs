@@ -1,10 +1,8 @@
 //! `--output-schema`: the final answer must be JSON satisfying a JSON Schema. The schema
-//! is shown to the model in the instructions and the answer is checked afterwards.
-//!
-//! The checker covers the keywords structured-output schemas use — `type`, `properties`,
-//! `required`, `additionalProperties`, `items`, `enum`, `const`, `anyOf` / `oneOf` /
-//! `allOf`, and the numeric and length bounds. A full validator crate would bring a large
-//! dependency tree for keywords these schemas do not use; unknown keywords are ignored.
+//! is shown to the model in the instructions, sent as strict structured output, and the
+//! answer is checked afterwards with the `jsonschema` crate (every keyword of the drafts it
+//! supports; the schema itself is checked when it is loaded, so a broken schema is an error
+//! before the turn, not after it).
 
 use std::path::{Path, PathBuf};
 
@@ -26,6 +24,8 @@ pub enum SchemaError {
     },
     #[error("the output schema {path} must be a JSON object")]
     NotAnObject { path: PathBuf },
+    #[error("the output schema {path} is not a valid JSON Schema: {problem}")]
+    Invalid { path: PathBuf, problem: String },
 }
 
 /// Where in the answer a check failed, and why.
@@ -47,9 +47,17 @@ pub enum AnswerError {
     Missing,
 }
 
-#[derive(Debug, Clone)]
 pub struct OutputSchema {
     pub schema: Value,
+    validator: jsonschema::Validator,
+}
+
+impl std::fmt::Debug for OutputSchema {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OutputSchema")
+            .field("schema", &self.schema)
+            .finish_non_exhaustive()
+    }
 }
 
 impl OutputSchema {
@@ -67,7 +75,16 @@ impl OutputSchema {
                 path: path.to_owned(),
             });
         }
-        Ok(Self { schema })
+        Self::new(schema).map_err(|problem| SchemaError::Invalid {
+            path: path.to_owned(),
+            problem,
+        })
+    }
+
+    /// A checker for `schema`, or why it is not a valid JSON Schema.
+    pub fn new(schema: Value) -> Result<Self, String> {
+        let validator = jsonschema::validator_for(&schema).map_err(|e| e.to_string())?;
+        Ok(Self { schema, validator })
     }
 
     /// The instruction that tells the model what shape to answer in.
@@ -79,11 +96,22 @@ impl OutputSchema {
         )
     }
 
-    /// Check the final message; a fenced ```json block is accepted as the JSON.
+    /// Check the final message; a fenced ```json block is accepted as the JSON. The first
+    /// error is reported, with the JSON pointer of the place it is about.
     pub fn check(&self, answer: Option<&str>) -> Result<Value, AnswerError> {
         let text = answer.ok_or(AnswerError::Missing)?;
         let value: Value = serde_json::from_str(strip_fence(text)).map_err(AnswerError::NotJson)?;
-        validate(&self.schema, &value, "").map_err(AnswerError::Mismatch)?;
+        if let Some(error) = self.validator.iter_errors(&value).next() {
+            let pointer = error.instance_path().as_str();
+            return Err(AnswerError::Mismatch(Mismatch {
+                pointer: if pointer.is_empty() {
+                    "/".to_owned()
+                } else {
+                    pointer.to_owned()
+                },
+                problem: error.to_string(),
+            }));
+        }
         Ok(value)
     }
 }
@@ -96,208 +124,33 @@ fn strip_fence(text: &str) -> &str {
         .map_or(t, str::trim)
 }
 
-fn fail(pointer: &str, problem: impl Into<String>) -> Result<(), Mismatch> {
-    Err(Mismatch {
-        pointer: if pointer.is_empty() {
-            "/".into()
-        } else {
-            pointer.into()
-        },
-        problem: problem.into(),
-    })
-}
-
-/// Validate `value` against `schema`; `pointer` names where `value` sits.
-pub fn validate(schema: &Value, value: &Value, pointer: &str) -> Result<(), Mismatch> {
-    let Some(s) = schema.as_object() else {
-        // `true` accepts everything, `false` nothing.
-        return match schema {
-            Value::Bool(false) => fail(pointer, "no value is allowed here"),
-            _ => Ok(()),
-        };
-    };
-    if let Some(t) = s.get("type") {
-        let allowed: Vec<&str> = match t {
-            Value::String(one) => vec![one.as_str()],
-            Value::Array(many) => many.iter().filter_map(Value::as_str).collect(),
-            _ => Vec::new(),
-        };
-        if !allowed.is_empty() && !allowed.iter().any(|t| has_type(value, t)) {
-            return fail(
-                pointer,
-                format!(
-                    "expected {}, found {}",
-                    allowed.join(" or "),
-                    type_name(value)
-                ),
-            );
-        }
-    }
-    if let Some(options) = s.get("enum").and_then(Value::as_array) {
-        if !options.contains(value) {
-            return fail(
-                pointer,
-                format!("{value} is not one of {}", Value::from(options.clone())),
-            );
-        }
-    }
-    if let Some(c) = s.get("const") {
-        if c != value {
-            return fail(pointer, format!("expected {c}, found {value}"));
-        }
-    }
-    if let Some(all) = s.get("allOf").and_then(Value::as_array) {
-        for sub in all {
-            validate(sub, value, pointer)?;
-        }
-    }
-    for key in ["anyOf", "oneOf"] {
-        if let Some(any) = s.get(key).and_then(Value::as_array) {
-            let passing = any
-                .iter()
-                .filter(|sub| validate(sub, value, pointer).is_ok())
-                .count();
-            if passing == 0 || (key == "oneOf" && passing > 1) {
-                return fail(
-                    pointer,
-                    format!("matches {passing} of the {key} alternatives"),
-                );
-            }
-        }
-    }
-    match value {
-        Value::Object(map) => {
-            let props = s.get("properties").and_then(Value::as_object);
-            for name in s
-                .get("required")
-                .and_then(Value::as_array)
-                .into_iter()
-                .flatten()
-            {
-                if let Some(name) = name.as_str() {
-                    if !map.contains_key(name) {
-                        return fail(pointer, format!("missing required property `{name}`"));
-                    }
-                }
-            }
-            for (name, v) in map {
-                let at = format!("{pointer}/{name}");
-                match props.and_then(|p| p.get(name)) {
-                    Some(sub) => validate(sub, v, &at)?,
-                    None => match s.get("additionalProperties") {
-                        Some(Value::Bool(false)) => {
-                            return fail(pointer, format!("property `{name}` is not allowed"))
-                        }
-                        Some(sub @ Value::Object(_)) => validate(sub, v, &at)?,
-                        _ => {}
-                    },
-                }
-            }
-        }
-        Value::Array(items) => {
-            bound(s, "minItems", "maxItems", items.len(), "items", pointer)?;
-            if let Some(sub) = s.get("items") {
-                for (i, v) in items.iter().enumerate() {
-                    validate(sub, v, &format!("{pointer}/{i}"))?;
-                }
-            }
-        }
-        Value::String(text) => {
-            bound(
-                s,
-                "minLength",
-                "maxLength",
-                text.chars().count(),
-                "characters",
-                pointer,
-            )?;
-        }
-        Value::Number(n) => {
-            if let Some(x) = n.as_f64() {
-                if s.get("minimum")
-                    .and_then(Value::as_f64)
-                    .is_some_and(|m| x < m)
-                {
-                    return fail(pointer, format!("{x} is below the minimum"));
-                }
-                if s.get("maximum")
-                    .and_then(Value::as_f64)
-                    .is_some_and(|m| x > m)
-                {
-                    return fail(pointer, format!("{x} is above the maximum"));
-                }
-            }
-        }
-        Value::Bool(_) | Value::Null => {}
-    }
-    Ok(())
-}
-
-fn bound(
-    s: &serde_json::Map<String, Value>,
-    min_key: &str,
-    max_key: &str,
-    n: usize,
-    what: &str,
-    pointer: &str,
-) -> Result<(), Mismatch> {
-    let n = n as u64;
-    if let Some(min) = s.get(min_key).and_then(Value::as_u64) {
-        if n < min {
-            return fail(pointer, format!("{n} {what}, at least {min} required"));
-        }
-    }
-    if let Some(max) = s.get(max_key).and_then(Value::as_u64) {
-        if n > max {
-            return fail(pointer, format!("{n} {what}, at most {max} allowed"));
-        }
-    }
-    Ok(())
-}
-
-fn has_type(value: &Value, t: &str) -> bool {
-    match t {
-        "object" => value.is_object(),
-        "array" => value.is_array(),
-        "string" => value.is_string(),
-        "number" => value.is_number(),
-        "integer" => value.is_i64() || value.is_u64(),
-        "boolean" => value.is_boolean(),
-        "null" => value.is_null(),
-        _ => true,
-    }
-}
-
-fn type_name(value: &Value) -> &'static str {
-    match value {
-        Value::Object(_) => "object",
-        Value::Array(_) => "array",
-        Value::String(_) => "string",
-        Value::Number(_) => "number",
-        Value::Bool(_) => "boolean",
-        Value::Null => "null",
-    }
-}
-
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
+    use pretty_assertions::assert_eq;
     use serde_json::json;
 
     use super::*;
 
     fn schema() -> OutputSchema {
-        OutputSchema {
-            schema: json!({
-                "type": "object",
-                "properties": {
-                    "summary": {"type": "string", "minLength": 1},
-                    "status": {"type": "string", "enum": ["ok", "action_required"]},
-                    "files": {"type": "array", "items": {"type": "string"}}
-                },
-                "required": ["summary", "status"],
-                "additionalProperties": false
-            }),
+        OutputSchema::new(json!({
+            "type": "object",
+            "properties": {
+                "summary": {"type": "string", "minLength": 1},
+                "status": {"type": "string", "enum": ["ok", "action_required"]},
+                "files": {"type": "array", "items": {"type": "string"}, "uniqueItems": true},
+                "ticket": {"type": "string", "pattern": "^[A-Z]+-[0-9]+$"}
+            },
+            "required": ["summary", "status"],
+            "additionalProperties": false
+        }))
+        .unwrap()
+    }
+
+    fn mismatch(answer: &str) -> Mismatch {
+        match schema().check(Some(answer)) {
+            Err(AnswerError::Mismatch(m)) => m,
+            other => panic!("{answer}: {other:?}"),
         }
     }
 
@@ -317,7 +170,7 @@ mod tests {
             (
                 r#"{"status":"ok"}"#,
                 "/",
-                "missing required property `summary`",
+                "\"summary\" is a required property",
             ),
             (
                 r#"{"summary":"s","status":"bad"}"#,
@@ -327,24 +180,34 @@ mod tests {
             (
                 r#"{"summary":"s","status":"ok","x":1}"#,
                 "/",
-                "`x` is not allowed",
+                "Additional properties are not allowed ('x' was unexpected)",
             ),
             (
                 r#"{"summary":"s","status":"ok","files":[1]}"#,
                 "/files/0",
-                "expected string",
+                "1 is not of type \"string\"",
             ),
-            (r#"{"summary":"","status":"ok"}"#, "/summary", "at least 1"),
+            (
+                r#"{"summary":"","status":"ok"}"#,
+                "/summary",
+                "shorter than 1 character",
+            ),
         ];
         for (answer, pointer, problem) in cases {
-            match schema().check(Some(answer)) {
-                Err(AnswerError::Mismatch(m)) => {
-                    assert_eq!(m.pointer, pointer, "{answer}");
-                    assert!(m.problem.contains(problem), "{answer}: {}", m.problem);
-                }
-                other => panic!("{answer}: {other:?}"),
-            }
+            let m = mismatch(answer);
+            assert_eq!(m.pointer, pointer, "{answer}");
+            assert!(m.problem.contains(problem), "{answer}: {}", m.problem);
         }
+    }
+
+    /// Keywords the hand-written checker used to skip are enforced now.
+    #[test]
+    fn every_keyword_counts() {
+        let m = mismatch(r#"{"summary":"s","status":"ok","files":["a","a"]}"#);
+        assert_eq!(m.pointer, "/files");
+        let m = mismatch(r#"{"summary":"s","status":"ok","ticket":"abc"}"#);
+        assert_eq!(m.pointer, "/ticket");
+        assert!(m.problem.contains("does not match"), "{}", m.problem);
     }
 
     #[test]
@@ -358,10 +221,19 @@ mod tests {
 
     #[test]
     fn any_of_and_integer_types() {
-        let s = json!({"anyOf": [{"type": "integer", "minimum": 0}, {"type": "null"}]});
-        assert!(validate(&s, &json!(3), "").is_ok());
-        assert!(validate(&s, &json!(null), "").is_ok());
-        assert!(validate(&s, &json!(-1), "").is_err());
-        assert!(validate(&s, &json!(1.5), "").is_err());
+        let s = OutputSchema::new(
+            json!({"anyOf": [{"type": "integer", "minimum": 0}, {"type": "null"}]}),
+        )
+        .unwrap();
+        assert!(s.check(Some("3")).is_ok());
+        assert!(s.check(Some("null")).is_ok());
+        assert!(s.check(Some("-1")).is_err());
+        assert!(s.check(Some("1.5")).is_err());
+    }
+
+    #[test]
+    fn an_invalid_schema_is_refused_when_loaded() {
+        let err = OutputSchema::new(json!({"type": "no-such-type"})).unwrap_err();
+        assert!(err.contains("no-such-type"), "{err}");
     }
 }

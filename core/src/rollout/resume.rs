@@ -303,6 +303,7 @@ mod tests {
             cwd: "/".into(),
             approval_policy: Default::default(),
             sandbox_policy: Default::default(),
+            sandbox_options: None,
             reasoning_effort: None,
             budget: Default::default(),
             instructions: String::new(),

@@ -12,6 +12,9 @@ use super::state::ThreadState;
 use crate::error::ThreadError;
 
 /// What travels through a thread's queue.
+// Submissions are the common message; boxing them would cost an allocation per Op to
+// shrink the rare snapshot request.
+#[allow(clippy::large_enum_variant)]
 pub(crate) enum LoopMsg {
     Submit {
         submission: Submission,

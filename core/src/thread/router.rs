@@ -96,6 +96,7 @@ mod tests {
             cwd: "/".into(),
             approval_policy: ApprovalPolicy::Never,
             sandbox_policy: SandboxPolicy::ReadOnly,
+            sandbox_options: None,
             reasoning_effort: None,
             budget: TurnBudget::default(),
             instructions: String::new(),

@@ -40,9 +40,7 @@ pub struct BuiltinConfig {
 
 /// Every built-in tool, sharing one policy engine.
 pub fn builtin_tools(config: BuiltinConfig) -> Vec<Arc<dyn Tool>> {
-    let sandbox = config
-        .sandbox
-        .unwrap_or_else(|| Arc::new(Sandbox::detect()));
+    let sandbox = config.sandbox.unwrap_or_else(Sandbox::detected);
     match (sandbox.mechanism(), sandbox.unavailable_reason()) {
         (Some(mechanism), _) => tracing::info!(?mechanism, "command sandbox available"),
         (None, reason) => tracing::warn!(

@@ -6,6 +6,7 @@
 
 pub mod judge;
 pub mod paths;
+pub mod protected;
 pub mod safe_commands;
 pub mod session;
 
@@ -13,7 +14,9 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::{Mutex, PoisonError};
 
-use rein_protocol::{ApprovalDecision, ApprovalRequest, SandboxPolicy, ThreadId};
+use rein_protocol::{
+    ApprovalDecision, ApprovalRequest, SandboxOptions, SandboxPolicy, ThreadId, ThreadSettings,
+};
 
 pub use judge::{judge, Action, JudgeInput, Verdict};
 pub use paths::WritableRoots;
@@ -28,6 +31,21 @@ pub struct PolicyConfig {
     pub extra_writable_roots: Vec<PathBuf>,
     /// Sandboxed commands may use the network.
     pub network_access: bool,
+}
+
+impl PolicyConfig {
+    /// The sandbox refinements a thread runs with: its own when its client gave them
+    /// (with a `sandboxPolicy` object), else these defaults.
+    pub fn options_for(&self, settings: &ThreadSettings) -> SandboxOptions {
+        settings
+            .sandbox_options
+            .clone()
+            .unwrap_or_else(|| SandboxOptions {
+                writable_roots: self.extra_writable_roots.clone(),
+                network_access: self.network_access,
+                ..SandboxOptions::default()
+            })
+    }
 }
 
 /// How an authorized command runs.
@@ -84,13 +102,14 @@ impl PolicyEngine {
 
     /// The verdict for `action` in the context of a running call.
     pub fn judge(&self, ctx: &ToolContext, action: &Action) -> Verdict {
+        let options = self.config.options_for(&ctx.settings);
         let sessions = self.sessions();
         let empty = SessionApprovals::default();
         let input = JudgeInput {
             approval: ctx.settings.approval_policy,
             sandbox: ctx.settings.sandbox_policy,
             cwd: &ctx.settings.cwd,
-            extra_writable_roots: &self.config.extra_writable_roots,
+            options: &options,
             sandbox_unavailable: self.sandbox_unavailable.as_deref(),
             session: if ctx.session_grants {
                 sessions.get(&ctx.thread_id).unwrap_or(&empty)

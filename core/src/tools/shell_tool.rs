@@ -84,13 +84,8 @@ impl ShellTool {
                 exec::command(&cmd.argv, &cmd.cwd, &cmd.env).map_err(|e| e.to_string())
             }
             ExecSandbox::Enforced(policy) => {
-                let config = self.policy.config();
-                let spec = SandboxSpec::new(
-                    policy,
-                    &ctx.settings.cwd,
-                    &config.extra_writable_roots,
-                    config.network_access,
-                );
+                let options = self.policy.config().options_for(&ctx.settings);
+                let spec = SandboxSpec::new(policy, &ctx.settings.cwd, &options);
                 self.sandbox
                     .command(&spec, &cmd.argv, &cmd.cwd, &cmd.env)
                     .map_err(|e| e.to_string())

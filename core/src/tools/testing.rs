@@ -168,6 +168,7 @@ pub fn settings(
         cwd: cwd.to_path_buf(),
         approval_policy: approval,
         sandbox_policy: sandbox,
+        sandbox_options: None,
         reasoning_effort: None,
         budget: rein_protocol::TurnBudget::default(),
         instructions: String::new(),

@@ -184,10 +184,12 @@ impl ReplyBuilder {
             return;
         }
         let item_id = id.clone();
-        sink.emit(match kind {
+        let bytes = delta.len();
+        let msg = match kind {
             ItemKind::AgentMessage => EventMsg::AgentMessageDelta { item_id, delta },
             ItemKind::Reasoning => EventMsg::ReasoningDelta { item_id, delta },
-        });
+        };
+        sink.emit_delta(msg, bytes);
     }
 
     fn finish(self, usage: TokenUsage) -> Reply {
@@ -247,7 +249,11 @@ async fn sample_once(
         let next = tokio::select! {
             // Dropping the stream on cancel closes the request at once.
             () = cancel.cancelled() => return Err(SampleError::Cancelled),
-            next = stream.next() => next,
+            // Read on only once the loop has taken in what was streamed so far.
+            next = async {
+                sink.room().await;
+                stream.next().await
+            } => next,
         };
         match next {
             Some(Ok(ModelEvent::TextDelta(d))) => reply.on_delta(ItemKind::AgentMessage, d, sink),

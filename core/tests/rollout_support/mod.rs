@@ -15,6 +15,7 @@ pub fn settings() -> ThreadSettings {
         cwd: PathBuf::from("/work/project"),
         approval_policy: ApprovalPolicy::OnRequest,
         sandbox_policy: SandboxPolicy::WorkspaceWrite,
+        sandbox_options: None,
         reasoning_effort: None,
         budget: Default::default(),
         instructions: "be brief".into(),

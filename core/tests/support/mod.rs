@@ -28,6 +28,7 @@ pub fn settings() -> ThreadSettings {
         cwd: PathBuf::from("/tmp"),
         approval_policy: ApprovalPolicy::OnRequest,
         sandbox_policy: SandboxPolicy::WorkspaceWrite,
+        sandbox_options: None,
         reasoning_effort: None,
         budget: TurnBudget::default(),
         instructions: "You are a test agent.".into(),

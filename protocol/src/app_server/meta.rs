@@ -42,6 +42,23 @@ pub struct InitializeResponse {
     pub codex_home: String,
     pub platform_family: String,
     pub platform_os: String,
+    /// rein's addition: the command sandbox active on this machine.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rein_sandbox: Option<SandboxStatus>,
+}
+
+/// Which sandbox confines commands here, what it enforces and what fell back.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SandboxStatus {
+    /// `landlock`, `bubblewrap`, or `none` (sandboxed commands are refused).
+    pub mechanism: String,
+    /// The kernel's Landlock ABI version, when it has Landlock.
+    pub landlock_abi: Option<i32>,
+    /// The guarantees in force (`pid-namespace`, `read-only-mounts`, `scope-signal`, ...).
+    pub features: Vec<String>,
+    /// What this kernel lacks and what stands in for it.
+    pub fallbacks: Vec<String>,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]

@@ -86,9 +86,10 @@ pub enum SandboxMode {
     DangerFullAccess,
 }
 
-/// The sandbox policy object of responses and of `turn/start`'s `sandboxPolicy`.
+/// The sandbox policy object of responses and of `turn/start`'s `sandboxPolicy`. Every
+/// field is honoured; a field rein does not know is refused, never dropped.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(tag = "type", rename_all = "camelCase")]
+#[serde(tag = "type", rename_all = "camelCase", deny_unknown_fields)]
 pub enum SandboxPolicyWire {
     DangerFullAccess,
     #[serde(rename_all = "camelCase")]

@@ -37,6 +37,7 @@ impl Importer {
                 cwd: PathBuf::new(),
                 approval_policy: ApprovalPolicy::default(),
                 sandbox_policy: SandboxPolicy::default(),
+                sandbox_options: None,
                 reasoning_effort: None,
                 budget: Default::default(),
                 instructions: String::new(),

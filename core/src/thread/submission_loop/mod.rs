@@ -367,7 +367,7 @@ impl SubmissionLoop {
 
     /// Fold one message of the running task into events. Returns the task's outcome when
     /// the message says it finished. Messages of runs already closed are dropped.
-    fn absorb(&mut self, TaskMsg { run, kind }: TaskMsg) -> Option<TaskOutcome> {
+    fn absorb(&mut self, TaskMsg { run, kind, .. }: TaskMsg) -> Option<TaskOutcome> {
         let turn = self.running.as_mut().filter(|t| t.run == run)?;
         let turn_id = turn.id;
         match kind {

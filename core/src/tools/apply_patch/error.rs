@@ -31,6 +31,17 @@ pub enum PatchError {
         patch_line: usize,
         anchor: String,
     },
+    #[error("{path}: the path cannot be resolved (a symlink loop, or it names no file)")]
+    Unresolvable { path: PathBuf },
+    #[error(
+        "{path}: a symlink appeared on the path while the patch was applied; nothing was \
+         written through it (no file was changed)"
+    )]
+    SymlinkRace { path: PathBuf },
+    #[error("{path}: {kind}, not a regular file; only regular files are patched")]
+    NotRegular { path: PathBuf, kind: &'static str },
+    #[error("{path}: {size} bytes, too large to patch (the limit is {max} bytes)")]
+    TooLarge { path: PathBuf, size: u64, max: u64 },
     #[error("{path}: not a UTF-8 text file")]
     NotText { path: PathBuf },
     #[error("{path}: cannot read: {source}")]

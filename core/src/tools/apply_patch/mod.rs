@@ -1,12 +1,14 @@
 //! `apply_patch`: the Codex patch format, applied atomically. [`parser`] reads the
 //! envelope, [`matcher`] finds hunks with whitespace-tolerant context, [`applier`] stages
-//! every result in memory and then writes all files or none, [`diff`] renders what
+//! every result in memory and then writes all files or none through directories opened
+//! without following symlinks ([`fs`]), [`diff`] renders what
 //! changed, and [`tool`] exposes it to the model behind the policy engine;
 //! [`invocation`] recognises a patch sent through the shell tool instead.
 
 pub mod applier;
 pub mod diff;
 pub mod error;
+pub mod fs;
 pub mod invocation;
 pub mod matcher;
 pub mod parser;

@@ -14,7 +14,7 @@ use serde::Deserialize;
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
-use super::{blocking, glob, looks_binary, resolve, DEFAULT_IGNORES};
+use super::{blocking, glob, looks_binary, open_regular, resolve, DEFAULT_IGNORES};
 use crate::tools::{Tool, ToolCall, ToolContext, ToolResult, ToolSpec};
 
 const DEFAULT_MAX_RESULTS: usize = 200;
@@ -136,9 +136,6 @@ pub fn search(
             continue;
         }
         let path = entry.path();
-        if entry.metadata().map_or(true, |m| m.len() > MAX_FILE_BYTES) {
-            continue;
-        }
         let name = path
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
@@ -150,9 +147,24 @@ pub fn search(
         {
             continue;
         }
-        let Ok(bytes) = std::fs::read(path) else {
+        // The entry may have been swapped for a FIFO or a link since the walk saw it: the
+        // open descriptor decides, and the read stops at the cap whatever the size said.
+        let Ok((file, size)) = open_regular(path, false) else {
             continue;
         };
+        if size > MAX_FILE_BYTES {
+            continue;
+        }
+        let mut bytes = Vec::new();
+        if std::io::Read::read_to_end(
+            &mut std::io::Read::take(file, MAX_FILE_BYTES + 1),
+            &mut bytes,
+        )
+        .is_err()
+            || bytes.len() as u64 > MAX_FILE_BYTES
+        {
+            continue;
+        }
         if looks_binary(&bytes) {
             continue;
         }

@@ -13,6 +13,9 @@ use crate::tools::{Tool, ToolCall, ToolContext, ToolResult, ToolSpec};
 const DEFAULT_DEPTH: usize = 2;
 const MAX_DEPTH: usize = 10;
 const MAX_ENTRIES: usize = 1000;
+/// Entries of one directory read (and sorted) at most: a directory of millions of files
+/// costs bounded memory.
+const MAX_READ_PER_DIR: usize = 20_000;
 
 #[derive(Deserialize)]
 struct Args {
@@ -92,8 +95,21 @@ fn walk(
         let _ = writeln!(out, "{}[unreadable]", "  ".repeat(level));
         return;
     };
-    let mut entries: Vec<_> = entries.filter_map(Result::ok).collect();
+    let mut entries: Vec<_> = entries
+        .filter_map(Result::ok)
+        .take(MAX_READ_PER_DIR + 1)
+        .collect();
+    let cut = entries.len() > MAX_READ_PER_DIR;
+    entries.truncate(MAX_READ_PER_DIR);
     entries.sort_by_key(|e| e.file_name());
+    if cut {
+        let _ = writeln!(
+            out,
+            "{}[only the first {MAX_READ_PER_DIR} entries read in {}]",
+            "  ".repeat(level),
+            dir.display()
+        );
+    }
     for entry in entries {
         if *count >= MAX_ENTRIES {
             return;

@@ -7,12 +7,16 @@ use futures::future::BoxFuture;
 use serde::Deserialize;
 use serde_json::json;
 
-use super::{blocking, looks_binary, resolve};
+use super::{blocking, looks_binary, open_regular, resolve};
 use crate::tools::{Tool, ToolCall, ToolContext, ToolResult, ToolSpec};
 
 const DEFAULT_LIMIT: usize = 2000;
 /// Longer lines are cut, so one minified file cannot flood the context.
 const MAX_LINE_CHARS: usize = 500;
+/// Bytes of one line kept in memory; the rest of a longer line is skipped unread.
+const MAX_LINE_BYTES: usize = 4 * MAX_LINE_CHARS;
+/// Output past this many bytes stops, with where to continue.
+pub const MAX_OUTPUT_BYTES: usize = 256 * 1024;
 
 #[derive(Deserialize)]
 struct Args {
@@ -63,11 +67,12 @@ impl Tool for ReadFileTool {
     }
 }
 
-/// Lines `offset..offset+limit` of the file, numbered. Reads no further than needed, so
-/// a huge file costs only the lines asked for.
+/// Lines `offset..offset+limit` of the file, numbered. Reads no further than needed and
+/// keeps at most [`MAX_LINE_BYTES`] of any line, so a huge file (or one endless line) costs
+/// only the lines asked for; the output stops at [`MAX_OUTPUT_BYTES`].
 pub fn read_range(path: &Path, offset: usize, limit: usize) -> Result<String, String> {
     let cannot = |e: std::io::Error| format!("cannot read {}: {e}", path.display());
-    let file = std::fs::File::open(path).map_err(cannot)?;
+    let (file, _) = open_regular(path, true)?;
     let mut reader = BufReader::new(file);
     if looks_binary(reader.fill_buf().map_err(cannot)?) {
         return Err(format!("{} is a binary file", path.display()));
@@ -75,10 +80,10 @@ pub fn read_range(path: &Path, offset: usize, limit: usize) -> Result<String, St
     let mut out = String::new();
     let mut line = Vec::new();
     let mut number = 0;
-    let last = offset - 1 + limit;
+    let last = offset.saturating_add(limit - 1);
     loop {
         line.clear();
-        if reader.read_until(b'\n', &mut line).map_err(cannot)? == 0 {
+        if !read_line_capped(&mut reader, &mut line).map_err(cannot)? {
             break;
         }
         number += 1;
@@ -87,6 +92,12 @@ pub fn read_range(path: &Path, offset: usize, limit: usize) -> Result<String, St
         }
         if number > last {
             out.push_str(&format!("[more lines; continue with offset {number}]\n"));
+            return Ok(out);
+        }
+        if out.len() >= MAX_OUTPUT_BYTES {
+            out.push_str(&format!(
+                "[output truncated at {MAX_OUTPUT_BYTES} bytes; continue with offset {number}]\n"
+            ));
             return Ok(out);
         }
         let text = String::from_utf8_lossy(&line);
@@ -101,4 +112,50 @@ pub fn read_range(path: &Path, offset: usize, limit: usize) -> Result<String, St
         ));
     }
     Ok(out)
+}
+
+/// Read one line into `line`, keeping at most [`MAX_LINE_BYTES`] of it (the rest is
+/// consumed and dropped). False at the end of the file.
+fn read_line_capped(reader: &mut impl BufRead, line: &mut Vec<u8>) -> std::io::Result<bool> {
+    let mut any = false;
+    loop {
+        let chunk = reader.fill_buf()?;
+        if chunk.is_empty() {
+            return Ok(any);
+        }
+        any = true;
+        let (take, done) = match chunk.iter().position(|b| *b == b'\n') {
+            Some(i) => (i + 1, true),
+            None => (chunk.len(), false),
+        };
+        let room = MAX_LINE_BYTES.saturating_sub(line.len());
+        line.extend_from_slice(&chunk[..take.min(room)]);
+        reader.consume(take);
+        if done {
+            return Ok(true);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Read;
+
+    #[test]
+    fn an_endless_line_is_kept_to_its_cap() {
+        // Control: reading a line whole keeps all of it.
+        let mut whole = Vec::new();
+        BufReader::new(std::io::repeat(b'x').take(8 * 1024 * 1024))
+            .read_until(b'\n', &mut whole)
+            .unwrap();
+        assert_eq!(whole.len(), 8 * 1024 * 1024);
+        let endless = std::io::repeat(b'x').take(50 * 1024 * 1024);
+        let mut reader = BufReader::new(endless);
+        let mut line = Vec::new();
+        assert!(read_line_capped(&mut reader, &mut line).unwrap());
+        assert_eq!(line.len(), MAX_LINE_BYTES);
+        line.clear();
+        assert!(!read_line_capped(&mut reader, &mut line).unwrap());
+    }
 }

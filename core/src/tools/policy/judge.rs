@@ -8,7 +8,7 @@
 
 use std::path::{Path, PathBuf};
 
-use rein_protocol::{ApprovalPolicy, SandboxPolicy};
+use rein_protocol::{ApprovalPolicy, SandboxOptions, SandboxPolicy};
 
 use super::paths::{self, WritableRoots};
 use super::safe_commands::is_known_safe;
@@ -47,7 +47,8 @@ pub struct JudgeInput<'a> {
     pub approval: ApprovalPolicy,
     pub sandbox: SandboxPolicy,
     pub cwd: &'a Path,
-    pub extra_writable_roots: &'a [PathBuf],
+    /// The thread's sandbox refinements (extra roots, network, temp dirs).
+    pub options: &'a SandboxOptions,
     /// Why sandboxed commands cannot run here, if they cannot.
     pub sandbox_unavailable: Option<&'a str>,
     pub session: &'a SessionApprovals,
@@ -109,7 +110,7 @@ fn judge_command(
 }
 
 fn judge_patch(input: &JudgeInput<'_>, paths: &[PathBuf]) -> Verdict {
-    let roots = WritableRoots::for_policy(input.sandbox, input.cwd, input.extra_writable_roots);
+    let roots = WritableRoots::for_policy(input.sandbox, input.cwd, input.options);
     let not_approved =
         |p: &&PathBuf| !paths::resolve(input.cwd, p).is_some_and(|r| input.session.covers_path(&r));
     if input.approval == ApprovalPolicy::Untrusted {

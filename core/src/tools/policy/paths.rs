@@ -5,7 +5,9 @@
 
 use std::path::{Component, Path, PathBuf};
 
-use rein_protocol::SandboxPolicy;
+use rein_protocol::{SandboxOptions, SandboxPolicy};
+
+use super::protected;
 
 /// Symlink hops followed before a path is treated as unresolvable (the kernel's limit).
 const MAX_LINK_HOPS: usize = 40;
@@ -57,16 +59,18 @@ fn resolve_inner(path: &Path, hops: &mut usize) -> Option<PathBuf> {
 pub struct WritableRoots {
     /// Resolved roots; empty under read-only.
     pub roots: Vec<PathBuf>,
-    /// Resolved paths under a root that stay read-only (each root's `.git`).
+    /// Resolved paths under a root that stay read-only (every `.git`, see
+    /// [`protected`]).
     pub read_only: Vec<PathBuf>,
     /// Everything is writable (danger-full-access).
     pub unrestricted: bool,
 }
 
 impl WritableRoots {
-    /// The roots for `policy` working in `cwd`: cwd, the extra roots and the temp dir under
-    /// workspace-write; nothing under read-only; everything under full access.
-    pub fn for_policy(policy: SandboxPolicy, cwd: &Path, extra: &[PathBuf]) -> Self {
+    /// The roots for `policy` working in `cwd`: cwd, the extra roots, `$TMPDIR` and `/tmp`
+    /// (unless excluded) under workspace-write; nothing under read-only; everything under
+    /// full access. `/` is never a root (it would leave nothing read-only).
+    pub fn for_policy(policy: SandboxPolicy, cwd: &Path, options: &SandboxOptions) -> Self {
         match policy {
             SandboxPolicy::DangerFullAccess => Self {
                 roots: Vec::new(),
@@ -79,18 +83,20 @@ impl WritableRoots {
                 unrestricted: false,
             },
             SandboxPolicy::WorkspaceWrite => {
+                let tmpdir = std::env::var_os("TMPDIR")
+                    .filter(|_| !options.exclude_tmpdir_env_var)
+                    .map(PathBuf::from);
+                let slash_tmp = (!options.exclude_slash_tmp).then(|| PathBuf::from("/tmp"));
                 let mut roots: Vec<PathBuf> = std::iter::once(cwd.to_path_buf())
-                    .chain(extra.iter().map(|r| cwd.join(r)))
-                    .chain([std::env::temp_dir(), PathBuf::from("/tmp")])
+                    .chain(options.writable_roots.iter().map(|r| cwd.join(r)))
+                    .chain(tmpdir)
+                    .chain(slash_tmp)
                     .filter_map(|r| resolve(cwd, &r))
+                    .filter(|r| r != Path::new("/"))
                     .collect();
                 roots.sort();
                 roots.dedup();
-                let read_only = roots
-                    .iter()
-                    .map(|r| r.join(".git"))
-                    .filter(|g| g.exists())
-                    .collect();
+                let read_only = protected::read_only_places(&roots);
                 Self {
                     roots,
                     read_only,
@@ -158,7 +164,8 @@ mod tests {
         let ws = dir.path().canonicalize().unwrap();
         std::fs::create_dir(ws.join(".git")).unwrap();
         symlink("/etc", ws.join("etc-link")).unwrap();
-        let roots = WritableRoots::for_policy(SandboxPolicy::WorkspaceWrite, &ws, &[]);
+        let none = SandboxOptions::default();
+        let roots = WritableRoots::for_policy(SandboxPolicy::WorkspaceWrite, &ws, &none);
         assert!(roots.allows_write(&ws, Path::new("src/new.rs")));
         assert!(roots.allows_write(&ws, Path::new("/tmp/scratch")));
         assert!(!roots.allows_write(&ws, Path::new(".git/config")));
@@ -166,9 +173,9 @@ mod tests {
         assert!(!roots.allows_write(&ws, Path::new("etc-link/passwd")));
         assert!(!roots.allows_write(&ws, Path::new("/etc/passwd")));
         assert!(!roots.allows_write(&ws, Path::new("../../../etc/passwd")));
-        let ro = WritableRoots::for_policy(SandboxPolicy::ReadOnly, &ws, &[]);
+        let ro = WritableRoots::for_policy(SandboxPolicy::ReadOnly, &ws, &none);
         assert!(!ro.allows_write(&ws, Path::new("src/new.rs")));
-        let full = WritableRoots::for_policy(SandboxPolicy::DangerFullAccess, &ws, &[]);
+        let full = WritableRoots::for_policy(SandboxPolicy::DangerFullAccess, &ws, &none);
         assert!(full.allows_write(&ws, Path::new("/etc/passwd")));
     }
 }

@@ -2,34 +2,54 @@
 //! mechanism this machine supports; [`Sandbox::command`] builds a `Command` that runs
 //! the argv confined to the policy, or refuses with the reason when no mechanism works.
 //!
+//! Mechanisms, best first (each is trusted only after it confined a real process here):
+//! 1. Landlock + seccomp + namespaces ([`confine`]): mount and PID namespaces (inside a
+//!    user namespace when not root) with a read-only view of everything but the writable
+//!    roots ([`mounts`]), every capability dropped ([`caps`]), no-new-privs, Landlock
+//!    (file writes; from ABI 6 the signal and abstract-socket scopes) and the seccomp
+//!    filters ([`seccomp`]);
+//! 2. bubblewrap ([`bwrap`]) where Landlock is missing;
+//! 3. Landlock + seccomp without namespaces where the kernel forbids them: metadata
+//!    outside the roots stays changeable, `.git` is protected by granting around it, and
+//!    only the process group bounds a command's lifetime.
+//!
+//! [`Sandbox::report`] says which one is active and what fell back, for the front ends
+//! to print at startup.
+//!
 //! Architecture invariant: a command whose permit says `Enforced` either runs confined
 //! or does not run. There is no silent unsandboxed fallback.
 
 use std::collections::BTreeMap;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, OnceLock};
 
-use std::os::fd::OwnedFd;
-
-use rein_protocol::SandboxPolicy;
-use seccompiler::BpfProgram;
+use rein_protocol::{SandboxOptions, SandboxPolicy};
+use serde::Serialize;
 use tokio::process::Command;
 
 use super::policy::WritableRoots;
 use super::process::exec;
-use namespace::ReadOnlyMounts;
 
 pub mod bwrap;
+pub mod caps;
+mod confine;
 pub mod landlock;
-pub mod namespace;
+pub mod mounts;
 mod probe;
 pub mod seccomp;
+mod sys;
+
+pub(crate) use confine::Confinement;
 
 /// How a sandboxed command is confined.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
 pub enum SandboxMechanism {
-    /// Landlock (file system) and seccomp (network), applied in the child before exec.
+    /// Landlock and seccomp, applied in the child before exec (with namespaces where the
+    /// kernel allows them).
     Landlock,
-    /// The `bwrap` program (mount namespace), where Landlock is unavailable.
+    /// The `bwrap` program (namespaces), where Landlock is unavailable.
     Bubblewrap,
 }
 
@@ -42,11 +62,11 @@ pub struct SandboxSpec {
 }
 
 impl SandboxSpec {
-    pub fn new(policy: SandboxPolicy, cwd: &Path, extra_roots: &[PathBuf], network: bool) -> Self {
+    pub fn new(policy: SandboxPolicy, cwd: &Path, options: &SandboxOptions) -> Self {
         Self {
             policy,
-            writable: WritableRoots::for_policy(policy, cwd, extra_roots),
-            network,
+            writable: WritableRoots::for_policy(policy, cwd, options),
+            network: options.network_access,
         }
     }
 }
@@ -66,8 +86,10 @@ pub enum SandboxError {
 enum Support {
     Landlock {
         abi: i32,
-        /// Whether read-only places can be bind-mounted in a private mount namespace.
-        mount_namespaces: bool,
+        /// Mount and PID namespaces (and a user namespace when not root) work.
+        namespaces: bool,
+        /// The PID namespace can have its own `/proc`.
+        fresh_proc: bool,
     },
     Bubblewrap {
         program: PathBuf,
@@ -75,60 +97,139 @@ enum Support {
     Unavailable(String),
 }
 
+/// Which mechanism is active and what it enforces, as front ends show it at startup
+/// (stderr, and `initialize`'s answer).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SandboxReport {
+    /// `landlock`, `bubblewrap`, or `none` (sandboxed commands are refused).
+    pub mechanism: String,
+    /// The kernel's Landlock ABI, when it has Landlock.
+    pub landlock_abi: Option<i32>,
+    /// The guarantees in force, e.g. `pid-namespace`, `read-only-mounts`.
+    pub features: Vec<String>,
+    /// What is missing on this machine and what stands in for it.
+    pub fallbacks: Vec<String>,
+}
+
+impl SandboxReport {
+    /// One line for stderr.
+    pub fn summary(&self) -> String {
+        let mut line = format!("sandbox: {}", self.mechanism);
+        if let Some(abi) = self.landlock_abi {
+            line.push_str(&format!(" (Landlock ABI {abi})"));
+        }
+        if !self.features.is_empty() {
+            line.push_str(&format!("; {}", self.features.join(", ")));
+        }
+        for fallback in &self.fallbacks {
+            line.push_str(&format!("; fallback: {fallback}"));
+        }
+        line
+    }
+}
+
 /// The sandbox support of this machine, detected once.
 #[derive(Clone, Debug)]
 pub struct Sandbox {
     support: Support,
+    /// Why better mechanisms were not used.
+    fallbacks: Vec<String>,
+}
+
+/// Make this process's memory and environment unreadable to other processes of the same
+/// user (its `/proc/<pid>/environ`, `mem`, `fd`... then need `CAP_SYS_PTRACE`), so a
+/// command cannot read the provider keys rein was started with. Children regain the
+/// default when they exec.
+pub fn protect_this_process() {
+    // SAFETY: prctl with integer arguments.
+    if unsafe { libc::prctl(libc::PR_SET_DUMPABLE, 0, 0, 0, 0) } != 0 {
+        tracing::warn!(
+            "cannot make rein non-dumpable: {}",
+            std::io::Error::last_os_error()
+        );
+    }
 }
 
 impl Sandbox {
-    /// Probe this machine's support: Landlock + seccomp first (each probe really confines
-    /// a short-lived process), then bubblewrap.
-    pub fn detect() -> Self {
-        let landlock_failure = match landlock::kernel_abi() {
-            Ok(abi) => match probe::landlock(abi, false) {
-                Ok(()) => {
-                    return Self {
-                        support: Support::Landlock {
-                            abi,
-                            mount_namespaces: probe::landlock(abi, true).is_ok(),
-                        },
-                    }
-                }
-                Err(e) => format!("Landlock is supported but confining a process failed: {e}"),
-            },
-            Err(why) => why,
-        };
-        match Self::bubblewrap() {
-            Ok(sandbox) => sandbox,
-            Err(bwrap_failure) => Self::unavailable(format!("{landlock_failure}; {bwrap_failure}")),
-        }
+    /// This process's sandbox, detected on first use and shared afterwards.
+    pub fn detected() -> Arc<Sandbox> {
+        static DETECTED: OnceLock<Arc<Sandbox>> = OnceLock::new();
+        Arc::clone(DETECTED.get_or_init(|| Arc::new(Sandbox::detect())))
     }
 
-    /// Landlock + seccomp only, or why it cannot be used here.
+    /// Probe this machine's support: Landlock + seccomp with namespaces first (each probe
+    /// really confines a short-lived process), then bubblewrap, then Landlock + seccomp
+    /// alone.
+    pub fn detect() -> Self {
+        let mut fallbacks = Vec::new();
+        let abi = match landlock::kernel_abi() {
+            Ok(abi) => Some(abi),
+            Err(why) => {
+                fallbacks.push(why);
+                None
+            }
+        };
+        if let Some(abi) = abi {
+            match Self::landlock_with(abi, true, true) {
+                Ok(sandbox) => return sandbox.with_fallbacks(fallbacks),
+                Err(why) => fallbacks.push(format!("own /proc per command refused: {why}")),
+            }
+            match Self::landlock_with(abi, true, false) {
+                Ok(sandbox) => return sandbox.with_fallbacks(fallbacks),
+                Err(why) => fallbacks.push(format!("namespaces unavailable: {why}")),
+            }
+        }
+        match Self::bubblewrap() {
+            Ok(sandbox) => return sandbox.with_fallbacks(fallbacks),
+            Err(why) => fallbacks.push(why),
+        }
+        if let Some(abi) = abi {
+            if let Ok(sandbox) = Self::landlock_with(abi, false, false) {
+                fallbacks.push(
+                    "Landlock without namespaces: metadata outside the roots stays \
+                     changeable, processes are bounded by their process group only"
+                        .to_owned(),
+                );
+                return sandbox.with_fallbacks(fallbacks);
+            }
+        }
+        let reason = fallbacks.join("; ");
+        Self::unavailable(reason)
+    }
+
+    fn with_fallbacks(mut self, fallbacks: Vec<String>) -> Self {
+        self.fallbacks = fallbacks;
+        self
+    }
+
+    fn landlock_with(abi: i32, namespaces: bool, fresh_proc: bool) -> Result<Self, String> {
+        probe::landlock(abi, namespaces, fresh_proc)?;
+        Ok(Self {
+            support: Support::Landlock {
+                abi,
+                namespaces,
+                fresh_proc,
+            },
+            fallbacks: Vec::new(),
+        })
+    }
+
+    /// Landlock + seccomp (with namespaces when the kernel allows them), or why it cannot
+    /// be used here.
     pub fn landlock() -> Result<Self, String> {
         let abi = landlock::kernel_abi()?;
-        probe::landlock(abi, false).map_err(|e| e.to_string())?;
-        Ok(Self {
-            support: Support::Landlock {
-                abi,
-                mount_namespaces: probe::landlock(abi, true).is_ok(),
-            },
-        })
+        Self::landlock_with(abi, true, true)
+            .or_else(|_| Self::landlock_with(abi, true, false))
+            .or_else(|_| Self::landlock_with(abi, false, false))
     }
 
-    /// Landlock + seccomp without mount namespaces, as on machines that forbid them:
-    /// a root holding `.git` is then granted child by child around it, so new entries
-    /// cannot be created directly in that root.
+    /// Landlock + seccomp without namespaces, as on machines that forbid them: a root
+    /// holding `.git` is then granted entry by entry around it, so new entries cannot be
+    /// created directly in that root.
     pub fn landlock_without_namespaces() -> Result<Self, String> {
         let abi = landlock::kernel_abi()?;
-        probe::landlock(abi, false).map_err(|e| e.to_string())?;
-        Ok(Self {
-            support: Support::Landlock {
-                abi,
-                mount_namespaces: false,
-            },
-        })
+        Self::landlock_with(abi, false, false)
     }
 
     /// Bubblewrap only, or why it cannot be used here.
@@ -137,6 +238,7 @@ impl Sandbox {
         probe::bubblewrap(&program).map_err(|e| format!("bubblewrap does not work here: {e}"))?;
         Ok(Self {
             support: Support::Bubblewrap { program },
+            fallbacks: Vec::new(),
         })
     }
 
@@ -144,6 +246,7 @@ impl Sandbox {
     pub fn unavailable(reason: impl Into<String>) -> Self {
         Self {
             support: Support::Unavailable(reason.into()),
+            fallbacks: Vec::new(),
         }
     }
 
@@ -155,11 +258,83 @@ impl Sandbox {
         }
     }
 
+    /// Whether commands get PID (and mount) namespaces, so nothing they start outlives
+    /// them.
+    pub fn has_namespaces(&self) -> bool {
+        matches!(
+            self.support,
+            Support::Landlock {
+                namespaces: true,
+                ..
+            } | Support::Bubblewrap { .. }
+        )
+    }
+
     /// Why sandboxed commands cannot run, if they cannot.
     pub fn unavailable_reason(&self) -> Option<&str> {
         match &self.support {
             Support::Unavailable(reason) => Some(reason),
             _ => None,
+        }
+    }
+
+    /// What is active, for front ends to show.
+    pub fn report(&self) -> SandboxReport {
+        let own = |names: &[&str]| names.iter().map(|s| (*s).to_owned()).collect::<Vec<_>>();
+        let (mechanism, landlock_abi, features) = match &self.support {
+            Support::Landlock {
+                abi,
+                namespaces,
+                fresh_proc,
+            } => {
+                let mut features =
+                    own(&["landlock-fs", "seccomp", "no-capabilities", "no-new-privs"]);
+                if *namespaces {
+                    features.extend(own(&["pid-namespace", "read-only-mounts", "minimal-dev"]));
+                    if *fresh_proc {
+                        features.push("own-proc".to_owned());
+                    }
+                }
+                features.extend(
+                    landlock::scopes(*abi, false)
+                        .into_iter()
+                        .map(|s| format!("scope-{s}")),
+                );
+                ("landlock", Some(*abi), features)
+            }
+            Support::Bubblewrap { .. } => (
+                "bubblewrap",
+                landlock::kernel_abi().ok(),
+                own(&[
+                    "seccomp",
+                    "no-capabilities",
+                    "no-new-privs",
+                    "pid-namespace",
+                    "read-only-mounts",
+                    "minimal-dev",
+                    "own-proc",
+                    "network-namespace",
+                ]),
+            ),
+            Support::Unavailable(_) => ("none", landlock::kernel_abi().ok(), Vec::new()),
+        };
+        let mut fallbacks = self.fallbacks.clone();
+        if let Support::Landlock { abi, .. } = &self.support {
+            if *abi < 6 {
+                fallbacks.push(format!(
+                    "Landlock ABI {abi} has no signal or abstract-socket scope: the PID \
+                     namespace and the seccomp socket rule stand in"
+                ));
+            }
+        }
+        if let Support::Unavailable(reason) = &self.support {
+            fallbacks.push(format!("sandboxed commands are refused: {reason}"));
+        }
+        SandboxReport {
+            mechanism: mechanism.to_owned(),
+            landlock_abi,
+            features,
+            fallbacks,
         }
     }
 
@@ -176,14 +351,35 @@ impl Sandbox {
                 reason: reason.clone(),
             }),
             Support::Bubblewrap { program } => {
-                let wrapped = bwrap::wrap(program, spec, cwd, argv);
-                exec::command(&wrapped, cwd, env).map_err(|_| SandboxError::EmptyCommand)
+                let filters = seccomp::filters(spec.network)?;
+                let fds = filters
+                    .raw_programs()
+                    .iter()
+                    .map(|bytes| program_fd(bytes))
+                    .collect::<Result<Vec<OwnedFd>, _>>()?;
+                let raw: Vec<i32> = fds.iter().map(AsRawFd::as_raw_fd).collect();
+                let wrapped = bwrap::wrap(program, spec, cwd, argv, &raw);
+                let mut cmd =
+                    exec::command(&wrapped, cwd, env).map_err(|_| SandboxError::EmptyCommand)?;
+                // SAFETY: the hook only clears close-on-exec on descriptors it owns.
+                unsafe {
+                    cmd.pre_exec(move || {
+                        for fd in &fds {
+                            if libc::fcntl(fd.as_raw_fd(), libc::F_SETFD, 0) != 0 {
+                                return Err(std::io::Error::last_os_error());
+                            }
+                        }
+                        Ok(())
+                    });
+                }
+                Ok(cmd)
             }
             Support::Landlock {
                 abi,
-                mount_namespaces,
+                namespaces,
+                fresh_proc,
             } => {
-                let confinement = Confinement::new(*abi, *mount_namespaces, spec)?;
+                let confinement = Confinement::new(*abi, *namespaces, *fresh_proc, spec, cwd)?;
                 let mut cmd =
                     exec::command(argv, cwd, env).map_err(|_| SandboxError::EmptyCommand)?;
                 // SAFETY: the hook only makes syscalls on data prepared before the fork
@@ -197,44 +393,18 @@ impl Sandbox {
     }
 }
 
-/// Everything the child applies before exec, prepared in the parent.
-pub(crate) struct Confinement {
-    mounts: ReadOnlyMounts,
-    ruleset: OwnedFd,
-    network_block: Option<BpfProgram>,
-}
-
-impl Confinement {
-    pub(crate) fn new(
-        abi: i32,
-        mount_namespaces: bool,
-        spec: &SandboxSpec,
-    ) -> Result<Self, SandboxError> {
-        let read_only = if mount_namespaces {
-            spec.writable.read_only.clone()
-        } else {
-            Vec::new()
-        };
-        let targets = landlock::write_targets(&spec.writable, !mount_namespaces);
-        Ok(Self {
-            mounts: ReadOnlyMounts::new(&read_only)?,
-            ruleset: landlock::ruleset(abi, &targets)?,
-            network_block: if spec.network {
-                None
-            } else {
-                Some(seccomp::network_block()?)
-            },
-        })
+/// A memory file holding `bytes`, positioned at its start, close-on-exec.
+fn program_fd(bytes: &[u8]) -> Result<OwnedFd, SandboxError> {
+    use std::io::{Seek, Write};
+    let setup = |e: std::io::Error| SandboxError::Setup(format!("seccomp program: {e}"));
+    // SAFETY: a NUL-terminated name and flags; the descriptor is owned below.
+    let fd = unsafe { libc::memfd_create(c"rein-seccomp".as_ptr(), libc::MFD_CLOEXEC) };
+    if fd < 0 {
+        return Err(setup(std::io::Error::last_os_error()));
     }
-
-    /// In the child: mounts first (Landlock forbids changing them afterwards), then the
-    /// file-system ruleset, then the network filter.
-    pub(crate) fn apply(&self) -> std::io::Result<()> {
-        self.mounts.apply()?;
-        landlock::restrict_self(&self.ruleset)?;
-        if let Some(program) = &self.network_block {
-            seccomp::install(program)?;
-        }
-        Ok(())
-    }
+    // SAFETY: just created, owned by nobody else.
+    let mut file = std::fs::File::from(unsafe { OwnedFd::from_raw_fd(fd) });
+    file.write_all(bytes).map_err(setup)?;
+    file.rewind().map_err(setup)?;
+    Ok(OwnedFd::from(file))
 }

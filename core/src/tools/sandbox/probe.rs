@@ -1,5 +1,5 @@
 //! Detection by doing: each mechanism is trusted only after it has confined a real
-//! short-lived process on this machine.
+//! short-lived process on this machine, with a writable root holding a read-only place.
 
 use std::os::unix::process::CommandExt;
 use std::path::Path;
@@ -10,58 +10,79 @@ use rein_protocol::SandboxPolicy;
 use super::{bwrap, Confinement, SandboxSpec};
 use crate::tools::policy::WritableRoots;
 
-/// Confine `true` with Landlock + seccomp; with `read_only_place`, also bind a directory
-/// read-only in a private mount namespace.
-pub fn landlock(abi: i32, read_only_place: bool) -> Result<(), String> {
-    // Unique per probe: detection may run on several threads at once.
-    static NEXT: AtomicU64 = AtomicU64::new(0);
-    let n = NEXT.fetch_add(1, Ordering::Relaxed);
-    let scratch =
-        std::env::temp_dir().join(format!("rein-sandbox-probe-{}-{n}", std::process::id()));
-    std::fs::create_dir_all(&scratch).map_err(|e| e.to_string())?;
-    let spec = SandboxSpec {
-        policy: SandboxPolicy::WorkspaceWrite,
-        writable: WritableRoots {
-            roots: vec![scratch.clone()],
-            read_only: if read_only_place {
-                vec![scratch.clone()]
-            } else {
-                Vec::new()
+/// A scratch root (with a read-only place inside) for one probe.
+struct Scratch {
+    root: std::path::PathBuf,
+}
+
+impl Scratch {
+    fn new() -> Result<Self, String> {
+        // Unique per probe: detection may run on several threads at once.
+        static NEXT: AtomicU64 = AtomicU64::new(0);
+        let n = NEXT.fetch_add(1, Ordering::Relaxed);
+        let root =
+            std::env::temp_dir().join(format!("rein-sandbox-probe-{}-{n}", std::process::id()));
+        std::fs::create_dir_all(root.join("ro")).map_err(|e| e.to_string())?;
+        Ok(Self { root })
+    }
+
+    /// Without namespaces a read-only place is granted around, which forbids new files
+    /// beside it: that probe only checks that the root is writable.
+    fn spec(&self, read_only_place: bool) -> SandboxSpec {
+        SandboxSpec {
+            policy: SandboxPolicy::WorkspaceWrite,
+            writable: WritableRoots {
+                roots: vec![self.root.clone()],
+                read_only: if read_only_place {
+                    vec![self.root.join("ro")]
+                } else {
+                    Vec::new()
+                },
+                unrestricted: false,
             },
-            unrestricted: false,
-        },
-        network: false,
+            network: false,
+        }
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.root);
+    }
+}
+
+/// What the probe command checks: the root is writable, the read-only place is not.
+const PROBE_SCRIPT: &str = "echo x > ok && ! (echo x > ro/no) 2>/dev/null";
+
+/// Confine a shell with Landlock + seccomp (in namespaces, with their own `/proc`, as
+/// asked) and check that it can write its root but not the read-only place.
+pub fn landlock(abi: i32, namespaces: bool, fresh_proc: bool) -> Result<(), String> {
+    let scratch = Scratch::new()?;
+    let spec = scratch.spec(namespaces);
+    let confinement = Confinement::new(abi, namespaces, fresh_proc, &spec, &scratch.root)
+        .map_err(|e| e.to_string())?;
+    let script = if namespaces {
+        PROBE_SCRIPT
+    } else {
+        "echo x > ok"
     };
-    let result = Confinement::new(abi, read_only_place, &spec)
-        .map_err(|e| e.to_string())
-        .and_then(|confinement| {
-            let mut cmd = std::process::Command::new("/bin/sh");
-            cmd.args(["-c", "exit 0"]);
-            // SAFETY: as in `Sandbox::command`, the hook only makes syscalls.
-            unsafe {
-                cmd.pre_exec(move || confinement.apply());
-            }
-            run(cmd)
-        });
-    let _ = std::fs::remove_dir(&scratch);
-    result
+    let mut cmd = std::process::Command::new("/bin/sh");
+    cmd.args(["-c", script]).current_dir(&scratch.root);
+    // SAFETY: as in `Sandbox::command`, the hook only makes syscalls.
+    unsafe {
+        cmd.pre_exec(move || confinement.apply());
+    }
+    run(cmd)
 }
 
 pub fn bubblewrap(program: &Path) -> Result<(), String> {
-    let spec = SandboxSpec {
-        policy: SandboxPolicy::ReadOnly,
-        writable: WritableRoots {
-            roots: Vec::new(),
-            read_only: Vec::new(),
-            unrestricted: false,
-        },
-        network: false,
-    };
+    let scratch = Scratch::new()?;
     let argv = bwrap::wrap(
         program,
-        &spec,
-        Path::new("/"),
-        &["/bin/sh".into(), "-c".into(), "exit 0".into()],
+        &scratch.spec(true),
+        &scratch.root,
+        &["/bin/sh".into(), "-c".into(), PROBE_SCRIPT.into()],
+        &[],
     );
     let mut cmd = std::process::Command::new(&argv[0]);
     cmd.args(&argv[1..]);
