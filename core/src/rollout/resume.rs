@@ -2,7 +2,7 @@
 //! resumed or forked thread starts from; the state itself always comes from folding those
 //! events through [`ThreadState::apply`].
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 use rein_protocol::{
     ApprovalOutcome, Event, EventMsg, Item, ItemId, SessionId, ThreadId, TurnAbortReason, TurnId,
@@ -11,8 +11,45 @@ use rein_protocol::{
 
 use crate::thread::state::ThreadState;
 
-/// The output given to a tool call that never got one because its process died.
-pub const ABORTED_TOOL_OUTPUT: &str = "aborted";
+/// The output given to a tool call that never started: rein stopped before it ran.
+pub const ABORTED_TOOL_OUTPUT: &str = "aborted: rein stopped before this call started";
+
+/// How far a call got before rein stopped, as the rollout shows it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CallProgress {
+    /// No `ToolCallBegin`: it never started (nothing ran).
+    NotStarted,
+    /// Began (it may have had effects) and never ended.
+    Running,
+    /// Ended, but its output never reached the rollout.
+    Ended { success: bool },
+}
+
+/// What the model and the user are told about a call that has no output because rein
+/// stopped (a crash, a kill): the one place that says what may have happened.
+pub fn interrupted_call_output(progress: CallProgress) -> (String, bool) {
+    match progress {
+        CallProgress::NotStarted => (ABORTED_TOOL_OUTPUT.to_owned(), false),
+        CallProgress::Running => (
+            "outcome unknown: rein stopped while this call was running, so its process was \
+             interrupted; it may have had some or all of its effects"
+                .to_owned(),
+            false,
+        ),
+        CallProgress::Ended { success } => (
+            format!(
+                "this call finished ({}) but rein stopped before its output was recorded; \
+                 the output is lost",
+                if success {
+                    "successfully"
+                } else {
+                    "with a failure"
+                }
+            ),
+            false,
+        ),
+    }
+}
 
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum ForkError {
@@ -52,13 +89,14 @@ pub fn repair_for_resume(mut events: Vec<Event>) -> Vec<Event> {
             outcome: ApprovalOutcome::Cancelled,
         }));
     }
-    for call_id in calls_without_output(&events[turn_start..]) {
+    for (call_id, progress) in calls_without_output(&events[turn_start..]) {
+        let (output, success) = interrupted_call_output(progress);
         repairs.push(synthetic(EventMsg::ItemCompleted {
             item: Item::ToolOutput {
                 id: ItemId::new(),
                 call_id,
-                output: ABORTED_TOOL_OUTPUT.to_owned(),
-                success: false,
+                output,
+                success,
             },
         }));
     }
@@ -123,18 +161,36 @@ fn completed_items(events: &[Event]) -> impl Iterator<Item = &Item> {
     })
 }
 
-fn calls_without_output(events: &[Event]) -> Vec<String> {
+fn calls_without_output(events: &[Event]) -> Vec<(String, CallProgress)> {
     let answered: HashSet<&str> = completed_items(events)
         .filter_map(|i| match i {
             Item::ToolOutput { call_id, .. } => Some(call_id.as_str()),
             _ => None,
         })
         .collect();
+    let mut progress: HashMap<&str, CallProgress> = HashMap::new();
+    for event in events {
+        match &event.msg {
+            EventMsg::ToolCallBegin { call_id, .. } => {
+                progress.insert(call_id, CallProgress::Running);
+            }
+            EventMsg::ToolCallEnd {
+                call_id, success, ..
+            } => {
+                progress.insert(call_id, CallProgress::Ended { success: *success });
+            }
+            _ => {}
+        }
+    }
     completed_items(events)
         .filter_map(|i| match i {
-            Item::ToolCall { call_id, .. } if !answered.contains(call_id.as_str()) => {
-                Some(call_id.clone())
-            }
+            Item::ToolCall { call_id, .. } if !answered.contains(call_id.as_str()) => Some((
+                call_id.clone(),
+                progress
+                    .get(call_id.as_str())
+                    .copied()
+                    .unwrap_or(CallProgress::NotStarted),
+            )),
             _ => None,
         })
         .collect()

@@ -77,11 +77,19 @@ pub(crate) async fn run_calls(
     let mut running: FuturesOrdered<BoxFuture<'static, (ToolCall, ToolResult, Duration)>> =
         FuturesOrdered::new();
     for call in calls {
-        sink.emit(EventMsg::ToolCallBegin {
-            call_id: call.call_id.clone(),
-            name: call.name.clone(),
-            arguments: call.arguments.clone(),
-        });
+        // Write-ahead: the call is in the rollout before it can have any effect, so a
+        // crash never hides a command that ran.
+        let begun = sink
+            .emit_written(EventMsg::ToolCallBegin {
+                call_id: call.call_id.clone(),
+                name: call.name.clone(),
+                arguments: call.arguments.clone(),
+            })
+            .await;
+        if !begun {
+            // The loop closed this run (an abort): nothing may start any more.
+            return;
+        }
         if !step.parallel_tool_calls {
             let (result, took) = start(step, thread_id, &call, sink, cancel).await;
             report(sink, &call, &result, took);

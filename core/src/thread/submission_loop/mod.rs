@@ -65,6 +65,8 @@ pub(crate) struct SubmissionLoop {
     deferred: VecDeque<(Submission, Option<oneshot::Sender<OpResult>>)>,
     /// A model switch waiting for its compaction turn to finish.
     switch_after_compaction: Option<String>,
+    /// Run once the loop has ended (the manager forgets the thread).
+    on_exit: Option<Box<dyn FnOnce() + Send>>,
 }
 
 enum Flow {
@@ -102,7 +104,12 @@ impl SubmissionLoop {
             next_run: 0,
             deferred: VecDeque::new(),
             switch_after_compaction: None,
+            on_exit: None,
         }
+    }
+
+    pub(crate) fn on_exit(&mut self, on_exit: Box<dyn FnOnce() + Send>) {
+        self.on_exit = Some(on_exit);
     }
 
     pub(crate) fn emit(&mut self, turn_id: Option<TurnId>, msg: EventMsg) {
@@ -133,8 +140,15 @@ impl SubmissionLoop {
                     self.abort_turn(TurnAbortReason::BudgetLimited).await;
                     Flow::Continue
                 }
+                () = self.emitter.failure_reported() => {
+                    self.emitter.report_failures(&mut self.state);
+                    Flow::Continue
+                }
             };
             if let Flow::Exit = flow {
+                if let Some(on_exit) = self.on_exit.take() {
+                    on_exit();
+                }
                 return;
             }
             if self.running.is_none() {
@@ -170,7 +184,7 @@ impl SubmissionLoop {
                 let stop = matches!(outcome, InterruptOutcome::Interrupting { .. });
                 // Answer first: the caller learns at once whether there was anything to stop.
                 if let Some(reply) = reply {
-                    let _ = reply.send(OpResult::Interrupt(outcome));
+                    self.emitter.answer(reply, OpResult::Interrupt(outcome));
                 }
                 if stop {
                     self.abort_turn(TurnAbortReason::Interrupted).await;
@@ -210,7 +224,7 @@ impl SubmissionLoop {
             }
         };
         if let Some(reply) = reply {
-            let _ = reply.send(result);
+            self.emitter.answer(reply, result);
         }
         flow
     }
@@ -223,9 +237,7 @@ impl SubmissionLoop {
         result: OpResult,
     ) {
         match (reply, result) {
-            (Some(reply), result) => {
-                let _ = reply.send(result);
-            }
+            (Some(reply), result) => self.emitter.answer(reply, result),
             (None, OpResult::Refused { message }) => self.emit(
                 None,
                 EventMsg::Error {
@@ -375,6 +387,11 @@ impl SubmissionLoop {
                     self.emit(Some(turn_id), EventMsg::TurnDiff { unified_diff });
                 }
             }
+            TaskMsgKind::EmitWritten { msg, written } => {
+                turn.open.observe(&msg);
+                self.emit(Some(turn_id), msg);
+                self.emitter.answer(written, ());
+            }
             TaskMsgKind::Usage(last) => {
                 let mut total = self.state.usage;
                 total.add(&last);
@@ -498,7 +515,7 @@ impl SubmissionLoop {
             tool.on_thread_shutdown(self.thread_id);
         }
         self.emit(None, EventMsg::ShutdownComplete);
-        self.emitter.close();
+        self.emitter.close().await;
         self.emitter.bus().close();
         self.inbox.close();
         for (_, reply) in self.deferred.drain(..) {

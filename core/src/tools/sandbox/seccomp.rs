@@ -181,8 +181,8 @@ pub fn filters(network: bool) -> Result<Filters, SandboxError> {
     rules.insert(
         libc::SYS_ioctl,
         vec![
-            rule(vec![equals(1, libc::TIOCSTI as u64)?])?,
-            rule(vec![equals(1, libc::TIOCLINUX as u64)?])?,
+            rule(vec![equals(1, libc::TIOCSTI)?])?,
+            rule(vec![equals(1, libc::TIOCLINUX)?])?,
         ],
     );
     let clone_flags = NAMESPACE_FLAGS
