@@ -100,9 +100,9 @@ where
     for thread in hub.threads.all() {
         let _ = thread.handle.shutdown().await;
     }
-    // And whatever else the kernel still holds, then let the store finish writing.
+    // Let the store finish what it was given (the listing's updates are written behind).
     if let Ok(kernel) = source.get().await {
-        kernel.manager.shutdown_all().await;
+        kernel.store().flush().await;
     }
     let read = reader.await.unwrap_or(Ok(()));
     let written = writer.await.unwrap_or(Ok(()));
