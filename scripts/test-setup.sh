@@ -13,6 +13,21 @@ if ! command -v bwrap >/dev/null 2>&1; then
     fi
 fi
 
+# The hostile sandbox tests: python3 (its attacks use ctypes and sockets), setpriv (to run
+# as nobody), setcap (file-capability attacks, as root).
+missing=()
+command -v python3 >/dev/null 2>&1 || missing+=(python3)
+command -v setpriv >/dev/null 2>&1 || missing+=(util-linux)
+[ -x /usr/sbin/setcap ] || [ -x /sbin/setcap ] || command -v setcap >/dev/null 2>&1 || missing+=(libcap2-bin)
+if [ "${#missing[@]}" -gt 0 ]; then
+    if command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
+        (apt-get update -qq && apt-get install -y -qq "${missing[@]}" >/dev/null) \
+            || echo "test-setup: could not install ${missing[*]}; the sandbox tests will fail" >&2
+    else
+        echo "test-setup: missing ${missing[*]}; the sandbox tests will fail" >&2
+    fi
+fi
+
 # The official Codex TypeScript SDK, for the test that drives `rein exec` through it.
 # Without its optional dependencies, so the Codex binary itself is never fetched; under
 # target/ so nothing is committed.

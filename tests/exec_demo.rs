@@ -71,3 +71,34 @@ fn exec_without_a_model_fails_with_a_helpful_message() {
     assert!(stderr.contains("OPENAI_API_KEY"), "{stderr}");
     assert!(stderr.contains("--demo"), "{stderr}");
 }
+
+#[test]
+fn demo_with_a_closed_or_empty_stdin_runs_its_own_prompt() {
+    for stdin in ["closed", "empty"] {
+        let home = tempfile::tempdir().unwrap();
+        let mut cmd = rein();
+        cmd.args(["exec", "--demo"]).env("REIN_HOME", home.path());
+        let out = if stdin == "closed" {
+            cmd.stdin(std::process::Stdio::null()).output().unwrap()
+        } else {
+            let mut child = cmd
+                .stdin(std::process::Stdio::piped())
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .unwrap();
+            drop(child.stdin.take());
+            child.wait_with_output().unwrap()
+        };
+        assert!(
+            out.status.success(),
+            "{stdin} stdin: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let stdout = String::from_utf8(out.stdout).unwrap();
+        assert!(
+            stdout.contains("Hello from rein."),
+            "{stdin} stdin: {stdout}"
+        );
+    }
+}

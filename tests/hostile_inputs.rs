@@ -40,36 +40,27 @@ fn make_fifo(path: &Path) {
 /// Keeps a FIFO fed with one endless line while anyone reads it.
 struct EndlessFifo {
     stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    path: std::path::PathBuf,
     thread: Option<std::thread::JoinHandle<()>>,
 }
 
 impl EndlessFifo {
-    fn start(path: &Path) -> Self {
-        use std::os::unix::fs::OpenOptionsExt;
+    fn start(path: &std::path::Path) -> Self {
         use std::sync::atomic::{AtomicBool, Ordering};
         make_fifo(path);
         let stop = std::sync::Arc::new(AtomicBool::new(false));
-        let path = path.to_owned();
         let thread = std::thread::spawn({
-            let stop = stop.clone();
+            let (stop, path) = (stop.clone(), path.to_owned());
             move || {
                 let chunk = vec![b'x'; 64 * 1024];
                 while !stop.load(Ordering::Relaxed) {
-                    let Ok(mut w) = std::fs::OpenOptions::new()
-                        .write(true)
-                        .custom_flags(rustix::fs::OFlags::NONBLOCK.bits() as i32)
-                        .open(&path)
-                    else {
-                        std::thread::yield_now();
-                        continue;
+                    // Blocks until a reader opens the FIFO; then writes until it closes.
+                    let Ok(mut w) = std::fs::OpenOptions::new().write(true).open(&path) else {
+                        return;
                     };
                     while !stop.load(Ordering::Relaxed) {
-                        match w.write(&chunk) {
-                            Ok(_) => {}
-                            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
-                                std::thread::yield_now()
-                            }
-                            Err(_) => break,
+                        if std::io::Write::write(&mut w, &chunk).is_err() {
+                            break;
                         }
                     }
                 }
@@ -77,6 +68,7 @@ impl EndlessFifo {
         });
         Self {
             stop,
+            path: path.to_owned(),
             thread: Some(thread),
         }
     }
@@ -84,8 +76,18 @@ impl EndlessFifo {
 
 impl Drop for EndlessFifo {
     fn drop(&mut self) {
+        use std::os::unix::fs::OpenOptionsExt;
         self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
         if let Some(t) = self.thread.take() {
+            // Open and close a reader until the writer has seen the stop: that frees it
+            // from a blocking open or write.
+            while !t.is_finished() {
+                let _ = std::fs::OpenOptions::new()
+                    .read(true)
+                    .custom_flags(rustix::fs::OFlags::NONBLOCK.bits() as i32)
+                    .open(&self.path);
+                std::thread::yield_now();
+            }
             let _ = t.join();
         }
     }
@@ -278,30 +280,32 @@ fn lenient_spellings_are_refused() {
     assert!(s.finish().success());
 }
 
-/// A 10 MB value is answered in a few hundred bytes and never recorded.
+/// A huge value is answered in a few hundred bytes and never recorded.
 #[test]
 fn huge_values_are_not_echoed_nor_recorded() {
     let model = MockModel::start(json!({ "replies": [], "when_exhausted": "echo" }));
     let (mut s, home) = started(&model);
     let cwd = tempfile::tempdir().unwrap();
+    // The 10 MB model name; 1 MB is as telling for the rest (and quicker).
     let huge = "m".repeat(10 * 1024 * 1024);
+    let big = "b".repeat(1024 * 1024);
     let thread = s.start_thread(json!({ "cwd": cwd.path() }));
     let answers = [
         s.call("thread/start", json!({ "cwd": cwd.path(), "model": huge })),
         s.call(
             "turn/start",
-            json!({ "threadId": thread, "input": text_input("x"), "model": huge }),
+            json!({ "threadId": thread, "input": text_input("x"), "model": big }),
         ),
         s.call(
             "turn/interrupt",
-            json!({ "threadId": thread, "turnId": huge }),
+            json!({ "threadId": thread, "turnId": big }),
         ),
-        s.call(&huge, json!({})),
+        s.call(&big, json!({})),
         s.call(
             "thread/name/set",
-            json!({ "threadId": thread, "name": huge }),
+            json!({ "threadId": thread, "name": big }),
         ),
-        s.call("thread/start", json!({ huge.clone(): 1, "cwd": 5 })),
+        s.call("thread/start", json!({ big.clone(): 1, "cwd": 5 })),
     ];
     for answer in &answers {
         let size = answer.to_string().len();

@@ -94,10 +94,15 @@ where
     });
 
     let hub = Arc::new(Hub::new(limits.idle_unload));
+    let source = kernel.clone();
     run(kernel, Arc::clone(&hub), in_rx, out).await;
     // The only connection is gone, and the process with it: shut every thread down.
     for thread in hub.threads.all() {
         let _ = thread.handle.shutdown().await;
+    }
+    // Let the store finish what it was given (the listing's updates are written behind).
+    if let Ok(kernel) = source.get().await {
+        kernel.store().flush().await;
     }
     let read = reader.await.unwrap_or(Ok(()));
     let written = writer.await.unwrap_or(Ok(()));

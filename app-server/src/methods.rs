@@ -77,11 +77,9 @@ pub fn module(state: Arc<ServerState>) -> Result<Module, RegisterMethodError> {
     add(&mut m, "thread/fork", |s, p| async move {
         history::fork(&s, p).await
     })?;
-    add(
-        &mut m,
-        "thread/list",
-        |s, p| async move { history::list(&s, p) },
-    )?;
+    add(&mut m, "thread/list", |s, p| async move {
+        history::list(&s, p).await
+    })?;
     add(&mut m, "thread/read", |s, p| async move {
         history::read(&s, p).await
     })?;
@@ -92,7 +90,7 @@ pub fn module(state: Arc<ServerState>) -> Result<Module, RegisterMethodError> {
         history::archive(&s, p).await
     })?;
     add(&mut m, "thread/unarchive", |s, p| async move {
-        history::unarchive(&s, p)
+        history::unarchive(&s, p).await
     })?;
     Ok(m)
 }

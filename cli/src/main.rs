@@ -43,6 +43,7 @@ fn main() -> anyhow::Result<()> {
                 .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
         )
         .init();
+    raise_open_file_limit();
     let cli = Cli::parse();
     match cli.command {
         Command::Exec(args) => {
@@ -60,4 +61,21 @@ fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
     Ok(tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?)
+}
+
+/// Raise the soft limit on open files to the hard limit: a server with many threads, each
+/// running commands, should not fail at the common default of 1,024 when the system allows
+/// more. (Idle threads hold no file; this is headroom for the busy ones.)
+fn raise_open_file_limit() {
+    use rustix::process::{getrlimit, setrlimit, Resource, Rlimit};
+    let limit = getrlimit(Resource::Nofile);
+    if limit.current < limit.maximum {
+        let raised = Rlimit {
+            current: limit.maximum,
+            maximum: limit.maximum,
+        };
+        if let Err(e) = setrlimit(Resource::Nofile, raised) {
+            tracing::debug!("cannot raise the open-file limit: {e}");
+        }
+    }
 }

@@ -102,8 +102,21 @@ pub fn run(args: SessionsArgs) -> anyhow::Result<()> {
             }
         }
         SessionsCommand::Reindex => {
-            let n = store.reindex().context("rebuilding the session index")?;
-            writeln!(out, "indexed {n} sessions")?;
+            let report = store.reindex().context("rebuilding the session index")?;
+            writeln!(out, "indexed {} sessions", report.threads)?;
+            for (thread, kept, others) in &report.duplicates {
+                for other in others {
+                    writeln!(
+                        out,
+                        "duplicate: {thread} is also in {} (kept {})",
+                        other.display(),
+                        kept.display()
+                    )?;
+                }
+            }
+            for (path, why) in &report.skipped {
+                writeln!(out, "skipped {}: {why}", path.display())?;
+            }
         }
         SessionsCommand::Archive { id } => {
             let path = store

@@ -10,7 +10,6 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use criterion::{BatchSize, Criterion};
-use rein_core::recorder::EventRecorder;
 use rein_core::rollout::blobs::BlobStore;
 use rein_core::rollout::index::{ListQuery, RolloutIndex, SortKey, ThreadEntry};
 use rein_core::rollout::reader::read_rollout;

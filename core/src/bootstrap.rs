@@ -18,6 +18,8 @@ use crate::model::catalog::ProviderCatalog;
 use crate::model::scripted::ScriptedModel;
 use crate::model::{ModelCatalog, ModelInfo, StaticCatalog};
 use crate::rollout::writer::Durability;
+use crate::rollout::{RolloutService, ServiceOptions};
+use crate::store::SessionStore;
 use crate::tools::builtin::{builtin_tools, BuiltinConfig};
 
 /// The model name of the built-in scripted model.
@@ -57,6 +59,8 @@ pub struct Kernel {
     pub config: Option<ModelConfig>,
     /// How durable rollouts are.
     pub durability: Durability,
+    /// Where persisted threads live (the manager's store).
+    pub store: Arc<dyn SessionStore>,
 }
 
 impl Kernel {
@@ -114,9 +118,17 @@ pub fn bootstrap(
     if let Some(limit) = config.as_ref().and_then(|c| c.auto_compact_token_limit) {
         kernel_config.auto_compact_token_limit = Some(limit);
     }
+    let store: Arc<dyn SessionStore> = RolloutService::start(
+        home.clone(),
+        ServiceOptions {
+            durability: options.durability,
+            ..ServiceOptions::default()
+        },
+    );
     let manager = ThreadManager::builder(Arc::clone(&models))
         .tools(builtin_tools(options.tools))
         .config(kernel_config)
+        .store(Arc::clone(&store))
         .build();
     Ok(Kernel {
         manager: Arc::new(manager),
@@ -126,6 +138,7 @@ pub fn bootstrap(
         models,
         config,
         durability: options.durability,
+        store,
     })
 }
 

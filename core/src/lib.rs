@@ -14,11 +14,15 @@ pub mod model;
 pub mod recorder;
 pub mod rollout;
 pub mod sessions;
+pub mod store;
 pub mod thread;
 pub mod tools;
 pub mod turn;
 
 pub use error::{KernelError, ThreadError};
 pub use kernel_config::KernelConfig;
-pub use manager::{KernelServices, NewThread, ThreadManager, ThreadOptions, ThreadStart};
+pub use manager::{
+    KernelServices, NewThread, ThreadCreated, ThreadManager, ThreadOptions, ThreadOrigin,
+    ThreadStart,
+};
 pub use thread::{EventStream, ThreadHandle};

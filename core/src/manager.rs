@@ -1,17 +1,24 @@
 //! The process-wide owner of threads and of what they share: the model catalog, the tool
-//! sources every thread starts with, stop hooks and kernel settings. Creating a thread spawns its submission loop;
-//! the manager keeps only weak references, so a thread whose every handle is dropped
-//! shuts itself down.
+//! sources every thread starts with, stop hooks, kernel settings and the session store.
+//! Creating a thread spawns its submission loop; the manager holds every live thread until
+//! it is removed explicitly — it shut down (`Op::Shutdown`,
+//! [`ThreadManager::shutdown_thread`], an idle unload by a front end) — so a thread created
+//! inside the kernel, with no client handle yet, is owned all the same. Every creation is
+//! broadcast ([`ThreadManager::subscribe_created`]), so front ends can show threads they did
+//! not create. Dropping the manager drops its handles: threads nobody else holds then shut
+//! themselves down.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 
 use rein_protocol::{Event, EventMsg, SessionId, ThreadId, ThreadSettings};
+use tokio::sync::broadcast;
 
 use crate::error::KernelError;
 use crate::kernel_config::KernelConfig;
 use crate::model::ModelCatalog;
 use crate::recorder::{EventRecorder, NullRecorder};
+use crate::store::SessionStore;
 use crate::thread::bus::{EventBus, EventStream};
 use crate::thread::emitter::Emitter;
 use crate::thread::handle::{HandleInner, ThreadHandle};
@@ -34,11 +41,9 @@ pub enum ThreadStart {
     /// A new, empty thread.
     New { settings: ThreadSettings },
     /// Continue a thread from the events of an earlier life (read back from its rollout and
-    /// repaired, so no turn is left open). They are folded, not re-emitted or re-recorded.
+    /// repaired, so no turn is left open, or a fork's copied history). They are folded,
+    /// not re-emitted or re-recorded: the store already holds them.
     Resume { events: Vec<Event> },
-    /// A new thread whose history starts as a copy of these events (already rewritten to
-    /// the new thread id). They are recorded into the new thread's rollout.
-    Fork { events: Vec<Event> },
 }
 
 pub struct ThreadOptions {
@@ -46,6 +51,16 @@ pub struct ThreadOptions {
     pub recorder: Box<dyn EventRecorder>,
     /// The id of a new thread (so its rollout can be created first); generated when `None`.
     pub thread_id: Option<ThreadId>,
+    /// How the thread came to be, as the "thread created" broadcast says.
+    pub origin: ThreadOrigin,
+}
+
+/// Why a thread was created.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ThreadOrigin {
+    New,
+    Resumed,
+    Forked { parent: ThreadId },
 }
 
 impl ThreadOptions {
@@ -54,6 +69,7 @@ impl ThreadOptions {
             start: ThreadStart::New { settings },
             recorder: Box::new(NullRecorder),
             thread_id: None,
+            origin: ThreadOrigin::New,
         }
     }
 
@@ -63,11 +79,17 @@ impl ThreadOptions {
             start: ThreadStart::Resume { events },
             recorder,
             thread_id: None,
+            origin: ThreadOrigin::Resumed,
         }
     }
 
     pub fn with_recorder(mut self, recorder: Box<dyn EventRecorder>) -> Self {
         self.recorder = recorder;
+        self
+    }
+
+    pub fn with_origin(mut self, origin: ThreadOrigin) -> Self {
+        self.origin = origin;
         self
     }
 }
@@ -76,18 +98,37 @@ impl ThreadOptions {
 pub struct NewThread {
     pub handle: ThreadHandle,
     pub events: EventStream,
+    /// Where the session store keeps it, if it keeps files (set by `Kernel`'s methods).
+    pub path: Option<std::path::PathBuf>,
 }
+
+/// What the "thread created" broadcast carries.
+#[derive(Clone)]
+pub struct ThreadCreated {
+    pub handle: ThreadHandle,
+    pub origin: ThreadOrigin,
+}
+
+type Registry = Mutex<HashMap<ThreadId, ThreadHandle>>;
 
 pub struct ThreadManager {
     services: Arc<KernelServices>,
-    threads: Mutex<HashMap<ThreadId, Weak<HandleInner>>>,
+    store: Option<Arc<dyn SessionStore>>,
+    threads: Arc<Registry>,
+    created: broadcast::Sender<ThreadCreated>,
 }
 
 impl ThreadManager {
     pub fn new(services: KernelServices) -> Self {
+        Self::with_store(services, None)
+    }
+
+    pub fn with_store(services: KernelServices, store: Option<Arc<dyn SessionStore>>) -> Self {
         Self {
             services: Arc::new(services),
-            threads: Mutex::new(HashMap::new()),
+            store,
+            threads: Arc::new(Mutex::new(HashMap::new())),
+            created: broadcast::channel(256).0,
         }
     }
 
@@ -98,6 +139,7 @@ impl ThreadManager {
             sources: Vec::new(),
             stop_hooks: Vec::new(),
             config: KernelConfig::default(),
+            store: None,
         }
     }
 
@@ -105,14 +147,24 @@ impl ThreadManager {
         &self.services
     }
 
-    fn threads(&self) -> MutexGuard<'_, HashMap<ThreadId, Weak<HandleInner>>> {
-        self.threads.lock().unwrap_or_else(|e| e.into_inner())
+    /// Where persisted threads live; `None` when every thread is ephemeral.
+    pub fn store(&self) -> Option<&Arc<dyn SessionStore>> {
+        self.store.as_ref()
+    }
+
+    /// Every thread created from now on, as it is created.
+    pub fn subscribe_created(&self) -> broadcast::Receiver<ThreadCreated> {
+        self.created.subscribe()
+    }
+
+    fn threads(&self) -> MutexGuard<'_, HashMap<ThreadId, ThreadHandle>> {
+        lock(&self.threads)
     }
 
     /// Create (or resume, or fork) a thread and spawn its loop. Must run inside a tokio
     /// runtime.
     pub fn create_thread(&self, options: ThreadOptions) -> Result<NewThread, KernelError> {
-        let (state, thread_id, fresh, replayed) = match options.start {
+        let (state, thread_id, fresh) = match options.start {
             ThreadStart::New { settings } => {
                 self.services.models.client(&settings.model)?;
                 if !settings.cwd.is_absolute() {
@@ -122,17 +174,12 @@ impl ThreadManager {
                     )));
                 }
                 let id = options.thread_id.unwrap_or_default();
-                (ThreadState::new(), id, Some(settings), Vec::new())
+                (ThreadState::new(), id, Some(settings))
             }
             ThreadStart::Resume { events } => {
                 let state = replay(events)?;
                 let id = state.thread_id.unwrap_or_default();
-                (state, id, None, Vec::new())
-            }
-            ThreadStart::Fork { events } => {
-                let state = replay(events.clone())?;
-                let id = state.thread_id.unwrap_or_default();
-                (state, id, None, events)
+                (state, id, None)
             }
         };
         if self.get(thread_id).is_some() {
@@ -140,10 +187,7 @@ impl ThreadManager {
         }
         let bus = Arc::new(EventBus::default());
         let events = bus.subscribe();
-        let mut emitter = Emitter::new(thread_id, Arc::clone(&bus), options.recorder);
-        if !replayed.is_empty() {
-            emitter.record_replayed(&replayed)?;
-        }
+        let emitter = Emitter::new(thread_id, Arc::clone(&bus), options.recorder);
         let (tx, rx) = async_channel::bounded(self.services.config.op_queue_capacity.max(1));
         let mut state = state;
         state.thread_id = Some(thread_id);
@@ -168,45 +212,67 @@ impl ThreadManager {
                 },
             );
         }
-        tokio::spawn(submission_loop.run());
         let inner = Arc::new(HandleInner {
             thread_id,
             inbox: tx,
             bus,
             tools,
         });
-        self.threads().insert(thread_id, Arc::downgrade(&inner));
+        let handle = ThreadHandle { inner };
+        // The loop takes itself out of the registry when it ends, however it ends.
+        let registry: Weak<Registry> = Arc::downgrade(&self.threads);
+        let served = Arc::downgrade(&handle.inner);
+        submission_loop.on_exit(Box::new(move || {
+            if let Some(registry) = registry.upgrade() {
+                let mut threads = lock(&registry);
+                if threads
+                    .get(&thread_id)
+                    .is_some_and(|h| Arc::as_ptr(&h.inner) == served.as_ptr())
+                {
+                    threads.remove(&thread_id);
+                }
+            }
+        }));
+        self.threads().insert(thread_id, handle.clone());
+        tokio::spawn(submission_loop.run());
+        let _ = self.created.send(ThreadCreated {
+            handle: handle.clone(),
+            origin: options.origin,
+        });
         Ok(NewThread {
-            handle: ThreadHandle { inner },
+            handle,
             events,
+            path: None,
         })
     }
 
     /// A handle to a loaded thread, if it is still running.
     pub fn get(&self, id: ThreadId) -> Option<ThreadHandle> {
         let mut threads = self.threads();
-        let inner = threads.get(&id).and_then(Weak::upgrade);
-        match inner {
-            Some(inner) if !inner.inbox.is_closed() => Some(ThreadHandle { inner }),
-            _ => {
+        match threads.get(&id) {
+            Some(handle) if !handle.is_closed() => Some(handle.clone()),
+            Some(_) => {
                 threads.remove(&id);
                 None
             }
+            None => None,
         }
     }
 
     /// Ids of the threads still running, oldest first.
     pub fn list_loaded(&self) -> Vec<ThreadId> {
         let mut threads = self.threads();
-        threads.retain(|_, w| w.upgrade().is_some_and(|i| !i.inbox.is_closed()));
+        threads.retain(|_, h| !h.is_closed());
         let mut ids: Vec<ThreadId> = threads.keys().copied().collect();
         ids.sort();
         ids
     }
 
-    /// Shut one thread down and wait for it. `false` if it was not loaded.
+    /// Shut one thread down and wait for it (its last events durable, its rollout
+    /// released). `false` if it was not loaded.
     pub async fn shutdown_thread(&self, id: ThreadId) -> bool {
-        match self.get(id) {
+        let handle = self.threads().get(&id).cloned();
+        match handle {
             Some(handle) => {
                 let _ = handle.shutdown().await;
                 self.threads().remove(&id);
@@ -216,11 +282,20 @@ impl ThreadManager {
         }
     }
 
+    /// Shut every thread down, then wait until everything the store was given is
+    /// durable: what a process runs before it exits (end of input, SIGTERM).
     pub async fn shutdown_all(&self) {
-        for id in self.list_loaded() {
-            self.shutdown_thread(id).await;
+        let handles: Vec<ThreadHandle> = self.threads().values().cloned().collect();
+        futures::future::join_all(handles.iter().map(ThreadHandle::shutdown)).await;
+        self.threads().clear();
+        if let Some(store) = &self.store {
+            store.flush().await;
         }
     }
+}
+
+fn lock(registry: &Registry) -> MutexGuard<'_, HashMap<ThreadId, ThreadHandle>> {
+    registry.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 /// Fold an earlier life's events by value: history items move into the state instead of
@@ -250,6 +325,7 @@ pub struct ThreadManagerBuilder {
     sources: Vec<Arc<dyn ToolSource>>,
     stop_hooks: Vec<Arc<dyn StopHook>>,
     config: KernelConfig,
+    store: Option<Arc<dyn SessionStore>>,
 }
 
 impl ThreadManagerBuilder {
@@ -279,16 +355,25 @@ impl ThreadManagerBuilder {
         self
     }
 
+    /// Where persisted threads live.
+    pub fn store(mut self, store: Arc<dyn SessionStore>) -> Self {
+        self.store = Some(store);
+        self
+    }
+
     pub fn build(self) -> ThreadManager {
-        ThreadManager::new(KernelServices {
-            models: self.models,
-            tool_sources: std::iter::once(
-                Arc::new(StaticTools::new(self.tools)) as Arc<dyn ToolSource>
-            )
-            .chain(self.sources)
-            .collect(),
-            stop_hooks: self.stop_hooks.into(),
-            config: self.config,
-        })
+        ThreadManager::with_store(
+            KernelServices {
+                models: self.models,
+                tool_sources: std::iter::once(
+                    Arc::new(StaticTools::new(self.tools)) as Arc<dyn ToolSource>
+                )
+                .chain(self.sources)
+                .collect(),
+                stop_hooks: self.stop_hooks.into(),
+                config: self.config,
+            },
+            self.store,
+        )
     }
 }

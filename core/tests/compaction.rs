@@ -5,10 +5,10 @@
 
 mod support;
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use rein_core::model::scripted::ScriptedModel;
-use rein_core::recorder::{EventRecorder, RecorderError};
+use rein_core::recorder::MemoryRecorder;
 use rein_core::thread::state::ThreadState;
 use rein_core::{KernelConfig, ThreadManager, ThreadOptions};
 use rein_protocol::script::{Fault, ScriptedReply};
@@ -300,20 +300,6 @@ async fn input_during_compaction_is_queued_not_steered_and_runs_next() {
     );
 }
 
-/// Keeps every persisted event, as a rollout would.
-#[derive(Clone, Default)]
-struct MemoryRecorder(Arc<Mutex<Vec<Event>>>);
-
-impl EventRecorder for MemoryRecorder {
-    fn record(&mut self, event: &Event) -> Result<(), RecorderError> {
-        self.0.lock().unwrap().push(event.clone());
-        Ok(())
-    }
-    fn sync(&mut self) -> Result<(), RecorderError> {
-        Ok(())
-    }
-}
-
 #[tokio::test]
 async fn resume_after_compaction_rebuilds_the_compacted_history() {
     let model = ScriptedModel::echo();
@@ -329,7 +315,7 @@ async fn resume_after_compaction_rebuilds_the_compacted_history() {
     let live = t.handle.state().await.unwrap();
     t.handle.shutdown().await.unwrap();
 
-    let events = recorder.0.lock().unwrap().clone();
+    let events = recorder.events();
     let events: Vec<Event> = events
         .into_iter()
         .filter(|e| e.msg != EventMsg::ShutdownComplete)
@@ -486,10 +472,10 @@ async fn rollout_bytes_per_compaction_are_o_summary_not_o_history() {
         .iter()
         .map(|i| serde_json::to_string(i.as_ref()).unwrap().len())
         .sum();
-    let before = recorder.0.lock().unwrap().len();
+    let before = recorder.events().len();
     t.handle.submit(Op::Compact).await.unwrap();
     until(&mut t.events, is_turn_end).await;
-    let written: usize = recorder.0.lock().unwrap()[before..]
+    let written: usize = recorder.events()[before..]
         .iter()
         .map(|e| serde_json::to_string(e).unwrap().len())
         .sum();

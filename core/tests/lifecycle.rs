@@ -5,10 +5,9 @@
 mod support;
 
 use std::sync::atomic::Ordering;
-use std::sync::{mpsc as std_mpsc, Arc, Mutex};
+use std::sync::Arc;
 
 use rein_core::model::scripted::ScriptedModel;
-use rein_core::recorder::{EventRecorder, RecorderError};
 use rein_core::thread::state::ThreadState;
 use rein_core::{KernelConfig, ThreadError, ThreadManager, ThreadOptions};
 use rein_protocol::script::{Fault, ScriptedReply};
@@ -97,7 +96,7 @@ async fn shutdown_works_from_every_status() {
 }
 
 #[tokio::test]
-async fn dropping_every_handle_ends_the_loop_and_cleans_up() {
+async fn the_manager_owns_a_thread_until_it_is_shut_down() {
     let model = ScriptedModel::replies(vec![ScriptedReply::tool_call("stubborn", json!({}))]);
     let tool = Arc::new(StubbornTool::default());
     let m = manager(model, vec![tool.clone()]);
@@ -105,8 +104,13 @@ async fn dropping_every_handle_ends_the_loop_and_cleans_up() {
     let id = t.handle.id();
     t.handle.submit(Op::user_text("go")).await.unwrap();
     tool.started.notified().await;
-    assert_eq!(m.list_loaded(), vec![id]);
+    // No client holds it any more: the manager still does, and the turn goes on.
     drop(t.handle);
+    assert_eq!(m.list_loaded(), vec![id]);
+    let handle = m.get(id).expect("still loaded");
+    assert!(!handle.is_closed());
+    drop(handle);
+    assert!(m.shutdown_thread(id).await);
     let rest = collect_all(&mut t.events).await;
     assert!(rest
         .iter()
@@ -132,54 +136,75 @@ async fn dropping_every_handle_ends_the_loop_and_cleans_up() {
     assert!(m.list_loaded().is_empty());
 }
 
-/// A recorder that, once armed, blocks the loop inside `record` until released: a stand-in
-/// for a slow disk that lets the test fill the queue deterministically.
-struct BlockingRecorder {
-    gate: Arc<Mutex<Option<std_mpsc::Receiver<()>>>>,
-    recorded: Arc<Mutex<Vec<Event>>>,
+#[tokio::test]
+async fn dropping_the_manager_ends_threads_nobody_else_holds() {
+    let m = manager(ScriptedModel::echo(), vec![]);
+    let mut t = start(&m);
+    drop(t.handle);
+    drop(m);
+    let rest = collect_all(&mut t.events).await;
+    assert_eq!(rest.last().unwrap().msg, EventMsg::ShutdownComplete);
 }
 
-impl EventRecorder for BlockingRecorder {
-    fn record(&mut self, event: &Event) -> Result<(), RecorderError> {
-        let armed = self.gate.lock().unwrap().take();
-        if let Some(rx) = armed {
-            let _ = rx.recv();
-        }
-        self.recorded.lock().unwrap().push(event.clone());
-        Ok(())
+#[tokio::test]
+async fn every_created_thread_is_broadcast() {
+    let m = manager(ScriptedModel::echo(), vec![]);
+    let mut created = m.subscribe_created();
+    let t = start(&m);
+    let announced = created.recv().await.unwrap();
+    assert_eq!(announced.handle.id(), t.handle.id());
+    assert_eq!(announced.origin, rein_core::ThreadOrigin::New);
+}
+
+/// A tool that ignores cancellation until the test releases it: while an interrupt waits
+/// for it (the grace period), the loop takes no Op, so the queue can be filled
+/// deterministically.
+#[derive(Default)]
+struct GatedTool {
+    started: tokio::sync::Notify,
+    release: tokio::sync::Notify,
+}
+
+impl rein_core::tools::Tool for GatedTool {
+    fn spec(&self) -> rein_core::tools::ToolSpec {
+        support::spec("gated")
     }
 
-    fn sync(&mut self) -> Result<(), RecorderError> {
-        Ok(())
+    fn run<'a>(
+        &'a self,
+        _call: rein_core::tools::ToolCall,
+        _ctx: rein_core::tools::ToolContext,
+    ) -> futures::future::BoxFuture<'a, rein_core::tools::ToolResult> {
+        Box::pin(async move {
+            self.started.notify_one();
+            self.release.notified().await;
+            rein_core::tools::ToolResult::ok("released")
+        })
     }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_full_queue_applies_backpressure_without_losing_an_op() {
-    let model = ScriptedModel::echo();
+    let model = ScriptedModel::new(rein_protocol::script::Script {
+        replies: vec![ScriptedReply::tool_call("gated", json!({}))],
+        when_exhausted: rein_protocol::script::WhenExhausted::Echo,
+    });
+    let tool = Arc::new(GatedTool::default());
     let m = ThreadManager::builder(catalog(model.clone()))
+        .tool(tool.clone())
         .config(KernelConfig {
             op_queue_capacity: 2,
+            interrupt_grace: std::time::Duration::from_secs(60),
             ..fast_config()
         })
         .build();
-    let gate = Arc::new(Mutex::new(None));
-    let recorded = Arc::new(Mutex::new(Vec::new()));
-    let recorder = BlockingRecorder {
-        gate: gate.clone(),
-        recorded: recorded.clone(),
-    };
-    let mut t = m
-        .create_thread(ThreadOptions::new(settings()).with_recorder(Box::new(recorder)))
-        .unwrap();
-    let (release, rx) = std_mpsc::channel();
-    *gate.lock().unwrap() = Some(rx);
+    let mut t = m.create_thread(ThreadOptions::new(settings())).unwrap();
 
-    // The loop takes op 1 and blocks recording its first event.
-    t.handle.enqueue(Op::user_text("m1")).await.unwrap();
-    while gate.lock().unwrap().is_some() {
-        tokio::task::yield_now().await;
-    }
+    // Op 1 starts a turn whose tool holds on; the interrupt then keeps the loop waiting
+    // for it (the grace period), taking no further Op.
+    t.handle.submit(Op::user_text("m1")).await.unwrap();
+    tool.started.notified().await;
+    t.handle.submit(Op::Interrupt).await.unwrap();
     // Ops 2 and 3 fill the queue; op 4 must wait, not be dropped.
     t.handle.enqueue(Op::user_text("m2")).await.unwrap();
     t.handle.enqueue(Op::user_text("m3")).await.unwrap();
@@ -190,7 +215,7 @@ async fn a_full_queue_applies_backpressure_without_losing_an_op() {
         futures::poll!(&mut fourth).is_pending(),
         "a full queue makes submit wait"
     );
-    release.send(()).unwrap();
+    tool.release.notify_one();
     fourth.await.unwrap();
 
     // Every input reaches history, in order.

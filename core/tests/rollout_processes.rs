@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 
 use pretty_assertions::assert_eq;
-use rein_core::recorder::{EventRecorder, RecorderError};
+use rein_core::recorder::RecorderError;
 use rein_core::rollout::blobs::BlobStore;
 use rein_core::rollout::reader::read_rollout;
 use rein_core::rollout::writer::{Durability, RolloutWriter, WriterOptions};

@@ -6,7 +6,6 @@
 mod support;
 
 use pretty_assertions::assert_eq;
-use rein_core::recorder::EventRecorder;
 use rein_core::rollout::blobs::BlobStore;
 use rein_core::rollout::reader::{read_rollout, read_rollout_with_workers};
 use rein_core::rollout::writer::{RolloutWriter, WriterOptions};

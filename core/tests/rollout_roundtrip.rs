@@ -8,11 +8,10 @@ mod support;
 use std::collections::BTreeSet;
 
 use pretty_assertions::assert_eq;
-use rein_core::recorder::EventRecorder;
-use rein_core::rollout::resume::{turn_order, ABORTED_TOOL_OUTPUT};
-use rein_core::rollout::{
-    fold_owned, fork_events, repair_for_resume, Durability, RolloutStore, SessionMeta,
+use rein_core::rollout::resume::{
+    interrupted_call_output, turn_order, CallProgress, ABORTED_TOOL_OUTPUT,
 };
+use rein_core::rollout::{fold_owned, fork_events, repair_for_resume, RolloutStore, SessionMeta};
 use rein_core::thread::state::{ThreadState, TurnStatus};
 use rein_protocol::{
     AgentStatus, Event, EventMsg, Item, ItemId, ThreadId, TurnAbortReason, INTERRUPTION_MARKER,
@@ -68,14 +67,12 @@ fn meta_for(thread: ThreadId) -> SessionMeta {
 }
 
 fn persist(store: &RolloutStore, events: &[Event]) -> std::path::PathBuf {
-    let mut writer = store
-        .create(&meta_for(events[0].thread_id), Durability::Turn)
-        .unwrap();
+    let mut writer = store.create(&meta_for(events[0].thread_id)).unwrap();
     for event in events {
         writer.record(event).unwrap();
     }
     writer.sync().unwrap();
-    writer.path().unwrap()
+    writer.path().to_path_buf()
 }
 
 #[test]
@@ -132,7 +129,7 @@ fn large_payloads_are_stored_once_and_referenced() {
     assert_eq!(store.load_path(&path).unwrap().events, script.events);
 
     // A fork refers to the same blob instead of copying it.
-    let forked = store.fork(script.thread, None, Durability::Never).unwrap();
+    let forked = store.fork(script.thread, None).unwrap();
     drop(forked.writer);
     assert_eq!(walk_files(store.blobs().dir()), 1);
 }
@@ -175,14 +172,12 @@ fn appending_after_resume_continues_the_same_file() {
     script.simple_turn(1, "one".into());
     let split = script.events.len();
     script.simple_turn(2, "two".into());
-    let mut writer = store
-        .create(&meta_for(script.thread), Durability::Turn)
-        .unwrap();
+    let mut writer = store.create(&meta_for(script.thread)).unwrap();
     for event in &script.events[..split] {
         writer.record(event).unwrap();
     }
     drop(writer);
-    let mut writer = store.open_append(script.thread, Durability::Turn).unwrap();
+    let mut writer = store.open_append(script.thread).unwrap();
     for event in &script.events[split..] {
         writer.record(event).unwrap();
     }
@@ -212,13 +207,43 @@ fn a_crashed_turn_keeps_its_output_schema_for_recover() {
 }
 
 #[test]
-fn crashed_turn_is_closed_as_interrupted_with_aborted_outputs() {
+fn crashed_turn_is_closed_as_interrupted_saying_what_each_call_may_have_done() {
     let mut script = ThreadScript::new(ThreadId::new());
     script.simple_turn(1, "ok".into());
     let turn = script.start_turn("run two tools");
     script.tool_call("done", Some("fine".into()));
     script.tool_call("lost-1", None);
     script.tool_call("lost-2", None);
+    // Announced by the model but never started (its `ToolCallBegin` never came).
+    script.push(EventMsg::ItemCompleted {
+        item: Item::ToolCall {
+            id: ItemId::new(),
+            call_id: "never".into(),
+            name: "shell".into(),
+            arguments: "{}".into(),
+        },
+    });
+    // Finished, but its output was not recorded before the crash.
+    script.push(EventMsg::ItemCompleted {
+        item: Item::ToolCall {
+            id: ItemId::new(),
+            call_id: "ended".into(),
+            name: "shell".into(),
+            arguments: "{}".into(),
+        },
+    });
+    script.push(EventMsg::ToolCallBegin {
+        call_id: "ended".into(),
+        name: "shell".into(),
+        arguments: "{}".into(),
+        action: None,
+    });
+    script.push(EventMsg::ToolCallEnd {
+        call_id: "ended".into(),
+        success: true,
+        duration_ms: 3,
+        outcome: None,
+    });
     script.push(EventMsg::ClientRequested {
         request_id: "ap".into(),
         call_id: "lost-2".into(),
@@ -233,6 +258,8 @@ fn crashed_turn_is_closed_as_interrupted_with_aborted_outputs() {
     let seqs: Vec<u64> = repaired.iter().map(|e| e.seq).collect();
     assert_eq!(seqs, (0..repaired.len() as u64).collect::<Vec<_>>());
     assert!(added.iter().all(|e| e.turn_id == Some(turn)));
+    let unknown = interrupted_call_output(CallProgress::Running);
+    assert!(unknown.0.starts_with("outcome unknown"), "{}", unknown.0);
     let summary: Vec<String> = added
         .iter()
         .map(|e| match &e.msg {
@@ -261,8 +288,13 @@ fn crashed_turn_is_closed_as_interrupted_with_aborted_outputs() {
         summary,
         vec![
             "resolved ap Cancelled".to_owned(),
-            format!("output lost-1 {ABORTED_TOOL_OUTPUT} false"),
-            format!("output lost-2 {ABORTED_TOOL_OUTPUT} false"),
+            format!("output lost-1 {} false", unknown.0),
+            format!("output lost-2 {} false", unknown.0),
+            format!("output never {ABORTED_TOOL_OUTPUT} false"),
+            format!(
+                "output ended {} false",
+                interrupted_call_output(CallProgress::Ended { success: true }).0
+            ),
             "marker true".to_owned(),
             "aborted Interrupted".to_owned(),
         ]
@@ -327,7 +359,7 @@ fn forking_a_running_thread_forks_it_as_interrupted_and_fork_of_fork_works() {
     let parent_path = persist(&store, &script.events);
     let parent_bytes = std::fs::read(&parent_path).unwrap();
 
-    let fork = store.fork(script.thread, None, Durability::Turn).unwrap();
+    let fork = store.fork(script.thread, None).unwrap();
     let state = ThreadState::from_events(&fork.events);
     assert!(state.is_idle());
     assert_eq!(
@@ -349,7 +381,7 @@ fn forking_a_running_thread_forks_it_as_interrupted_and_fork_of_fork_works() {
     assert_eq!(reloaded.meta.forked_from, Some(script.thread));
     assert_eq!(ThreadState::from_events(&reloaded.events), state);
 
-    let grandchild = store.fork(fork_id, Some(0), Durability::Turn).unwrap();
+    let grandchild = store.fork(fork_id, Some(0)).unwrap();
     let state2 = ThreadState::from_events(&grandchild.events);
     assert_eq!(state2.forked_from, Some(fork_id));
     assert_eq!(state2.turns.len(), 1);
@@ -366,19 +398,22 @@ fn store_resume_records_the_repair_and_continues_the_file() {
     script.tool_call("lost", None);
     let path = persist(&store, &script.events);
 
-    let resumed = store.resume(script.thread, Durability::Turn).unwrap();
-    assert_eq!(resumed.events[..script.events.len()], script.events[..]);
-    let state = ThreadState::from_events(&resumed.events);
+    let resumed = store.resume(script.thread).unwrap();
+    assert_eq!(
+        resumed.loaded.events[..script.events.len()],
+        script.events[..]
+    );
+    let state = ThreadState::from_events(&resumed.loaded.events);
     assert!(state.is_idle());
     assert_eq!(state.status, AgentStatus::Interrupted);
     // While resumed, nobody else can write the thread.
-    assert!(store.resume_path(&path, Durability::Turn).is_err());
-    let events = resumed.events.clone();
+    assert!(store.resume_path(&path, None).is_err());
+    let events = resumed.loaded.events.clone();
     drop(resumed);
     // The repair is in the file: a second resume has nothing left to repair.
-    let again = store.resume(script.thread, Durability::Turn).unwrap();
-    assert_eq!(again.events, events);
-    assert_eq!(again.diagnostics, vec![]);
+    let again = store.resume(script.thread).unwrap();
+    assert_eq!(again.loaded.events, events);
+    assert_eq!(again.loaded.diagnostics, vec![]);
 }
 
 /// The next model request is built from settings and history; until the thread loop can
@@ -412,6 +447,9 @@ fn resumed_request_body_equals_live_request_body() {
     };
     let live = request_from(&ThreadState::from_events(&script.events));
     persist(&store, &script.events);
-    let resumed = store.resume(script.thread, Durability::Turn).unwrap();
-    assert_eq!(request_from(&fold_owned(resumed.events)), live);
+    let resumed = store.resume(script.thread).unwrap();
+    assert_eq!(
+        request_from(&fold_owned(resumed.loaded.events.clone())),
+        live
+    );
 }

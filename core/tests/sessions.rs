@@ -44,8 +44,9 @@ fn kernel(home: &Path, server: &MockServer) -> Kernel {
     .unwrap()
 }
 
-fn start(k: &Kernel, cwd: &Path, persistence: Persistence) -> rein_core::NewThread {
+async fn start(k: &Kernel, cwd: &Path, persistence: Persistence) -> rein_core::NewThread {
     k.start_thread(k.default_settings(cwd.to_owned()), persistence)
+        .await
         .unwrap()
 }
 
@@ -77,6 +78,7 @@ async fn a_resumed_thread_sends_the_request_the_original_would_have() {
     let a = kernel(home.path(), &server);
     let mut t = a
         .start_thread(a.default_settings(cwd.clone()), Persistence::Rollout)
+        .await
         .unwrap();
     let id = t.handle.id();
     turn(&mut t, "one").await;
@@ -89,7 +91,7 @@ async fn a_resumed_thread_sends_the_request_the_original_would_have() {
 
     // A new process resumes it and sends the same next input.
     let b = kernel(home.path(), &server);
-    let mut resumed = b.resume_thread(id).unwrap();
+    let mut resumed = b.resume_thread(id).await.unwrap();
     assert!(resumed.diagnostics.is_empty());
     turn(&mut resumed.thread, "two").await;
     let resumed_next = server.requests().last().unwrap().body.clone();
@@ -108,14 +110,14 @@ async fn a_fork_branches_at_a_turn_and_leaves_the_parent_alone() {
     let home = tempfile::tempdir().unwrap();
     let server = echo_server().await;
     let k = kernel(home.path(), &server);
-    let mut parent = start(&k, home.path(), Persistence::Rollout);
+    let mut parent = start(&k, home.path(), Persistence::Rollout).await;
     turn(&mut parent, "one").await;
     turn(&mut parent, "two").await;
     let parent_state = parent.handle.state().await.unwrap();
-    let parent_file = k.store().find(parent.handle.id()).unwrap();
+    let parent_file = parent.path.clone().unwrap();
     let before = std::fs::read(&parent_file).unwrap();
 
-    let mut fork = k.fork_thread(parent.handle.id(), Some(0)).unwrap();
+    let mut fork = k.fork_thread(parent.handle.id(), Some(0)).await.unwrap();
     let fork_state = fork.handle.state().await.unwrap();
     assert_ne!(fork.handle.id(), parent.handle.id());
     assert_eq!(fork_state.forked_from, Some(parent.handle.id()));
@@ -147,9 +149,10 @@ async fn ephemeral_threads_write_nothing() {
     let home = tempfile::tempdir().unwrap();
     let server = echo_server().await;
     let k = kernel(home.path(), &server);
-    let mut t = start(&k, home.path(), Persistence::Ephemeral);
+    let mut t = start(&k, home.path(), Persistence::Ephemeral).await;
     turn(&mut t, "one").await;
-    assert!(k.store().find(t.handle.id()).is_err());
+    assert!(t.path.is_none());
+    assert!(k.store().read(t.handle.id()).await.is_err());
     assert!(!home.path().join("sessions").exists());
 }
 
@@ -158,12 +161,12 @@ async fn a_shut_down_thread_can_be_resumed_at_once() {
     let home = tempfile::tempdir().unwrap();
     let server = echo_server().await;
     let k = kernel(home.path(), &server);
-    let mut t = start(&k, home.path(), Persistence::Rollout);
+    let mut t = start(&k, home.path(), Persistence::Rollout).await;
     let id = t.handle.id();
     turn(&mut t, "one").await;
     t.handle.shutdown().await.unwrap();
     // The writer lock is released before the shutdown is answered, so this cannot race.
-    let mut resumed = k.resume_thread(id).unwrap();
+    let mut resumed = k.resume_thread(id).await.unwrap();
     turn(&mut resumed.thread, "two").await;
 }
 
@@ -172,7 +175,7 @@ async fn a_thread_name_survives_a_restart_and_is_listed_and_searched() {
     let home = tempfile::tempdir().unwrap();
     let server = echo_server().await;
     let a = kernel(home.path(), &server);
-    let mut t = start(&a, home.path(), Persistence::Rollout);
+    let mut t = start(&a, home.path(), Persistence::Rollout).await;
     let id = t.handle.id();
     turn(&mut t, "one").await;
     assert_eq!(
@@ -204,7 +207,7 @@ async fn a_thread_name_survives_a_restart_and_is_listed_and_searched() {
         search: Some(text.into()),
         ..Default::default()
     };
-    let page = b.store().list(&search("parser REWRITE")).unwrap();
+    let page = b.store().list(search("parser REWRITE")).await.unwrap();
     assert_eq!(
         page.threads.len(),
         1,
@@ -213,10 +216,10 @@ async fn a_thread_name_survives_a_restart_and_is_listed_and_searched() {
     assert_eq!(page.threads[0].name.as_deref(), Some("Parser rewrite"));
     assert_eq!(page.threads[0].title.as_deref(), Some("one"));
     // The rollout is the source of truth: an index rebuilt from the files knows it too.
-    b.store().reindex().unwrap();
-    let page = b.store().list(&search("rewrite")).unwrap();
+    b.store().reindex().await.unwrap();
+    let page = b.store().list(search("rewrite")).await.unwrap();
     assert_eq!(page.threads[0].name.as_deref(), Some("Parser rewrite"));
-    let resumed = b.resume_thread(id).unwrap();
+    let resumed = b.resume_thread(id).await.unwrap();
     let state = resumed.thread.handle.state().await.unwrap();
     assert_eq!(state.name.as_deref(), Some("Parser rewrite"));
 }

@@ -6,13 +6,13 @@
 
 mod support;
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use futures::future::BoxFuture;
 use futures::FutureExt;
 use pretty_assertions::assert_eq;
 use rein_core::model::scripted::ScriptedModel;
-use rein_core::recorder::{EventRecorder, RecorderError};
+use rein_core::recorder::MemoryRecorder;
 use rein_core::tools::{
     builtin_tools, BuiltinConfig, Tool, ToolCall, ToolContext, ToolResult, ToolSlot, ToolSpec,
 };
@@ -114,20 +114,6 @@ async fn a_source_whose_tools_change_is_read_again_at_each_step() {
     assert_eq!(offered(&requests[1]), vec!["late".to_owned()]);
 }
 
-/// Keeps every persisted event, as a rollout would.
-#[derive(Clone, Default)]
-struct MemoryRecorder(Arc<Mutex<Vec<Event>>>);
-
-impl EventRecorder for MemoryRecorder {
-    fn record(&mut self, event: &Event) -> Result<(), RecorderError> {
-        self.0.lock().unwrap().push(event.clone());
-        Ok(())
-    }
-    fn sync(&mut self) -> Result<(), RecorderError> {
-        Ok(())
-    }
-}
-
 #[tokio::test]
 async fn a_grant_for_the_session_survives_a_resume() {
     let dir = tempfile::tempdir().unwrap();
@@ -185,7 +171,7 @@ async fn a_grant_for_the_session_survives_a_resume() {
         .session_grants
         .covers_command(&["touch".into(), "granted.txt".into()]));
     t.handle.shutdown().await.unwrap();
-    let history: Vec<Event> = recorder.0.lock().unwrap().clone();
+    let history: Vec<Event> = recorder.events();
     drop(t);
     let resumed = m
         .create_thread(ThreadOptions::resume(

@@ -216,38 +216,27 @@ async fn update_plan_emits_the_plan() {
 /// A FIFO whose writer pours one endless line into it for as long as anyone reads.
 struct EndlessFifo {
     stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    path: std::path::PathBuf,
     thread: Option<std::thread::JoinHandle<()>>,
 }
 
 impl EndlessFifo {
     fn start(path: &std::path::Path) -> Self {
-        use std::os::unix::fs::OpenOptionsExt;
         use std::sync::atomic::{AtomicBool, Ordering};
         make_fifo(path);
         let stop = std::sync::Arc::new(AtomicBool::new(false));
-        let path = path.to_owned();
         let thread = std::thread::spawn({
-            let stop = stop.clone();
+            let (stop, path) = (stop.clone(), path.to_owned());
             move || {
                 let chunk = vec![b'x'; 64 * 1024];
                 while !stop.load(Ordering::Relaxed) {
-                    // Non-blocking open fails until a reader is there; then write until it
-                    // goes away.
-                    let Ok(mut w) = fs::OpenOptions::new()
-                        .write(true)
-                        .custom_flags(rustix::fs::OFlags::NONBLOCK.bits() as i32)
-                        .open(&path)
-                    else {
-                        std::thread::yield_now();
-                        continue;
+                    // Blocks until a reader opens the FIFO; then writes until it closes.
+                    let Ok(mut w) = fs::OpenOptions::new().write(true).open(&path) else {
+                        return;
                     };
                     while !stop.load(Ordering::Relaxed) {
-                        match std::io::Write::write(&mut w, &chunk) {
-                            Ok(_) => {}
-                            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
-                                std::thread::yield_now()
-                            }
-                            Err(_) => break,
+                        if std::io::Write::write(&mut w, &chunk).is_err() {
+                            break;
                         }
                     }
                 }
@@ -255,6 +244,7 @@ impl EndlessFifo {
         });
         Self {
             stop,
+            path: path.to_owned(),
             thread: Some(thread),
         }
     }
@@ -262,8 +252,18 @@ impl EndlessFifo {
 
 impl Drop for EndlessFifo {
     fn drop(&mut self) {
+        use std::os::unix::fs::OpenOptionsExt;
         self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
         if let Some(t) = self.thread.take() {
+            // Open and close a reader until the writer has seen the stop: that frees it
+            // from a blocking open or write.
+            while !t.is_finished() {
+                let _ = fs::OpenOptions::new()
+                    .read(true)
+                    .custom_flags(rustix::fs::OFlags::NONBLOCK.bits() as i32)
+                    .open(&self.path);
+                std::thread::yield_now();
+            }
             let _ = t.join();
         }
     }

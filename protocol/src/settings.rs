@@ -103,8 +103,10 @@ pub struct SettingsChange {
     pub approval_policy: Option<ApprovalPolicy>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sandbox_policy: Option<SandboxPolicy>,
+    /// The client's refinements of `sandbox_policy`.
+    // Boxed: rarely set, and inline it would make every change (and message) larger.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub sandbox_options: Option<SandboxOptions>,
+    pub sandbox_options: Option<Box<SandboxOptions>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reasoning_effort: Option<ReasoningEffort>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -132,7 +134,7 @@ impl SettingsChange {
             next.sandbox_policy = p;
         }
         if let Some(o) = &self.sandbox_options {
-            next.sandbox_options = Some(o.clone());
+            next.sandbox_options = Some(SandboxOptions::clone(o));
         }
         if let Some(e) = self.reasoning_effort {
             next.reasoning_effort = Some(e);

@@ -170,6 +170,13 @@ impl AppServer {
         id
     }
 
+    /// SIGKILL the server, as a crash would, and wait for it to be gone.
+    pub fn kill(mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        drop(self.stdin.take());
+    }
+
     pub fn pid(&self) -> u32 {
         self.child.id()
     }

@@ -6,6 +6,7 @@ use std::path::PathBuf;
 
 use rein_core::recorder::RecorderError;
 use rein_core::rollout::index::{ListQuery, ThreadEntry};
+use rein_core::rollout::reader::Diagnostic;
 use rein_core::rollout::resume::fold_owned;
 use rein_core::rollout::RolloutError;
 use rein_core::thread::state::ThreadState;
@@ -15,12 +16,13 @@ use rein_protocol::app_server::{
     ThreadIdParams, ThreadListParams, ThreadListResponse, ThreadReadParams, ThreadResponse,
     ThreadResumeParams, ThreadStartResponse, ThreadStartedNotification, ThreadStatus,
     ThreadStatusChangedNotification, ThreadTurnsListParams, ThreadTurnsListResponse, Turn,
+    WarningNotification,
 };
 use rein_protocol::{Item, ThreadId, TurnId};
 use serde_json::Value;
 
 use super::meta::page;
-use super::thread::{answer, kernel_error, register};
+use super::thread::{answer, kernel_error, register, store_error};
 use super::to_value;
 use super::turn::ask_pump;
 use crate::dispatch::{params, ServerState};
@@ -34,24 +36,9 @@ fn thread_id(text: &str) -> Result<ThreadId, RpcError> {
     crate::dispatch::wire_id(text, "threadId", "thread")
 }
 
-fn rollout_error(e: RolloutError) -> RpcError {
-    match e {
-        RolloutError::ThreadNotFound(_)
-        | RolloutError::AlreadyArchived(_)
-        | RolloutError::NotArchived(_)
-        | RolloutError::Recorder(RecorderError::Locked { .. }) => {
-            RpcError::invalid_request(e.to_string())
-        }
-        RolloutError::BadCursor(_) => {
-            RpcError::invalid_params(e.to_string(), Some("cursor".into()))
-        }
-        other => RpcError::internal(other),
-    }
-}
-
 /// What the index knows of a thread, if it has it.
-fn entry(state: &ServerState, id: ThreadId) -> Option<ThreadEntry> {
-    state.kernel.store().index().ok()?.get(id).ok()?
+async fn entry(state: &ServerState, id: ThreadId) -> Option<ThreadEntry> {
+    state.kernel.store().entry(id).await.ok()?
 }
 
 fn first_user_text(state: &ThreadState) -> String {
@@ -89,6 +76,7 @@ fn stored_thread(state: &ServerState, e: &ThreadEntry) -> Thread {
 async fn load(
     state: &ServerState,
     new: NewThread,
+    indexed: Option<ThreadEntry>,
     forked_from: Option<String>,
 ) -> Result<(ThreadStartResponse, Thread, Vec<Turn>), RpcError> {
     let folded = new.handle.state().await.map_err(RpcError::internal)?;
@@ -97,7 +85,6 @@ async fn load(
         .settings
         .clone()
         .ok_or_else(|| RpcError::internal("the thread's history has no settings"))?;
-    let indexed = entry(state, id);
     let now = now_secs();
     let meta = ThreadMeta {
         id,
@@ -111,12 +98,49 @@ async fn load(
         preview: first_user_text(&folded),
         ephemeral: false,
         status: ThreadStatus::Idle,
-        path: indexed.as_ref().map(|e| e.path.display().to_string()),
+        path: new
+            .path
+            .as_ref()
+            .or(indexed.as_ref().map(|e| &e.path))
+            .map(|p| p.display().to_string()),
         forked_from,
     };
     let turns = turns_from_state(&folded);
     let (response, thread) = register(state, new, meta);
     Ok((response, thread, turns))
+}
+
+/// The warning a client gets when resuming skipped lines that held something (blank
+/// lines and the like are not worth a word): which lines, and why.
+fn skipped_lines_warning(
+    thread: ThreadId,
+    diagnostics: &[Diagnostic],
+) -> Option<ServerNotification> {
+    let lost: Vec<String> = diagnostics
+        .iter()
+        .filter(|d| d.kind.lost_content())
+        .map(ToString::to_string)
+        .collect();
+    if lost.is_empty() {
+        return None;
+    }
+    const SHOWN: usize = 20;
+    let mut message = format!(
+        "thread {thread}: {} line(s) of its rollout could not be used and were skipped: {}",
+        lost.len(),
+        lost.iter()
+            .take(SHOWN)
+            .cloned()
+            .collect::<Vec<_>>()
+            .join("; ")
+    );
+    if lost.len() > SHOWN {
+        message.push_str(&format!("; and {} more", lost.len() - SHOWN));
+    }
+    Some(ServerNotification::Warning(WarningNotification {
+        thread_id: Some(thread.to_string()),
+        message,
+    }))
 }
 
 pub async fn resume(state: &ServerState, raw: Value) -> Result<Value, RpcError> {
@@ -125,11 +149,15 @@ pub async fn resume(state: &ServerState, raw: Value) -> Result<Value, RpcError> 
     if let Some(loaded) = state.threads.get(thread) {
         return subscribe(state, &loaded, p.exclude_turns).await;
     }
-    let resumed = state.kernel.resume_thread(thread).map_err(kernel_error)?;
-    for d in &resumed.diagnostics {
-        tracing::warn!("resuming {thread}: skipped a rollout line: {d:?}");
+    let resumed = state
+        .kernel
+        .resume_thread(thread)
+        .await
+        .map_err(kernel_error)?;
+    if let Some(warning) = skipped_lines_warning(thread, &resumed.diagnostics) {
+        state.notify_after_answer(warning);
     }
-    let (mut response, _, turns) = load(state, resumed.thread, None).await?;
+    let (mut response, _, turns) = load(state, resumed.thread, resumed.entry, None).await?;
     if !p.exclude_turns {
         response.thread.turns = turns;
     }
@@ -176,8 +204,9 @@ pub async fn fork(state: &ServerState, raw: Value) -> Result<Value, RpcError> {
     let new = state
         .kernel
         .fork_thread(parent, at_turn)
+        .await
         .map_err(kernel_error)?;
-    let (mut response, thread, turns) = load(state, new, Some(parent.to_string())).await?;
+    let (mut response, thread, turns) = load(state, new, None, Some(parent.to_string())).await?;
     if !p.exclude_turns {
         response.thread.turns = turns;
     }
@@ -209,11 +238,16 @@ async fn folded_state(state: &ServerState, thread: ThreadId) -> Result<ThreadSta
             .await
             .map_err(|e| RpcError::invalid_request(e.to_string()));
     }
-    let loaded = state.kernel.store().load(thread).map_err(rollout_error)?;
+    let loaded = state
+        .kernel
+        .store()
+        .read(thread)
+        .await
+        .map_err(store_error)?;
     Ok(fold_owned(loaded.events))
 }
 
-pub fn list(state: &ServerState, raw: Value) -> Result<Value, RpcError> {
+pub async fn list(state: &ServerState, raw: Value) -> Result<Value, RpcError> {
     let p: ThreadListParams = params(raw)?;
     let cwd = match &p.cwd {
         Some(Value::String(s)) => Some(PathBuf::from(s)),
@@ -228,7 +262,12 @@ pub fn list(state: &ServerState, raw: Value) -> Result<Value, RpcError> {
         search: p.search_term.clone(),
         ..ListQuery::default()
     };
-    let page = state.kernel.store().list(&query).map_err(rollout_error)?;
+    let page = state
+        .kernel
+        .store()
+        .list(query)
+        .await
+        .map_err(store_error)?;
     let data = page
         .threads
         .iter()
@@ -250,6 +289,7 @@ pub async fn read(state: &ServerState, raw: Value) -> Result<Value, RpcError> {
         Some(loaded) => loaded.meta().to_wire(),
         None => {
             let e = entry(state, id)
+                .await
                 .ok_or_else(|| RpcError::invalid_request(format!("no rollout for thread {id}")))?;
             stored_thread(state, &e)
         }
@@ -299,8 +339,8 @@ async fn archive_when_released(
 ) -> Result<(), RpcError> {
     let deadline = tokio::time::Instant::now() + RELEASE_WAIT;
     loop {
-        match state.kernel.store().archive(thread) {
-            Ok(_) => return Ok(()),
+        match state.kernel.store().archive(thread).await {
+            Ok(()) => return Ok(()),
             Err(RolloutError::Recorder(RecorderError::Locked { .. }))
                 if was_loaded && tokio::time::Instant::now() < deadline =>
             {
@@ -308,22 +348,21 @@ async fn archive_when_released(
             }
             Err(e) => {
                 tracing::debug!(%thread, was_loaded, "archive failed: {e:?}");
-                return Err(rollout_error(e));
+                return Err(store_error(e));
             }
         }
     }
 }
 
-pub fn unarchive(state: &ServerState, raw: Value) -> Result<Value, RpcError> {
+pub async fn unarchive(state: &ServerState, raw: Value) -> Result<Value, RpcError> {
     let p: ThreadIdParams = params(raw)?;
     let thread = thread_id(&p.thread_id)?;
-    state
+    let e = state
         .kernel
         .store()
         .unarchive(thread)
-        .map_err(rollout_error)?;
-    let e = entry(state, thread)
-        .ok_or_else(|| RpcError::internal(format!("thread {thread} vanished from the index")))?;
+        .await
+        .map_err(store_error)?;
     state.notify_after_answer(ServerNotification::ThreadUnarchived(ThreadIdNotification {
         thread_id: thread.to_string(),
     }));

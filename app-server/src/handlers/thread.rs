@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
 use super::turn::ask_pump;
+use rein_core::recorder::RecorderError;
 use rein_core::rollout::RolloutError;
 use rein_core::sessions::Persistence;
 use rein_core::{KernelError, NewThread};
@@ -45,14 +46,14 @@ pub async fn start(state: &ServerState, raw: Value) -> Result<Value, RpcError> {
     if let Some(cwd) = &p.cwd {
         bounded("cwd", cwd, MAX_PATH_BYTES)?;
     }
-    let (response, thread) = start_thread(state, p)?;
+    let (response, thread) = start_thread(state, p).await?;
     state.notify_after_answer(ServerNotification::ThreadStarted(Box::new(
         ThreadStartedNotification { thread },
     )));
     to_value(&response)
 }
 
-fn start_thread(
+async fn start_thread(
     state: &ServerState,
     p: ThreadStartParams,
 ) -> Result<(ThreadStartResponse, Thread), RpcError> {
@@ -90,14 +91,13 @@ fn start_thread(
     } else {
         Persistence::Rollout
     };
+    // The rollout is created on the store's threads; this connection only waits.
     let new = kernel
         .start_thread(settings.clone(), persistence)
+        .await
         .map_err(kernel_error)?;
     let now = now_secs();
-    let path = (!ephemeral)
-        .then(|| kernel.store().find(new.handle.id()).ok())
-        .flatten()
-        .map(|p| p.display().to_string());
+    let path = new.path.as_ref().map(|p| p.display().to_string());
     let meta = ThreadMeta {
         id: new.handle.id(),
         provider: kernel.provider.clone(),
@@ -122,13 +122,37 @@ pub fn kernel_error(e: KernelError) -> RpcError {
             RpcError::invalid_params(format!("model: {m}"), Some("model".into()))
         }
         KernelError::InvalidSettings(m) => RpcError::invalid_params(m, None),
-        KernelError::Rollout(r @ RolloutError::ThreadNotFound(_)) => {
+        KernelError::Rollout(r) => store_error(r),
+        KernelError::Recorder(r @ RecorderError::Locked { .. }) => {
             RpcError::invalid_request(r.to_string())
         }
         KernelError::AlreadyLoaded(id) => {
             RpcError::invalid_request(format!("thread {id} is already loaded"))
         }
         other => RpcError::internal(other),
+    }
+}
+
+/// Map a session store error to the answer a client can act on: what is wrong with a
+/// thread's record (missing, damaged, locked by another writer, archived or not) is an
+/// invalid request naming the thread, never an internal error with a path in it.
+pub fn store_error(e: RolloutError) -> RpcError {
+    match e {
+        RolloutError::BadCursor(_) => {
+            RpcError::invalid_params(e.to_string(), Some("cursor".into()))
+        }
+        RolloutError::ThreadNotFound(_)
+        | RolloutError::AlreadyArchived(_)
+        | RolloutError::NotArchived(_)
+        | RolloutError::Damaged { .. }
+        | RolloutError::Fork(_)
+        | RolloutError::Recorder(RecorderError::Locked { .. }) => {
+            RpcError::invalid_request(e.to_string())
+        }
+        other => {
+            tracing::warn!("session store: {other}");
+            RpcError::internal(format!("the session store failed: {other}"))
+        }
     }
 }
 

@@ -58,7 +58,7 @@ pub async fn start(state: &ServerState, raw: Value) -> Result<Value, RpcError> {
     if let Some(policy) = &p.sandbox_policy {
         let (policy, options) = sandbox_from_wire(policy)?;
         settings.sandbox_policy = Some(policy);
-        settings.sandbox_options = Some(options);
+        settings.sandbox_options = Some(Box::new(options));
     }
     if let Some(effort) = &p.effort {
         settings.reasoning_effort = effort_from_wire(effort)?;

@@ -67,7 +67,18 @@ async fn run_exec(args: ExecArgs) -> anyhow::Result<i32> {
     } else {
         prompt::StdinUse::PromptOrExtra
     };
-    let mut input = prompt::resolve(prompt_arg, &common.images, stdin_extra)?;
+    let mut input = match prompt::resolve(prompt_arg, &common.images, stdin_extra) {
+        // Nothing piped either (a closed or empty stdin, as in a script): the demo still
+        // runs, with its own prompt.
+        Err(prompt::PromptError::Missing) if common.demo && prompt_arg.is_none() => {
+            prompt::resolve(
+                Some(DEMO_PROMPT),
+                &common.images,
+                prompt::StdinUse::PromptOnly,
+            )?
+        }
+        other => other?,
+    };
 
     let env = opts.provider_env();
     let kernel = bootstrap(
@@ -110,7 +121,7 @@ async fn run_exec(args: ExecArgs) -> anyhow::Result<i32> {
         // A continued thread keeps its own instructions, so the schema rides with the input.
         input.push(InputPart::text(schema.instructions()));
     }
-    let thread = session::open(&kernel, &start, settings, common.ephemeral)?;
+    let thread = session::open(&kernel, &start, settings, common.ephemeral).await?;
 
     let mode = if common.json || common.experimental_json {
         OutputMode::Json
@@ -131,6 +142,8 @@ async fn run_exec(args: ExecArgs) -> anyhow::Result<i32> {
         mode,
     )
     .await?;
+    // Every thread shut down and everything written durable before the process exits.
+    kernel.manager.shutdown_all().await;
     finish(&outcome, common, schema.as_ref())
 }
 

@@ -37,7 +37,7 @@ pub enum ResumeTarget {
 
 /// Opens the thread. A resumed or forked thread's history is folded, not replayed to
 /// clients, so the caller announces it.
-pub fn open(
+pub async fn open(
     kernel: &Kernel,
     start: &SessionStart,
     settings: ThreadSettings,
@@ -49,16 +49,17 @@ pub fn open(
         Persistence::Rollout
     };
     match start {
-        SessionStart::New => Ok(kernel.start_thread(settings, persistence)?),
+        SessionStart::New => Ok(kernel.start_thread(settings, persistence).await?),
         SessionStart::Resume(target) => {
             let id = match target {
                 ResumeTarget::Id(id) => *id,
-                ResumeTarget::Last { all } => last_session(kernel, &settings.cwd, *all)?,
+                ResumeTarget::Last { all } => last_session(kernel, &settings.cwd, *all).await?,
             };
             if ephemeral {
                 let loaded = kernel
                     .store()
-                    .load(id)
+                    .read(id)
+                    .await
                     .with_context(|| format!("loading session {id}"))?;
                 let events = repair_for_resume(loaded.events);
                 return Ok(kernel
@@ -67,6 +68,7 @@ pub fn open(
             }
             let resumed = kernel
                 .resume_thread(id)
+                .await
                 .with_context(|| format!("resuming session {id}"))?;
             for d in &resumed.diagnostics {
                 eprintln!(
@@ -80,7 +82,8 @@ pub fn open(
             if ephemeral {
                 let loaded = kernel
                     .store()
-                    .load(*parent)
+                    .read(*parent)
+                    .await
                     .with_context(|| format!("loading session {parent}"))?;
                 let events = fork_events(&loaded.events, *at_turn, ThreadId::new())
                     .with_context(|| format!("forking session {parent}"))?;
@@ -90,25 +93,30 @@ pub fn open(
             }
             Ok(kernel
                 .fork_thread(*parent, *at_turn)
+                .await
                 .with_context(|| format!("forking session {parent}"))?)
         }
     }
 }
 
-fn last_session(kernel: &Kernel, cwd: &Path, all: bool) -> anyhow::Result<ThreadId> {
+async fn last_session(kernel: &Kernel, cwd: &Path, all: bool) -> anyhow::Result<ThreadId> {
     let found = if all {
         kernel
             .store()
-            .list(&ListQuery {
+            .list(ListQuery {
                 limit: 1,
                 ..ListQuery::default()
             })
+            .await
             .context("listing sessions")?
             .threads
             .first()
             .map(|t| t.thread_id)
     } else {
-        kernel.most_recent_in(cwd).context("listing sessions")?
+        kernel
+            .most_recent_in(cwd)
+            .await
+            .context("listing sessions")?
     };
     match found {
         Some(id) => Ok(id),

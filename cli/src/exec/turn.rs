@@ -116,7 +116,9 @@ pub async fn drive(
     input: TurnInput,
     mode: OutputMode,
 ) -> anyhow::Result<Outcome> {
-    let NewThread { handle, mut events } = thread;
+    let NewThread {
+        handle, mut events, ..
+    } = thread;
     // Installed before the turn starts, so no Ctrl-C can kill the process uncleanly.
     let mut sigint = signal(SignalKind::interrupt()).context("installing the Ctrl-C handler")?;
     let mut sigterm = signal(SignalKind::terminate()).context("installing the SIGTERM handler")?;

@@ -18,6 +18,18 @@ pub enum RolloutError {
     },
     #[error("{path} has no session_meta line; it is not a rein rollout")]
     MissingMeta { path: PathBuf },
+    #[error("{path} is {what}, not a rollout file")]
+    NotRegular { path: PathBuf, what: &'static str },
+    #[error("{path} is named for thread {named} but its session_meta is thread {meta}'s")]
+    MetaMismatch {
+        path: PathBuf,
+        named: ThreadId,
+        meta: ThreadId,
+    },
+    #[error("the rollout of thread {thread} cannot be used: {why}")]
+    Damaged { thread: ThreadId, why: String },
+    #[error("the rollout index is unavailable: {0}")]
+    IndexUnavailable(String),
     #[error("{path} was written by rollout format {found}; this build reads up to {supported}")]
     UnsupportedVersion {
         path: PathBuf,
@@ -47,6 +59,43 @@ pub enum RolloutError {
 }
 
 impl RolloutError {
+    /// The error as a caller asking about `thread` should see it: a problem with the
+    /// thread's file becomes [`RolloutError::Damaged`], naming the thread and the file by
+    /// its name only (absolute paths stay in the logs).
+    pub fn for_thread(self, thread: ThreadId) -> Self {
+        let file = |path: &std::path::Path| {
+            path.file_name()
+                .map_or_else(String::new, |n| n.to_string_lossy().into_owned())
+        };
+        let why = match &self {
+            RolloutError::Io {
+                action,
+                path,
+                source,
+            } => {
+                format!("{action} {}: {}", file(path), source.kind())
+            }
+            RolloutError::MissingMeta { path } => {
+                format!("{} has no session_meta line", file(path))
+            }
+            RolloutError::NotRegular { path, what } => format!("{} is {what}", file(path)),
+            RolloutError::MetaMismatch { path, meta, .. } => {
+                format!("{} holds the session_meta of thread {meta}", file(path))
+            }
+            RolloutError::UnsupportedVersion {
+                found, supported, ..
+            } => {
+                format!("written by rollout format {found}; this build reads up to {supported}")
+            }
+            RolloutError::Recorder(RecorderError::Io { path, source }) => {
+                format!("writing {}: {}", file(path), source.kind())
+            }
+            _ => return self,
+        };
+        tracing::warn!(%thread, "rollout problem: {self}");
+        RolloutError::Damaged { thread, why }
+    }
+
     pub(crate) fn io(
         action: &'static str,
         path: impl Into<PathBuf>,

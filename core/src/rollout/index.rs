@@ -221,6 +221,23 @@ impl RolloutIndex {
             .map_err(self.err())
     }
 
+    /// Starts a transaction that [`Self::commit`] ends: the indexer groups the updates
+    /// that arrive together into one.
+    pub fn begin(&self) -> Result<(), RolloutError> {
+        self.conn
+            .execute_batch("BEGIN IMMEDIATE")
+            .map_err(self.err())
+    }
+
+    pub fn commit(&self) -> Result<(), RolloutError> {
+        self.conn.execute_batch("COMMIT").map_err(self.err())
+    }
+
+    /// Ends a transaction that failed part way, keeping nothing of it.
+    pub fn rollback(&self) {
+        let _ = self.conn.execute_batch("ROLLBACK");
+    }
+
     pub fn count(&self) -> Result<u64, RolloutError> {
         self.conn
             .query_row("SELECT count(*) FROM threads", [], |r| r.get::<_, i64>(0))

@@ -5,6 +5,7 @@
 //! $REIN_HOME/archived_sessions/rollout-<time>-<thread-id>.jsonl     archived threads
 //! $REIN_HOME/blobs/<aa>/<sha256>                                    large payloads
 //! $REIN_HOME/index.sqlite                                           listing index (a cache)
+//! $REIN_HOME/locks/proc-<pid>-<nonce>.lock                          a live process's lock
 //! ```
 //!
 //! Every function takes the home as a parameter; only [`default_home`] reads the
@@ -20,6 +21,7 @@ pub const SESSIONS_DIR: &str = "sessions";
 pub const ARCHIVED_DIR: &str = "archived_sessions";
 pub const BLOBS_DIR: &str = "blobs";
 pub const INDEX_FILE: &str = "index.sqlite";
+pub const LOCKS_DIR: &str = "locks";
 pub const HOME_ENV: &str = "REIN_HOME";
 
 /// `$REIN_HOME` if set and non-empty, else `~/.rein`; `None` when there is no home
@@ -156,16 +158,19 @@ pub fn dirs_changed_since(home: &Path, since_ms: u64) -> std::io::Result<Vec<Pat
 
 /// Finds a thread's rollout by scanning the listed and archived directories. The index
 /// answers this faster; this is the fallback that makes a stale index harmless.
-pub fn scan_for_thread(home: &Path, thread: ThreadId) -> std::io::Result<Option<PathBuf>> {
+/// Every file found is returned (more than one is a duplicate the caller reports), the
+/// listed one first.
+pub fn scan_for_thread(home: &Path, thread: ThreadId) -> std::io::Result<Vec<PathBuf>> {
+    let mut found = Vec::new();
     for dir in [sessions_dir(home), archived_dir(home)] {
-        if let Some(path) = rollout_files(&dir)?
+        let mut files: Vec<PathBuf> = rollout_files(&dir)?
             .into_iter()
-            .find(|p| thread_id_of(p) == Some(thread))
-        {
-            return Ok(Some(path));
-        }
+            .filter(|p| thread_id_of(p) == Some(thread))
+            .collect();
+        files.sort();
+        found.extend(files);
     }
-    Ok(None)
+    Ok(found)
 }
 
 #[cfg(test)]

@@ -3,9 +3,11 @@
 //! branched (fork), listed and archived.
 //!
 //! Map: [`layout`] says where files live, [`format`] what a line is, [`writer`] appends
-//! (with [`lock`] and [`blobs`]), [`reader`] loads tolerantly, [`resume`] repairs and forks
-//! event lists, [`index`] lists threads, [`store`] ties them together per `$REIN_HOME`,
-//! [`codex`] imports Codex CLI rollouts.
+//! (with [`lock`]: one writer per thread, and [`blobs`]), [`reader`] loads tolerantly,
+//! [`resume`] repairs and forks event lists, [`index`] lists threads (its one connection
+//! lives on the [`indexer`] thread), [`store`] ties them together per `$REIN_HOME` as
+//! blocking operations, [`service`] is the session store the kernel uses (its own writer,
+//! sync and index threads), [`codex`] imports Codex CLI rollouts.
 //!
 //! Architecture invariant: the files are the source of truth. The index is a cache that
 //! [`store::RolloutStore::reindex`] rebuilds; state is always `ThreadState::apply` folded
@@ -17,10 +19,13 @@ mod decode;
 mod error;
 pub mod format;
 pub mod index;
+pub mod indexer;
+pub(crate) mod io_guard;
 pub mod layout;
 pub mod lock;
 pub mod reader;
 pub mod resume;
+pub mod service;
 pub mod store;
 mod time;
 pub mod writer;
@@ -29,5 +34,6 @@ pub use error::RolloutError;
 pub use format::{SessionMeta, FORMAT_VERSION};
 pub use reader::{Diagnostic, DiagnosticKind, LoadedRollout};
 pub use resume::{fold_owned, fork_events, repair_for_resume, ForkError};
-pub use store::{ForkedThread, ResumedThread, RolloutStore};
+pub use service::{RolloutService, ServiceOptions};
+pub use store::RolloutStore;
 pub use writer::{Durability, RolloutWriter};

@@ -2,7 +2,14 @@
 //! what it cannot use instead of failing. A torn last line (a crash mid-append), a
 //! byte-order mark, blank lines, unknown line types and unknown envelope fields are
 //! skipped and counted; a corrupt line in the middle is reported with its line number
-//! and skipped. Only a file with no readable `session_meta` is an error.
+//! and skipped, and so is a line longer than [`MAX_LINE_BYTES`] (without holding it in
+//! memory) and an event of another thread. A last line that only lacks its newline but
+//! parses is a whole event and is kept.
+//!
+//! Only regular files are read, never through a symlink, and opening never waits (a FIFO
+//! planted in `sessions/` is refused at once). A file is an error when it has no readable
+//! `session_meta`, is of a newer format, or its meta names another thread than its file
+//! name does.
 //!
 //! Lines are parsed one at a time from a reused buffer, so peak memory is the events
 //! plus one line per worker; a large file is split at line boundaries into ranges that
@@ -17,6 +24,8 @@ use rein_protocol::{Event, EventMsg, Item, ThreadId};
 
 use super::blobs::{may_reference, BlobStore};
 use super::format::{LineBody, ParsedLine, SessionMeta, FORMAT_VERSION};
+use super::layout;
+use super::writer::MAX_LINE_BYTES;
 use super::RolloutError;
 
 /// Something the reader skipped or could not restore, with its 1-based line number.
@@ -48,6 +57,143 @@ pub enum DiagnosticKind {
     Blob(String),
     /// An imported fork's parent rollout was not found: history before the fork is missing.
     MissingForkParent(ThreadId),
+    /// A line longer than the format allows (its length); skipped unread.
+    TooLong(u64),
+    /// An event of another thread (pasted in); skipped.
+    ForeignEvent(ThreadId),
+}
+
+impl DiagnosticKind {
+    /// Whether the line held something that is now missing from the thread (as opposed to
+    /// formatting the reader tolerates, like a blank line or a byte-order mark).
+    pub fn lost_content(&self) -> bool {
+        matches!(
+            self,
+            DiagnosticKind::TornLastLine
+                | DiagnosticKind::Corrupt(_)
+                | DiagnosticKind::OutOfOrder { .. }
+                | DiagnosticKind::Blob(_)
+                | DiagnosticKind::TooLong(_)
+                | DiagnosticKind::ForeignEvent(_)
+                | DiagnosticKind::MissingForkParent(_)
+        )
+    }
+}
+
+impl std::fmt::Display for Diagnostic {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let line = self.line;
+        match &self.kind {
+            DiagnosticKind::TornLastLine => write!(f, "line {line}: cut short (no newline)"),
+            DiagnosticKind::ByteOrderMark => write!(f, "line {line}: byte-order mark"),
+            DiagnosticKind::BlankLine => write!(f, "line {line}: blank"),
+            DiagnosticKind::UnknownLineType(t) => write!(f, "line {line}: unknown type {t:?}"),
+            DiagnosticKind::UnknownFields(n) => write!(f, "line {line}: {n} unknown fields"),
+            DiagnosticKind::Corrupt(why) => write!(f, "line {line}: corrupt ({why})"),
+            DiagnosticKind::OutOfOrder { seq, after } => {
+                write!(f, "line {line}: seq {seq} after {after}")
+            }
+            DiagnosticKind::ExtraMeta => write!(f, "line {line}: a second session_meta"),
+            DiagnosticKind::Blob(why) => write!(f, "line {line}: {why}"),
+            DiagnosticKind::MissingForkParent(t) => {
+                write!(f, "line {line}: the fork parent {t} is missing")
+            }
+            DiagnosticKind::TooLong(n) => write!(f, "line {line}: {n} bytes, over the limit"),
+            DiagnosticKind::ForeignEvent(t) => {
+                write!(f, "line {line}: an event of another thread ({t})")
+            }
+        }
+    }
+}
+
+/// Opens a rollout for reading: a regular file, not through a symlink, without waiting.
+pub fn open_regular(path: &Path) -> Result<File, RolloutError> {
+    use std::os::unix::fs::OpenOptionsExt;
+    super::io_guard::assert_off_executor("reading a rollout");
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC)
+        .open(path)
+        .map_err(|e| match e.raw_os_error() {
+            Some(libc::ELOOP) => RolloutError::NotRegular {
+                path: path.to_path_buf(),
+                what: "a symbolic link",
+            },
+            _ => RolloutError::io("opening", path)(e),
+        })?;
+    let kind = file
+        .metadata()
+        .map_err(RolloutError::io("reading metadata of", path))?
+        .file_type();
+    if !kind.is_file() {
+        use std::os::unix::fs::FileTypeExt;
+        let what = if kind.is_fifo() {
+            "a FIFO"
+        } else if kind.is_dir() {
+            "a directory"
+        } else if kind.is_char_device() || kind.is_block_device() {
+            "a device"
+        } else if kind.is_socket() {
+            "a socket"
+        } else {
+            "not a regular file"
+        };
+        return Err(RolloutError::NotRegular {
+            path: path.to_path_buf(),
+            what,
+        });
+    }
+    Ok(file)
+}
+
+/// What one bounded line read found.
+enum LineRead {
+    Eof,
+    /// A line in the buffer (with its newline, unless it is the last and has none).
+    Line,
+    /// A line longer than the bound, skipped; its length (with its newline, if any).
+    TooLong(u64),
+}
+
+/// Reads one line into `buf` (cleared first), never holding more than `max` bytes of it:
+/// a longer line is consumed and reported by length.
+fn read_line_bounded(
+    input: &mut impl BufRead,
+    buf: &mut Vec<u8>,
+    max: usize,
+) -> std::io::Result<LineRead> {
+    buf.clear();
+    let mut skipped: Option<u64> = None;
+    loop {
+        let available = input.fill_buf()?;
+        if available.is_empty() {
+            return Ok(match skipped {
+                Some(n) => LineRead::TooLong(n),
+                None if buf.is_empty() => LineRead::Eof,
+                None => LineRead::Line,
+            });
+        }
+        let (chunk, done) = match available.iter().position(|&b| b == b'\n') {
+            Some(pos) => (&available[..=pos], true),
+            None => (available, false),
+        };
+        let n = chunk.len();
+        match &mut skipped {
+            Some(total) => *total += n as u64,
+            None if buf.len() + n > max => {
+                skipped = Some((buf.len() + n) as u64);
+                buf.clear();
+            }
+            None => buf.extend_from_slice(chunk),
+        }
+        input.consume(n);
+        if done {
+            return Ok(match skipped {
+                Some(n) => LineRead::TooLong(n),
+                None => LineRead::Line,
+            });
+        }
+    }
 }
 
 /// A rollout read back.
@@ -106,7 +252,8 @@ pub(crate) fn read_rollout_until(
     blobs: &BlobStore,
     until: ReadUntil,
 ) -> Result<LoadedRollout, RolloutError> {
-    let len = std::fs::metadata(path)
+    let len = open_regular(path)?
+        .metadata()
         .map_err(RolloutError::io("opening", path))?
         .len();
     let workers = if until == ReadUntil::End && len >= PARALLEL_MIN_BYTES {
@@ -123,10 +270,11 @@ fn read_ranges(
     until: ReadUntil,
     workers: usize,
 ) -> Result<LoadedRollout, RolloutError> {
-    let len = std::fs::metadata(path)
+    let len = open_regular(path)?
+        .metadata()
         .map_err(RolloutError::io("opening", path))?
         .len();
-    let ranges = split_at_lines(path, len, workers).map_err(RolloutError::io("reading", path))?;
+    let ranges = split_at_lines(path, len, workers)?;
     let chunks: Vec<Result<Chunk, RolloutError>> = if ranges.len() == 1 {
         vec![parse_range(path, blobs, (0, u64::MAX), until)]
     } else {
@@ -151,11 +299,16 @@ fn read_ranges(
 }
 
 /// Byte ranges covering the file, each ending just after a newline (the last at EOF).
-fn split_at_lines(path: &Path, len: u64, workers: usize) -> std::io::Result<Vec<(u64, u64)>> {
+fn split_at_lines(path: &Path, len: u64, workers: usize) -> Result<Vec<(u64, u64)>, RolloutError> {
     if workers <= 1 {
         return Ok(vec![(0, len)]);
     }
-    let mut file = File::open(path)?;
+    let mut file = open_regular(path)?;
+    let cuts = find_cuts(&mut file, len, workers).map_err(RolloutError::io("reading", path))?;
+    Ok(cuts.windows(2).map(|w| (w[0], w[1])).collect())
+}
+
+fn find_cuts(file: &mut File, len: u64, workers: usize) -> std::io::Result<Vec<u64>> {
     let mut cuts = vec![0];
     let mut probe = vec![0u8; 64 * 1024];
     for i in 1..workers as u64 {
@@ -176,7 +329,7 @@ fn split_at_lines(path: &Path, len: u64, workers: usize) -> std::io::Result<Vec<
         }
     }
     cuts.push(len);
-    Ok(cuts.windows(2).map(|w| (w[0], w[1])).collect())
+    Ok(cuts)
 }
 
 /// What one byte range of the file holds. Line numbers are relative to the range.
@@ -193,7 +346,7 @@ fn parse_range(
     (start, end): (u64, u64),
     until: ReadUntil,
 ) -> Result<Chunk, RolloutError> {
-    let mut file = File::open(path).map_err(RolloutError::io("opening", path))?;
+    let mut file = open_regular(path)?;
     file.seek(SeekFrom::Start(start))
         .map_err(RolloutError::io("reading", path))?;
     let mut input = BufReader::with_capacity(1 << 20, file.take(end - start));
@@ -206,11 +359,9 @@ fn parse_range(
     };
     let mut blob_cache = HashMap::new();
     loop {
-        buf.clear();
-        let n = input
-            .read_until(b'\n', &mut buf)
+        let read = read_line_bounded(&mut input, &mut buf, MAX_LINE_BYTES)
             .map_err(RolloutError::io("reading", path))?;
-        if n == 0 {
+        if matches!(read, LineRead::Eof) {
             break;
         }
         chunk.lines += 1;
@@ -221,11 +372,16 @@ fn parse_range(
                 kind,
             })
         };
-        if buf.last() != Some(&b'\n') {
-            note(DiagnosticKind::TornLastLine);
-            break;
+        if let LineRead::TooLong(n) = read {
+            note(DiagnosticKind::TooLong(n));
+            continue;
         }
-        let mut line = &buf[..buf.len() - 1];
+        let terminated = buf.last() == Some(&b'\n');
+        let mut line = if terminated {
+            &buf[..buf.len() - 1]
+        } else {
+            &buf[..]
+        };
         if let Some(rest) = line.strip_prefix(b"\xEF\xBB\xBF") {
             note(DiagnosticKind::ByteOrderMark);
             line = rest;
@@ -237,6 +393,11 @@ fn parse_range(
         }
         let parsed: ParsedLine = match serde_json::from_slice(line) {
             Ok(parsed) => parsed,
+            // A last line cut short by a crash; one that parses lacks only its newline.
+            Err(_) if !terminated => {
+                note(DiagnosticKind::TornLastLine);
+                break;
+            }
             Err(e) => {
                 note(DiagnosticKind::Corrupt(e.to_string()));
                 continue;
@@ -300,6 +461,14 @@ fn merge(
             }
         }
         for (line, event) in chunk.events {
+            let owner = meta.as_ref().map(|m| m.thread_id);
+            if owner.is_some_and(|owner| owner != event.thread_id) {
+                extra.push(Diagnostic {
+                    line: offset + line,
+                    kind: DiagnosticKind::ForeignEvent(event.thread_id),
+                });
+                continue;
+            }
             match events.last() {
                 Some(prev) if event.seq <= prev.seq => extra.push(Diagnostic {
                     line: offset + line,
@@ -322,6 +491,7 @@ fn merge(
     let meta = meta.ok_or_else(|| RolloutError::MissingMeta {
         path: path.to_path_buf(),
     })?;
+    check_named_thread(path, &meta)?;
     Ok(LoadedRollout {
         path: path.to_path_buf(),
         meta,
@@ -330,18 +500,41 @@ fn merge(
     })
 }
 
+/// A rollout whose file name names a thread must hold that thread's meta: a file whose
+/// meta was swapped for another thread's would otherwise load the other thread's history
+/// under this id.
+fn check_named_thread(path: &Path, meta: &SessionMeta) -> Result<(), RolloutError> {
+    match layout::thread_id_of(path) {
+        Some(named) if named != meta.thread_id => Err(RolloutError::MetaMismatch {
+            path: path.to_path_buf(),
+            named,
+            meta: meta.thread_id,
+        }),
+        _ => Ok(()),
+    }
+}
+
 /// Reads only the `session_meta` line (the first non-blank, parseable line).
 pub fn read_meta(path: &Path) -> Result<SessionMeta, RolloutError> {
-    let file = File::open(path).map_err(RolloutError::io("opening", path))?;
-    let input = BufReader::new(file);
-    for line in input.split(b'\n').take(16) {
-        let line = line.map_err(RolloutError::io("reading", path))?;
-        let line = line.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(&line);
+    let file = open_regular(path)?;
+    let mut input = BufReader::new(file);
+    let mut buf = Vec::new();
+    for _ in 0..16 {
+        match read_line_bounded(&mut input, &mut buf, MAX_LINE_BYTES)
+            .map_err(RolloutError::io("reading", path))?
+        {
+            LineRead::Eof => break,
+            LineRead::TooLong(_) => continue,
+            LineRead::Line => {}
+        }
+        let line = buf.strip_suffix(b"\n").unwrap_or(&buf);
+        let line = line.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(line);
         if let Ok(ParsedLine {
             body: LineBody::Meta(meta),
             ..
         }) = serde_json::from_slice(line)
         {
+            check_named_thread(path, &meta)?;
             return Ok(*meta);
         }
     }
@@ -355,17 +548,17 @@ pub fn read_meta(path: &Path) -> Result<SessionMeta, RolloutError> {
 /// are decoded.
 pub(crate) fn read_last_name(path: &Path) -> Result<Option<String>, RolloutError> {
     const MARKER: &[u8] = br#""type":"thread_named""#;
-    let file = File::open(path).map_err(RolloutError::io("opening", path))?;
+    let file = open_regular(path)?;
     let mut input = BufReader::with_capacity(256 * 1024, file);
     let mut buf = Vec::new();
     let mut name = None;
     loop {
-        buf.clear();
-        let n = input
-            .read_until(b'\n', &mut buf)
-            .map_err(RolloutError::io("reading", path))?;
-        if n == 0 {
-            return Ok(name);
+        match read_line_bounded(&mut input, &mut buf, MAX_LINE_BYTES)
+            .map_err(RolloutError::io("reading", path))?
+        {
+            LineRead::Eof => return Ok(name),
+            LineRead::TooLong(_) => continue,
+            LineRead::Line => {}
         }
         if !buf.windows(MARKER.len()).any(|w| w == MARKER) {
             continue;

@@ -2,7 +2,7 @@
 //! resumed or forked thread starts from; the state itself always comes from folding those
 //! events through [`ThreadState::apply`].
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 use rein_protocol::{
     ApprovalOutcome, Event, EventMsg, InterruptCause, Item, ItemId, SessionId, ThreadId,
@@ -11,8 +11,45 @@ use rein_protocol::{
 
 use crate::thread::state::ThreadState;
 
-/// The output given to a tool call that never got one because its process died.
-pub const ABORTED_TOOL_OUTPUT: &str = "aborted";
+/// The output given to a tool call that never started: rein stopped before it ran.
+pub const ABORTED_TOOL_OUTPUT: &str = "aborted: rein stopped before this call started";
+
+/// How far a call got before rein stopped, as the rollout shows it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CallProgress {
+    /// No `ToolCallBegin`: it never started (nothing ran).
+    NotStarted,
+    /// Began (it may have had effects) and never ended.
+    Running,
+    /// Ended, but its output never reached the rollout.
+    Ended { success: bool },
+}
+
+/// What the model and the user are told about a call that has no output because rein
+/// stopped (a crash, a kill): the one place that says what may have happened.
+pub fn interrupted_call_output(progress: CallProgress) -> (String, bool) {
+    match progress {
+        CallProgress::NotStarted => (ABORTED_TOOL_OUTPUT.to_owned(), false),
+        CallProgress::Running => (
+            "outcome unknown: rein stopped while this call was running, so its process was \
+             interrupted; it may have had some or all of its effects"
+                .to_owned(),
+            false,
+        ),
+        CallProgress::Ended { success } => (
+            format!(
+                "this call finished ({}) but rein stopped before its output was recorded; \
+                 the output is lost",
+                if success {
+                    "successfully"
+                } else {
+                    "with a failure"
+                }
+            ),
+            false,
+        ),
+    }
+}
 
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum ForkError {
@@ -53,23 +90,32 @@ pub fn repair_for_resume(mut events: Vec<Event>) -> Vec<Event> {
             grant: None,
         }));
     }
-    for call_id in calls_without_output(&events[turn_start..]) {
-        // A call that had begun may have had an effect; the crash hid how it ended.
-        let facts = began(&events[turn_start..], &call_id).map(|action| {
-            Box::new(ToolFacts {
-                action,
-                outcome: ToolOutcome::Interrupted {
-                    cause: InterruptCause::ProcessStopped,
-                },
-                duration_ms: 0,
-            })
-        });
+    for (call_id, progress) in calls_without_output(&events[turn_start..]) {
+        let (output, success) = interrupted_call_output(progress);
+        // A call that had begun may have had an effect: its facts say the crash hid how
+        // it ended (or how it ended, when its end was recorded but not its output).
+        let facts = match progress {
+            CallProgress::NotStarted => None,
+            CallProgress::Running | CallProgress::Ended { .. } => {
+                began(&events[turn_start..], &call_id).map(|action| {
+                    Box::new(ToolFacts {
+                        action,
+                        outcome: ended(&events[turn_start..], &call_id).unwrap_or(
+                            ToolOutcome::Interrupted {
+                                cause: InterruptCause::ProcessStopped,
+                            },
+                        ),
+                        duration_ms: 0,
+                    })
+                })
+            }
+        };
         repairs.push(synthetic(EventMsg::ItemCompleted {
             item: Item::ToolOutput {
                 id: ItemId::new(),
                 call_id,
-                output: ABORTED_TOOL_OUTPUT.to_owned(),
-                success: false,
+                output,
+                success,
                 facts,
             },
         }));
@@ -135,21 +181,51 @@ fn completed_items(events: &[Event]) -> impl Iterator<Item = &Item> {
     })
 }
 
-fn calls_without_output(events: &[Event]) -> Vec<String> {
+fn calls_without_output(events: &[Event]) -> Vec<(String, CallProgress)> {
     let answered: HashSet<&str> = completed_items(events)
         .filter_map(|i| match i {
             Item::ToolOutput { call_id, .. } => Some(call_id.as_str()),
             _ => None,
         })
         .collect();
+    let mut progress: HashMap<&str, CallProgress> = HashMap::new();
+    for event in events {
+        match &event.msg {
+            EventMsg::ToolCallBegin { call_id, .. } => {
+                progress.insert(call_id, CallProgress::Running);
+            }
+            EventMsg::ToolCallEnd {
+                call_id, success, ..
+            } => {
+                progress.insert(call_id, CallProgress::Ended { success: *success });
+            }
+            _ => {}
+        }
+    }
     completed_items(events)
         .filter_map(|i| match i {
-            Item::ToolCall { call_id, .. } if !answered.contains(call_id.as_str()) => {
-                Some(call_id.clone())
-            }
+            Item::ToolCall { call_id, .. } if !answered.contains(call_id.as_str()) => Some((
+                call_id.clone(),
+                progress
+                    .get(call_id.as_str())
+                    .copied()
+                    .unwrap_or(CallProgress::NotStarted),
+            )),
             _ => None,
         })
         .collect()
+}
+
+/// How the call said it ended, if its end was recorded.
+fn ended(events: &[Event], call: &str) -> Option<ToolOutcome> {
+    events.iter().find_map(|e| match &e.msg {
+        EventMsg::ToolCallEnd {
+            call_id,
+            outcome: Some(outcome),
+            ..
+        } if call_id == call => Some(outcome.clone()),
+        _ => None,
+    })
 }
 
 /// What the call said it would do when it began, if it began.

@@ -1,19 +1,23 @@
 //! The one way an event comes into being: assign the next `seq`, fold it into the state,
-//! persist it (deltas excepted), make it durable before a turn-ending event is seen, and
-//! publish it. Owned by the submission loop, so the order is the loop's order.
+//! hand it to the store (deltas excepted), and publish it once the store has written it —
+//! or, for a turn-ending event and `ShutdownComplete`, once it is durable. Owned by the
+//! submission loop, so the order is the loop's order; nothing here waits for the store:
+//! the [`Outbox`] holds what the store has not reached yet and releases it in order.
 
 use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use rein_protocol::{ErrorCode, Event, EventMsg, ThreadId, TurnId};
+use tokio::sync::oneshot;
 
 use super::bus::EventBus;
+use super::outbox::{Gate, Outbox};
 use super::state::ThreadState;
-use crate::recorder::EventRecorder;
+use crate::recorder::{EventRecorder, Need, NullRecorder};
 
 pub(crate) struct Emitter {
     thread_id: ThreadId,
-    bus: Arc<EventBus>,
+    outbox: Arc<Outbox>,
     recorder: Box<dyn EventRecorder>,
 }
 
@@ -39,70 +43,91 @@ impl Emitter {
     pub(crate) fn new(
         thread_id: ThreadId,
         bus: Arc<EventBus>,
-        recorder: Box<dyn EventRecorder>,
+        mut recorder: Box<dyn EventRecorder>,
     ) -> Self {
+        let outbox = Arc::new(Outbox::new(bus));
+        recorder.bind(Arc::clone(&outbox) as _);
         Self {
             thread_id,
-            bus,
+            outbox,
             recorder,
         }
     }
 
     pub(crate) fn bus(&self) -> &Arc<EventBus> {
-        &self.bus
+        self.outbox.bus()
     }
 
     pub(crate) fn emit(&mut self, state: &mut ThreadState, turn_id: Option<TurnId>, msg: EventMsg) {
         let event = self.stamp(state, turn_id, msg);
-        if !event.msg.is_delta() {
-            let persisted = self.recorder.record(&event).and_then(|()| {
-                if needs_sync(&event.msg) {
-                    self.recorder.sync()
-                } else {
-                    Ok(())
-                }
-            });
-            if let Err(e) = persisted {
-                // Publish first so clients see the event, then say the rollout missed it.
-                self.bus.publish(&event);
-                let warning = self.stamp(
-                    state,
-                    turn_id,
-                    EventMsg::Error {
-                        code: ErrorCode::RolloutWrite,
-                        message: format!("the rollout could not be written: {e}"),
-                    },
-                );
-                self.bus.publish(&warning);
-                return;
-            }
-        }
-        self.bus.publish(&event);
+        let gate = if event.msg.is_delta() || !self.recorder.persists() {
+            Gate::Open
+        } else if needs_sync(&event.msg) {
+            self.recorder.record(&event, Need::Durable);
+            Gate::Durable(event.seq)
+        } else {
+            self.recorder.record(&event, Need::Written);
+            Gate::Written(event.seq)
+        };
+        self.outbox.push(event, gate);
     }
 
-    /// Record events of an earlier life (a fork's copied history) without publishing them.
-    pub(crate) fn record_replayed(
-        &mut self,
-        events: &[Event],
-    ) -> Result<(), crate::recorder::RecorderError> {
-        for event in events {
-            self.recorder.record(event)?;
-        }
-        self.recorder.sync()
+    /// Run `then` once everything emitted so far has been published: an Op's answer never
+    /// overtakes the events it caused (a `turn/start` is answered only once its prompt is
+    /// written), and a tool learns its `ToolCallBegin` is on disk before it starts.
+    pub(crate) fn after_published(&self, then: impl FnOnce() + Send + 'static) {
+        self.outbox.then(Box::new(then));
     }
 
-    /// Release the recorder (and with it the rollout's writer lock): nothing more will be
-    /// recorded after `ShutdownComplete`, and whoever asked for the shutdown may reopen the
-    /// rollout as soon as it is answered.
-    pub(crate) fn close(&mut self) {
-        self.sync();
-        self.recorder = Box::new(crate::recorder::NullRecorder);
+    /// Answer an Op once what it caused is published.
+    pub(crate) fn answer<T: Send + 'static>(&self, reply: oneshot::Sender<T>, result: T) {
+        self.after_published(move || {
+            let _ = reply.send(result);
+        });
     }
 
-    pub(crate) fn sync(&mut self) {
-        if let Err(e) = self.recorder.sync() {
-            tracing::warn!(thread = %self.thread_id, "rollout sync failed: {e}");
+    /// Resolves when the store reports a failure; [`Self::report_failures`] says so.
+    pub(crate) fn failure_reported(
+        &self,
+    ) -> impl std::future::Future<Output = ()> + Send + 'static {
+        let outbox = Arc::clone(&self.outbox);
+        async move { outbox.failure_reported().await }
+    }
+
+    /// Tell the clients what the store could not write (the events themselves were
+    /// published anyway; the store keeps them and retries with the next write). The
+    /// warning itself is not recorded.
+    pub(crate) fn report_failures(&mut self, state: &mut ThreadState) {
+        for failure in self.outbox.take_failures() {
+            let warning = self.stamp(
+                state,
+                state.active_turn.as_ref().map(|t| t.id),
+                EventMsg::Error {
+                    code: ErrorCode::RolloutWrite,
+                    message: format!("the rollout could not be written: {failure}"),
+                },
+            );
+            self.outbox.push(warning, Gate::Open);
         }
+    }
+
+    /// Wait until everything emitted is published (`ShutdownComplete` durable), then
+    /// release the recorder (and with it the thread's claim on its rollout): nothing more
+    /// will be recorded, and whoever asked for the shutdown may reopen the rollout as soon
+    /// as it is answered.
+    pub(crate) async fn close(&mut self) {
+        let (published, all_published) = oneshot::channel();
+        self.answer(published, ());
+        let (released, all_released) = oneshot::channel::<()>();
+        self.recorder.close(Box::new(move || {
+            let _ = released.send(());
+        }));
+        let _ = all_published.await;
+        let _ = all_released.await;
+        if self.outbox.waiting() > 0 {
+            tracing::warn!(thread = %self.thread_id, "closing with events the store never reported on");
+        }
+        self.recorder = Box::new(NullRecorder);
     }
 
     fn stamp(&self, state: &mut ThreadState, turn_id: Option<TurnId>, msg: EventMsg) -> Arc<Event> {

@@ -12,7 +12,9 @@ use super::state::ThreadState;
 use crate::error::ThreadError;
 use crate::tools::{ThreadTools, ToolSource};
 
-/// What travels through a thread's queue.
+/// What travels through a thread's queue. Submissions are by far the common message, so
+/// boxing them to shrink the rare snapshot request would only add an allocation per Op.
+#[allow(clippy::large_enum_variant)]
 pub(crate) enum LoopMsg {
     Submit {
         submission: Submission,

@@ -47,6 +47,11 @@ impl Drop for DeltaCharge {
 
 pub(crate) enum TaskMsgKind {
     Emit(EventMsg),
+    /// An event whose sender waits until it is written (write-ahead of a side effect).
+    EmitWritten {
+        msg: EventMsg,
+        written: oneshot::Sender<()>,
+    },
     Usage(TokenUsage),
     /// A call asks the client; `reply` takes the answer.
     Ask {
@@ -91,6 +96,14 @@ impl TurnSink {
 
     pub(crate) fn emit(&self, msg: EventMsg) {
         self.send(TaskMsgKind::Emit(msg));
+    }
+
+    /// Emit `msg` and wait until the store has written it (or the run is gone): what a
+    /// side effect is announced with before it happens. `false` if the loop dropped it.
+    pub(crate) async fn emit_written(&self, msg: EventMsg) -> bool {
+        let (written, ack) = oneshot::channel();
+        self.send(TaskMsgKind::EmitWritten { msg, written });
+        ack.await.is_ok()
     }
 
     /// Emit a streamed delta, charged to the run's delta budget (see [`Self::room`]).

@@ -16,7 +16,7 @@ use tokio_util::task::AbortOnDropHandle;
 
 use super::sink::TurnSink;
 use super::step::StepContext;
-use crate::tools::{ToolCall, ToolContext, ToolResult};
+use crate::tools::{Tool, ToolCall, ToolContext, ToolResult};
 
 pub(crate) struct Finished {
     pub call: ToolCall,
@@ -26,17 +26,21 @@ pub(crate) struct Finished {
 
 type Running = BoxFuture<'static, (ToolResult, Duration)>;
 
-/// Describe `call`, announce it, and start it.
-fn start(
+/// How a call goes once it is announced: its tool runs, or it fails at once.
+enum Launch {
+    Run(Arc<dyn Tool>, ToolContext),
+    Fail(ToolResult),
+}
+
+/// Describe `call` (what `ToolCallBegin` announces) and make ready to run it.
+fn prepare(
     step: &StepContext,
     thread_id: ThreadId,
     call: &ToolCall,
     sink: &TurnSink,
     cancel: &CancellationToken,
-) -> (ToolAction, Running) {
+) -> (ToolAction, Launch) {
     let Some(tool) = step.tools.get(&call.name) else {
-        let action = ToolAction::other(&call.name, &call.arguments);
-        begin(sink, call, &action);
         let known: Vec<String> = step.tools.specs().iter().map(|s| s.name.clone()).collect();
         let result = ToolResult::err(format!(
             "unknown tool `{}`; available tools: {}",
@@ -44,8 +48,8 @@ fn start(
             known.join(", ")
         ));
         return (
-            action,
-            futures::future::ready((result, Duration::ZERO)).boxed(),
+            ToolAction::other(&call.name, &call.arguments),
+            Launch::Fail(result),
         );
     };
     let mut ctx = ToolContext::new(
@@ -58,15 +62,22 @@ fn start(
     if step.review {
         ctx = ctx.without_session_grants();
     }
-    let action = tool.describe(call, &ctx);
-    begin(sink, call, &action);
+    (tool.describe(call, &ctx), Launch::Run(tool, ctx))
+}
+
+/// Start an announced call in its own task.
+fn start(call: &ToolCall, launch: Launch) -> Running {
+    let (tool, ctx) = match launch {
+        Launch::Run(tool, ctx) => (tool, ctx),
+        Launch::Fail(result) => return futures::future::ready((result, Duration::ZERO)).boxed(),
+    };
     let call = call.clone();
     let handle = AbortOnDropHandle::new(tokio::spawn(async move {
         let started = Instant::now();
         let result = tool.run(call, ctx).await;
         (result, started.elapsed())
     }));
-    let running = async move {
+    async move {
         handle.await.unwrap_or_else(|e| {
             (
                 ToolResult::err(format!("the tool failed unexpectedly: {e}")),
@@ -74,17 +85,7 @@ fn start(
             )
         })
     }
-    .boxed();
-    (action, running)
-}
-
-fn begin(sink: &TurnSink, call: &ToolCall, action: &ToolAction) {
-    sink.emit(EventMsg::ToolCallBegin {
-        call_id: call.call_id.clone(),
-        name: call.name.clone(),
-        arguments: call.arguments.clone(),
-        action: Some(action.clone()),
-    });
+    .boxed()
 }
 
 /// Run `calls` and report each as it finishes, in call order, through `on_finished`.
@@ -99,7 +100,22 @@ pub(crate) async fn run_calls(
     type Done = (ToolCall, ToolAction, ToolResult, Duration);
     let mut running: FuturesOrdered<BoxFuture<'static, Done>> = FuturesOrdered::new();
     for call in calls {
-        let (action, fut) = start(step, thread_id, &call, sink, cancel);
+        let (action, launch) = prepare(step, thread_id, &call, sink, cancel);
+        // Write-ahead: the call is in the rollout before it can have any effect, so a
+        // crash never hides a command that ran.
+        let begun = sink
+            .emit_written(EventMsg::ToolCallBegin {
+                call_id: call.call_id.clone(),
+                name: call.name.clone(),
+                arguments: call.arguments.clone(),
+                action: Some(action.clone()),
+            })
+            .await;
+        if !begun {
+            // The loop closed this run (an abort): nothing may start any more.
+            return;
+        }
+        let fut = start(&call, launch);
         if !step.parallel_tool_calls {
             let (result, took) = fut.await;
             on_finished(report(sink, call, action, result, took));

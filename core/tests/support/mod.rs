@@ -103,7 +103,7 @@ pub fn request_user_texts(req: &rein_core::model::ModelRequest) -> Vec<String> {
     user_texts(&req.input)
 }
 
-fn spec(name: &str) -> ToolSpec {
+pub fn spec(name: &str) -> ToolSpec {
     ToolSpec {
         name: name.into(),
         description: format!("test tool {name}"),

@@ -9,7 +9,6 @@ use pretty_assertions::assert_eq;
 use rein_protocol::{AgentStatus, EventMsg, Item, ThreadId, TurnAbortReason};
 
 use super::import_codex_rollout;
-use crate::recorder::EventRecorder;
 use crate::rollout::reader::DiagnosticKind;
 use crate::rollout::{fork_events, RolloutStore};
 use crate::thread::state::{ThreadState, TurnStatus};
@@ -186,11 +185,9 @@ fn compacted_line_replaces_history() {
 #[test]
 fn imported_thread_persists_resumes_and_forks_in_rein() {
     let home = tempfile::tempdir().unwrap();
-    let store = RolloutStore::new(home.path());
+    let store = RolloutStore::new(home.path()).with_durability(crate::rollout::Durability::Never);
     let loaded = import_codex_rollout(&fixture("98e6")).unwrap();
-    let mut writer = store
-        .create(&loaded.meta, crate::rollout::Durability::Never)
-        .unwrap();
+    let mut writer = store.create(&loaded.meta).unwrap();
     for event in &loaded.events {
         writer.record(event).unwrap();
     }

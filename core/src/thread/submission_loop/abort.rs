@@ -40,7 +40,9 @@ impl SubmissionLoop {
                 tokio::time::timeout(self.services.config.interrupt_grace, &mut turn.handle).await;
             while let Ok(msg) = self.task_rx.try_recv() {
                 if msg.run == run {
-                    if let TaskMsgKind::Emit(m) = &msg.kind {
+                    if let TaskMsgKind::Emit(m) | TaskMsgKind::EmitWritten { msg: m, .. } =
+                        &msg.kind
+                    {
                         turn.open.observe(m);
                         self.emit(Some(turn.id), m.clone());
                     }

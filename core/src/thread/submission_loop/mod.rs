@@ -72,6 +72,8 @@ pub(crate) struct SubmissionLoop {
     deferred: VecDeque<(Submission, Option<oneshot::Sender<OpResult>>)>,
     /// A model switch waiting for its compaction turn to finish.
     switch_after_compaction: Option<String>,
+    /// Run once the loop has ended (the manager forgets the thread).
+    on_exit: Option<Box<dyn FnOnce() + Send>>,
 }
 
 enum Flow {
@@ -111,7 +113,12 @@ impl SubmissionLoop {
             next_run: 0,
             deferred: VecDeque::new(),
             switch_after_compaction: None,
+            on_exit: None,
         }
+    }
+
+    pub(crate) fn on_exit(&mut self, on_exit: Box<dyn FnOnce() + Send>) {
+        self.on_exit = Some(on_exit);
     }
 
     pub(crate) fn emit(&mut self, turn_id: Option<TurnId>, msg: EventMsg) {
@@ -142,8 +149,15 @@ impl SubmissionLoop {
                     self.abort_turn(TurnAbortReason::BudgetLimited).await;
                     Flow::Continue
                 }
+                () = self.emitter.failure_reported() => {
+                    self.emitter.report_failures(&mut self.state);
+                    Flow::Continue
+                }
             };
             if let Flow::Exit = flow {
+                if let Some(on_exit) = self.on_exit.take() {
+                    on_exit();
+                }
                 return;
             }
             if self.running.is_none() {
@@ -179,7 +193,7 @@ impl SubmissionLoop {
                 let stop = matches!(outcome, InterruptOutcome::Interrupting { .. });
                 // Answer first: the caller learns at once whether there was anything to stop.
                 if let Some(reply) = reply {
-                    let _ = reply.send(OpResult::Interrupt(outcome));
+                    self.emitter.answer(reply, OpResult::Interrupt(outcome));
                 }
                 if stop {
                     self.abort_turn(TurnAbortReason::Interrupted).await;
@@ -225,7 +239,7 @@ impl SubmissionLoop {
             }
         };
         if let Some(reply) = reply {
-            let _ = reply.send(result);
+            self.emitter.answer(reply, result);
         }
         flow
     }
@@ -238,9 +252,7 @@ impl SubmissionLoop {
         result: OpResult,
     ) {
         match (reply, result) {
-            (Some(reply), result) => {
-                let _ = reply.send(result);
-            }
+            (Some(reply), result) => self.emitter.answer(reply, result),
             (None, OpResult::Refused { message }) => self.emit(
                 None,
                 EventMsg::Error {
@@ -393,6 +405,11 @@ impl SubmissionLoop {
                     self.emit(Some(turn_id), EventMsg::TurnDiff { unified_diff });
                 }
             }
+            TaskMsgKind::EmitWritten { msg, written } => {
+                turn.open.observe(&msg);
+                self.emit(Some(turn_id), msg);
+                self.emitter.answer(written, ());
+            }
             TaskMsgKind::Usage(last) => {
                 let mut total = self.state.usage;
                 total.add(&last);
@@ -523,7 +540,7 @@ impl SubmissionLoop {
         // empty table).
         self.tools.terminals.kill_all();
         self.emit(None, EventMsg::ShutdownComplete);
-        self.emitter.close();
+        self.emitter.close().await;
         self.emitter.bus().close();
         self.inbox.close();
         for (_, reply) in self.deferred.drain(..) {
