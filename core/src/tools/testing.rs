@@ -250,3 +250,27 @@ pub fn base_outside_temp<'a>(
         .filter_map(|c| c.canonicalize().ok())
         .find(|c| !temp_roots.iter().any(|t| c.starts_with(t)))
 }
+
+/// Every file and directory under `root` with its content (`<dir>` for directories),
+/// sorted: the whole observable state of a tree, for tests that prove nothing changed.
+/// Unreadable entries show the error instead of their content.
+pub fn tree_snapshot(root: &std::path::Path) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    let mut stack = vec![root.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for path in entries.filter_map(Result::ok).map(|e| e.path()) {
+            if path.is_dir() {
+                out.push((path.display().to_string(), "<dir>".to_owned()));
+                stack.push(path);
+            } else {
+                let content = std::fs::read_to_string(&path).unwrap_or_else(|e| format!("<{e}>"));
+                out.push((path.display().to_string(), content));
+            }
+        }
+    }
+    out.sort();
+    out
+}
