@@ -14,6 +14,7 @@ use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use pretty_assertions::assert_eq;
+use rein_core::tools::testing::{make_fifo, EndlessFifo};
 use serde_json::{json, Value};
 use support::{home_for, method, rein, AppServer, CodexSchema, MockModel};
 
@@ -26,71 +27,6 @@ fn started(model: &MockModel) -> (AppServer, tempfile::TempDir) {
     let mut server = AppServer::start(home.path(), &[]);
     assert!(server.initialize().get("result").is_some());
     (server, home)
-}
-
-fn make_fifo(path: &Path) {
-    rustix::fs::mkfifoat(
-        rustix::fs::CWD,
-        path,
-        rustix::fs::Mode::from_raw_mode(0o600),
-    )
-    .unwrap();
-}
-
-/// Keeps a FIFO fed with one endless line while anyone reads it.
-struct EndlessFifo {
-    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
-    path: std::path::PathBuf,
-    thread: Option<std::thread::JoinHandle<()>>,
-}
-
-impl EndlessFifo {
-    fn start(path: &std::path::Path) -> Self {
-        use std::sync::atomic::{AtomicBool, Ordering};
-        make_fifo(path);
-        let stop = std::sync::Arc::new(AtomicBool::new(false));
-        let thread = std::thread::spawn({
-            let (stop, path) = (stop.clone(), path.to_owned());
-            move || {
-                let chunk = vec![b'x'; 64 * 1024];
-                while !stop.load(Ordering::Relaxed) {
-                    // Blocks until a reader opens the FIFO; then writes until it closes.
-                    let Ok(mut w) = std::fs::OpenOptions::new().write(true).open(&path) else {
-                        return;
-                    };
-                    while !stop.load(Ordering::Relaxed) {
-                        if std::io::Write::write(&mut w, &chunk).is_err() {
-                            break;
-                        }
-                    }
-                }
-            }
-        });
-        Self {
-            stop,
-            path: path.to_owned(),
-            thread: Some(thread),
-        }
-    }
-}
-
-impl Drop for EndlessFifo {
-    fn drop(&mut self) {
-        use std::os::unix::fs::OpenOptionsExt;
-        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
-        if let Some(t) = self.thread.take() {
-            // Open and close a reader until the writer has seen the stop: that frees it
-            // from a blocking open or write.
-            while !t.is_finished() {
-                let _ = std::fs::OpenOptions::new()
-                    .read(true)
-                    .custom_flags(rustix::fs::OFlags::NONBLOCK.bits() as i32)
-                    .open(&self.path);
-                std::thread::yield_now();
-            }
-            let _ = t.join();
-        }
-    }
 }
 
 /// The model reads an idle FIFO, a FIFO fed an endless line, a link to /dev/zero and a

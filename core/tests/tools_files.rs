@@ -7,6 +7,7 @@ use pretty_assertions::assert_eq;
 use rein_core::tools::files::{GrepTool, ListDirTool, ReadFileTool};
 use rein_core::tools::plan::UpdatePlanTool;
 use rein_core::tools::testing::{call, settings, RecordingHost};
+use rein_core::tools::testing::{make_fifo, EndlessFifo};
 use rein_core::tools::{Tool, ToolResult};
 use rein_protocol::{ApprovalPolicy, EventMsg, PlanStep, PlanStepStatus, SandboxPolicy, ThreadId};
 use serde_json::{json, Value};
@@ -211,71 +212,6 @@ async fn update_plan_emits_the_plan() {
     let (r, host) = run(&UpdatePlanTool, ws.path(), two).await;
     assert!(!r.success);
     assert!(host.events().is_empty());
-}
-
-/// A FIFO whose writer pours one endless line into it for as long as anyone reads.
-struct EndlessFifo {
-    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
-    path: std::path::PathBuf,
-    thread: Option<std::thread::JoinHandle<()>>,
-}
-
-impl EndlessFifo {
-    fn start(path: &std::path::Path) -> Self {
-        use std::sync::atomic::{AtomicBool, Ordering};
-        make_fifo(path);
-        let stop = std::sync::Arc::new(AtomicBool::new(false));
-        let thread = std::thread::spawn({
-            let (stop, path) = (stop.clone(), path.to_owned());
-            move || {
-                let chunk = vec![b'x'; 64 * 1024];
-                while !stop.load(Ordering::Relaxed) {
-                    // Blocks until a reader opens the FIFO; then writes until it closes.
-                    let Ok(mut w) = fs::OpenOptions::new().write(true).open(&path) else {
-                        return;
-                    };
-                    while !stop.load(Ordering::Relaxed) {
-                        if std::io::Write::write(&mut w, &chunk).is_err() {
-                            break;
-                        }
-                    }
-                }
-            }
-        });
-        Self {
-            stop,
-            path: path.to_owned(),
-            thread: Some(thread),
-        }
-    }
-}
-
-impl Drop for EndlessFifo {
-    fn drop(&mut self) {
-        use std::os::unix::fs::OpenOptionsExt;
-        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
-        if let Some(t) = self.thread.take() {
-            // Open and close a reader until the writer has seen the stop: that frees it
-            // from a blocking open or write.
-            while !t.is_finished() {
-                let _ = fs::OpenOptions::new()
-                    .read(true)
-                    .custom_flags(rustix::fs::OFlags::NONBLOCK.bits() as i32)
-                    .open(&self.path);
-                std::thread::yield_now();
-            }
-            let _ = t.join();
-        }
-    }
-}
-
-fn make_fifo(path: &std::path::Path) {
-    rustix::fs::mkfifoat(
-        rustix::fs::CWD,
-        path,
-        rustix::fs::Mode::from_raw_mode(0o600),
-    )
-    .unwrap();
 }
 
 /// A workspace that tries to hang or exhaust the file tools: an idle FIFO, a FIFO fed an

@@ -274,3 +274,77 @@ pub fn tree_snapshot(root: &std::path::Path) -> Vec<(String, String)> {
     out.sort();
     out
 }
+
+/// A FIFO whose writer pours one endless line into it for as long as anyone reads.
+pub struct EndlessFifo {
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    path: std::path::PathBuf,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl EndlessFifo {
+    /// Makes the FIFO at `path` and starts its writer.
+    ///
+    /// # Panics
+    /// When the FIFO cannot be made (tests only).
+    pub fn start(path: &std::path::Path) -> Self {
+        use std::sync::atomic::{AtomicBool, Ordering};
+        make_fifo(path);
+        let stop = std::sync::Arc::new(AtomicBool::new(false));
+        let thread = std::thread::spawn({
+            let (stop, path) = (stop.clone(), path.to_owned());
+            move || {
+                let chunk = vec![b'x'; 64 * 1024];
+                while !stop.load(Ordering::Relaxed) {
+                    // Blocks until a reader opens the FIFO; then writes until it closes.
+                    let Ok(mut w) = std::fs::OpenOptions::new().write(true).open(&path) else {
+                        return;
+                    };
+                    while !stop.load(Ordering::Relaxed) {
+                        if std::io::Write::write(&mut w, &chunk).is_err() {
+                            break;
+                        }
+                    }
+                }
+            }
+        });
+        Self {
+            stop,
+            path: path.to_owned(),
+            thread: Some(thread),
+        }
+    }
+}
+
+impl Drop for EndlessFifo {
+    fn drop(&mut self) {
+        use std::os::unix::fs::OpenOptionsExt;
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        if let Some(t) = self.thread.take() {
+            // Open and close a reader until the writer has seen the stop: that frees it
+            // from a blocking open or write.
+            while !t.is_finished() {
+                let _ = std::fs::OpenOptions::new()
+                    .read(true)
+                    .custom_flags(rustix::fs::OFlags::NONBLOCK.bits() as i32)
+                    .open(&self.path);
+                std::thread::yield_now();
+            }
+            let _ = t.join();
+        }
+    }
+}
+
+/// Makes a FIFO at `path`.
+///
+/// # Panics
+/// When it cannot (tests only).
+pub fn make_fifo(path: &std::path::Path) {
+    if let Err(e) = rustix::fs::mkfifoat(
+        rustix::fs::CWD,
+        path,
+        rustix::fs::Mode::from_raw_mode(0o600),
+    ) {
+        panic!("cannot make a FIFO at {}: {e}", path.display());
+    }
+}
