@@ -8,15 +8,7 @@ use std::path::Path;
 use pretty_assertions::assert_eq;
 use rein_core::tools::apply_patch::{self, ChangeKind, PatchError};
 
-fn write(root: &Path, rel: &str, content: &str) {
-    let path = root.join(rel);
-    fs::create_dir_all(path.parent().unwrap()).unwrap();
-    fs::write(path, content).unwrap();
-}
-
-fn read(root: &Path, rel: &str) -> String {
-    fs::read_to_string(root.join(rel)).unwrap()
-}
+use rein_core::tools::testing::{read_file as read, write_file as write};
 
 use rein_core::tools::testing::tree_snapshot as snapshot;
 

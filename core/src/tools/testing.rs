@@ -348,3 +348,28 @@ pub fn make_fifo(path: &std::path::Path) {
         panic!("cannot make a FIFO at {}: {e}", path.display());
     }
 }
+
+/// Writes `content` to `root/rel`, making its directories.
+///
+/// # Panics
+/// When the file cannot be written (tests only).
+pub fn write_file(root: &std::path::Path, rel: &str, content: &str) {
+    let path = root.join(rel);
+    if let Some(parent) = path.parent() {
+        if let Err(e) = std::fs::create_dir_all(parent) {
+            panic!("cannot make {}: {e}", parent.display());
+        }
+    }
+    if let Err(e) = std::fs::write(&path, content) {
+        panic!("cannot write {}: {e}", path.display());
+    }
+}
+
+/// The text of `root/rel`.
+///
+/// # Panics
+/// When the file cannot be read (tests only).
+pub fn read_file(root: &std::path::Path, rel: &str) -> String {
+    let path = root.join(rel);
+    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()))
+}
