@@ -1,0 +1,164 @@
+//! Processes never outlive their call: `setsid` children and double-forked daemons die
+//! with the command, on timeout and on cancel; the control (danger-full-access) shows they
+//! would survive otherwise.
+
+use super::*;
+
+/// Pids (in this namespace) of live processes whose command line contains `marker`.
+fn processes_with(marker: &str) -> Vec<i32> {
+    let mut pids = Vec::new();
+    for entry in fs::read_dir("/proc").unwrap().filter_map(Result::ok) {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|s| s.parse::<i32>().ok())
+        else {
+            continue;
+        };
+        let cmdline = fs::read(entry.path().join("cmdline")).unwrap_or_default();
+        let stat = fs::read_to_string(entry.path().join("stat")).unwrap_or_default();
+        let zombie = stat
+            .rsplit(')')
+            .next()
+            .is_some_and(|r| r.trim_start().starts_with('Z'));
+        if !zombie && String::from_utf8_lossy(&cmdline).contains(marker) {
+            pids.push(pid);
+        }
+    }
+    pids
+}
+
+/// Wait (bounded) until no process carries `marker`.
+fn all_gone(marker: &str) -> bool {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while std::time::Instant::now() < deadline {
+        if processes_with(marker).is_empty() {
+            return true;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    false
+}
+
+fn kill_all(marker: &str) {
+    for pid in processes_with(marker) {
+        // SAFETY: a signal to a process this test started.
+        unsafe { libc::kill(pid, libc::SIGKILL) };
+    }
+}
+
+/// A script that leaves a `setsid` child and a double-forked daemon behind, each running
+/// once the script ends (each says so through a pipe before it goes quiet).
+fn leave_survivors(marker: &str) -> String {
+    let quiet = format!("exec sleep {marker} </dev/null >/dev/null 2>&1");
+    format!(
+        "read -r _ < <(setsid sh -c 'echo ready; {quiet}') && \
+         read -r _ < <(sh -c '(echo ready; {quiet}) &') && echo started"
+    )
+}
+
+#[tokio::test]
+async fn nothing_a_sandboxed_command_starts_outlives_it() {
+    survivors_die().await;
+}
+
+pub(super) async fn survivors_die() {
+    let w = world();
+    let tool = shell(Sandbox::landlock().unwrap());
+    let ws = w.ws.as_path();
+    // Control: without the sandbox the survivors live on.
+    let control = marker();
+    let (ok, text) = run(
+        &tool,
+        ws,
+        SandboxPolicy::DangerFullAccess,
+        &leave_survivors(&control),
+    )
+    .await;
+    assert!(ok, "{text}");
+    assert!(
+        !processes_with(&control).is_empty(),
+        "the control left no survivors"
+    );
+    kill_all(&control);
+    for policy in [SandboxPolicy::WorkspaceWrite, SandboxPolicy::ReadOnly] {
+        let mark = marker();
+        let (ok, text) = run(&tool, ws, policy, &leave_survivors(&mark)).await;
+        assert!(ok, "{text}");
+        assert!(
+            all_gone(&mark),
+            "survivors of a {policy:?} command: {:?}",
+            processes_with(&mark)
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_sandboxed_command_tree_is_killed_on_timeout_and_on_cancel() {
+    tree_dies_on_timeout_and_cancel().await;
+}
+
+pub(super) async fn tree_dies_on_timeout_and_cancel() {
+    let w = world();
+    let tool = shell(Sandbox::landlock().unwrap());
+    let host = RecordingHost::new();
+    let mark = marker();
+    let script = format!("{} ; sleep {mark}", leave_survivors(&mark));
+    let ctx = host.context(
+        ThreadId::new(),
+        settings(
+            w.ws.as_path(),
+            ApprovalPolicy::Never,
+            SandboxPolicy::WorkspaceWrite,
+        ),
+        CancellationToken::new(),
+    );
+    let result = tool
+        .run(
+            call("shell", json!({"command": script, "timeout_ms": 1000})),
+            ctx,
+        )
+        .await;
+    assert!(!result.success);
+    let body: Value = serde_json::from_str(&result.output).unwrap();
+    assert_eq!(body["metadata"]["exit_code"], 124);
+    assert!(body["output"].as_str().unwrap().contains("timed out"));
+    assert!(
+        all_gone(&mark),
+        "survivors after the timeout: {:?}",
+        processes_with(&mark)
+    );
+
+    let mark = marker();
+    let script = format!("{} ; sleep {mark}", leave_survivors(&mark));
+    let cancel = CancellationToken::new();
+    let ctx = host.context(
+        ThreadId::new(),
+        settings(
+            w.ws.as_path(),
+            ApprovalPolicy::Never,
+            SandboxPolicy::WorkspaceWrite,
+        ),
+        cancel.clone(),
+    );
+    let run = tool.run(call("shell", json!({"command": script})), ctx);
+    tokio::pin!(run);
+    // Cancel once the survivors exist.
+    loop {
+        tokio::select! {
+            _ = &mut run => panic!("the command ended by itself"),
+            () = tokio::time::sleep(std::time::Duration::from_millis(20)) => {}
+        }
+        if processes_with(&mark).len() >= 3 {
+            break;
+        }
+    }
+    cancel.cancel();
+    let result = run.await;
+    assert!(!result.success);
+    assert!(
+        all_gone(&mark),
+        "survivors after cancel: {:?}",
+        processes_with(&mark)
+    );
+}
