@@ -115,7 +115,10 @@ pub(super) async fn tree_dies_on_timeout_and_cancel() {
     );
     let result = tool
         .run(
-            call("shell", json!({"command": script, "timeout_ms": 1000})),
+            call(
+                "shell",
+                json!({"command": ["/bin/bash", "-c", script], "timeout_ms": 1000}),
+            ),
             ctx,
         )
         .await;
@@ -141,7 +144,12 @@ pub(super) async fn tree_dies_on_timeout_and_cancel() {
         ),
         cancel.clone(),
     );
-    let run = tool.run(call("shell", json!({"command": script})), ctx);
+    // bash, not the user's $SHELL: the script uses process substitution, and CI has no
+    // $SHELL (so the string form would run dash).
+    let run = tool.run(
+        call("shell", json!({"command": ["/bin/bash", "-c", script]})),
+        ctx,
+    );
     tokio::pin!(run);
     // Cancel once the survivors exist.
     loop {
