@@ -1,10 +1,11 @@
 //! [`RolloutService`]: the session store of one `$REIN_HOME` in rollout files, behind the
-//! [`SessionStore`] trait. Three threads of its own and the blocking pool do all its I/O:
+//! [`SessionStore`] trait. A few threads of its own and the blocking pool do all its I/O:
 //!
 //! - the writer thread ([`writer`]) owns every loaded thread's file and writes each event
 //!   as it arrives (write-through), several threads' events in one pass;
-//! - the sync thread ([`syncer`]) runs the fsyncs, one per file for every request that
-//!   queued meanwhile (group commit);
+//! - the sync threads ([`syncer`]) run the fsyncs, one per file for every request that
+//!   queued meanwhile (group commit), on a few workers so that one slow fsync does not
+//!   hold back other threads' turn ends;
 //! - the index thread ([`crate::rollout::indexer`]) holds the home's one SQLite connection;
 //! - creating, resuming, forking, reading, listing and archiving run on tokio's blocking
 //!   threads ([`RolloutStore`] operations), then hand the thread's writer to the writer
@@ -16,6 +17,8 @@
 mod recorder;
 mod syncer;
 mod writer;
+
+pub use self::syncer::BeforeSync;
 
 use std::path::PathBuf;
 use std::sync::{mpsc, Arc};
@@ -45,13 +48,27 @@ pub struct RolloutService {
 }
 
 /// How a service is set up.
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub struct ServiceOptions {
     pub durability: Durability,
     /// Rollout files kept open at once (least recently written are closed first).
     pub max_open_files: usize,
     /// Payloads longer than this go to the blob store (`None`: the default).
     pub blob_threshold: Option<usize>,
+    /// Runs before each rollout fsync, on the sync worker doing it (tests make one
+    /// file's fsync slow with it). `None` in production.
+    pub before_sync: Option<BeforeSync>,
+}
+
+impl std::fmt::Debug for ServiceOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ServiceOptions")
+            .field("durability", &self.durability)
+            .field("max_open_files", &self.max_open_files)
+            .field("blob_threshold", &self.blob_threshold)
+            .field("before_sync", &self.before_sync.is_some())
+            .finish()
+    }
 }
 
 impl Default for ServiceOptions {
@@ -60,6 +77,7 @@ impl Default for ServiceOptions {
             durability: Durability::default(),
             max_open_files: DEFAULT_MAX_OPEN_FILES,
             blob_threshold: None,
+            before_sync: None,
         }
     }
 }
@@ -82,9 +100,10 @@ impl RolloutService {
         .with_durability(options.durability);
         let store = Arc::new(store);
         let (sync_tx, sync_rx) = mpsc::channel();
-        spawn_named("rein-sync", move || {
+        let before_sync = options.before_sync.clone();
+        spawn_named("rein-sync-intake", move || {
             io_guard::mark_store_thread();
-            syncer::run(&sync_rx);
+            syncer::run(&sync_rx, before_sync);
         });
         let (writer_tx, writer_rx) = mpsc::channel();
         let thread = WriterThread::new(options.durability, options.max_open_files, sync_tx);
