@@ -177,6 +177,21 @@ impl AppServer {
         drop(self.stdin.take());
     }
 
+    /// SIGKILL the server and return what it had printed that was not read yet (an
+    /// answer that may or may not have left before the kill).
+    pub fn kill_and_read(mut self) -> Vec<Value> {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        drop(self.stdin.take());
+        let mut unread = Vec::new();
+        while let Ok(line) = self.lines.recv_timeout(PATIENCE) {
+            if let Ok(message) = serde_json::from_str(&line) {
+                unread.push(message);
+            }
+        }
+        unread
+    }
+
     pub fn pid(&self) -> u32 {
         self.child.id()
     }

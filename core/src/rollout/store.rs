@@ -436,11 +436,10 @@ impl RolloutStore {
             parent.provider.clone(),
         );
         meta.forked_from = Some(parent.thread_id);
-        let mut writer = self.create(&meta)?;
-        for event in &events {
-            writer.record(event)?;
-        }
-        writer.sync()?;
+        let path = layout::session_path(&self.home, new_thread, meta.created_ms());
+        self.write_whole(&path, &meta, &events)?;
+        let writer = RolloutWriter::open_append(&path, new_thread, self.writer_options())?;
+        self.index.upsert(self.entry_for(&path)?);
         Ok(Forked {
             writer,
             meta,
@@ -448,6 +447,47 @@ impl RolloutStore {
         })
     }
 }
+
+impl RolloutStore {
+    /// Writes a whole rollout (meta and events) at `path` so that it appears complete or
+    /// not at all: into a staging file beside it (a name no listing or scan takes for a
+    /// rollout), made durable, then renamed into place. A kill -9 mid-fork thus never
+    /// leaves a listed thread that cannot be resumed; at worst a staging file.
+    fn write_whole(
+        &self,
+        path: &Path,
+        meta: &SessionMeta,
+        events: &[Event],
+    ) -> Result<(), RolloutError> {
+        let mut staging = path.as_os_str().to_owned();
+        staging.push(STAGING_SUFFIX);
+        let staging = PathBuf::from(staging);
+        let options = WriterOptions {
+            index: None,
+            ..self.writer_options()
+        };
+        let written = (|| {
+            let mut writer = RolloutWriter::create(&staging, meta, options)?;
+            for event in events {
+                writer.record(event)?;
+            }
+            writer.sync()
+        })();
+        if let Err(e) = written {
+            let _ = std::fs::remove_file(&staging);
+            return Err(e.into());
+        }
+        std::fs::rename(&staging, path).map_err(RolloutError::io("moving", &staging))?;
+        if let Some(dir) = path.parent() {
+            super::writer::sync_dir(dir).map_err(RolloutError::io("syncing", dir))?;
+        }
+        Ok(())
+    }
+}
+
+/// Appended to a rollout's name while it is being written whole (see
+/// [`RolloutStore::write_whole`]).
+pub const STAGING_SUFFIX: &str = ".staging";
 
 /// The file found for `expected` must be that thread's.
 fn check_requested(

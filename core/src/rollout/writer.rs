@@ -499,6 +499,6 @@ fn complete_len(file: &mut File, len: u64) -> io::Result<u64> {
     Ok(0)
 }
 
-fn sync_dir(dir: &Path) -> io::Result<()> {
+pub(crate) fn sync_dir(dir: &Path) -> io::Result<()> {
     File::open(dir)?.sync_all()
 }
