@@ -10,9 +10,9 @@ use rein_app_server_protocol::{
     ThreadSetNameParams, ThreadStartParams, ThreadStartResponse, ThreadStartedNotification,
     ThreadStatus, ThreadUnsubscribeResponse, ThreadUnsubscribeStatus,
 };
+use rein_bootstrap::sessions::Persistence;
 use rein_core::recorder::RecorderError;
 use rein_core::rollout::RolloutError;
-use rein_core::sessions::Persistence;
 use rein_core::{KernelError, NewThread};
 use rein_protocol::ThreadSettings;
 use serde_json::Value;
