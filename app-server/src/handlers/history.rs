@@ -4,21 +4,21 @@
 
 use std::path::PathBuf;
 
-use rein_core::recorder::RecorderError;
-use rein_core::rollout::index::{ListQuery, ThreadEntry};
-use rein_core::rollout::reader::Diagnostic;
-use rein_core::rollout::resume::fold_owned;
-use rein_core::rollout::RolloutError;
-use rein_core::thread::state::ThreadState;
-use rein_core::NewThread;
-use rein_protocol::app_server::{
+use rein_app_server_protocol::{
     EmptyResponse, ServerNotification, Thread, ThreadForkParams, ThreadIdNotification,
     ThreadIdParams, ThreadListParams, ThreadListResponse, ThreadReadParams, ThreadResponse,
     ThreadResumeParams, ThreadStartResponse, ThreadStartedNotification, ThreadStatus,
     ThreadStatusChangedNotification, ThreadTurnsListParams, ThreadTurnsListResponse, Turn,
     WarningNotification,
 };
+use rein_core::recorder::RecorderError;
+use rein_core::thread::state::ThreadState;
+use rein_core::NewThread;
 use rein_protocol::{Item, ThreadId, TurnId};
+use rein_rollout::index::{ListQuery, ThreadEntry};
+use rein_rollout::reader::Diagnostic;
+use rein_rollout::resume::fold_owned;
+use rein_rollout::RolloutError;
 use serde_json::Value;
 
 use super::meta::page;

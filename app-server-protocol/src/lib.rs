@@ -1,0 +1,30 @@
+//! The app-server's wire types: JSON-RPC messages and the typed `*Params`, `*Response` and
+//! `*Notification` of every method rein serves, mirroring the Codex app-server v2 schema
+//! (same method names, camelCase field names and shapes) so Codex clients work unchanged.
+//!
+//! Fields Codex always sends, even as `null`, are serialized as `null` here too: some
+//! clients read them unconditionally.
+//!
+//! Architecture invariant: pure data (serde, schemars), independent of the kernel's own
+//! types; the app-server maps kernel events onto these shapes, never the other way round.
+
+#![cfg_attr(test, allow(clippy::unwrap_used))]
+
+pub mod approval;
+pub mod history;
+pub mod item;
+pub mod jsonrpc;
+pub mod meta;
+pub mod notification;
+pub mod schema;
+pub mod thread;
+pub mod turn;
+
+pub use approval::*;
+pub use history::*;
+pub use item::*;
+pub use jsonrpc::*;
+pub use meta::*;
+pub use notification::*;
+pub use thread::*;
+pub use turn::*;
