@@ -125,13 +125,17 @@ pub fn bootstrap(
             ..ServiceOptions::default()
         },
     );
+    let agents = config
+        .as_ref()
+        .map_or_else(Default::default, |c| c.agents.clone());
     let manager = ThreadManager::builder(Arc::clone(&models))
         .tools(builtin_tools(options.tools))
         .config(kernel_config)
         .store(Arc::clone(&store))
-        .build();
+        .agents(agents)
+        .build_shared();
     Ok(Kernel {
-        manager: Arc::new(manager),
+        manager,
         home,
         model,
         provider,

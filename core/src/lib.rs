@@ -5,6 +5,7 @@
 
 #![cfg_attr(test, allow(clippy::unwrap_used))]
 
+pub mod agents;
 pub mod bootstrap;
 pub mod config;
 pub mod error;

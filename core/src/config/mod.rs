@@ -30,6 +30,7 @@
 //! Architecture invariant: the environment is passed in (`env`), never read here, so tests
 //! need no `std::env::set_var` and keys stay where the caller keeps them.
 
+pub mod agents;
 pub mod error;
 pub mod overrides;
 pub mod provider;
@@ -62,6 +63,10 @@ pub struct ConfigToml {
     pub model_providers: BTreeMap<String, ProviderToml>,
     #[serde(default)]
     pub profiles: BTreeMap<String, ProfileToml>,
+    #[serde(default)]
+    pub agents: agents::AgentsToml,
+    #[serde(default)]
+    pub features: agents::FeaturesToml,
 }
 
 #[derive(Clone, Debug, Default, Deserialize)]
@@ -98,6 +103,8 @@ pub struct ModelConfig {
     pub providers: BTreeMap<String, ProviderInfo>,
     /// Where the configuration was read from (it need not exist).
     pub config_path: PathBuf,
+    /// Sub-agents: on or off, and the limits of a tree.
+    pub agents: crate::agents::AgentsConfig,
 }
 
 /// What to load: where, which profile, which overrides.
@@ -216,6 +223,7 @@ pub fn resolve(
         profile: profile_name,
         providers,
         config_path: path.to_owned(),
+        agents: agents::agents_config(&file.agents, &file.features),
     })
 }
 
