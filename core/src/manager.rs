@@ -74,9 +74,13 @@ pub struct SpawnedAgent {
 pub enum ThreadOrigin {
     New,
     Resumed,
-    Forked { parent: ThreadId },
+    Forked {
+        parent: ThreadId,
+    },
     /// A sub-agent spawned by `parent`'s model.
-    Spawned { parent: ThreadId },
+    Spawned {
+        parent: ThreadId,
+    },
 }
 
 impl ThreadOptions {

@@ -53,7 +53,10 @@ fn spawn(model: &str, message: &str) -> ScriptedReply {
 }
 
 fn wait(targets: &[&str]) -> ScriptedReply {
-    ScriptedReply::tool_call("wait_agent", json!({"targets": targets, "timeout_ms": 60_000}))
+    ScriptedReply::tool_call(
+        "wait_agent",
+        json!({"targets": targets, "timeout_ms": 60_000}),
+    )
 }
 
 /// The outputs of tool calls the model was sent, in order, parsed as JSON when they are.
@@ -62,9 +65,9 @@ fn tool_outputs(request: &ModelRequest) -> Vec<Value> {
         .input
         .iter()
         .filter_map(|i| match i.as_ref() {
-            Item::ToolOutput { output, .. } => Some(
-                serde_json::from_str(output).unwrap_or_else(|_| Value::String(output.clone())),
-            ),
+            Item::ToolOutput { output, .. } => {
+                Some(serde_json::from_str(output).unwrap_or_else(|_| Value::String(output.clone())))
+            }
             _ => None,
         })
         .collect()
@@ -101,10 +104,16 @@ async fn a_child_gets_its_task_as_a_user_message_and_wait_returns_its_answer() {
         ScriptedReply::text("all done"),
     ]);
     let child = ScriptedModel::replies(vec![ScriptedReply::text("there are 3 files")]);
-    let m = manager(&[(MODEL, &root), ("child", &child)], AgentsConfig::default());
+    let m = manager(
+        &[(MODEL, &root), ("child", &child)],
+        AgentsConfig::default(),
+    );
     let mut created = m.subscribe_created();
     let mut t = m.create_thread(ThreadOptions::new(settings())).unwrap();
-    t.handle.submit(Op::user_text("use a sub-agent")).await.unwrap();
+    t.handle
+        .submit(Op::user_text("use a sub-agent"))
+        .await
+        .unwrap();
     let spawned = next_child(&mut created).await;
     completed(&mut t.events).await;
 
@@ -134,13 +143,16 @@ async fn a_child_gets_its_task_as_a_user_message_and_wait_returns_its_answer() {
     );
     // The child's rollout-to-be says where it comes from, and shares the root's session.
     let state = spawned.handle.state().await.unwrap();
-    assert_eq!(state.agent.as_ref().unwrap().parent_thread_id, t.handle.id());
-    assert_eq!(state.agent.as_ref().unwrap().depth, 1);
-    assert_eq!(state.agent.as_ref().unwrap().nickname.as_deref(), Some("Ada"));
     assert_eq!(
-        state.session_id.unwrap().as_uuid(),
-        t.handle.id().as_uuid()
+        state.agent.as_ref().unwrap().parent_thread_id,
+        t.handle.id()
     );
+    assert_eq!(state.agent.as_ref().unwrap().depth, 1);
+    assert_eq!(
+        state.agent.as_ref().unwrap().nickname.as_deref(),
+        Some("Ada")
+    );
+    assert_eq!(state.session_id.unwrap().as_uuid(), t.handle.id().as_uuid());
     let parent = t.handle.state().await.unwrap();
     assert_eq!(parent.children.len(), 1);
     assert_eq!(parent.children[0].thread_id, child_id);
@@ -157,14 +169,20 @@ async fn a_finished_child_wakes_its_idle_parent_with_a_v4_turn() {
     ]);
     let child = ScriptedModel::replies(vec![ScriptedReply::text("found a README")]);
     let held = child.hold_reply(0);
-    let m = manager(&[(MODEL, &root), ("child", &child)], AgentsConfig::default());
+    let m = manager(
+        &[(MODEL, &root), ("child", &child)],
+        AgentsConfig::default(),
+    );
     let mut t = m.create_thread(ThreadOptions::new(settings())).unwrap();
     t.handle.submit(Op::user_text("go")).await.unwrap();
     let first = completed(&mut t.events).await;
     assert!(!is_v4(first.turn_id.unwrap()));
     // The parent is idle; the child answers now.
     held.open();
-    let woke = until(&mut t.events, |e| matches!(e.msg, EventMsg::TurnStarted { .. })).await;
+    let woke = until(&mut t.events, |e| {
+        matches!(e.msg, EventMsg::TurnStarted { .. })
+    })
+    .await;
     assert!(is_v4(woke.turn_id.unwrap()), "{woke:?}");
     completed(&mut t.events).await;
     let wake_request = root.requests().pop().unwrap();
@@ -234,7 +252,10 @@ async fn mail_after_the_final_answer_waits_for_the_next_turn() {
     let end = completed(&mut t.events).await;
     assert_eq!(end.turn_id, Some(first_turn));
     // The answered turn was not revived: it made one request. The mail opened the next.
-    let next = until(&mut t.events, |e| matches!(e.msg, EventMsg::TurnStarted { .. })).await;
+    let next = until(&mut t.events, |e| {
+        matches!(e.msg, EventMsg::TurnStarted { .. })
+    })
+    .await;
     assert!(is_v4(next.turn_id.unwrap()));
     completed(&mut t.events).await;
     let requests = model.requests();
@@ -336,14 +357,13 @@ async fn spawns_past_max_threads_or_max_depth_are_refused_with_a_readable_error(
 
 #[tokio::test]
 async fn a_parent_at_depth_one_may_spawn_when_max_depth_allows_and_not_beyond() {
-    let root = ScriptedModel::replies(vec![spawn("a", "delegate"), wait(&["Ada"]), ScriptedReply::text("root done")]);
-    let a = ScriptedModel::replies(vec![
-        spawn("b", "leaf work"),
-        ScriptedReply::text("a done"),
+    let root = ScriptedModel::replies(vec![
+        spawn("a", "delegate"),
+        wait(&["Ada"]),
+        ScriptedReply::text("root done"),
     ]);
-    let b = ScriptedModel::replies(vec![
-        ScriptedReply::text("b done"),
-    ]);
+    let a = ScriptedModel::replies(vec![spawn("b", "leaf work"), ScriptedReply::text("a done")]);
+    let b = ScriptedModel::replies(vec![ScriptedReply::text("b done")]);
     let config = AgentsConfig {
         max_depth: 2,
         ..AgentsConfig::default()
@@ -385,9 +405,17 @@ async fn nested_waits_finish_under(limit: usize) {
         .expect("the tree deadlocked on its own limit");
     let a_out = tool_outputs(&a.requests()[2]);
     assert_eq!(a_out[1]["status"].as_object().unwrap().len(), 1);
-    assert!(a_out[1].to_string().contains(r#"{"completed":"b done"}"#), "{a_out:?}");
+    assert!(
+        a_out[1].to_string().contains(r#"{"completed":"b done"}"#),
+        "{a_out:?}"
+    );
     let root_out = tool_outputs(&root.requests()[2]);
-    assert!(root_out[1].to_string().contains(r#"{"completed":"a done"}"#), "{root_out:?}");
+    assert!(
+        root_out[1]
+            .to_string()
+            .contains(r#"{"completed":"a done"}"#),
+        "{root_out:?}"
+    );
 }
 
 #[tokio::test]
@@ -451,7 +479,10 @@ async fn turns_over_max_concurrent_turns_wait_for_capacity() {
 async fn interrupting_a_parent_interrupts_its_running_children() {
     let root = ScriptedModel::replies(vec![spawn("child", "work forever"), wait(&["Ada"])]);
     let child = ScriptedModel::replies(vec![ScriptedReply::text("never").with_fault(Fault::Hang)]);
-    let m = manager(&[(MODEL, &root), ("child", &child)], AgentsConfig::default());
+    let m = manager(
+        &[(MODEL, &root), ("child", &child)],
+        AgentsConfig::default(),
+    );
     let mut created = m.subscribe_created();
     let mut t = m.create_thread(ThreadOptions::new(settings())).unwrap();
     t.handle.submit(Op::user_text("go")).await.unwrap();
@@ -528,9 +559,115 @@ async fn closing_an_agent_ends_its_subtree_leaves_first() {
     assert!(m.get(a_handle.id()).is_none());
     assert!(m.get(b_handle.id()).is_none());
     let outputs = tool_outputs(&root.requests().pop().unwrap());
-    assert_eq!(outputs.last().unwrap(), &json!({"previous_status": "running"}));
+    assert_eq!(
+        outputs.last().unwrap(),
+        &json!({"previous_status": "running"})
+    );
     let control = m.agents().unwrap();
     assert_eq!(control.state_of(b_handle.id()), AgentState::Shutdown);
     let parent = t.handle.state().await.unwrap();
     assert!(!parent.children[0].open);
+}
+
+/// A kernel over scripted models whose threads live in rollouts under `home`.
+fn kernel(
+    home: &std::path::Path,
+    models: &[(&str, &Arc<ScriptedModel>)],
+) -> rein_core::bootstrap::Kernel {
+    use rein_core::rollout::{Durability, RolloutService, ServiceOptions};
+    let catalog = catalog(models);
+    let store: Arc<dyn rein_core::store::SessionStore> =
+        RolloutService::start(home.to_owned(), ServiceOptions::default());
+    let manager =
+        ThreadManager::builder(Arc::clone(&catalog) as Arc<dyn rein_core::model::ModelCatalog>)
+            .config(fast_config())
+            .store(Arc::clone(&store))
+            .agents(AgentsConfig::default())
+            .build_shared();
+    rein_core::bootstrap::Kernel {
+        manager,
+        home: home.to_owned(),
+        model: MODEL.into(),
+        provider: "scripted".into(),
+        models: catalog,
+        config: None,
+        durability: Durability::default(),
+        store,
+    }
+}
+
+#[tokio::test]
+async fn resuming_the_root_restores_its_open_children_with_their_statuses() {
+    let home = tempfile::tempdir().unwrap();
+    let root = ScriptedModel::replies(vec![
+        spawn("done", "finish this"),
+        wait(&["Ada"]),
+        spawn("busy", "keep going"),
+        ScriptedReply::tool_call("close_agent", json!({"target": "Babbage"})),
+        spawn("busy", "keep going too"),
+        ScriptedReply::text("root answers"),
+    ]);
+    let done = ScriptedModel::replies(vec![ScriptedReply::text("child result")]);
+    let busy = ScriptedModel::replies(vec![ScriptedReply::text("never").with_fault(Fault::Hang)]);
+    let (root_id, done_id, closed_id, busy_id) = {
+        let k = kernel(
+            home.path(),
+            &[(MODEL, &root), ("done", &done), ("busy", &busy)],
+        );
+        let mut created = k.manager.subscribe_created();
+        let mut t = k
+            .start_thread(settings(), rein_core::sessions::Persistence::Rollout)
+            .await
+            .unwrap();
+        t.handle.submit(Op::user_text("go")).await.unwrap();
+        let done_id = next_child(&mut created).await.handle.id();
+        let closed_id = next_child(&mut created).await.handle.id();
+        let busy_id = next_child(&mut created).await.handle.id();
+        completed(&mut t.events).await;
+        busy.wait_for_requests(2).await;
+        // A clean exit: the running child's turn is aborted on the way out.
+        k.manager.shutdown_all().await;
+        (t.handle.id(), done_id, closed_id, busy_id)
+    };
+
+    let root2 = ScriptedModel::replies(vec![wait(&["Ada"]), ScriptedReply::text("again")]);
+    let done2 = ScriptedModel::replies(vec![]);
+    let busy2 = ScriptedModel::replies(vec![ScriptedReply::text("resumed work")]);
+    let k = kernel(
+        home.path(),
+        &[(MODEL, &root2), ("done", &done2), ("busy", &busy2)],
+    );
+    let mut resumed = k.resume_thread(root_id).await.unwrap();
+    let control = Arc::clone(k.manager.agents().unwrap());
+    assert!(k.manager.get(done_id).is_some());
+    assert!(k.manager.get(busy_id).is_some());
+    assert!(
+        k.manager.get(closed_id).is_none(),
+        "a closed child stays closed"
+    );
+    // A completed child stays completed, with its answer.
+    assert_eq!(
+        control.state_of(done_id),
+        AgentState::Completed(Some("child result".into()))
+    );
+    assert_eq!(control.state_of(busy_id), AgentState::Interrupted);
+    let child_state = k.manager.get(busy_id).unwrap().state().await.unwrap();
+    assert_eq!(
+        child_state.agent.unwrap().nickname.as_deref(),
+        Some("Curie")
+    );
+    // The resumed root reaches its old children by nickname.
+    resumed
+        .thread
+        .handle
+        .submit(Op::user_text("check on Ada"))
+        .await
+        .unwrap();
+    completed(&mut resumed.thread.events).await;
+    let outputs = tool_outputs(&root2.requests()[1]);
+    assert_eq!(
+        outputs.last().unwrap(),
+        &json!({"status": {done_id.to_string(): {"completed": "child result"}}, "timed_out": false})
+    );
+    k.manager.shutdown_all().await;
 }

@@ -91,7 +91,9 @@ pub enum EventMsg {
         forked_from: Option<ThreadId>,
     },
     /// This thread is a sub-agent (the second event of a child's rollout).
-    AgentOrigin { origin: AgentOrigin },
+    AgentOrigin {
+        origin: AgentOrigin,
+    },
     /// This thread spawned a sub-agent; recorded before the child is created, so a crash
     /// never leaves a child its parent does not know.
     AgentSpawned {
@@ -103,9 +105,14 @@ pub enum EventMsg {
         task: String,
     },
     /// A sub-agent was given a new task (its last task, as listings show it).
-    AgentTasked { thread_id: ThreadId, task: String },
+    AgentTasked {
+        thread_id: ThreadId,
+        task: String,
+    },
     /// A sub-agent of this thread was closed (with its subtree): not resumed with it.
-    AgentClosed { thread_id: ThreadId },
+    AgentClosed {
+        thread_id: ThreadId,
+    },
     /// Settings changed (carried by an accepted input).
     SettingsChanged {
         settings: ThreadSettings,

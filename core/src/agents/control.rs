@@ -9,9 +9,7 @@ use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError, Weak};
 use std::time::Duration;
 
-use rein_protocol::{
-    AgentStatus, EventMsg, InputOutcome, InputPart, Op, OpResult, SubmissionId, ThreadId,
-};
+use rein_protocol::{EventMsg, InputOutcome, InputPart, Op, OpResult, SubmissionId, ThreadId};
 use tokio::sync::Notify;
 
 use super::state::{result_mail, AgentState};
@@ -323,7 +321,11 @@ impl AgentControl {
     }
 
     /// Mark `waiter` as blocked in `wait_agent` on `targets` (or no longer, with `None`).
-    pub(super) fn set_waiting(self: &Arc<Self>, waiter: ThreadId, targets: Option<HashSet<ThreadId>>) {
+    pub(super) fn set_waiting(
+        self: &Arc<Self>,
+        waiter: ThreadId,
+        targets: Option<HashSet<ThreadId>>,
+    ) {
         let follow = {
             let mut reg = self.lock();
             reg.set_waiting(waiter, targets, &self.config)
@@ -334,7 +336,12 @@ impl AgentControl {
     /// End `id`'s open descendants, leaves first (and `id` itself when `include_self`);
     /// `close` marks them closed (not resumed with their parent). Each gets
     /// `close_timeout_ms` to shut down.
-    pub(super) async fn end_subtree(self: &Arc<Self>, id: ThreadId, include_self: bool, close: bool) {
+    pub(super) async fn end_subtree(
+        self: &Arc<Self>,
+        id: ThreadId,
+        include_self: bool,
+        close: bool,
+    ) {
         let order = {
             let mut reg = self.lock();
             let mut order = Vec::new();
@@ -361,7 +368,10 @@ impl AgentControl {
         let limit = Duration::from_millis(self.config.close_timeout_ms);
         for thread in order {
             if let Some(handle) = manager.get(thread) {
-                if tokio::time::timeout(limit, handle.shutdown()).await.is_err() {
+                if tokio::time::timeout(limit, handle.shutdown())
+                    .await
+                    .is_err()
+                {
                     tracing::warn!(%thread, "a sub-agent did not shut down in time");
                 }
             }
@@ -369,21 +379,24 @@ impl AgentControl {
     }
 }
 
-/// A restored thread's state as the model reads it.
+/// A restored thread's state as the model reads it: what its last turn came to (the
+/// shutdown that ended its earlier life is not its status now that it is loaded again).
 pub(super) fn state_from(state: &ThreadState) -> AgentState {
-    match state.status {
-        AgentStatus::PendingInit => AgentState::PendingInit,
-        AgentStatus::Running => AgentState::Running,
-        AgentStatus::Completed => AgentState::Completed(state.last_agent_message().map(str::to_owned)),
-        AgentStatus::Interrupted => AgentState::Interrupted,
-        AgentStatus::Errored => AgentState::Errored(
-            state
-                .turns
-                .last()
-                .and_then(|t| t.failure.as_ref())
+    use crate::thread::state::TurnStatus;
+    let Some(last) = state.turns.last() else {
+        return AgentState::PendingInit;
+    };
+    match last.status {
+        TurnStatus::Running => AgentState::Running,
+        TurnStatus::Completed => {
+            AgentState::Completed(state.last_agent_message().map(str::to_owned))
+        }
+        TurnStatus::Aborted(_) => AgentState::Interrupted,
+        TurnStatus::Failed => AgentState::Errored(
+            last.failure
+                .as_ref()
                 .map_or_else(|| "the last turn failed".to_owned(), |f| f.message.clone()),
         ),
-        AgentStatus::Shutdown => AgentState::Shutdown,
     }
 }
 
@@ -410,9 +423,11 @@ impl Registry {
                     tree.running += 1;
                 }
             }
-            EventMsg::TurnCompleted { last_agent_message } => {
-                self.turn_ended(id, AgentState::Completed(last_agent_message.clone()), &mut f)
-            }
+            EventMsg::TurnCompleted { last_agent_message } => self.turn_ended(
+                id,
+                AgentState::Completed(last_agent_message.clone()),
+                &mut f,
+            ),
             EventMsg::TurnFailed { message, .. } => {
                 self.turn_ended(id, AgentState::Errored(message.clone()), &mut f)
             }
@@ -478,7 +493,8 @@ impl Registry {
         let root = node.root;
         let was_running = std::mem::take(&mut node.running);
         let was_counted = std::mem::take(&mut node.waiting_counted);
-        let report = node.open && matches!(state, AgentState::Completed(_) | AgentState::Errored(_));
+        let report =
+            node.open && matches!(state, AgentState::Completed(_) | AgentState::Errored(_));
         let nickname = node.nickname.clone();
         node.state = state.clone();
         f.changed = true;
@@ -504,7 +520,11 @@ impl Registry {
                 id: SubmissionId::new(),
                 from: id,
                 to: parent,
-                items: vec![InputPart::text(result_mail(id, nickname.as_deref(), &state))],
+                items: vec![InputPart::text(result_mail(
+                    id,
+                    nickname.as_deref(),
+                    &state,
+                ))],
             };
             if let Some(now) = self.route_one(mail) {
                 f.mail.push(now);
@@ -585,10 +605,7 @@ impl Registry {
             return f;
         };
         let root = node.root;
-        let started = matches!(
-            outcome,
-            Some(OpResult::Input(InputOutcome::Started { .. }))
-        );
+        let started = matches!(outcome, Some(OpResult::Input(InputOutcome::Started { .. })));
         if !started && node.inflight {
             node.inflight = false;
             if let Some(tree) = self.trees.get_mut(&root) {
@@ -600,7 +617,8 @@ impl Registry {
                     f.changed = true;
                 }
                 Some(OpResult::Input(InputOutcome::Rejected { reason })) => {
-                    node.state = AgentState::Errored(format!("the input was not accepted: {reason}"));
+                    node.state =
+                        AgentState::Errored(format!("the input was not accepted: {reason}"));
                     f.changed = true;
                 }
                 _ => {}

@@ -162,7 +162,9 @@ impl AgentControl {
             (root, depth, nickname)
         };
         let created = self
-            .create_child(ctx, &manager, child, root, depth, &nickname, &settings, &req, &task)
+            .create_child(
+                ctx, &manager, child, root, depth, &nickname, &settings, &req, &task,
+            )
             .await;
         let events = match created {
             Ok(events) => events,
@@ -389,7 +391,9 @@ impl AgentControl {
             (n.parent, n.state.clone())
         };
         if parent != Some(ctx.thread_id) {
-            return Err(format!("only the agent that spawned `{target}` can close it"));
+            return Err(format!(
+                "only the agent that spawned `{target}` can close it"
+            ));
         }
         ctx.record_agents(AgentEdge::Closed { thread_id: id }).await;
         self.end_subtree(id, true, true).await;
@@ -417,7 +421,9 @@ impl AgentControl {
             )
         };
         if parent != Some(ctx.thread_id) {
-            return Err(format!("only the agent that spawned `{target}` can resume it"));
+            return Err(format!(
+                "only the agent that spawned `{target}` can resume it"
+            ));
         }
         if open && manager.get(id).is_some() {
             return Ok(json!({ "status": self.state_of(id).to_json() }));
@@ -469,7 +475,10 @@ impl AgentControl {
     pub(super) fn list(self: &Arc<Self>, ctx: &ToolContext) -> Result<Value, String> {
         self.ensure_registered(ctx.thread_id)?;
         let reg = self.lock();
-        let root = reg.nodes.get(&ctx.thread_id).map_or(ctx.thread_id, |n| n.root);
+        let root = reg
+            .nodes
+            .get(&ctx.thread_id)
+            .map_or(ctx.thread_id, |n| n.root);
         let mut agents: Vec<(&ThreadId, &Node)> = reg
             .nodes
             .iter()
@@ -520,7 +529,9 @@ impl AgentControl {
                 match manager.create_thread(ThreadOptions::resume(resumed.events, resumed.recorder))
                 {
                     Ok(new) => todo.push((new.handle, Some(child.last_task.clone()))),
-                    Err(e) => tracing::warn!(child = %child.thread_id, "sub-agent not restored: {e}"),
+                    Err(e) => {
+                        tracing::warn!(child = %child.thread_id, "sub-agent not restored: {e}")
+                    }
                 }
             }
         }

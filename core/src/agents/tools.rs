@@ -28,8 +28,10 @@ struct AgentTool {
     control: Weak<AgentControl>,
 }
 
+type Tools = Vec<Arc<dyn Tool>>;
+
 /// Every tool, and every tool but `spawn_agent` (for agents at the depth limit).
-pub(super) fn agent_tools(control: &Weak<AgentControl>) -> (Vec<Arc<dyn Tool>>, Vec<Arc<dyn Tool>>) {
+pub(super) fn agent_tools(control: &Weak<AgentControl>) -> (Tools, Tools) {
     let make = |kind| {
         Arc::new(AgentTool {
             kind,

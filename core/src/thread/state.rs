@@ -8,8 +8,8 @@
 use std::sync::Arc;
 
 use rein_protocol::{
-    AgentOrigin, AgentStatus, ChildAgent, ErrorCode, Event, EventMsg, Item, SessionId, TaskKind, ThreadId, ThreadSettings,
-    TokenUsage, TurnAbortReason, TurnId,
+    AgentOrigin, AgentStatus, ChildAgent, ErrorCode, Event, EventMsg, Item, SessionId, TaskKind,
+    ThreadId, ThreadSettings, TokenUsage, TurnAbortReason, TurnId,
 };
 
 use crate::tools::policy::SessionApprovals;
