@@ -16,7 +16,7 @@ use super::control::{Mail, Node};
 use super::state::AgentState;
 use super::AgentControl;
 use crate::manager::{SpawnedAgent, ThreadOptions, ThreadOrigin};
-use crate::rollout::format::SessionMeta;
+use crate::store::SessionMeta;
 use crate::thread::ThreadHandle;
 use crate::tools::{AgentEdge, ToolContext};
 
