@@ -568,3 +568,41 @@ async fn closing_an_agent_ends_its_subtree_leaves_first() {
     let parent = t.handle.state().await.unwrap();
     assert!(!parent.children[0].open);
 }
+
+#[tokio::test]
+async fn a_spent_tree_budget_refuses_new_agents() {
+    // The root's own requests report no usage: only the child spends.
+    let free = |mut r: ScriptedReply| {
+        r.usage = Some(rein_protocol::TokenUsage::default());
+        r
+    };
+    let root = ScriptedModel::replies(vec![
+        free(spawn("child", "spend")),
+        free(wait(&["Ada"])),
+        free(spawn("child", "more")),
+        free(ScriptedReply::text("done")),
+    ]);
+    let mut costly = ScriptedReply::text("spent it");
+    costly.usage = Some(rein_protocol::TokenUsage {
+        input_tokens: 40,
+        output_tokens: 10,
+        total_tokens: 50,
+        ..Default::default()
+    });
+    let child = ScriptedModel::replies(vec![costly]);
+    let config = AgentsConfig {
+        max_tree_tokens: Some(10),
+        ..AgentsConfig::default()
+    };
+    let m = manager(&[(MODEL, &root), ("child", &child)], config);
+    let mut t = m.create_thread(ThreadOptions::new(settings())).unwrap();
+    t.handle.submit(Op::user_text("go")).await.unwrap();
+    completed(&mut t.events).await;
+    let outputs = tool_outputs(&root.requests().pop().unwrap());
+    assert_eq!(
+        outputs[2],
+        json!(
+            "the tree's token budget is spent (50 tokens, agents.max_tree_tokens); no new agents"
+        )
+    );
+}
