@@ -6,7 +6,6 @@
 #![cfg_attr(test, allow(clippy::unwrap_used))]
 
 pub mod agents;
-pub mod config;
 pub mod error;
 pub mod kernel_config;
 pub mod manager;

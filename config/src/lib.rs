@@ -30,6 +30,8 @@
 //! Architecture invariant: the environment is passed in (`env`), never read here, so tests
 //! need no `std::env::set_var` and keys stay where the caller keeps them.
 
+#![cfg_attr(test, allow(clippy::unwrap_used))]
+
 pub mod agents;
 pub mod error;
 pub mod overrides;
@@ -104,7 +106,7 @@ pub struct ModelConfig {
     /// Where the configuration was read from (it need not exist).
     pub config_path: PathBuf,
     /// Sub-agents: on or off, and the limits of a tree.
-    pub agents: crate::agents::AgentsConfig,
+    pub agents: agents::AgentsSettings,
 }
 
 /// What to load: where, which profile, which overrides.
@@ -223,7 +225,7 @@ pub fn resolve(
         profile: profile_name,
         providers,
         config_path: path.to_owned(),
-        agents: agents::agents_config(&file.agents, &file.features),
+        agents: agents::agents_settings(&file.agents, &file.features),
     })
 }
 

@@ -10,10 +10,10 @@
 //! max_concurrent_turns = 4      # sub-agent turns running at once; more wait for capacity
 //! max_tree_tokens = 2000000     # tokens the whole tree may spend (off by default)
 //! ```
+//!
+//! Only what the file says is kept; the kernel's defaults fill in the rest.
 
 use serde::Deserialize;
-
-use crate::agents::AgentsConfig;
 
 #[derive(Clone, Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -30,18 +30,23 @@ pub struct FeaturesToml {
     pub multi_agent: Option<bool>,
 }
 
-/// The limits the file asks for, over the defaults.
-pub fn agents_config(agents: &AgentsToml, features: &FeaturesToml) -> AgentsConfig {
-    let defaults = AgentsConfig::default();
-    AgentsConfig {
-        enabled: features.multi_agent.unwrap_or(defaults.enabled),
-        max_depth: agents.max_depth.unwrap_or(defaults.max_depth),
-        max_threads: agents.max_threads.unwrap_or(defaults.max_threads),
-        max_concurrent_turns: agents
-            .max_concurrent_turns
-            .map(|n| n.max(1))
-            .or(defaults.max_concurrent_turns),
-        max_tree_tokens: agents.max_tree_tokens.or(defaults.max_tree_tokens),
-        ..defaults
+/// What the file asks of sub-agents (`None`: the kernel's default).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct AgentsSettings {
+    pub enabled: Option<bool>,
+    pub max_depth: Option<u32>,
+    pub max_threads: Option<usize>,
+    pub max_concurrent_turns: Option<usize>,
+    pub max_tree_tokens: Option<u64>,
+}
+
+pub fn agents_settings(agents: &AgentsToml, features: &FeaturesToml) -> AgentsSettings {
+    AgentsSettings {
+        enabled: features.multi_agent,
+        max_depth: agents.max_depth,
+        max_threads: agents.max_threads,
+        // At least one turn at a time, or nothing would ever run.
+        max_concurrent_turns: agents.max_concurrent_turns.map(|n| n.max(1)),
+        max_tree_tokens: agents.max_tree_tokens,
     }
 }
