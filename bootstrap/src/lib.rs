@@ -20,6 +20,7 @@ use rein_protocol::script::{Script, ScriptedReply, WhenExhausted};
 use rein_protocol::{ApprovalPolicy, SandboxPolicy, ThreadSettings, TurnBudget};
 
 use rein_config::{self as config, ConfigError, LoadOptions, ModelConfig};
+use rein_core::agents::AgentsConfig;
 use rein_core::kernel_config::KernelConfig;
 use rein_core::manager::ThreadManager;
 use rein_core::model::scripted::ScriptedModel;
@@ -133,13 +134,15 @@ pub fn bootstrap(
             ..ServiceOptions::default()
         },
     );
+    let agents = agents_config(config.as_ref().map(|c| &c.agents));
     let manager = ThreadManager::builder(Arc::clone(&models))
         .tools(builtin_tools(options.tools))
         .config(kernel_config)
         .store(Arc::clone(&store))
-        .build();
+        .agents(agents)
+        .build_shared();
     Ok(Kernel {
-        manager: Arc::new(manager),
+        manager,
         home,
         model,
         provider,
@@ -178,4 +181,20 @@ pub fn demo_catalog() -> Arc<StaticCatalog> {
         },
         model,
     ))
+}
+
+/// The kernel's sub-agent limits: what the configuration says over the kernel's defaults.
+fn agents_config(file: Option<&rein_config::agents::AgentsSettings>) -> AgentsConfig {
+    let defaults = AgentsConfig::default();
+    let Some(file) = file else {
+        return defaults;
+    };
+    AgentsConfig {
+        enabled: file.enabled.unwrap_or(defaults.enabled),
+        max_depth: file.max_depth.unwrap_or(defaults.max_depth),
+        max_threads: file.max_threads.unwrap_or(defaults.max_threads),
+        max_concurrent_turns: file.max_concurrent_turns.or(defaults.max_concurrent_turns),
+        max_tree_tokens: file.max_tree_tokens.or(defaults.max_tree_tokens),
+        ..defaults
+    }
 }

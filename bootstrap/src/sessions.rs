@@ -94,6 +94,10 @@ impl Kernel {
             .manager
             .create_thread(ThreadOptions::resume(resumed.events, resumed.recorder))?;
         new.path = resumed.entry.as_ref().map(|e| e.path.clone());
+        // The open sub-agents of the tree come back with it.
+        if let Some(agents) = self.manager.agents() {
+            agents.restore(&new.handle).await;
+        }
         Ok(Resumed {
             thread: new,
             diagnostics: resumed.diagnostics,

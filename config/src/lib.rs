@@ -32,6 +32,7 @@
 
 #![cfg_attr(test, allow(clippy::unwrap_used))]
 
+pub mod agents;
 pub mod error;
 pub mod overrides;
 pub mod provider;
@@ -64,6 +65,10 @@ pub struct ConfigToml {
     pub model_providers: BTreeMap<String, ProviderToml>,
     #[serde(default)]
     pub profiles: BTreeMap<String, ProfileToml>,
+    #[serde(default)]
+    pub agents: agents::AgentsToml,
+    #[serde(default)]
+    pub features: agents::FeaturesToml,
 }
 
 #[derive(Clone, Debug, Default, Deserialize)]
@@ -100,6 +105,8 @@ pub struct ModelConfig {
     pub providers: BTreeMap<String, ProviderInfo>,
     /// Where the configuration was read from (it need not exist).
     pub config_path: PathBuf,
+    /// Sub-agents: on or off, and the limits of a tree.
+    pub agents: agents::AgentsSettings,
 }
 
 /// What to load: where, which profile, which overrides.
@@ -218,6 +225,7 @@ pub fn resolve(
         profile: profile_name,
         providers,
         config_path: path.to_owned(),
+        agents: agents::agents_settings(&file.agents, &file.features),
     })
 }
 

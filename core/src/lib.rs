@@ -5,6 +5,7 @@
 
 #![cfg_attr(test, allow(clippy::unwrap_used))]
 
+pub mod agents;
 pub mod error;
 pub mod kernel_config;
 pub mod manager;

@@ -11,9 +11,10 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 
-use rein_protocol::{Event, EventMsg, SessionId, ThreadId, ThreadSettings};
+use rein_protocol::{AgentOrigin, Event, EventMsg, Item, SessionId, ThreadId, ThreadSettings};
 use tokio::sync::broadcast;
 
+use crate::agents::{AgentControl, AgentsConfig};
 use crate::error::KernelError;
 use crate::kernel_config::KernelConfig;
 use crate::model::ModelCatalog;
@@ -34,6 +35,9 @@ pub struct KernelServices {
     pub tool_sources: Vec<Arc<dyn ToolSource>>,
     pub stop_hooks: Arc<[Arc<dyn StopHook>]>,
     pub config: KernelConfig,
+    /// Sub-agents (the spawn / send / wait / close tools and the trees they make);
+    /// `None` when they are turned off.
+    pub agents: Option<Arc<AgentControl>>,
 }
 
 /// Where a thread's history comes from.
@@ -53,6 +57,16 @@ pub struct ThreadOptions {
     pub thread_id: Option<ThreadId>,
     /// How the thread came to be, as the "thread created" broadcast says.
     pub origin: ThreadOrigin,
+    /// A new sub-agent: where it comes from, its tree's session id, and the history it
+    /// starts with (a forked context). Recorded right after `ThreadConfigured`.
+    pub agent: Option<SpawnedAgent>,
+}
+
+/// What a new sub-agent starts with.
+pub struct SpawnedAgent {
+    pub origin: AgentOrigin,
+    pub session_id: SessionId,
+    pub history: Vec<Item>,
 }
 
 /// Why a thread was created.
@@ -60,7 +74,13 @@ pub struct ThreadOptions {
 pub enum ThreadOrigin {
     New,
     Resumed,
-    Forked { parent: ThreadId },
+    Forked {
+        parent: ThreadId,
+    },
+    /// A sub-agent spawned by `parent`'s model.
+    Spawned {
+        parent: ThreadId,
+    },
 }
 
 impl ThreadOptions {
@@ -70,6 +90,7 @@ impl ThreadOptions {
             recorder: Box::new(NullRecorder),
             thread_id: None,
             origin: ThreadOrigin::New,
+            agent: None,
         }
     }
 
@@ -80,6 +101,7 @@ impl ThreadOptions {
             recorder,
             thread_id: None,
             origin: ThreadOrigin::Resumed,
+            agent: None,
         }
     }
 
@@ -140,11 +162,17 @@ impl ThreadManager {
             stop_hooks: Vec::new(),
             config: KernelConfig::default(),
             store: None,
+            agents: None,
         }
     }
 
     pub fn services(&self) -> &Arc<KernelServices> {
         &self.services
+    }
+
+    /// The sub-agent machinery, when it is on.
+    pub fn agents(&self) -> Option<&Arc<AgentControl>> {
+        self.services.agents.as_ref()
     }
 
     /// Where persisted threads live; `None` when every thread is ephemeral.
@@ -194,6 +222,14 @@ impl ThreadManager {
         let tools = Arc::new(ThreadTools::new(ToolSources::new(
             self.services.tool_sources.clone(),
         )));
+        if let Some(agents) = &self.services.agents {
+            let depth = match (&options.agent, &state.agent) {
+                (Some(spawned), _) => spawned.origin.depth,
+                (None, Some(origin)) => origin.depth,
+                (None, None) => 0,
+            };
+            tools.sources.add(agents.tool_source(depth));
+        }
         tools.set_grants(state.session_grants.clone());
         let mut submission_loop = SubmissionLoop::new(
             state,
@@ -203,14 +239,29 @@ impl ThreadManager {
             rx,
         );
         if let Some(settings) = fresh {
+            let session_id = options
+                .agent
+                .as_ref()
+                .map_or(SessionId::from(thread_id), |a| a.session_id);
             submission_loop.emit(
                 None,
                 EventMsg::ThreadConfigured {
-                    session_id: SessionId::from(thread_id),
+                    session_id,
                     settings,
                     forked_from: None,
                 },
             );
+            if let Some(spawned) = options.agent {
+                submission_loop.emit(
+                    None,
+                    EventMsg::AgentOrigin {
+                        origin: spawned.origin,
+                    },
+                );
+                for item in spawned.history {
+                    submission_loop.emit(None, EventMsg::ItemCompleted { item });
+                }
+            }
         }
         let inner = Arc::new(HandleInner {
             thread_id,
@@ -326,9 +377,29 @@ pub struct ThreadManagerBuilder {
     stop_hooks: Vec<Arc<dyn StopHook>>,
     config: KernelConfig,
     store: Option<Arc<dyn SessionStore>>,
+    agents: Option<AgentsConfig>,
 }
 
 impl ThreadManagerBuilder {
+    /// Offer every thread the sub-agent tools, with these limits (unless
+    /// `config.enabled` is false). They need a manager built with
+    /// [`build_shared`](Self::build_shared).
+    pub fn agents(mut self, config: AgentsConfig) -> Self {
+        self.agents = Some(config).filter(|c| c.enabled);
+        self
+    }
+
+    /// [`build`](Self::build), shared: the sub-agent tools reach the manager through it.
+    pub fn build_shared(self) -> Arc<ThreadManager> {
+        Arc::new_cyclic(|weak: &Weak<ThreadManager>| {
+            let manager = self.build();
+            if let Some(agents) = manager.agents() {
+                agents.attach(weak.clone());
+            }
+            manager
+        })
+    }
+
     /// Every thread consults `source` too, after the tools given with [`tool`](Self::tool).
     pub fn tool_source(mut self, source: Arc<dyn ToolSource>) -> Self {
         self.sources.push(source);
@@ -372,6 +443,7 @@ impl ThreadManagerBuilder {
                 .collect(),
                 stop_hooks: self.stop_hooks.into(),
                 config: self.config,
+                agents: self.agents.map(AgentControl::new),
             },
             self.store,
         )

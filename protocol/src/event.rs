@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use crate::agents::AgentOrigin;
 use crate::client_request::{ClientRequest, SessionGrant};
 use crate::ids::{ItemId, SessionId, ThreadId, TurnId};
 use crate::items::Item;
@@ -88,6 +89,29 @@ pub enum EventMsg {
         settings: ThreadSettings,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         forked_from: Option<ThreadId>,
+    },
+    /// This thread is a sub-agent (the second event of a child's rollout).
+    AgentOrigin {
+        origin: AgentOrigin,
+    },
+    /// This thread spawned a sub-agent; recorded before the child is created, so a crash
+    /// never leaves a child its parent does not know.
+    AgentSpawned {
+        thread_id: ThreadId,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        nickname: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        role: Option<String>,
+        task: String,
+    },
+    /// A sub-agent was given a new task (its last task, as listings show it).
+    AgentTasked {
+        thread_id: ThreadId,
+        task: String,
+    },
+    /// A sub-agent of this thread was closed (with its subtree): not resumed with it.
+    AgentClosed {
+        thread_id: ThreadId,
     },
     /// Settings changed (carried by an accepted input).
     SettingsChanged {

@@ -6,6 +6,7 @@
 
 #![cfg_attr(test, allow(clippy::unwrap_used))]
 
+pub mod agents;
 pub mod client_request;
 pub mod event;
 pub mod ids;
@@ -17,6 +18,7 @@ pub mod settings;
 pub mod status;
 pub mod tool_facts;
 
+pub use agents::{AgentOrigin, ChildAgent};
 pub use client_request::{ClientRequest, ClientResponse, Question, QuestionOption, SessionGrant};
 pub use event::{
     ApprovalOutcome, CompactionTrigger, ErrorCode, Event, EventMsg, FileChangeKind, FileDiff,

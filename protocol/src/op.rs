@@ -5,7 +5,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::client_request::ClientResponse;
-use crate::ids::{SubmissionId, TurnId};
+use crate::ids::{SubmissionId, ThreadId, TurnId};
 use crate::items::InputPart;
 use crate::settings::SettingsChange;
 
@@ -33,6 +33,14 @@ pub enum Op {
         /// (structured output). Ignored when the input steers a running turn.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         output_schema: Option<serde_json::Value>,
+    },
+    /// Mail from another thread of the tree (a task, a child's result). It steers a
+    /// running regular turn at its next step boundary, starts a turn (with a random UUIDv4
+    /// id) on an idle thread, and, arriving after the running turn's final answer, waits
+    /// for the next turn instead of reviving the finished one.
+    AgentMail {
+        from: ThreadId,
+        items: Vec<InputPart>,
     },
     /// Restart the interrupted turn with the same turn id and no new input.
     Recover,

@@ -25,6 +25,10 @@ fn variant(msg: &EventMsg) -> &'static str {
         EventMsg::ThreadConfigured { .. } => "ThreadConfigured",
         EventMsg::SettingsChanged { .. } => "SettingsChanged",
         EventMsg::ThreadNamed { .. } => "ThreadNamed",
+        EventMsg::AgentOrigin { .. } => "AgentOrigin",
+        EventMsg::AgentSpawned { .. } => "AgentSpawned",
+        EventMsg::AgentTasked { .. } => "AgentTasked",
+        EventMsg::AgentClosed { .. } => "AgentClosed",
         EventMsg::TurnStarted { .. } => "TurnStarted",
         EventMsg::TurnCompleted { .. } => "TurnCompleted",
         EventMsg::TurnAborted { .. } => "TurnAborted",
@@ -54,7 +58,7 @@ fn variant(msg: &EventMsg) -> &'static str {
     }
 }
 
-const ALL_VARIANTS: usize = 29;
+const ALL_VARIANTS: usize = 33;
 
 fn meta_for(thread: ThreadId) -> SessionMeta {
     SessionMeta::new(

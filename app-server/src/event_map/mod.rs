@@ -111,7 +111,12 @@ impl EventMapper {
         }
         match &event.msg {
             // Announced by the thread/start answer and `thread/started`.
-            EventMsg::ThreadConfigured { .. } | EventMsg::SettingsChanged { .. } => {}
+            EventMsg::ThreadConfigured { .. }
+            | EventMsg::SettingsChanged { .. }
+            | EventMsg::AgentOrigin { .. }
+            | EventMsg::AgentSpawned { .. }
+            | EventMsg::AgentTasked { .. }
+            | EventMsg::AgentClosed { .. } => {}
             EventMsg::ThreadNamed { name } => {
                 out.push(Outgoing::Notify(ServerNotification::ThreadNameUpdated(
                     ThreadNameUpdatedNotification {

@@ -254,6 +254,10 @@ impl<W: Write> HumanProgress<W> {
             // Written by rein before patches were outcomes; never sent live.
             EventMsg::PatchApplied { .. } => {}
             EventMsg::SettingsChanged { .. }
+            | EventMsg::AgentOrigin { .. }
+            | EventMsg::AgentSpawned { .. }
+            | EventMsg::AgentTasked { .. }
+            | EventMsg::AgentClosed { .. }
             | EventMsg::ThreadNamed { .. }
             | EventMsg::TurnDiff { .. }
             | EventMsg::TurnStarted { .. }

@@ -162,6 +162,10 @@ impl JsonlMapper {
             // Text arrives whole in the completed item; approvals are answered by the run
             // loop; the rest has no counterpart on this wire.
             EventMsg::SettingsChanged { .. }
+            | EventMsg::AgentOrigin { .. }
+            | EventMsg::AgentSpawned { .. }
+            | EventMsg::AgentTasked { .. }
+            | EventMsg::AgentClosed { .. }
             | EventMsg::ThreadNamed { .. }
             | EventMsg::ItemStarted { .. }
             | EventMsg::AgentMessageDelta { .. }

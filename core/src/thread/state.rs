@@ -8,8 +8,8 @@
 use std::sync::Arc;
 
 use rein_protocol::{
-    AgentStatus, ErrorCode, Event, EventMsg, Item, SessionId, TaskKind, ThreadId, ThreadSettings,
-    TokenUsage, TurnAbortReason, TurnId,
+    AgentOrigin, AgentStatus, ChildAgent, ErrorCode, Event, EventMsg, Item, SessionId, TaskKind,
+    ThreadId, ThreadSettings, TokenUsage, TurnAbortReason, TurnId,
 };
 
 use crate::tools::policy::SessionApprovals;
@@ -85,6 +85,10 @@ pub struct ThreadState {
     pub rollback_floor: usize,
     /// What the user approved "for this session" (folded from the answers' grants).
     pub session_grants: SessionApprovals,
+    /// Where this thread comes from, when it is a sub-agent.
+    pub agent: Option<AgentOrigin>,
+    /// The sub-agents this thread spawned, in order (closed ones stay, marked closed).
+    pub children: Vec<ChildAgent>,
     /// Sequence number of the last event applied.
     pub last_seq: Option<u64>,
 }
@@ -143,6 +147,36 @@ impl ThreadState {
                 self.session_id = Some(*session_id);
                 self.settings = Some(settings.clone());
                 self.forked_from = *forked_from;
+            }
+            EventMsg::AgentOrigin { origin } => self.agent = Some(origin.clone()),
+            EventMsg::AgentSpawned {
+                thread_id,
+                nickname,
+                role,
+                task,
+            } => {
+                let child = ChildAgent {
+                    thread_id: *thread_id,
+                    nickname: nickname.clone(),
+                    role: role.clone(),
+                    last_task: task.clone(),
+                    open: true,
+                };
+                // Spawned again: a closed child reopened.
+                match self.children.iter_mut().find(|c| c.thread_id == *thread_id) {
+                    Some(known) => *known = child,
+                    None => self.children.push(child),
+                }
+            }
+            EventMsg::AgentTasked { thread_id, task } => {
+                if let Some(child) = self.children.iter_mut().find(|c| c.thread_id == *thread_id) {
+                    child.last_task.clone_from(task);
+                }
+            }
+            EventMsg::AgentClosed { thread_id } => {
+                if let Some(child) = self.children.iter_mut().find(|c| c.thread_id == *thread_id) {
+                    child.open = false;
+                }
             }
             EventMsg::SettingsChanged { settings } => self.settings = Some(settings.clone()),
             EventMsg::ThreadNamed { name } => self.name = Some(name.clone()),

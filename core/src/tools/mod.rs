@@ -143,6 +143,27 @@ pub enum ToolEvent {
     OutputDelta(String),
     /// The agent's plan changed.
     PlanUpdated(Vec<PlanStep>),
+    /// The call changed the thread's sub-agent tree (`AgentSpawned`, `AgentTasked`,
+    /// `AgentClosed`): an edge the thread's rollout must keep.
+    Agents(AgentEdge),
+}
+
+/// A change to a thread's sub-agents, as its rollout records it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum AgentEdge {
+    Spawned {
+        thread_id: ThreadId,
+        nickname: Option<String>,
+        role: Option<String>,
+        task: String,
+    },
+    Tasked {
+        thread_id: ThreadId,
+        task: String,
+    },
+    Closed {
+        thread_id: ThreadId,
+    },
 }
 
 impl ToolEvent {
@@ -154,6 +175,23 @@ impl ToolEvent {
                 delta,
             },
             ToolEvent::PlanUpdated(plan) => rein_protocol::EventMsg::PlanUpdated { plan },
+            ToolEvent::Agents(AgentEdge::Spawned {
+                thread_id,
+                nickname,
+                role,
+                task,
+            }) => rein_protocol::EventMsg::AgentSpawned {
+                thread_id,
+                nickname,
+                role,
+                task,
+            },
+            ToolEvent::Agents(AgentEdge::Tasked { thread_id, task }) => {
+                rein_protocol::EventMsg::AgentTasked { thread_id, task }
+            }
+            ToolEvent::Agents(AgentEdge::Closed { thread_id }) => {
+                rein_protocol::EventMsg::AgentClosed { thread_id }
+            }
         }
     }
 }
@@ -169,6 +207,12 @@ pub struct Ask {
 /// the thread's loop; tests implement it directly.
 pub trait ToolHost: Send + Sync + 'static {
     fn emit(&self, call_id: &str, event: ToolEvent);
+    /// Emit `event` and resolve once it is written (write-ahead of what the call does
+    /// next); `false` if the turn is gone. Hosts without a store resolve at once.
+    fn emit_written(&self, call_id: &str, event: ToolEvent) -> BoxFuture<'static, bool> {
+        self.emit(call_id, event);
+        Box::pin(std::future::ready(true))
+    }
     /// Put a request to the client; the receiver yields its answer, or closes when the
     /// turn ends first.
     fn ask(&self, call_id: String, ask: Ask) -> oneshot::Receiver<ClientResponse>;
@@ -236,6 +280,13 @@ impl ToolContext {
     pub fn output_delta(&self, delta: impl Into<String>) {
         self.host
             .emit(&self.call_id, ToolEvent::OutputDelta(delta.into()));
+    }
+
+    /// Record a change to the thread's sub-agents and wait until it is written.
+    pub async fn record_agents(&self, edge: AgentEdge) -> bool {
+        self.host
+            .emit_written(&self.call_id, ToolEvent::Agents(edge))
+            .await
     }
 
     /// Tell clients the agent's plan changed.

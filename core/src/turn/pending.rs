@@ -11,6 +11,9 @@ use rein_protocol::{InputPart, SubmissionId};
 pub(crate) struct PendingEntry {
     pub submission: SubmissionId,
     pub items: Vec<InputPart>,
+    /// Mail from another thread of the tree rather than the user's own input: after the
+    /// turn's final answer it waits for the next turn instead of reviving this one.
+    pub mail: bool,
 }
 
 #[derive(Clone, Default)]
@@ -29,7 +32,8 @@ impl PendingInput {
         self.lock().drain(..).collect()
     }
 
-    pub(crate) fn is_empty(&self) -> bool {
-        self.lock().is_empty()
+    /// Whether user input (not mail) waits: what still deserves an answer in this turn.
+    pub(crate) fn has_steers(&self) -> bool {
+        self.lock().iter().any(|e| !e.mail)
     }
 }

@@ -150,6 +150,16 @@ impl ToolHost for TurnSink {
         TurnSink::emit(self, event.into_event(call_id));
     }
 
+    fn emit_written(
+        &self,
+        call_id: &str,
+        event: ToolEvent,
+    ) -> futures::future::BoxFuture<'static, bool> {
+        let sink = self.clone();
+        let msg = event.into_event(call_id);
+        Box::pin(async move { TurnSink::emit_written(&sink, msg).await })
+    }
+
     fn ask(&self, call_id: String, ask: Ask) -> oneshot::Receiver<ClientResponse> {
         let (reply, rx) = oneshot::channel();
         self.send(TaskMsgKind::Ask {

@@ -180,8 +180,9 @@ impl RegularTask {
                 }
                 continue;
             }
-            // A steer that arrived while the final answer streamed still deserves an answer.
-            if !self.pending.is_empty() {
+            // A steer that arrived while the final answer streamed still deserves an answer;
+            // mail does not revive a turn that answered (it starts the next one).
+            if self.pending.has_steers() {
                 continue;
             }
             match self.consult_stop_hooks(last_agent_message.as_deref(), vetoes) {

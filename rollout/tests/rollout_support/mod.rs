@@ -182,6 +182,26 @@ pub fn every_variant_thread() -> ThreadScript {
     s.push(EventMsg::ThreadNamed {
         name: "Fix the parser".into(),
     });
+    s.push(EventMsg::AgentOrigin {
+        origin: rein_protocol::AgentOrigin {
+            parent_thread_id: ThreadId::new(),
+            depth: 1,
+            nickname: Some("Ada".into()),
+            role: Some("explorer".into()),
+        },
+    });
+    let child = ThreadId::new();
+    s.push(EventMsg::AgentSpawned {
+        thread_id: child,
+        nickname: Some("Babbage".into()),
+        role: None,
+        task: "look around".into(),
+    });
+    s.push(EventMsg::AgentTasked {
+        thread_id: child,
+        task: "look again".into(),
+    });
+    s.push(EventMsg::AgentClosed { thread_id: child });
     s.start_turn("first: with an image");
     s.push(EventMsg::ItemCompleted {
         item: Item::UserMessage {

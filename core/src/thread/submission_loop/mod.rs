@@ -18,6 +18,7 @@ use tokio_util::task::AbortOnDropHandle;
 
 mod abort;
 mod approvals;
+mod mail;
 mod maintenance;
 mod start;
 
@@ -181,6 +182,10 @@ impl SubmissionLoop {
                 OpResult::Input(self.on_input(id, items, mode, &settings, output_schema)),
                 Flow::Continue,
             ),
+            Op::AgentMail { from, items } => (
+                OpResult::Input(self.on_mail(id, from, items)),
+                Flow::Continue,
+            ),
             Op::Recover => (OpResult::Input(self.on_recover()), Flow::Continue),
             op @ (Op::Interrupt | Op::InterruptTurn { .. }) => {
                 let outcome = match (&self.running, op) {
@@ -305,6 +310,7 @@ impl SubmissionLoop {
                 inputs.push(PendingEntry {
                     submission: id,
                     items,
+                    mail: false,
                 });
                 match self.start_turn(turn_id, inputs, false, output_schema.map(Arc::new)) {
                     Ok(()) => InputOutcome::Started { turn_id },
@@ -316,6 +322,7 @@ impl SubmissionLoop {
                 self.pending.push(PendingEntry {
                     submission: id,
                     items,
+                    mail: false,
                 });
                 InputOutcome::Queued { behind }
             }
@@ -324,6 +331,7 @@ impl SubmissionLoop {
                 self.pending.push(PendingEntry {
                     submission: id,
                     items,
+                    mail: false,
                 });
                 InputOutcome::Steered { turn_id }
             }
@@ -498,7 +506,11 @@ impl SubmissionLoop {
         let Some(first) = leftovers.first() else {
             return;
         };
-        let turn_id = TurnId::from(first.submission);
+        let turn_id = if first.mail {
+            mail::mail_turn_id()
+        } else {
+            TurnId::from(first.submission)
+        };
         if let Err(reason) = self.start_turn(turn_id, leftovers, false, None) {
             self.emit(
                 None,

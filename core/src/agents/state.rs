@@ -1,0 +1,78 @@
+//! An agent's status as the model reads it (Codex's `AgentStatus` shape: a string, or
+//! `{"completed": message}` / `{"errored": message}`), and the mail a finished child sends.
+
+use rein_protocol::ThreadId;
+use serde_json::{json, Value};
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum AgentState {
+    /// Created, or given a task that waits for capacity; no turn runs yet.
+    PendingInit,
+    Running,
+    /// Its last turn was aborted (interrupt, budget). Not terminal: mail resumes it.
+    Interrupted,
+    /// Its last turn completed with this final answer.
+    Completed(Option<String>),
+    Errored(String),
+    Shutdown,
+    NotFound,
+}
+
+impl AgentState {
+    /// Whether `wait_agent` returns for it. An interrupted agent counts: waiting on it
+    /// would otherwise last until the timeout.
+    pub fn is_final(&self) -> bool {
+        !matches!(self, AgentState::PendingInit | AgentState::Running)
+    }
+
+    pub fn to_json(&self) -> Value {
+        match self {
+            AgentState::PendingInit => json!("pending_init"),
+            AgentState::Running => json!("running"),
+            AgentState::Interrupted => json!("interrupted"),
+            AgentState::Completed(message) => json!({ "completed": message }),
+            AgentState::Errored(message) => json!({ "errored": message }),
+            AgentState::Shutdown => json!("shutdown"),
+            AgentState::NotFound => json!("not_found"),
+        }
+    }
+
+    /// The final answer or error, for clients.
+    pub fn message(&self) -> Option<&str> {
+        match self {
+            AgentState::Completed(m) => m.as_deref(),
+            AgentState::Errored(m) => Some(m),
+            _ => None,
+        }
+    }
+}
+
+/// The user message a parent reads when its child finished and nobody waited for it.
+pub(crate) fn result_mail(child: ThreadId, nickname: Option<&str>, state: &AgentState) -> String {
+    let body = json!({
+        "agent_id": child.to_string(),
+        "nickname": nickname,
+        "status": state.to_json(),
+    });
+    format!("<subagent_notification>\n{body}\n</subagent_notification>")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn statuses_have_codex_shapes() {
+        assert_eq!(AgentState::Running.to_json(), json!("running"));
+        assert_eq!(
+            AgentState::Completed(Some("done".into())).to_json(),
+            json!({"completed": "done"})
+        );
+        assert_eq!(
+            AgentState::Errored("boom".into()).to_json(),
+            json!({"errored": "boom"})
+        );
+        assert!(AgentState::Interrupted.is_final());
+        assert!(!AgentState::PendingInit.is_final());
+    }
+}
