@@ -34,6 +34,8 @@ fn variant(msg: &EventMsg) -> &'static str {
         EventMsg::AgentMessageDelta { .. } => "AgentMessageDelta",
         EventMsg::ReasoningDelta { .. } => "ReasoningDelta",
         EventMsg::ToolCallBegin { .. } => "ToolCallBegin",
+        EventMsg::AdvisorReviewStarted { .. } => "AdvisorReviewStarted",
+        EventMsg::AdvisorReviewCompleted { .. } => "AdvisorReviewCompleted",
         EventMsg::ToolOutputDelta { .. } => "ToolOutputDelta",
         EventMsg::ToolCallEnd { .. } => "ToolCallEnd",
         EventMsg::ClientRequested { .. } => "ClientRequested",
@@ -54,7 +56,7 @@ fn variant(msg: &EventMsg) -> &'static str {
     }
 }
 
-const ALL_VARIANTS: usize = 29;
+const ALL_VARIANTS: usize = 31;
 
 fn meta_for(thread: ThreadId) -> SessionMeta {
     SessionMeta::new(

@@ -6,6 +6,7 @@
 
 #![cfg_attr(test, allow(clippy::unwrap_used))]
 
+pub mod advisor;
 pub mod app_server;
 pub mod client_request;
 pub mod event;
@@ -19,6 +20,7 @@ pub mod settings;
 pub mod status;
 pub mod tool_facts;
 
+pub use advisor::{AdvisorFailure, AdvisorRisk, AdvisorVerdict, ReviewedCall};
 pub use client_request::{ClientRequest, ClientResponse, Question, QuestionOption, SessionGrant};
 pub use event::{
     ApprovalOutcome, CompactionTrigger, ErrorCode, Event, EventMsg, FileChangeKind, FileDiff,

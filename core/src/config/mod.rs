@@ -30,6 +30,7 @@
 //! Architecture invariant: the environment is passed in (`env`), never read here, so tests
 //! need no `std::env::set_var` and keys stay where the caller keeps them.
 
+pub mod advisor;
 pub mod error;
 pub mod overrides;
 pub mod provider;
@@ -40,6 +41,7 @@ use std::path::{Path, PathBuf};
 use rein_protocol::ReasoningEffort;
 use serde::Deserialize;
 
+pub use advisor::{AdvisorConfig, AdvisorMode, AdvisorToml};
 pub use error::{ConfigError, OverrideProblem};
 pub use overrides::Override;
 pub use provider::{ProviderInfo, ProviderToml, WireApi};
@@ -62,6 +64,7 @@ pub struct ConfigToml {
     pub model_providers: BTreeMap<String, ProviderToml>,
     #[serde(default)]
     pub profiles: BTreeMap<String, ProfileToml>,
+    pub advisor: Option<AdvisorToml>,
 }
 
 #[derive(Clone, Debug, Default, Deserialize)]
@@ -98,6 +101,7 @@ pub struct ModelConfig {
     pub providers: BTreeMap<String, ProviderInfo>,
     /// Where the configuration was read from (it need not exist).
     pub config_path: PathBuf,
+    pub advisor: AdvisorConfig,
 }
 
 /// What to load: where, which profile, which overrides.
@@ -172,7 +176,7 @@ pub fn resolve(
     };
     let provider = profile
         .model_provider
-        .or(file.model_provider)
+        .or(file.model_provider.clone())
         .unwrap_or_else(|| DEFAULT_PROVIDER.into());
     let known = |id: &str| -> Result<(), ConfigError> {
         if providers.contains_key(id) {
@@ -199,6 +203,7 @@ pub fn resolve(
             })
         }
     };
+    let advisor = resolve_advisor(&file, &provider, path, &known)?;
     Ok(ModelConfig {
         model: profile
             .model
@@ -216,6 +221,46 @@ pub fn resolve(
         profile: profile_name,
         providers,
         config_path: path.to_owned(),
+        advisor,
+    })
+}
+
+/// `[advisor]` resolved: its profile's model (and provider, by default the main one).
+fn resolve_advisor(
+    file: &ConfigToml,
+    main_provider: &str,
+    path: &Path,
+    known: &dyn Fn(&str) -> Result<(), ConfigError>,
+) -> Result<AdvisorConfig, ConfigError> {
+    let Some(advisor) = &file.advisor else {
+        return Ok(AdvisorConfig::default());
+    };
+    let model = match &advisor.profile {
+        None => None,
+        Some(name) => {
+            let profile = file
+                .profiles
+                .get(name)
+                .ok_or_else(|| ConfigError::UnknownProfile {
+                    name: name.clone(),
+                    known: join_keys(&file.profiles),
+                    config_path: path.to_owned(),
+                })?;
+            let provider = profile
+                .model_provider
+                .clone()
+                .unwrap_or_else(|| main_provider.to_owned());
+            known(&provider)?;
+            profile.model.clone().map(|m| (m, provider))
+        }
+    };
+    Ok(AdvisorConfig {
+        mode: advisor.mode,
+        model,
+        timeout: advisor.timeout_ms.map_or(
+            advisor::DEFAULT_ADVISOR_TIMEOUT,
+            std::time::Duration::from_millis,
+        ),
     })
 }
 

@@ -255,6 +255,8 @@ impl ThreadState {
             | EventMsg::AgentMessageDelta { .. }
             | EventMsg::ReasoningDelta { .. }
             | EventMsg::ToolCallBegin { .. }
+            | EventMsg::AdvisorReviewStarted { .. }
+            | EventMsg::AdvisorReviewCompleted { .. }
             | EventMsg::ToolOutputDelta { .. }
             | EventMsg::ToolCallEnd { .. }
             | EventMsg::ClientRequested { .. }

@@ -6,6 +6,7 @@
 //! clients read them unconditionally.
 
 pub mod approval;
+pub mod auto_review;
 pub mod history;
 pub mod item;
 pub mod jsonrpc;
@@ -16,6 +17,7 @@ pub mod thread;
 pub mod turn;
 
 pub use approval::*;
+pub use auto_review::*;
 pub use history::*;
 pub use item::*;
 pub use jsonrpc::*;
