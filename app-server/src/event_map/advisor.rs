@@ -5,7 +5,7 @@
 
 use std::collections::HashMap;
 
-use rein_protocol::app_server::{
+use rein_app_server_protocol::{
     AutoApprovalReview, AutoApprovalReviewAction, AutoApprovalReviewCompletedNotification,
     AutoApprovalReviewStartedNotification, AutoApprovalReviewStatus, AutoReviewDecisionSource,
     AutoReviewRiskLevel, ServerNotification,

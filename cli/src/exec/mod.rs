@@ -5,6 +5,7 @@
 //! `human` (progress on stderr), `output_schema` (`--output-schema` check).
 
 mod args;
+mod events;
 mod human;
 mod jsonl;
 mod options;
