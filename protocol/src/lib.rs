@@ -17,6 +17,7 @@ pub mod script;
 pub mod settings;
 pub mod status;
 pub mod tool_facts;
+pub mod trajectory;
 
 pub use advisor::{AdvisorFailure, AdvisorRisk, AdvisorVerdict, ReviewedCall};
 pub use client_request::{ClientRequest, ClientResponse, Question, QuestionOption, SessionGrant};

@@ -28,6 +28,7 @@ pub mod resume;
 pub mod service;
 pub mod store;
 mod time;
+pub mod trajectory;
 pub mod writer;
 
 pub use error::RolloutError;
