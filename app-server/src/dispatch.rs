@@ -12,7 +12,7 @@ use std::sync::{Arc, Mutex};
 
 use jsonrpsee::Methods;
 use rein_app_server_protocol::{codes, RequestId, ServerNotification};
-use rein_core::bootstrap::Kernel;
+use rein_bootstrap::Kernel;
 use serde::de::DeserializeOwned;
 use serde_json::{json, Value};
 

@@ -17,7 +17,7 @@ use clap::{Args, Subcommand};
 use std::net::SocketAddr;
 
 use rein_app_server::{ws, ConnectionLimits, KernelSource};
-use rein_core::bootstrap::{bootstrap, BootstrapOptions};
+use rein_bootstrap::{bootstrap, BootstrapOptions};
 use rein_core::tools::sandbox::Sandbox;
 use tokio::io::{AsyncBufRead, AsyncRead, ReadBuf};
 use tokio::signal::unix::{signal, SignalKind};

@@ -7,10 +7,10 @@ use std::path::PathBuf;
 
 use anyhow::Context;
 use clap::{Args, Subcommand};
-use rein_core::rollout::index::ListQuery;
-use rein_core::rollout::{trajectory, RolloutStore};
 use rein_protocol::trajectory::{StepStatus, TurnOutcome, TurnTrajectory};
 use rein_protocol::{EventMsg, Item, ThreadId};
+use rein_rollout::index::ListQuery;
+use rein_rollout::{trajectory, RolloutStore};
 
 #[derive(Args)]
 pub struct SessionsArgs {

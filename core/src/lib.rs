@@ -5,15 +5,12 @@
 
 #![cfg_attr(test, allow(clippy::unwrap_used))]
 
-pub mod bootstrap;
 pub mod config;
 pub mod error;
 pub mod kernel_config;
 pub mod manager;
 pub mod model;
 pub mod recorder;
-pub mod rollout;
-pub mod sessions;
 pub mod store;
 pub mod thread;
 pub mod tools;

@@ -10,11 +10,11 @@ use rein_app_server_protocol::{
     ThreadSetNameParams, ThreadStartParams, ThreadStartResponse, ThreadStartedNotification,
     ThreadStatus, ThreadUnsubscribeResponse, ThreadUnsubscribeStatus,
 };
+use rein_bootstrap::sessions::Persistence;
 use rein_core::recorder::RecorderError;
-use rein_core::rollout::RolloutError;
-use rein_core::sessions::Persistence;
 use rein_core::{KernelError, NewThread};
 use rein_protocol::ThreadSettings;
+use rein_rollout::RolloutError;
 use serde_json::Value;
 use tokio::sync::mpsc;
 use tokio::sync::mpsc::error::TrySendError;

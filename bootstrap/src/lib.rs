@@ -1,0 +1,184 @@
+//! Assembling a ready kernel from the user's configuration: the part `rein exec` and
+//! `rein app-server` share. Loads `$REIN_HOME/config.toml` (with profile and `-c`
+//! overrides), builds the model catalog, and registers the built-in tools.
+//!
+//! `demo` mode swaps the configured providers for the built-in scripted model, so a fresh
+//! machine with no API key can run a real turn through the whole kernel.
+//!
+//! Architecture invariant: this is the only library crate that sees every leaf (config,
+//! model providers, tools, the session store) and the kernel; front ends build their
+//! kernel here and never wire leaves themselves.
+
+#![cfg_attr(test, allow(clippy::unwrap_used))]
+
+pub mod sessions;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use rein_protocol::script::{Script, ScriptedReply, WhenExhausted};
+use rein_protocol::{ApprovalPolicy, SandboxPolicy, ThreadSettings, TurnBudget};
+
+use rein_core::config::{self, ConfigError, LoadOptions, ModelConfig};
+use rein_core::kernel_config::KernelConfig;
+use rein_core::manager::ThreadManager;
+use rein_core::model::catalog::ProviderCatalog;
+use rein_core::model::scripted::ScriptedModel;
+use rein_core::model::{ModelCatalog, ModelInfo, StaticCatalog};
+use rein_core::store::SessionStore;
+use rein_core::tools::builtin::{builtin_tools, BuiltinConfig};
+use rein_rollout::writer::Durability;
+use rein_rollout::{RolloutService, ServiceOptions};
+
+/// The model name of the built-in scripted model.
+pub const DEMO_MODEL: &str = "rein-demo";
+
+#[derive(Clone, Debug, Default)]
+pub struct BootstrapOptions {
+    /// `$REIN_HOME`; `None` reads it from the environment (default `~/.rein`).
+    pub home: Option<PathBuf>,
+    pub profile: Option<String>,
+    /// `-c key=value` overrides, in order.
+    pub overrides: Vec<String>,
+    /// Use the built-in scripted model instead of the configured providers.
+    pub demo: bool,
+    pub kernel: KernelConfig,
+    /// How the built-in tools (shell, apply_patch, files, plan) are set up.
+    pub tools: BuiltinConfig,
+    pub durability: Durability,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum BootstrapError {
+    #[error("cannot find rein's home: set REIN_HOME or HOME")]
+    NoHome,
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+}
+
+/// A kernel ready to create threads.
+pub struct Kernel {
+    pub manager: Arc<ThreadManager>,
+    pub home: PathBuf,
+    /// The model the configuration selects (the demo model in demo mode).
+    pub model: String,
+    pub provider: String,
+    pub models: Arc<dyn ModelCatalog>,
+    pub config: Option<ModelConfig>,
+    /// How durable rollouts are.
+    pub durability: Durability,
+    /// Where persisted threads live (the manager's store).
+    pub store: Arc<dyn SessionStore>,
+}
+
+impl Kernel {
+    /// Settings for a new thread in `cwd` with this kernel's model.
+    pub fn default_settings(&self, cwd: PathBuf) -> ThreadSettings {
+        ThreadSettings {
+            model: self.model.clone(),
+            cwd,
+            approval_policy: ApprovalPolicy::OnRequest,
+            sandbox_policy: SandboxPolicy::WorkspaceWrite,
+            sandbox_options: None,
+            reasoning_effort: self.config.as_ref().and_then(|c| c.reasoning_effort),
+            budget: TurnBudget::default(),
+            instructions: String::new(),
+        }
+    }
+}
+
+pub fn bootstrap(
+    options: BootstrapOptions,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<Kernel, BootstrapError> {
+    // The provider keys are in this process's environment and memory: no command it runs
+    // may read them through /proc.
+    rein_core::tools::sandbox::protect_this_process();
+    let home = match options.home {
+        Some(home) => home,
+        None => config::rein_home(env).ok_or(BootstrapError::NoHome)?,
+    };
+    let (models, model, provider, config): (
+        Arc<dyn ModelCatalog>,
+        String,
+        String,
+        Option<ModelConfig>,
+    ) = if options.demo {
+        (demo_catalog(), DEMO_MODEL.into(), "scripted".into(), None)
+    } else {
+        let config = config::load(
+            &LoadOptions {
+                home: home.clone(),
+                profile: options.profile.clone(),
+                overrides: options.overrides.clone(),
+            },
+            env,
+        )?;
+        let catalog = ProviderCatalog::from_config(&config, env)?;
+        (
+            Arc::new(catalog),
+            config.model.clone(),
+            config.provider.clone(),
+            Some(config),
+        )
+    };
+    let mut kernel_config = options.kernel;
+    if let Some(limit) = config.as_ref().and_then(|c| c.auto_compact_token_limit) {
+        kernel_config.auto_compact_token_limit = Some(limit);
+    }
+    if let Some(config) = &config {
+        kernel_config.advisor = config.advisor.clone();
+    }
+    let store: Arc<dyn SessionStore> = RolloutService::start(
+        home.clone(),
+        ServiceOptions {
+            durability: options.durability,
+            ..ServiceOptions::default()
+        },
+    );
+    let manager = ThreadManager::builder(Arc::clone(&models))
+        .tools(builtin_tools(options.tools))
+        .config(kernel_config)
+        .store(Arc::clone(&store))
+        .build();
+    Ok(Kernel {
+        manager: Arc::new(manager),
+        home,
+        model,
+        provider,
+        models,
+        config,
+        durability: options.durability,
+        store,
+    })
+}
+
+/// The built-in scripted model: it looks at the working directory with the shell tool
+/// (a real, sandboxed process), then streams an answer; later prompts are echoed.
+pub fn demo_catalog() -> Arc<StaticCatalog> {
+    let mut look = ScriptedReply::text("Let me look at the working directory first.")
+        .with_tool_call("shell", serde_json::json!({ "command": ["ls", "-a"] }));
+    look.delay_ms = 15;
+    look.deltas = Some(4);
+    let mut reply = ScriptedReply::text(
+        "Hello from rein. This answer was streamed by the built-in scripted model through \
+         the whole kernel: the thread's submission loop routed your input, started a turn, \
+         froze a step snapshot, sampled the model, ran its shell call in the sandbox, fed the \
+         output back and folded every event into the thread's state.",
+    )
+    .with_deltas(12);
+    reply.reasoning = Some("The user wants to see rein run a turn; answer plainly.".into());
+    reply.delay_ms = 15;
+    let model = ScriptedModel::new(Script {
+        replies: vec![look, reply],
+        when_exhausted: WhenExhausted::Echo,
+    });
+    Arc::new(StaticCatalog::new().with(
+        ModelInfo {
+            id: DEMO_MODEL.into(),
+            provider: "scripted".into(),
+            context_window: Some(128_000),
+        },
+        model,
+    ))
+}

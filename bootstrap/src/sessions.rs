@@ -1,0 +1,141 @@
+//! Threads that outlive the process: start one with a record in the session store, resume
+//! one from it, fork one into a new record. The glue between the [`ThreadManager`] and the
+//! [`SessionStore`] it owns; front ends (`rein exec`, the app-server) go through here.
+//! Everything is async and does no I/O on the caller's thread.
+//!
+//! [`ThreadManager`]: rein_core::manager::ThreadManager
+
+use std::sync::Arc;
+
+use rein_protocol::{SessionId, ThreadId, ThreadSettings};
+
+use crate::Kernel;
+use rein_core::error::KernelError;
+use rein_core::manager::{NewThread, ThreadOptions, ThreadOrigin};
+use rein_core::store::{ForkSource, SessionStore};
+use rein_rollout::format::SessionMeta;
+use rein_rollout::index::ThreadEntry;
+use rein_rollout::reader::Diagnostic;
+use rein_rollout::writer::Durability;
+
+/// Whether a thread is written to a rollout.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Persistence {
+    #[default]
+    Rollout,
+    /// Nothing is written; the thread cannot be resumed (`--ephemeral`).
+    Ephemeral,
+}
+
+/// A thread brought back from its rollout.
+pub struct Resumed {
+    pub thread: NewThread,
+    /// Lines the reader skipped, with their line numbers.
+    pub diagnostics: Vec<Diagnostic>,
+    /// What the listing knows of it; `None` for a thread that was already loaded here.
+    pub entry: Option<ThreadEntry>,
+    /// Whether it was loaded already (nothing was read).
+    pub already_loaded: bool,
+}
+
+impl Kernel {
+    /// The session store every persisted thread of this kernel lives in.
+    pub fn store(&self) -> &Arc<dyn SessionStore> {
+        &self.store
+    }
+
+    /// A new thread; with `Persistence::Rollout` every event goes to its rollout.
+    pub async fn start_thread(
+        &self,
+        settings: ThreadSettings,
+        persistence: Persistence,
+    ) -> Result<NewThread, KernelError> {
+        // Checked before anything is written, so a bad request leaves no file behind.
+        self.manager.services().models.client(&settings.model)?;
+        let thread_id = ThreadId::new();
+        let mut options = ThreadOptions::new(settings.clone());
+        options.thread_id = Some(thread_id);
+        let mut path = None;
+        if persistence == Persistence::Rollout {
+            let meta = SessionMeta::new(
+                thread_id,
+                SessionId::from(thread_id),
+                settings.cwd.clone(),
+                settings.model.clone(),
+                self.provider.clone(),
+            );
+            let created = self.store.create(meta).await?;
+            path = created.path;
+            options = options.with_recorder(created.recorder);
+        }
+        let mut thread = self.manager.create_thread(options)?;
+        thread.path = path;
+        Ok(thread)
+    }
+
+    /// Continue a thread from its rollout. A thread already loaded in this process is
+    /// returned as it is, with a fresh subscription.
+    pub async fn resume_thread(&self, thread: ThreadId) -> Result<Resumed, KernelError> {
+        if let Some(handle) = self.manager.get(thread) {
+            let events = handle.subscribe();
+            return Ok(Resumed {
+                thread: NewThread {
+                    handle,
+                    events,
+                    path: None,
+                },
+                diagnostics: Vec::new(),
+                entry: None,
+                already_loaded: true,
+            });
+        }
+        let resumed = self.store.resume(thread).await?;
+        let mut new = self
+            .manager
+            .create_thread(ThreadOptions::resume(resumed.events, resumed.recorder))?;
+        new.path = resumed.entry.as_ref().map(|e| e.path.clone());
+        Ok(Resumed {
+            thread: new,
+            diagnostics: resumed.diagnostics,
+            entry: resumed.entry,
+            already_loaded: false,
+        })
+    }
+
+    /// Branch `parent` after its turn `at_turn` (0-based; default: the last) into a new
+    /// thread. The parent is untouched; a running parent is forked as if interrupted.
+    pub async fn fork_thread(
+        &self,
+        parent: ThreadId,
+        at_turn: Option<usize>,
+    ) -> Result<NewThread, KernelError> {
+        let forked = self.store.fork(ForkSource::Stored(parent), at_turn).await?;
+        let mut new = self.manager.create_thread(
+            ThreadOptions::resume(forked.events, forked.recorder)
+                .with_origin(ThreadOrigin::Forked { parent }),
+        )?;
+        new.path = forked.path;
+        Ok(new)
+    }
+
+    /// The most recently updated thread started in `cwd`.
+    pub async fn most_recent_in(
+        &self,
+        cwd: &std::path::Path,
+    ) -> Result<Option<ThreadId>, KernelError> {
+        let page = self
+            .store
+            .list(rein_rollout::index::ListQuery {
+                limit: 1,
+                cwd: Some(cwd.to_path_buf()),
+                ..Default::default()
+            })
+            .await?;
+        Ok(page.threads.first().map(|t| t.thread_id))
+    }
+
+    /// How durable rollouts are (`turn` unless configured otherwise).
+    pub fn durability(&self) -> Durability {
+        self.durability
+    }
+}

@@ -1,0 +1,56 @@
+//! Rollouts written by rein before tool calls carried facts (`rollout-fixtures/
+//! rein-before-tool-facts/`, written by that build) still load without a diagnostic and
+//! fold into the same history the model saw; their tool outputs have no facts (none are
+//! derived at read time), and the approval events of that time decode as client requests.
+#![allow(clippy::unwrap_used)]
+
+use std::path::PathBuf;
+
+use rein_protocol::{EventMsg, Item};
+use rein_rollout::blobs::BlobStore;
+use rein_rollout::reader::read_rollout;
+use rein_rollout::resume::fold_owned;
+
+fn fixtures() -> Vec<PathBuf> {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../rollout-fixtures/rein-before-tool-facts");
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    files.sort();
+    files
+}
+
+#[test]
+fn old_rollouts_load_and_fold_with_tool_outputs_without_facts() {
+    let blobs = tempfile::tempdir().unwrap();
+    let files = fixtures();
+    assert_eq!(files.len(), 2);
+    for path in files {
+        let loaded = read_rollout(&path, &BlobStore::new(blobs.path())).unwrap();
+        assert!(
+            loaded.diagnostics.is_empty(),
+            "{path:?}: {:?}",
+            loaded.diagnostics
+        );
+        assert!(loaded
+            .events
+            .iter()
+            .any(|e| matches!(&e.msg, EventMsg::ToolCallBegin { action: None, .. })));
+        let state = fold_owned(loaded.events);
+        let outputs: Vec<&Item> = state
+            .history
+            .iter()
+            .map(AsRef::as_ref)
+            .filter(|i| matches!(i, Item::ToolOutput { .. }))
+            .collect();
+        assert!(!outputs.is_empty());
+        for output in outputs {
+            assert!(
+                matches!(output, Item::ToolOutput { facts: None, .. }),
+                "{output:?}"
+            );
+        }
+    }
+}
