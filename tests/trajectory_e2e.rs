@@ -137,3 +137,55 @@ fn a_sessions_trajectory_lists_each_step_and_the_outcome() {
         "{text}"
     );
 }
+
+#[test]
+fn the_app_server_serves_the_trajectory_to_experimental_clients_only() {
+    let mock = MockModel::start(script());
+    let home = home_for(&mock);
+    let dir = tempfile::tempdir().unwrap();
+    let mut server = app_support::AppServer::start(home.path(), &[]);
+    server.initialize();
+    let thread = server.start_thread(json!({
+        "cwd": dir.path(), "approvalPolicy": "never", "sandbox": "danger-full-access"
+    }));
+    server.request(
+        "turn/start",
+        json!({ "threadId": thread, "input": [{ "type": "text", "text": "Make notes." }] }),
+    );
+    server.until(|m| app_support::method(m) == "turn/completed");
+    let answer = server.call("rein/thread/trajectory", json!({ "threadId": thread }));
+    let result = &answer["result"];
+    assert!(answer.get("error").is_none(), "{answer}");
+    assert_eq!(result["threadId"], thread.as_str());
+    let turn = &result["turns"][0];
+    assert_eq!(turn["outcome"], json!({ "status": "success" }));
+    let steps: Vec<(&str, &str)> = turn["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| (s["action"].as_str().unwrap(), s["status"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        steps,
+        [
+            ("shell", "succeeded"),
+            ("apply_patch", "succeeded"),
+            ("shell", "failed")
+        ]
+    );
+
+    // Without the opt-in the method is refused, and the connection keeps serving.
+    let mut plain = app_support::AppServer::start(home.path(), &[]);
+    plain.call(
+        "initialize",
+        json!({"clientInfo": {"name": "plain", "title": null, "version": "0.0.1"}}),
+    );
+    let refused = plain.call("rein/thread/trajectory", json!({ "threadId": thread }));
+    assert_eq!(refused["error"]["code"], -32600, "{refused}");
+    assert!(refused["error"]["message"]
+        .as_str()
+        .unwrap()
+        .contains("experimentalApi"));
+    let listed = plain.call("thread/loaded/list", json!({}));
+    assert!(listed.get("result").is_some(), "{listed}");
+}
