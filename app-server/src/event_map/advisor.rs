@@ -99,36 +99,72 @@ impl Reviews {
             } => AutoApprovalReviewStatus::TimedOut,
             AdvisorVerdict::FailedOpen { .. } => AutoApprovalReviewStatus::Aborted,
         };
-        review
-            .calls
-            .into_iter()
-            .map(|(call_id, action)| {
-                ServerNotification::AutoApprovalReviewCompleted(Box::new(
-                    AutoApprovalReviewCompletedNotification {
-                        thread_id: thread_id.to_owned(),
-                        turn_id: review.turn_id.to_string(),
-                        review_id: per_call(review_id, &call_id),
-                        target_item_id: Some(call_id),
-                        started_at_ms: review.started_at_ms,
-                        completed_at_ms: at_ms,
-                        decision_source: AutoReviewDecisionSource::Agent,
-                        review: AutoApprovalReview {
-                            status,
-                            risk_level: Some(risk_level(review.risk)),
-                            rationale: Some(verdict.text().to_owned()),
-                            user_authorization: None,
-                        },
-                        action,
-                    },
-                ))
-            })
-            .collect()
+        closing(thread_id, review_id, review, status, verdict.text(), at_ms)
     }
 
-    /// The turn ended: reviews it left open will not complete.
-    pub(super) fn end_turn(&mut self, turn_id: TurnId) {
-        self.open.retain(|_, r| r.turn_id != turn_id);
+    /// The turn ended: reviews it left open are aborted.
+    pub(super) fn end_turn(
+        &mut self,
+        thread_id: &str,
+        turn_id: TurnId,
+        at_ms: i64,
+    ) -> Vec<ServerNotification> {
+        let ended: Vec<String> = self
+            .open
+            .iter()
+            .filter(|(_, r)| r.turn_id == turn_id)
+            .map(|(id, _)| id.clone())
+            .collect();
+        let mut out = Vec::new();
+        for review_id in ended {
+            if let Some(review) = self.open.remove(&review_id) {
+                out.extend(closing(
+                    thread_id,
+                    &review_id,
+                    review,
+                    AutoApprovalReviewStatus::Aborted,
+                    "the turn ended before the advisor answered",
+                    at_ms,
+                ));
+            }
+        }
+        out
     }
+}
+
+/// The `/completed` notifications of every call of `review`.
+fn closing(
+    thread_id: &str,
+    review_id: &str,
+    review: OpenReview,
+    status: AutoApprovalReviewStatus,
+    rationale: &str,
+    at_ms: i64,
+) -> Vec<ServerNotification> {
+    review
+        .calls
+        .into_iter()
+        .map(|(call_id, action)| {
+            ServerNotification::AutoApprovalReviewCompleted(Box::new(
+                AutoApprovalReviewCompletedNotification {
+                    thread_id: thread_id.to_owned(),
+                    turn_id: review.turn_id.to_string(),
+                    review_id: per_call(review_id, &call_id),
+                    target_item_id: Some(call_id),
+                    started_at_ms: review.started_at_ms,
+                    completed_at_ms: at_ms,
+                    decision_source: AutoReviewDecisionSource::Agent,
+                    review: AutoApprovalReview {
+                        status,
+                        risk_level: Some(risk_level(review.risk)),
+                        rationale: Some(rationale.to_owned()),
+                        user_authorization: None,
+                    },
+                    action,
+                },
+            ))
+        })
+        .collect()
 }
 
 /// One review per call on this wire: the batch's id and the call's.

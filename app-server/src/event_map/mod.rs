@@ -461,7 +461,10 @@ impl EventMapper {
         }
         self.approvals.clear();
         self.tools.retain(|_, t| t.turn_id != track.id);
-        self.reviews.end_turn(track.id);
+        let aborted = self
+            .reviews
+            .end_turn(&self.thread_id, track.id, event_ms(event));
+        out.extend(aborted.into_iter().map(Outgoing::Notify));
         if track.review {
             let at = event_ms(event);
             let done = review::exited(track.last_agent.as_ref());
