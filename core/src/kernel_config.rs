@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use crate::config::AdvisorConfig;
+use rein_protocol::advisor::AdvisorConfig;
 
 #[derive(Clone, Debug, PartialEq)]
 pub struct KernelConfig {

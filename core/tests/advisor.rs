@@ -11,10 +11,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use pretty_assertions::assert_eq;
-use rein_core::config::{AdvisorConfig, AdvisorMode};
 use rein_core::model::scripted::ScriptedModel;
 use rein_core::tools::builtin::{builtin_tools, BuiltinConfig};
 use rein_core::{KernelConfig, ThreadManager, ThreadOptions};
+use rein_protocol::advisor::{AdvisorConfig, AdvisorMode};
 use rein_protocol::script::{Fault, ScriptedReply};
 use rein_protocol::{
     AdvisorFailure, AdvisorRisk, AdvisorVerdict, ApprovalPolicy, Decliner, Event, EventMsg, Item,

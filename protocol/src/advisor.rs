@@ -4,6 +4,8 @@
 //! it decided ([`AdvisorVerdict`]). The advisor can stop a batch; it can never let through
 //! what the policy engine would stop.
 
+use std::time::Duration;
+
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -78,6 +80,40 @@ impl AdvisorVerdict {
             | AdvisorVerdict::ApproveWithWarnings { reason }
             | AdvisorVerdict::Reject { reason } => reason,
             AdvisorVerdict::FailedOpen { message, .. } => message,
+        }
+    }
+}
+
+/// How long the advisor may take before the batch goes on without it.
+pub const DEFAULT_ADVISOR_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Which batches the advisor reviews.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum AdvisorMode {
+    #[default]
+    Off,
+    /// Only batches with a high-risk call.
+    Lightweight,
+    /// Every batch.
+    Full,
+}
+
+/// The resolved advisor configuration.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AdvisorConfig {
+    pub mode: AdvisorMode,
+    /// The advisor's model and its provider, from its profile; `None`: the thread's model.
+    pub model: Option<(String, String)>,
+    pub timeout: Duration,
+}
+
+impl Default for AdvisorConfig {
+    fn default() -> Self {
+        Self {
+            mode: AdvisorMode::Off,
+            model: None,
+            timeout: DEFAULT_ADVISOR_TIMEOUT,
         }
     }
 }

@@ -12,7 +12,6 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::AbortOnDropHandle;
 
 use super::{RunningTurn, SubmissionLoop};
-use crate::config::AdvisorMode;
 use crate::thread::open_items::OpenItems;
 use crate::turn::advisor::Advisor;
 use crate::turn::compact::{CompactTask, Compaction};
@@ -22,6 +21,7 @@ use crate::turn::sink::TurnSink;
 use crate::turn::task::{AutoCompaction, RegularTask};
 use crate::turn::tokens::estimate;
 use crate::turn::{Fallback, TaskOutcome, TurnContext};
+use rein_protocol::advisor::AdvisorMode;
 
 /// Tools whose only job is to change files, which a review turn is not offered.
 const EDIT_TOOLS: &[&str] = &["apply_patch"];

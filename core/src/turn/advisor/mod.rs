@@ -23,9 +23,9 @@ use serde::Deserialize;
 use tokio_util::sync::CancellationToken;
 
 use super::sink::TurnSink;
-use crate::config::AdvisorMode;
 use crate::model::{ModelClient, ModelEvent, ModelRequest};
 use crate::tools::ToolCall;
+use rein_protocol::advisor::AdvisorMode;
 
 /// The advisor of one turn, resolved when the turn starts.
 pub(crate) struct Advisor {
