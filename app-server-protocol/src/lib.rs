@@ -11,6 +11,7 @@
 #![cfg_attr(test, allow(clippy::unwrap_used))]
 
 pub mod approval;
+pub mod auto_review;
 pub mod history;
 pub mod item;
 pub mod jsonrpc;
@@ -21,6 +22,7 @@ pub mod thread;
 pub mod turn;
 
 pub use approval::*;
+pub use auto_review::*;
 pub use history::*;
 pub use item::*;
 pub use jsonrpc::*;

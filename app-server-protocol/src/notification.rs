@@ -3,6 +3,9 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use super::auto_review::{
+    AutoApprovalReviewCompletedNotification, AutoApprovalReviewStartedNotification,
+};
 use super::item::ThreadItem;
 use super::jsonrpc::RequestId;
 use super::thread::{Thread, ThreadStatus};
@@ -47,6 +50,10 @@ pub enum ServerNotification {
     CommandExecutionOutputDelta(DeltaNotification),
     #[serde(rename = "item/fileChange/outputDelta")]
     FileChangeOutputDelta(DeltaNotification),
+    #[serde(rename = "item/autoApprovalReview/started")]
+    AutoApprovalReviewStarted(Box<AutoApprovalReviewStartedNotification>),
+    #[serde(rename = "item/autoApprovalReview/completed")]
+    AutoApprovalReviewCompleted(Box<AutoApprovalReviewCompletedNotification>),
     #[serde(rename = "serverRequest/resolved")]
     ServerRequestResolved(ServerRequestResolvedNotification),
     #[serde(rename = "error")]
@@ -79,6 +86,10 @@ impl ServerNotification {
                 "item/commandExecution/outputDelta"
             }
             ServerNotification::FileChangeOutputDelta(_) => "item/fileChange/outputDelta",
+            ServerNotification::AutoApprovalReviewStarted(_) => "item/autoApprovalReview/started",
+            ServerNotification::AutoApprovalReviewCompleted(_) => {
+                "item/autoApprovalReview/completed"
+            }
             ServerNotification::ServerRequestResolved(_) => "serverRequest/resolved",
             ServerNotification::Error(_) => "error",
             ServerNotification::Warning(_) => "warning",

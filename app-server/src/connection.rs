@@ -16,7 +16,7 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use crate::dispatch::ServerState;
 use crate::error::{AppServerError, RpcError};
-use crate::handlers::meta::initialize_response;
+use crate::handlers::meta::{initialize_response, wants_experimental};
 use crate::handlers::thread::leave;
 use crate::kernel_source::KernelSource;
 use crate::lines::{Line, LineReader};
@@ -122,17 +122,19 @@ pub async fn run(
 ) {
     // Clients open with `initialize`: answer it while the kernel is still being built.
     let first = inbound.recv().await;
-    let answered_early = match &first {
+    let early = match &first {
         Some(queued) => initialize_early(&queued.bytes, kernel.home(), &out).await,
         None => return,
     };
+    let answered_early = early.is_some();
     let mut pending_first = first.filter(|_| !answered_early);
     let kernel = match kernel.get().await {
         Ok(kernel) => kernel,
         Err(why) => return refuse_all(&why, pending_first, inbound, &out).await,
     };
     let state = Arc::new(ServerState::new(kernel, hub, out.clone()));
-    if answered_early {
+    if let Some(experimental) = early {
+        state.set_experimental(experimental);
         state.mark_initialized();
     }
     let module = match methods::module(Arc::clone(&state)) {
@@ -172,21 +174,23 @@ pub async fn run(
     }
 }
 
-/// Answer `bytes` if it is a well-formed `initialize` request; false otherwise (it is then
-/// handled normally once the kernel is ready).
-async fn initialize_early(bytes: &[u8], home: &Path, out: &Outbound) -> bool {
+/// Answer `bytes` if it is a well-formed `initialize` request, saying whether it opted
+/// into the experimental API; `None` otherwise (it is then handled normally once the
+/// kernel is ready).
+async fn initialize_early(bytes: &[u8], home: &Path, out: &Outbound) -> Option<bool> {
     let Ok(Inbound::Request { id, method, params }) = message::parse(bytes) else {
-        return false;
+        return None;
     };
     if method != "initialize" {
-        return false;
+        return None;
     }
+    let experimental = wants_experimental(&params);
     match initialize_response(home, out, params) {
         Ok(result) => {
             out.respond(id, Ok(result)).await;
-            true
+            Some(experimental)
         }
-        Err(_) => false,
+        Err(_) => None,
     }
 }
 

@@ -33,6 +33,8 @@ pub struct ServerState {
     pub out: Outbound,
     pub pending: Arc<PendingRequests>,
     initialized: AtomicBool,
+    /// The client opted into experimental methods at `initialize`.
+    experimental: AtomicBool,
     /// What the request being handled asked to send after its answer, in order.
     after_answer: Mutex<Vec<AfterAnswer>>,
 }
@@ -56,6 +58,7 @@ impl ServerState {
             out,
             pending: Arc::new(PendingRequests::default()),
             initialized: AtomicBool::new(false),
+            experimental: AtomicBool::new(false),
             after_answer: Mutex::new(Vec::new()),
         }
     }
@@ -73,6 +76,14 @@ impl ServerState {
     /// `initialize` was answered (possibly before this state existed).
     pub fn mark_initialized(&self) {
         self.initialized.store(true, Ordering::Release);
+    }
+
+    pub fn set_experimental(&self, on: bool) {
+        self.experimental.store(on, Ordering::Release);
+    }
+
+    pub fn experimental(&self) -> bool {
+        self.experimental.load(Ordering::Acquire)
     }
 
     pub fn is_initialized(&self) -> bool {

@@ -12,7 +12,7 @@ use serde_json::Value;
 
 use crate::dispatch::{raw_params, ServerState};
 use crate::error::RpcError;
-use crate::handlers::{history, meta, thread, turn};
+use crate::handlers::{history, meta, thread, trajectory, turn};
 
 pub type Module = RpcModule<ServerState>;
 
@@ -92,6 +92,9 @@ pub fn module(state: Arc<ServerState>) -> Result<Module, RegisterMethodError> {
     add(&mut m, "thread/unarchive", |s, p| async move {
         history::unarchive(&s, p).await
     })?;
+    add(&mut m, trajectory::METHOD, |s, p| async move {
+        trajectory::trajectory(&s, p).await
+    })?;
     Ok(m)
 }
 
@@ -101,7 +104,9 @@ fn initialize(state: &ServerState, raw: Value) -> Result<Value, RpcError> {
     if state.is_initialized() {
         return Err(RpcError::invalid_request("Already initialized"));
     }
+    let experimental = meta::wants_experimental(&raw);
     let result = meta::initialize_response(&state.kernel.home, &state.out, raw)?;
+    state.set_experimental(experimental);
     state.mark_initialized();
     Ok(result)
 }

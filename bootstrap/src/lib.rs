@@ -127,6 +127,9 @@ pub fn bootstrap(
     if let Some(limit) = config.as_ref().and_then(|c| c.auto_compact_token_limit) {
         kernel_config.auto_compact_token_limit = Some(limit);
     }
+    if let Some(config) = &config {
+        kernel_config.advisor = config.advisor.clone();
+    }
     let store: Arc<dyn SessionStore> = RolloutService::start(
         home.clone(),
         ServiceOptions {

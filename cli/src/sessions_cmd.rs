@@ -7,9 +7,10 @@ use std::path::PathBuf;
 
 use anyhow::Context;
 use clap::{Args, Subcommand};
+use rein_protocol::trajectory::{StepStatus, TurnOutcome, TurnTrajectory};
 use rein_protocol::{EventMsg, Item, ThreadId};
 use rein_rollout::index::ListQuery;
-use rein_rollout::RolloutStore;
+use rein_rollout::{trajectory, RolloutStore};
 
 #[derive(Args)]
 pub struct SessionsArgs {
@@ -38,6 +39,14 @@ enum SessionsCommand {
         /// The session (thread) id.
         id: String,
         /// Print the stored events as JSON lines instead.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Print one session's trajectory: per turn, the steps taken and how the turn ended.
+    Trajectory {
+        /// The session (thread) id.
+        id: String,
+        /// Print the trajectory as JSON (one array of turns).
         #[arg(long)]
         json: bool,
     },
@@ -130,6 +139,19 @@ pub fn run(args: SessionsArgs) -> anyhow::Result<()> {
                 .with_context(|| format!("unarchiving {id}"))?;
             writeln!(out, "unarchived {id} ({})", path.display())?;
         }
+        SessionsCommand::Trajectory { id, json } => {
+            let thread = parse_id(&id)?;
+            let loaded = store
+                .load(thread)
+                .with_context(|| format!("loading session {id}"))?;
+            let turns = trajectory::project(&loaded.events);
+            if json {
+                serde_json::to_writer_pretty(&mut out, &turns)?;
+                writeln!(out)?;
+            } else {
+                show_trajectory(&mut out, &turns)?;
+            }
+        }
         SessionsCommand::Show { id, json } => {
             let thread = parse_id(&id)?;
             let loaded = store
@@ -190,6 +212,56 @@ fn show_event(out: &mut impl Write, msg: &EventMsg) -> std::io::Result<()> {
         EventMsg::ThreadNamed { name } => writeln!(out, "  named: {name}"),
         _ => Ok(()),
     }
+}
+
+fn show_trajectory(out: &mut impl Write, turns: &[TurnTrajectory]) -> std::io::Result<()> {
+    for (n, turn) in turns.iter().enumerate() {
+        let outcome = match &turn.outcome {
+            TurnOutcome::Success => "success".to_owned(),
+            TurnOutcome::Failed { message } => format!("failed: {}", clip(message, 80)),
+            TurnOutcome::Cancelled { reason } => format!("cancelled ({reason})"),
+            TurnOutcome::Unfinished => "unfinished".to_owned(),
+        };
+        let took = turn
+            .duration_ms
+            .map(|ms| format!(", {ms} ms"))
+            .unwrap_or_default();
+        writeln!(out, "turn {} · {} · {outcome}{took}", n + 1, turn.turn_id)?;
+        if let Some(input) = &turn.input {
+            writeln!(
+                out,
+                "  user: {}",
+                clip(input.lines().next().unwrap_or(""), 100)
+            )?;
+        }
+        for (i, step) in turn.steps.iter().enumerate() {
+            let status = match step.status {
+                StepStatus::Succeeded => "ok",
+                StepStatus::Failed => "failed",
+                StepStatus::Declined => "declined",
+                StepStatus::Interrupted => "interrupted",
+            };
+            let input = clip(&step.action_input.to_string(), 80);
+            writeln!(
+                out,
+                "  {}. {} {input} → {status} ({} ms)",
+                i + 1,
+                step.action,
+                step.duration_ms
+            )?;
+            if let Some(obs) = step.observation.as_deref().filter(|o| !o.is_empty()) {
+                writeln!(out, "     {}", clip(obs.lines().next().unwrap_or(""), 100))?;
+            }
+        }
+        if let Some(last) = &turn.last_agent_message {
+            writeln!(
+                out,
+                "  assistant: {}",
+                clip(last.lines().next().unwrap_or(""), 100)
+            )?;
+        }
+    }
+    Ok(())
 }
 
 fn clip(text: &str, max: usize) -> String {

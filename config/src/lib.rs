@@ -32,6 +32,7 @@
 
 #![cfg_attr(test, allow(clippy::unwrap_used))]
 
+pub mod advisor;
 pub mod agents;
 pub mod error;
 pub mod overrides;
@@ -43,6 +44,7 @@ use std::path::{Path, PathBuf};
 use rein_protocol::ReasoningEffort;
 use serde::Deserialize;
 
+pub use advisor::{AdvisorConfig, AdvisorMode, AdvisorToml};
 pub use error::{ConfigError, OverrideProblem};
 pub use overrides::Override;
 pub use provider::{ProviderInfo, ProviderToml, WireApi};
@@ -69,6 +71,7 @@ pub struct ConfigToml {
     pub agents: agents::AgentsToml,
     #[serde(default)]
     pub features: agents::FeaturesToml,
+    pub advisor: Option<AdvisorToml>,
 }
 
 #[derive(Clone, Debug, Default, Deserialize)]
@@ -107,6 +110,7 @@ pub struct ModelConfig {
     pub config_path: PathBuf,
     /// Sub-agents: on or off, and the limits of a tree.
     pub agents: agents::AgentsSettings,
+    pub advisor: AdvisorConfig,
 }
 
 /// What to load: where, which profile, which overrides.
@@ -181,7 +185,7 @@ pub fn resolve(
     };
     let provider = profile
         .model_provider
-        .or(file.model_provider)
+        .or(file.model_provider.clone())
         .unwrap_or_else(|| DEFAULT_PROVIDER.into());
     let known = |id: &str| -> Result<(), ConfigError> {
         if providers.contains_key(id) {
@@ -208,6 +212,7 @@ pub fn resolve(
             })
         }
     };
+    let advisor = resolve_advisor(&file, &provider, path, &known)?;
     Ok(ModelConfig {
         model: profile
             .model
@@ -226,6 +231,46 @@ pub fn resolve(
         providers,
         config_path: path.to_owned(),
         agents: agents::agents_settings(&file.agents, &file.features),
+        advisor,
+    })
+}
+
+/// `[advisor]` resolved: its profile's model (and provider, by default the main one).
+fn resolve_advisor(
+    file: &ConfigToml,
+    main_provider: &str,
+    path: &Path,
+    known: &dyn Fn(&str) -> Result<(), ConfigError>,
+) -> Result<AdvisorConfig, ConfigError> {
+    let Some(advisor) = &file.advisor else {
+        return Ok(AdvisorConfig::default());
+    };
+    let model = match &advisor.profile {
+        None => None,
+        Some(name) => {
+            let profile = file
+                .profiles
+                .get(name)
+                .ok_or_else(|| ConfigError::UnknownProfile {
+                    name: name.clone(),
+                    known: join_keys(&file.profiles),
+                    config_path: path.to_owned(),
+                })?;
+            let provider = profile
+                .model_provider
+                .clone()
+                .unwrap_or_else(|| main_provider.to_owned());
+            known(&provider)?;
+            profile.model.clone().map(|m| (m, provider))
+        }
+    };
+    Ok(AdvisorConfig {
+        mode: advisor.mode,
+        model,
+        timeout: advisor.timeout_ms.map_or(
+            advisor::DEFAULT_ADVISOR_TIMEOUT,
+            std::time::Duration::from_millis,
+        ),
     })
 }
 

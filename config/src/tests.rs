@@ -241,3 +241,42 @@ fn rein_home_prefers_the_variable() {
     );
     assert_eq!(rein_home(&env_of(&[])), None);
 }
+
+#[test]
+fn the_advisor_takes_its_model_from_its_profile_and_is_off_by_default() {
+    let text = r#"
+model = "big"
+model_provider = "ollama"
+
+[profiles.reviewer]
+model = "small"
+
+[advisor]
+mode = "lightweight"
+profile = "reviewer"
+timeout_ms = 1500
+"#;
+    let config = resolve_with(text, opts(None, &[])).unwrap();
+    assert_eq!(
+        config.advisor,
+        AdvisorConfig {
+            mode: AdvisorMode::Lightweight,
+            model: Some(("small".into(), "ollama".into())),
+            timeout: Duration::from_millis(1500),
+        }
+    );
+    let off = resolve_with("", opts(None, &["advisor.mode=full"])).unwrap();
+    assert_eq!(off.advisor.mode, AdvisorMode::Full);
+    assert_eq!(off.advisor.model, None);
+    assert_eq!(
+        resolve_with("", opts(None, &[])).unwrap().advisor,
+        AdvisorConfig::default()
+    );
+    let unknown = resolve_with(
+        "[advisor]\nmode = \"full\"\nprofile = \"nope\"\n",
+        opts(None, &[]),
+    );
+    assert!(matches!(unknown, Err(ConfigError::UnknownProfile { name, .. }) if name == "nope"));
+    let bad = resolve_with("[advisor]\nmode = \"sometimes\"\n", opts(None, &[]));
+    assert!(matches!(bad, Err(ConfigError::Parse { .. })));
+}

@@ -2,6 +2,8 @@
 
 use std::time::Duration;
 
+use rein_protocol::advisor::AdvisorConfig;
+
 #[derive(Clone, Debug, PartialEq)]
 pub struct KernelConfig {
     /// Capacity of each thread's Op queue. A full queue makes `submit` wait, never drop.
@@ -21,6 +23,8 @@ pub struct KernelConfig {
     /// How many tokens of the most recent user messages a compaction keeps verbatim (capped
     /// further at a quarter of the model's window).
     pub compact_user_message_tokens: u64,
+    /// Which tool batches a second model reviews before the policy engine (`[advisor]`).
+    pub advisor: AdvisorConfig,
 }
 
 impl Default for KernelConfig {
@@ -33,6 +37,7 @@ impl Default for KernelConfig {
             auto_compact_token_limit: None,
             auto_compact_ratio: 0.9,
             compact_user_message_tokens: 20_000,
+            advisor: AdvisorConfig::default(),
         }
     }
 }

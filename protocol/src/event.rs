@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use crate::advisor::{AdvisorRisk, AdvisorVerdict, ReviewedCall};
 use crate::agents::AgentOrigin;
 use crate::client_request::{ClientRequest, SessionGrant};
 use crate::ids::{ItemId, SessionId, ThreadId, TurnId};
@@ -170,6 +171,20 @@ pub enum EventMsg {
         arguments: String,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         action: Option<ToolAction>,
+    },
+    /// The advisor reviews a batch of tool calls before any of them is announced.
+    AdvisorReviewStarted {
+        review_id: String,
+        /// The directory the calls would run in (the turn's cwd).
+        cwd: PathBuf,
+        risk: AdvisorRisk,
+        calls: Vec<ReviewedCall>,
+    },
+    /// The advisor's verdict on the batch of `review_id`.
+    AdvisorReviewCompleted {
+        review_id: String,
+        verdict: AdvisorVerdict,
+        duration_ms: u64,
     },
     /// Output a running tool produced so far (e.g. a command's stdout).
     ToolOutputDelta {

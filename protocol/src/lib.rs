@@ -6,6 +6,7 @@
 
 #![cfg_attr(test, allow(clippy::unwrap_used))]
 
+pub mod advisor;
 pub mod agents;
 pub mod client_request;
 pub mod event;
@@ -17,7 +18,9 @@ pub mod script;
 pub mod settings;
 pub mod status;
 pub mod tool_facts;
+pub mod trajectory;
 
+pub use advisor::{AdvisorFailure, AdvisorRisk, AdvisorVerdict, ReviewedCall};
 pub use agents::{AgentOrigin, ChildAgent};
 pub use client_request::{ClientRequest, ClientResponse, Question, QuestionOption, SessionGrant};
 pub use event::{

@@ -279,6 +279,8 @@ impl ExitStatus {
 pub enum Decliner {
     User,
     Policy,
+    /// The advisor rejected the call's batch.
+    Advisor,
 }
 
 /// Why a call never reported.

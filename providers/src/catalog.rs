@@ -77,6 +77,17 @@ impl ProviderCatalog {
                 client,
             ));
         }
+        if let Some((model, provider)) = &config.advisor.model {
+            let client = client_for(provider)?;
+            routes.entry(model.clone()).or_insert((
+                ModelInfo {
+                    id: model.clone(),
+                    provider: provider.clone(),
+                    context_window: None,
+                },
+                client,
+            ));
+        }
         Ok(Self {
             main,
             main_provider: config.provider.clone(),

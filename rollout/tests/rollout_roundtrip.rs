@@ -38,6 +38,8 @@ fn variant(msg: &EventMsg) -> &'static str {
         EventMsg::AgentMessageDelta { .. } => "AgentMessageDelta",
         EventMsg::ReasoningDelta { .. } => "ReasoningDelta",
         EventMsg::ToolCallBegin { .. } => "ToolCallBegin",
+        EventMsg::AdvisorReviewStarted { .. } => "AdvisorReviewStarted",
+        EventMsg::AdvisorReviewCompleted { .. } => "AdvisorReviewCompleted",
         EventMsg::ToolOutputDelta { .. } => "ToolOutputDelta",
         EventMsg::ToolCallEnd { .. } => "ToolCallEnd",
         EventMsg::ClientRequested { .. } => "ClientRequested",
@@ -58,7 +60,7 @@ fn variant(msg: &EventMsg) -> &'static str {
     }
 }
 
-const ALL_VARIANTS: usize = 33;
+const ALL_VARIANTS: usize = 35;
 
 fn meta_for(thread: ThreadId) -> SessionMeta {
     SessionMeta::new(

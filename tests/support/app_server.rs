@@ -301,6 +301,10 @@ impl CodexSchema {
             let method = methods
                 .get(&id)
                 .unwrap_or_else(|| panic!("answer to an unknown id: {message}"));
+            // rein's own methods have no Codex schema; their tests check their answers.
+            if method.starts_with("rein/") {
+                return;
+            }
             let Some(v) = self.responses.get(method.as_str()) else {
                 panic!("no Codex schema for the result of {method}");
             };

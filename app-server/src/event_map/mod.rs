@@ -21,6 +21,7 @@ use serde_json::Value;
 use crate::convert::usage_to_wire;
 use crate::outbound::now_ms;
 
+mod advisor;
 mod approval;
 mod items;
 pub(crate) mod review;
@@ -71,6 +72,8 @@ pub struct EventMapper {
     held_usage: Option<ServerNotification>,
     /// The item id of the compaction in progress.
     compaction: Option<String>,
+    /// The advisor's reviews in progress.
+    reviews: advisor::Reviews,
 }
 
 impl EventMapper {
@@ -85,6 +88,7 @@ impl EventMapper {
             preview: None,
             held_usage: None,
             compaction: None,
+            reviews: advisor::Reviews::default(),
         }
     }
 
@@ -223,6 +227,33 @@ impl EventMapper {
             }
             // Written before tools described their calls; never sent live.
             EventMsg::ToolCallBegin { action: None, .. } => {}
+            EventMsg::AdvisorReviewStarted {
+                review_id,
+                cwd,
+                risk,
+                calls,
+            } => {
+                if let Some(turn_id) = turn_id {
+                    let cwd = cwd.to_string_lossy();
+                    let started = self.reviews.started(
+                        &self.thread_id,
+                        (turn_id, event_ms(event)),
+                        review_id,
+                        &cwd,
+                        *risk,
+                        calls,
+                    );
+                    out.extend(started.into_iter().map(Outgoing::Notify));
+                }
+            }
+            EventMsg::AdvisorReviewCompleted {
+                review_id, verdict, ..
+            } => {
+                let done =
+                    self.reviews
+                        .completed(&self.thread_id, review_id, verdict, event_ms(event));
+                out.extend(done.into_iter().map(Outgoing::Notify));
+            }
             EventMsg::ToolOutputDelta { call_id, delta } => {
                 if let Some(track) = self.tools.get(call_id) {
                     let params = DeltaNotification {
@@ -435,6 +466,10 @@ impl EventMapper {
         }
         self.approvals.clear();
         self.tools.retain(|_, t| t.turn_id != track.id);
+        let aborted = self
+            .reviews
+            .end_turn(&self.thread_id, track.id, event_ms(event));
+        out.extend(aborted.into_iter().map(Outgoing::Notify));
         if track.review {
             let at = event_ms(event);
             let done = review::exited(track.last_agent.as_ref());

@@ -19,6 +19,14 @@ use crate::error::RpcError;
 use crate::outbound::Outbound;
 
 /// The answer to `initialize`; applies the client's notification opt-outs to `out`.
+/// Whether `initialize`'s params opt into the experimental API.
+pub fn wants_experimental(params: &Value) -> bool {
+    params
+        .pointer("/capabilities/experimentalApi")
+        .and_then(Value::as_bool)
+        .unwrap_or(false)
+}
+
 pub fn initialize_response(home: &Path, out: &Outbound, raw: Value) -> Result<Value, RpcError> {
     let p: InitializeParams = params(raw)?;
     let caps = p.capabilities.unwrap_or_default();

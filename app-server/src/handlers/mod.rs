@@ -3,6 +3,7 @@
 pub mod history;
 pub mod meta;
 pub mod thread;
+pub mod trajectory;
 pub mod turn;
 
 use rein_protocol::ThreadId;

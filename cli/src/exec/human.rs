@@ -7,8 +7,8 @@ use std::io::Write;
 use std::time::Instant;
 
 use rein_protocol::{
-    Event, EventMsg, FileChangeKind, FileDiff, PlanStepStatus, ThreadId, TokenUsage, ToolAction,
-    ToolOutcome,
+    AdvisorVerdict, Event, EventMsg, FileChangeKind, FileDiff, PlanStepStatus, ThreadId,
+    TokenUsage, ToolAction, ToolOutcome,
 };
 
 use super::jsonl::abort_text;
@@ -251,6 +251,28 @@ impl<W: Write> HumanProgress<W> {
                     self.line(&format!("  {mark} {}", step.step))?;
                 }
             }
+            EventMsg::AdvisorReviewStarted { calls, risk, .. } => {
+                let risky = calls.iter().find_map(|c| c.risk.as_deref());
+                let why = risky.map(|r| format!(" ({r})")).unwrap_or_default();
+                let n = calls.len();
+                let what = if n == 1 { "call" } else { "calls" };
+                let text =
+                    format!("advisor reviewing {n} tool {what}, {risk:?} risk{why}").to_lowercase();
+                self.line(&self.style.dim(&text))?;
+            }
+            EventMsg::AdvisorReviewCompleted { verdict, .. } => match verdict {
+                AdvisorVerdict::Approve { reason } => {
+                    self.line(&self.style.dim(&format!("advisor approved: {reason}")))?;
+                }
+                AdvisorVerdict::ApproveWithWarnings { reason } => {
+                    self.line(&format!("advisor warning: {reason}"))?;
+                }
+                AdvisorVerdict::Reject { reason } => {
+                    self.line(&format!("advisor rejected the tool calls: {reason}"))?;
+                }
+                // Shown by the warning that comes with it.
+                AdvisorVerdict::FailedOpen { .. } => {}
+            },
             // Written by rein before patches were outcomes; never sent live.
             EventMsg::PatchApplied { .. } => {}
             EventMsg::SettingsChanged { .. }

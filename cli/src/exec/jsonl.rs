@@ -14,8 +14,8 @@ use super::events::{
     McpToolResult, McpToolStatus, PatchChangeKind, PatchStatus, TodoItem,
 };
 use rein_protocol::{
-    Event, EventMsg, FileChangeKind, FileDiff, Item, PlanStep, PlanStepStatus, TokenUsage,
-    ToolAction, ToolOutcome,
+    AdvisorVerdict, Event, EventMsg, FileChangeKind, FileDiff, Item, PlanStep, PlanStepStatus,
+    TokenUsage, ToolAction, ToolOutcome,
 };
 
 /// A tool call whose item is open, by call id.
@@ -141,6 +141,19 @@ impl JsonlMapper {
                 self.usage.add(last);
                 Vec::new()
             }
+            EventMsg::AdvisorReviewCompleted { verdict, .. } => match verdict {
+                AdvisorVerdict::ApproveWithWarnings { reason } => {
+                    vec![self.completed(ExecItemDetails::Error {
+                        message: format!("advisor warning: {reason}"),
+                    })]
+                }
+                AdvisorVerdict::Reject { reason } => vec![self.completed(ExecItemDetails::Error {
+                    message: format!("advisor rejected the tool calls: {reason}"),
+                })],
+                // An approval needs no line; a failure comes with its warning.
+                AdvisorVerdict::Approve { .. } | AdvisorVerdict::FailedOpen { .. } => Vec::new(),
+            },
+            EventMsg::AdvisorReviewStarted { .. } => Vec::new(),
             EventMsg::Warning { message } => vec![self.completed(ExecItemDetails::Error {
                 message: message.clone(),
             })],

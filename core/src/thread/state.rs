@@ -289,6 +289,8 @@ impl ThreadState {
             | EventMsg::AgentMessageDelta { .. }
             | EventMsg::ReasoningDelta { .. }
             | EventMsg::ToolCallBegin { .. }
+            | EventMsg::AdvisorReviewStarted { .. }
+            | EventMsg::AdvisorReviewCompleted { .. }
             | EventMsg::ToolOutputDelta { .. }
             | EventMsg::ToolCallEnd { .. }
             | EventMsg::ClientRequested { .. }

@@ -3,6 +3,7 @@
 //! answer, an error or cancellation. Spawned work talks back to the loop only through a
 //! [`sink::TurnSink`]: it never touches thread state.
 
+pub(crate) mod advisor;
 pub(crate) mod compact;
 pub(crate) mod pending;
 pub(crate) mod review;
@@ -37,6 +38,8 @@ pub(crate) struct TurnContext {
     pub parallel_tool_calls: bool,
     /// The structured-output schema the turn's input asked for.
     pub output_schema: Option<Arc<serde_json::Value>>,
+    /// Reviews the model's tool batches before the policy engine, when configured.
+    pub advisor: Option<Arc<advisor::Advisor>>,
 }
 
 /// A fallback model and its client, resolved when the turn starts.

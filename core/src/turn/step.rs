@@ -11,6 +11,7 @@ use futures::StreamExt;
 use rein_protocol::{EventMsg, Item, ItemId, ItemKind, TaskKind, ThreadSettings, TokenUsage};
 use tokio_util::sync::CancellationToken;
 
+use super::advisor::Advisor;
 use super::sink::TurnSink;
 use super::{Fallback, TurnContext};
 use crate::model::{ModelClient, ModelError, ModelEvent, ModelRequest};
@@ -35,6 +36,7 @@ pub(crate) struct StepContext {
     pub output_schema: Option<Arc<serde_json::Value>>,
     /// A review's step: its tools ignore the session's earlier approvals.
     pub review: bool,
+    pub advisor: Option<Arc<Advisor>>,
 }
 
 impl StepContext {
@@ -54,6 +56,7 @@ impl StepContext {
             silent: false,
             output_schema: turn.output_schema.clone(),
             review: turn.kind == TaskKind::Review,
+            advisor: turn.advisor.clone(),
         }
     }
 
@@ -72,6 +75,7 @@ impl StepContext {
             // A summary is free text, whatever the turn's answer must look like.
             output_schema: None,
             review: self.review,
+            advisor: None,
         }
     }
 

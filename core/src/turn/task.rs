@@ -158,6 +158,7 @@ impl RegularTask {
                     &step,
                     self.turn.thread_id,
                     reply.calls,
+                    &self.history,
                     &self.sink,
                     &self.cancel,
                     |done| outputs.push(done),

@@ -10,10 +10,11 @@ use std::time::{Duration, Instant};
 use futures::future::BoxFuture;
 use futures::stream::{FuturesOrdered, StreamExt};
 use futures::FutureExt;
-use rein_protocol::{EventMsg, ThreadId, ToolAction, ToolFacts};
+use rein_protocol::{Decliner, EventMsg, Item, ThreadId, ToolAction, ToolFacts};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::AbortOnDropHandle;
 
+use super::advisor::Review;
 use super::sink::TurnSink;
 use super::step::StepContext;
 use crate::tools::{Tool, ToolCall, ToolContext, ToolResult};
@@ -89,18 +90,44 @@ fn start(call: &ToolCall, launch: Launch) -> Running {
 }
 
 /// Run `calls` and report each as it finishes, in call order, through `on_finished`.
+/// Every call is described first, so that the advisor (when the turn has one) reviews the
+/// whole batch before any of it is announced; a rejected batch is announced and declined.
+#[allow(clippy::too_many_arguments)]
 pub(crate) async fn run_calls(
     step: &StepContext,
     thread_id: ThreadId,
     calls: Vec<ToolCall>,
+    history: &[Arc<Item>],
     sink: &TurnSink,
     cancel: &CancellationToken,
     mut on_finished: impl FnMut(Finished),
 ) {
     type Done = (ToolCall, ToolAction, ToolResult, Duration);
+    let mut batch: Vec<(ToolCall, ToolAction, Launch)> = calls
+        .into_iter()
+        .map(|call| {
+            let (action, launch) = prepare(step, thread_id, &call, sink, cancel);
+            (call, action, launch)
+        })
+        .collect();
+    if let Some(advisor) = &step.advisor {
+        let reviewed: Vec<(&ToolCall, &ToolAction)> =
+            batch.iter().map(|(c, a, _)| (c, a)).collect();
+        match advisor
+            .review(&reviewed, &step.settings, history, sink, cancel)
+            .await
+        {
+            Review::Proceed => {}
+            Review::Cancelled => return,
+            Review::Reject(reason) => {
+                for (_, _, launch) in &mut batch {
+                    *launch = Launch::Fail(ToolResult::declined(Decliner::Advisor, reason.clone()));
+                }
+            }
+        }
+    }
     let mut running: FuturesOrdered<BoxFuture<'static, Done>> = FuturesOrdered::new();
-    for call in calls {
-        let (action, launch) = prepare(step, thread_id, &call, sink, cancel);
+    for (call, action, launch) in batch {
         // Write-ahead: the call is in the rollout before it can have any effect, so a
         // crash never hides a command that ran.
         let begun = sink

@@ -284,6 +284,24 @@ pub fn every_variant_thread() -> ThreadScript {
         to: "gpt-backup".into(),
         reason: "503 after 5 retries".into(),
     });
+    s.push(EventMsg::AdvisorReviewStarted {
+        review_id: "review-1".into(),
+        cwd: "/work/project".into(),
+        risk: rein_protocol::AdvisorRisk::High,
+        calls: vec![rein_protocol::ReviewedCall {
+            call_id: "c-advised".into(),
+            tool: "shell".into(),
+            action: rein_protocol::ToolAction::other("shell", r#"{"command":["rm","x"]}"#),
+            risk: Some("destructive command: rm".into()),
+        }],
+    });
+    s.push(EventMsg::AdvisorReviewCompleted {
+        review_id: "review-1".into(),
+        verdict: rein_protocol::AdvisorVerdict::Reject {
+            reason: "no".into(),
+        },
+        duration_ms: 7,
+    });
     s.push(EventMsg::Warning {
         message: "unicode ✓ \u{0}\u{1} \"quotes\"\n".into(),
     });

@@ -13,6 +13,7 @@ use tokio_util::task::AbortOnDropHandle;
 
 use super::{RunningTurn, SubmissionLoop};
 use crate::thread::open_items::OpenItems;
+use crate::turn::advisor::Advisor;
 use crate::turn::compact::{CompactTask, Compaction};
 use crate::turn::pending::{PendingEntry, PendingInput};
 use crate::turn::review::{review_request, review_settings};
@@ -20,6 +21,7 @@ use crate::turn::sink::TurnSink;
 use crate::turn::task::{AutoCompaction, RegularTask};
 use crate::turn::tokens::estimate;
 use crate::turn::{Fallback, TaskOutcome, TurnContext};
+use rein_protocol::advisor::AdvisorMode;
 
 /// Tools whose only job is to change files, which a review turn is not offered.
 const EDIT_TOOLS: &[&str] = &["apply_patch"];
@@ -58,6 +60,7 @@ impl SubmissionLoop {
             let client = models.client(&model).ok()?;
             Some(Fallback { model, client })
         });
+        let advisor = self.advisor_for(&settings.model);
         self.emit(
             Some(turn_id),
             EventMsg::TurnStarted {
@@ -85,11 +88,36 @@ impl SubmissionLoop {
                 withheld: &[],
                 parallel_tool_calls: self.services.config.parallel_tool_calls,
                 output_schema,
+                advisor,
             },
             sink: TurnSink::new(run, turn_id, self.task_tx.clone()),
             cancel: CancellationToken::new(),
             deadline,
         })
+    }
+
+    /// The turn's advisor, if `[advisor]` asks for one: its profile's model, else the
+    /// thread's. A model the catalog does not know fails open at each review.
+    fn advisor_for(&self, thread_model: &str) -> Option<Arc<Advisor>> {
+        let config = &self.services.config.advisor;
+        if config.mode == AdvisorMode::Off {
+            return None;
+        }
+        let model_name = config
+            .model
+            .as_ref()
+            .map_or_else(|| thread_model.to_owned(), |(model, _)| model.clone());
+        let client = self
+            .services
+            .models
+            .client(&model_name)
+            .map_err(|e| e.to_string());
+        Some(Arc::new(Advisor {
+            mode: config.mode,
+            model_name,
+            client,
+            timeout: config.timeout,
+        }))
     }
 
     fn spawn(
