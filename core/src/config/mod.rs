@@ -62,6 +62,9 @@ pub struct ConfigToml {
     pub model_providers: BTreeMap<String, ProviderToml>,
     #[serde(default)]
     pub profiles: BTreeMap<String, ProfileToml>,
+    /// `[mcp_servers.NAME]`, kept as written: the MCP crate reads it.
+    #[serde(default)]
+    pub mcp_servers: toml::Table,
 }
 
 #[derive(Clone, Debug, Default, Deserialize)]
@@ -98,6 +101,8 @@ pub struct ModelConfig {
     pub providers: BTreeMap<String, ProviderInfo>,
     /// Where the configuration was read from (it need not exist).
     pub config_path: PathBuf,
+    /// `[mcp_servers]` as written (after overrides), for the MCP crate to check and use.
+    pub mcp_servers: toml::Table,
 }
 
 /// What to load: where, which profile, which overrides.
@@ -216,6 +221,7 @@ pub fn resolve(
         profile: profile_name,
         providers,
         config_path: path.to_owned(),
+        mcp_servers: file.mcp_servers,
     })
 }
 
