@@ -54,6 +54,11 @@ pub enum BootstrapError {
     NoHome,
     #[error(transparent)]
     Config(#[from] ConfigError),
+    #[error("{config_path}: {source}")]
+    Mcp {
+        config_path: PathBuf,
+        source: rein_mcp::ConfigError,
+    },
 }
 
 /// A kernel ready to create threads.
@@ -69,6 +74,8 @@ pub struct Kernel {
     pub durability: Durability,
     /// Where persisted threads live (the manager's store).
     pub store: Arc<dyn SessionStore>,
+    /// The MCP servers of `[mcp_servers]`, when any are configured.
+    pub mcp: Option<Arc<rein_mcp::McpManager>>,
 }
 
 impl Kernel {
@@ -83,6 +90,15 @@ impl Kernel {
             reasoning_effort: self.config.as_ref().and_then(|c| c.reasoning_effort),
             budget: TurnBudget::default(),
             instructions: String::new(),
+        }
+    }
+
+    /// Shut every thread down (everything durable), then stop the MCP servers (no server
+    /// process is left behind): what a front end runs before the process exits.
+    pub async fn shutdown(&self) {
+        self.manager.shutdown_all().await;
+        if let Some(mcp) = &self.mcp {
+            mcp.shutdown().await;
         }
     }
 }
@@ -138,6 +154,22 @@ pub fn bootstrap(
         .config(kernel_config)
         .store(Arc::clone(&store))
         .build();
+    let mcp = match config.as_ref().filter(|c| !c.mcp_servers.is_empty()) {
+        None => None,
+        Some(config) => {
+            // Servers get a minimal environment drawn from rein's own, plus what their
+            // configuration names (`env_vars`).
+            let process_env: rein_mcp::Env = Arc::new(|k: &str| std::env::var(k).ok());
+            let mcp = rein_mcp::McpManager::new(&config.mcp_servers, process_env).map_err(
+                |source| BootstrapError::Mcp {
+                    config_path: config.config_path.clone(),
+                    source,
+                },
+            )?;
+            manager.add_thread_tool_source(Arc::clone(&mcp) as _);
+            Some(mcp)
+        }
+    };
     Ok(Kernel {
         manager: Arc::new(manager),
         home,
@@ -147,6 +179,7 @@ pub fn bootstrap(
         config,
         durability: options.durability,
         store,
+        mcp,
     })
 }
 
