@@ -83,32 +83,50 @@ fn exec_calls_a_server_everything_tool_and_reports_an_mcp_tool_call_item() {
         .filter(|e| e["item"]["type"] == "mcp_tool_call")
         .collect();
     assert_eq!(
-        items.iter().map(|e| (e["type"].clone(), e["item"].clone())).collect::<Vec<_>>(),
+        items
+            .iter()
+            .map(|e| (e["type"].clone(), e["item"].clone()))
+            .collect::<Vec<_>>(),
         vec![
-            (json!("item.started"), json!({
-                "id": "item_0", "type": "mcp_tool_call", "server": "everything", "tool": "echo",
-                "arguments": {"message": "hi"}, "result": null, "error": null, "status": "in_progress"
-            })),
-            (json!("item.completed"), json!({
-                "id": "item_0", "type": "mcp_tool_call", "server": "everything", "tool": "echo",
-                "arguments": {"message": "hi"},
-                "result": {"content": [{"type": "text", "text": "Echo: hi"}], "structured_content": null},
-                "error": null, "status": "completed"
-            })),
-            (json!("item.started"), json!({
-                "id": "item_1", "type": "mcp_tool_call", "server": "everything", "tool": "get-sum",
-                "arguments": {"a": "x"}, "result": null, "error": null, "status": "in_progress"
-            })),
-            (json!("item.completed"), json!({
-                "id": "item_1", "type": "mcp_tool_call", "server": "everything", "tool": "get-sum",
-                "arguments": {"a": "x"}, "result": null,
-                "error": {"message": items[3]["item"]["error"]["message"].clone()},
-                "status": "failed"
-            })),
+            (
+                json!("item.started"),
+                json!({
+                    "id": "item_0", "type": "mcp_tool_call", "server": "everything", "tool": "echo",
+                    "arguments": {"message": "hi"}, "result": null, "error": null, "status": "in_progress"
+                })
+            ),
+            (
+                json!("item.completed"),
+                json!({
+                    "id": "item_0", "type": "mcp_tool_call", "server": "everything", "tool": "echo",
+                    "arguments": {"message": "hi"},
+                    "result": {"content": [{"type": "text", "text": "Echo: hi"}], "structured_content": null},
+                    "error": null, "status": "completed"
+                })
+            ),
+            (
+                json!("item.started"),
+                json!({
+                    "id": "item_1", "type": "mcp_tool_call", "server": "everything", "tool": "get-sum",
+                    "arguments": {"a": "x"}, "result": null, "error": null, "status": "in_progress"
+                })
+            ),
+            (
+                json!("item.completed"),
+                json!({
+                    "id": "item_1", "type": "mcp_tool_call", "server": "everything", "tool": "get-sum",
+                    "arguments": {"a": "x"}, "result": null,
+                    "error": {"message": items[3]["item"]["error"]["message"].clone()},
+                    "status": "failed"
+                })
+            ),
         ]
     );
     let message = items[3]["item"]["error"]["message"].as_str().unwrap();
-    assert!(message.starts_with("the arguments do not match the tool's input schema"), "{message}");
+    assert!(
+        message.starts_with("the arguments do not match the tool's input schema"),
+        "{message}"
+    );
     // The model was offered the tool and read its result.
     let requests = mock.requests();
     let tools: Vec<&str> = requests[0]["tools"]
@@ -153,7 +171,10 @@ fn a_required_server_that_cannot_start_fails_the_run_before_its_turn() {
 fn bad_mcp_configuration_is_an_error_naming_the_server_and_the_key() {
     let mock = MockModel::start(json!({"replies": [{"text": "never"}]}));
     let home = Home::new(&mock, "responses");
-    add_config(&home, "\n[mcp_servers.docs]\nurl = \"http://127.0.0.1:1/mcp\"\nargs = [\"x\"]\n");
+    add_config(
+        &home,
+        "\n[mcp_servers.docs]\nurl = \"http://127.0.0.1:1/mcp\"\nargs = [\"x\"]\n",
+    );
     let out = home.exec(&["hi"]).output().unwrap();
     assert_eq!(out.status.code(), Some(1));
     let stderr = String::from_utf8_lossy(&out.stderr);

@@ -47,6 +47,10 @@ pub enum ServerNotification {
     CommandExecutionOutputDelta(DeltaNotification),
     #[serde(rename = "item/fileChange/outputDelta")]
     FileChangeOutputDelta(DeltaNotification),
+    #[serde(rename = "item/mcpToolCall/progress")]
+    McpToolCallProgress(crate::mcp::McpToolCallProgressNotification),
+    #[serde(rename = "mcpServer/startupStatus/updated")]
+    McpServerStatusUpdated(crate::mcp::McpServerStatusUpdatedNotification),
     #[serde(rename = "serverRequest/resolved")]
     ServerRequestResolved(ServerRequestResolvedNotification),
     #[serde(rename = "error")]
@@ -79,6 +83,8 @@ impl ServerNotification {
                 "item/commandExecution/outputDelta"
             }
             ServerNotification::FileChangeOutputDelta(_) => "item/fileChange/outputDelta",
+            ServerNotification::McpToolCallProgress(_) => "item/mcpToolCall/progress",
+            ServerNotification::McpServerStatusUpdated(_) => "mcpServer/startupStatus/updated",
             ServerNotification::ServerRequestResolved(_) => "serverRequest/resolved",
             ServerNotification::Error(_) => "error",
             ServerNotification::Warning(_) => "warning",

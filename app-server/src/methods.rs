@@ -12,7 +12,7 @@ use serde_json::Value;
 
 use crate::dispatch::{raw_params, ServerState};
 use crate::error::RpcError;
-use crate::handlers::{history, meta, thread, turn};
+use crate::handlers::{history, mcp, meta, thread, turn};
 
 pub type Module = RpcModule<ServerState>;
 
@@ -91,6 +91,12 @@ pub fn module(state: Arc<ServerState>) -> Result<Module, RegisterMethodError> {
     })?;
     add(&mut m, "thread/unarchive", |s, p| async move {
         history::unarchive(&s, p).await
+    })?;
+    add(&mut m, "mcpServerStatus/list", |s, p| async move {
+        mcp::status_list(&s, p)
+    })?;
+    add(&mut m, "config/mcpServer/reload", |s, _| async move {
+        mcp::reload(&s).await
     })?;
     Ok(m)
 }

@@ -180,10 +180,7 @@ impl McpManager {
 
 impl ThreadToolSource for McpManager {
     fn for_thread(&self, settings: &ThreadSettings) -> Option<Arc<dyn ToolSource>> {
-        if self.lock().configs.iter().all(|c| !c.enabled) {
-            return None;
-        }
-        // Start the thread's servers now, in the background, so they are ready sooner.
+        // Even with no server configured: a reload may add some. Start the thread's servers now, in the background, so they are ready sooner.
         let servers = self.servers_for(&settings.cwd);
         let generation = self.lock().generation;
         Some(Arc::new(ThreadServers {
