@@ -71,7 +71,7 @@ pub(crate) struct Shared {
     /// The raw tools as listed (for status listings).
     listed: RwLock<Vec<rmcp::model::Tool>>,
     peer: RwLock<Option<Peer<RoleClient>>>,
-    pid: Mutex<Option<u32>>,
+    pid: watch::Sender<Option<u32>>,
     pub(crate) progress: ProgressMap,
     tools_changed: Notify,
     /// Bumped each time the tools are listed, so waiters see a new list.
@@ -145,7 +145,7 @@ impl Server {
             tools: RwLock::default(),
             listed: RwLock::default(),
             peer: RwLock::default(),
-            pid: Mutex::default(),
+            pid: watch::channel(None).0,
             progress: Mutex::default(),
             tools_changed: Notify::new(),
             listings: watch::channel(0).0,
@@ -178,11 +178,14 @@ impl Server {
 
     /// The process id of a running stdio server.
     pub fn pid(&self) -> Option<u32> {
-        *self
-            .shared
-            .pid
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
+        *self.shared.pid.borrow()
+    }
+
+    /// Wait until a stdio server's process runs, and give its id.
+    pub async fn spawned(&self) -> u32 {
+        let mut pid = self.shared.pid.subscribe();
+        let spawned = pid.wait_for(Option::is_some).await.map(|p| *p);
+        spawned.ok().flatten().unwrap_or_default()
     }
 
     /// The tools as the server listed them (before filtering), while it is ready.
@@ -367,7 +370,7 @@ async fn supervise(shared: Arc<Shared>, env: Env) {
                 if let Some(process) = process.take() {
                     process.kill().await;
                 }
-                *shared.pid.lock().unwrap_or_else(PoisonError::into_inner) = None;
+                shared.pid.send_replace(None);
                 if shared.stop.is_cancelled() {
                     shared.set_status(ServerStatus::Stopped {
                         reason: "shut down".into(),
@@ -391,7 +394,7 @@ async fn supervise(shared: Arc<Shared>, env: Env) {
                     .unwrap_or_else(PoisonError::into_inner)
                     .clear();
                 connection.close().await;
-                *shared.pid.lock().unwrap_or_else(PoisonError::into_inner) = None;
+                shared.pid.send_replace(None);
                 match ended {
                     Ended::Stopped => {
                         shared.set_status(ServerStatus::Stopped {
@@ -482,7 +485,7 @@ async fn connect(
             };
             let (process, stdout, stdin) = launch::spawn(&spec, env)
                 .map_err(|e| format!("cannot start `{command}` in {}: {e}", dir.display()))?;
-            *shared.pid.lock().unwrap_or_else(PoisonError::into_inner) = process.pid;
+            shared.pid.send_replace(process.pid);
             *slot = Some(process);
             match handler.serve((stdout, stdin)).await {
                 Ok(service) => service,

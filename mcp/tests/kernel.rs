@@ -156,7 +156,7 @@ async fn a_server_that_never_answers_does_not_hold_up_a_turn() {
     let server = mcp.servers_for(cwd.path()).remove(0);
     assert_eq!(server.status(), ServerStatus::Starting);
     assert!(offered(&model.requests()[0]).is_empty());
-    let pid = server.pid().unwrap();
+    let pid = server.spawned().await;
     assert!(alive(pid));
     mcp.shutdown().await;
     assert!(!alive(pid), "the stuck server outlived the shutdown");
@@ -199,10 +199,10 @@ async fn a_server_killed_mid_call_fails_the_call_at_once_and_comes_back() {
             "mcp__everything__trigger_long_running_operation",
             json!({ "duration": 600, "steps": 6000 }),
         ),
+        ScriptedReply::text("the server went away"),
         ScriptedReply::tool_call("mcp__everything__echo", json!({ "message": "back" })),
         ScriptedReply::text("done"),
     ]);
-    let held = model.hold_reply(1);
     let kernel = kernel(Arc::clone(&model), &mcp);
     let mut t = kernel
         .create_thread(ThreadOptions::new(settings(cwd.path().to_owned())))
@@ -262,7 +262,10 @@ async fn a_server_killed_mid_call_fails_the_call_at_once_and_comes_back() {
         .await;
     let second_pid = server.pid().unwrap();
     assert_ne!(first_pid, second_pid);
-    held.open();
+    let end = until(&mut t.events, is_turn_end).await;
+    assert!(matches!(end.msg, EventMsg::TurnCompleted { .. }), "{end:?}");
+    // The next turn's step is offered the restarted server's tools.
+    t.handle.submit(Op::user_text("again")).await.unwrap();
     let calls = calls_of_turn(&mut t.events).await;
     assert_eq!(
         calls.last().unwrap().1,
