@@ -8,6 +8,7 @@ if [ -x scripts/test-setup.sh ]; then
     scripts/test-setup.sh
 fi
 
+scripts/check-deps.sh
 cargo fmt --all -- --check
 cargo clippy --workspace --all-targets --locked -- -D warnings
 cargo test --workspace --locked

@@ -19,14 +19,14 @@ use std::sync::Arc;
 use rein_protocol::script::{Script, ScriptedReply, WhenExhausted};
 use rein_protocol::{ApprovalPolicy, SandboxPolicy, ThreadSettings, TurnBudget};
 
-use rein_core::config::{self, ConfigError, LoadOptions, ModelConfig};
+use rein_config::{self as config, ConfigError, LoadOptions, ModelConfig};
 use rein_core::kernel_config::KernelConfig;
 use rein_core::manager::ThreadManager;
-use rein_core::model::catalog::ProviderCatalog;
 use rein_core::model::scripted::ScriptedModel;
 use rein_core::model::{ModelCatalog, ModelInfo, StaticCatalog};
 use rein_core::store::SessionStore;
 use rein_core::tools::builtin::{builtin_tools, BuiltinConfig};
+use rein_providers::catalog::ProviderCatalog;
 use rein_rollout::writer::Durability;
 use rein_rollout::{RolloutService, ServiceOptions};
 

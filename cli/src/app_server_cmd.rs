@@ -93,8 +93,8 @@ pub async fn run(args: AppServerArgs) -> anyhow::Result<()> {
     std::thread::spawn(|| eprintln!("rein: {}", Sandbox::detected().report().summary()));
     let stop = stop_on_signals()?;
     let env = |k: &str| std::env::var(k).ok();
-    let home = rein_core::config::rein_home(&env)
-        .context("cannot find rein's home: set REIN_HOME or HOME")?;
+    let home =
+        rein_config::rein_home(&env).context("cannot find rein's home: set REIN_HOME or HOME")?;
     let options = BootstrapOptions {
         demo: args.demo,
         overrides: args.overrides.clone(),

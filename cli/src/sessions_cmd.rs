@@ -56,8 +56,8 @@ fn parse_id(id: &str) -> anyhow::Result<ThreadId> {
 
 pub fn run(args: SessionsArgs) -> anyhow::Result<()> {
     let env = |k: &str| std::env::var(k).ok();
-    let home = rein_core::config::rein_home(&env)
-        .context("cannot find rein's home: set REIN_HOME or HOME")?;
+    let home =
+        rein_config::rein_home(&env).context("cannot find rein's home: set REIN_HOME or HOME")?;
     let store = RolloutStore::new(home);
     let mut out = std::io::stdout().lock();
     match args.command {

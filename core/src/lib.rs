@@ -5,7 +5,6 @@
 
 #![cfg_attr(test, allow(clippy::unwrap_used))]
 
-pub mod config;
 pub mod error;
 pub mod kernel_config;
 pub mod manager;

@@ -2,7 +2,7 @@
 //! the configuration loader reads, the thread's policies, the environment the providers
 //! see (Codex's variable names honoured), and warnings for keys rein does not support.
 
-use rein_core::config::Override;
+use rein_config::Override;
 use rein_protocol::{ApprovalPolicy, SandboxPolicy};
 
 use super::args::{CommonArgs, SandboxMode};

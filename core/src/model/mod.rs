@@ -1,13 +1,12 @@
 //! The model as an inference engine: the [`ModelClient`] trait the kernel streams from,
 //! the request it sends and the events it reads back, and the [`ModelCatalog`] that
-//! resolves a model name to a client.
+//! resolves a model name to a client. Real providers (HTTP) are the `rein-providers`
+//! crate; the scripted model ([`scripted`]) is here for tests and the demo.
 //!
 //! Architecture invariant: a client only turns a [`ModelRequest`] into a stream. Retries,
 //! history and events are the kernel's (see `turn/step.rs`), so every provider behaves
 //! the same under faults.
 
-pub mod catalog;
-pub mod http;
 pub mod scripted;
 
 use std::collections::BTreeMap;

@@ -2,17 +2,19 @@
 //! kernel's retry loop after a cut stream, and its fallback to another provider.
 #![allow(clippy::unwrap_used)]
 
+// The kernel's test helpers (settings, fast config), shared rather than copied.
+#[path = "../../core/tests/support/mod.rs"]
 mod support;
 
 use std::path::Path;
 use std::sync::Arc;
 
-use rein_core::config::{resolve, LoadOptions};
-use rein_core::model::catalog::ProviderCatalog;
+use rein_config::{resolve, LoadOptions};
 use rein_core::{ThreadManager, ThreadOptions};
 use rein_mock_model::{serve, MockServer};
 use rein_protocol::script::{Fault, Script, ScriptedReply, WhenExhausted};
 use rein_protocol::{EventMsg, Item, Op};
+use rein_providers::catalog::ProviderCatalog;
 use support::*;
 
 async fn server(replies: Vec<ScriptedReply>) -> MockServer {

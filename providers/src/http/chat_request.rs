@@ -7,7 +7,7 @@ use std::borrow::Cow;
 use rein_protocol::{InputPart, Item, ReasoningEffort};
 use serde::Serialize;
 
-use crate::model::{ModelError, ModelRequest};
+use rein_core::model::{ModelError, ModelRequest};
 
 #[derive(Serialize)]
 struct Body<'a> {
@@ -243,8 +243,8 @@ pub fn request_body(request: &ModelRequest) -> Result<Vec<u8>, ModelError> {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
-    use crate::tools::ToolSpec;
     use pretty_assertions::assert_eq;
+    use rein_core::tools::ToolSpec;
     use rein_protocol::ItemId;
     use std::sync::Arc;
 

@@ -13,7 +13,7 @@ use super::client::{HttpModelClient, WireFormat};
 use super::errors::{error_for_stream_failure, malformed, ApiErrorBody};
 use super::sse::SseEvent;
 use super::stream::WireDecoder;
-use crate::model::{ModelError, ModelEvent, ModelRequest};
+use rein_core::model::{ModelError, ModelEvent, ModelRequest};
 
 /// The Chat Completions wire format.
 #[derive(Clone, Copy, Debug)]

@@ -1,6 +1,6 @@
 //! Model providers: the built-ins (`openai`, `ollama`, `lmstudio`), how a
-//! `[model_providers.<id>]` table refines or adds one, and turning a provider into an
-//! HTTP [`Endpoint`] once its API key is looked up in the environment.
+//! `[model_providers.<id>]` table refines or adds one. Turning a provider into an HTTP
+//! endpoint (its API key looked up in the environment) is the providers crate's job.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -8,8 +8,9 @@ use std::time::Duration;
 use serde::Deserialize;
 
 use super::error::ConfigError;
-use crate::model::http::{ApiKey, Endpoint};
-use crate::model::RetryPolicy;
+
+/// How long a stream may stay silent before it is given up, unless the provider says.
+pub const DEFAULT_STREAM_IDLE_TIMEOUT: Duration = Duration::from_secs(300);
 
 /// Which HTTP API a provider speaks.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
@@ -79,7 +80,7 @@ impl ProviderInfo {
             query_params: Vec::new(),
             request_max_retries: 4,
             stream_max_retries: 5,
-            stream_idle_timeout: Endpoint::DEFAULT_IDLE_TIMEOUT,
+            stream_idle_timeout: DEFAULT_STREAM_IDLE_TIMEOUT,
         }
     }
 
@@ -177,7 +178,7 @@ impl ProviderInfo {
             url: self.base_url.clone(),
             reason,
         };
-        let url = reqwest::Url::parse(&self.base_url).map_err(|e| bad_url(e.to_string()))?;
+        let url = url::Url::parse(&self.base_url).map_err(|e| bad_url(e.to_string()))?;
         if !matches!(url.scheme(), "http" | "https") {
             return Err(bad_url("the scheme must be http or https".into()));
         }
@@ -190,9 +191,10 @@ impl ProviderInfo {
         Ok(())
     }
 
-    fn check_header(&self, name: &str, value: &str) -> Result<(), ConfigError> {
-        let ok = reqwest::header::HeaderName::from_bytes(name.as_bytes()).is_ok()
-            && reqwest::header::HeaderValue::from_str(value).is_ok();
+    /// Whether `name: value` can be sent as an HTTP header of this provider.
+    pub fn check_header(&self, name: &str, value: &str) -> Result<(), ConfigError> {
+        let ok = http::HeaderName::from_bytes(name.as_bytes()).is_ok()
+            && http::HeaderValue::from_str(value).is_ok();
         if ok {
             Ok(())
         } else {
@@ -201,43 +203,5 @@ impl ProviderInfo {
                 name: name.to_owned(),
             })
         }
-    }
-
-    /// The endpoint to reach this provider, with its key read from the environment.
-    pub fn endpoint(&self, env: &dyn Fn(&str) -> Option<String>) -> Result<Endpoint, ConfigError> {
-        let api_key = match &self.env_key {
-            None => None,
-            Some(var) => match env(var).filter(|k| !k.trim().is_empty()) {
-                Some(key) => Some(ApiKey::new(key.trim())),
-                None => {
-                    return Err(ConfigError::MissingApiKey {
-                        provider: self.id.clone(),
-                        env_key: var.clone(),
-                        instructions: self.env_key_instructions.clone(),
-                    })
-                }
-            },
-        };
-        let mut headers = self.http_headers.clone();
-        for (name, var) in &self.env_http_headers {
-            if let Some(value) = env(var).filter(|v| !v.trim().is_empty()) {
-                let value = value.trim().to_owned();
-                self.check_header(name, &value)?;
-                headers.push((name.clone(), value));
-            }
-        }
-        let retry = |max_retries| RetryPolicy {
-            max_retries,
-            ..RetryPolicy::default()
-        };
-        Ok(Endpoint {
-            base_url: self.base_url.clone(),
-            api_key,
-            headers,
-            query_params: self.query_params.clone(),
-            stream_idle_timeout: self.stream_idle_timeout,
-            request_retry: retry(self.request_max_retries),
-            stream_retry: retry(self.stream_max_retries),
-        })
     }
 }

@@ -7,12 +7,12 @@ use std::collections::HashMap;
 use std::path::Path;
 
 use futures::StreamExt;
-use rein_core::config::{resolve, LoadOptions};
-use rein_core::model::catalog::ProviderCatalog;
+use rein_config::{resolve, LoadOptions};
 use rein_core::model::{ModelCatalog, ModelEvent, ModelRequest};
 use rein_mock_model::serve;
 use rein_protocol::script::{Script, ScriptedReply, WhenExhausted};
 use rein_protocol::Item;
+use rein_providers::catalog::ProviderCatalog;
 
 fn request(model: &str) -> ModelRequest {
     ModelRequest {

@@ -58,7 +58,7 @@ pub enum ConfigError {
     #[error("the model provider `{provider}` has an invalid HTTP header `{name}` in http_headers")]
     InvalidHeader { provider: String, name: String },
     #[error("could not set up the HTTP client: {0}")]
-    HttpClient(#[source] reqwest::Error),
+    HttpClient(#[source] Box<dyn std::error::Error + Send + Sync>),
 }
 
 /// Why a `-c key=value` argument was refused.

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
-use crate::model::ModelError;
+use rein_core::model::ModelError;
 
 /// Longest error body kept in a message; servers sometimes answer with whole HTML pages.
 const MAX_MESSAGE_CHARS: usize = 2000;

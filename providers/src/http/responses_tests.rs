@@ -2,8 +2,8 @@
 #![allow(clippy::unwrap_used)]
 
 use super::*;
-use crate::tools::ToolSpec;
 use pretty_assertions::assert_eq;
+use rein_core::tools::ToolSpec;
 use rein_protocol::ItemId;
 use std::sync::Arc;
 

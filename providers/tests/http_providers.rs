@@ -8,12 +8,12 @@ use std::time::Duration;
 
 use futures::StreamExt;
 use pretty_assertions::assert_eq;
-use rein_core::model::http::{http_client, ApiKey, ChatClient, Endpoint, ResponsesClient};
 use rein_core::model::{ModelClient, ModelError, ModelEvent, ModelRequest};
 use rein_core::tools::ToolSpec;
 use rein_mock_model::{serve, MockServer};
 use rein_protocol::script::{Fault, Script, ScriptedReply, WhenExhausted};
 use rein_protocol::{Item, TokenUsage};
+use rein_providers::http::{http_client, ApiKey, ChatClient, Endpoint, ResponsesClient};
 
 #[derive(Clone, Copy, Debug)]
 enum Api {
@@ -341,11 +341,11 @@ async fn request_log_holds_exactly_the_bodies_sent() {
         .collect();
     assert_eq!(lines.len(), 2);
     let sent_responses: serde_json::Value = serde_json::from_slice(
-        &rein_core::model::http::responses::request_body(&request("first")).unwrap(),
+        &rein_providers::http::responses::request_body(&request("first")).unwrap(),
     )
     .unwrap();
     let sent_chat: serde_json::Value = serde_json::from_slice(
-        &rein_core::model::http::chat::request_body(&request("second")).unwrap(),
+        &rein_providers::http::chat::request_body(&request("second")).unwrap(),
     )
     .unwrap();
     assert_eq!(lines[0]["body"], sent_responses);

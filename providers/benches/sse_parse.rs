@@ -9,14 +9,14 @@ use std::sync::Arc;
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use futures::StreamExt;
-use rein_core::model::http::chat::ChatDecoder;
-use rein_core::model::http::responses::ResponsesDecoder;
-use rein_core::model::http::sse::SseParser;
-use rein_core::model::http::stream::WireDecoder;
-use rein_core::model::http::{http_client, Endpoint, ResponsesClient};
 use rein_core::model::{ModelClient, ModelEvent, ModelRequest};
 use rein_protocol::script::{Script, ScriptedReply, WhenExhausted};
 use rein_protocol::Item;
+use rein_providers::http::chat::ChatDecoder;
+use rein_providers::http::responses::ResponsesDecoder;
+use rein_providers::http::sse::SseParser;
+use rein_providers::http::stream::WireDecoder;
+use rein_providers::http::{http_client, Endpoint, ResponsesClient};
 
 const DELTAS: usize = 10_000;
 const CHUNK: usize = 4096;

@@ -10,7 +10,7 @@ use futures::StreamExt;
 
 use super::stream::{sse_stream, WireDecoder};
 use super::Endpoint;
-use crate::model::{ModelClient, ModelError, ModelRequest, ModelStream, RetryPolicy};
+use rein_core::model::{ModelClient, ModelError, ModelRequest, ModelStream, RetryPolicy};
 
 /// What differs between the Responses and the Chat Completions APIs.
 pub trait WireFormat: Send + Sync + 'static {

@@ -21,7 +21,7 @@ use std::time::Duration;
 pub use chat::ChatClient;
 pub use responses::ResponsesClient;
 
-use super::RetryPolicy;
+use rein_core::model::RetryPolicy;
 
 /// A secret that never shows in `Debug` or `Display` output, so logging a client, a
 /// config or an error cannot leak it.
@@ -83,7 +83,7 @@ impl fmt::Debug for Endpoint {
 }
 
 impl Endpoint {
-    pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(300);
+    pub const DEFAULT_IDLE_TIMEOUT: Duration = rein_config::provider::DEFAULT_STREAM_IDLE_TIMEOUT;
 
     /// An endpoint with no key, no extras and the default timeouts and retries.
     pub fn new(base_url: impl Into<String>) -> Self {

@@ -6,9 +6,10 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use super::http::{http_client, ChatClient, ResponsesClient};
-use super::{ModelCatalog, ModelClient, ModelInfo, UnknownModel};
-use crate::config::{ConfigError, Fallback, ModelConfig, WireApi};
+use rein_config::{ConfigError, Fallback, ModelConfig, ProviderInfo, WireApi};
+use rein_core::model::{ModelCatalog, ModelClient, ModelInfo, RetryPolicy, UnknownModel};
+
+use crate::http::{http_client, ApiKey, ChatClient, Endpoint, ResponsesClient};
 
 pub struct ProviderCatalog {
     main: Arc<dyn ModelClient>,
@@ -24,7 +25,7 @@ impl ProviderCatalog {
         config: &ModelConfig,
         env: &dyn Fn(&str) -> Option<String>,
     ) -> Result<Self, ConfigError> {
-        let http = http_client().map_err(ConfigError::HttpClient)?;
+        let http = http_client().map_err(|e| ConfigError::HttpClient(Box::new(e)))?;
         let mut clients: BTreeMap<String, Arc<dyn ModelClient>> = BTreeMap::new();
         let mut client_for = |provider: &str| -> Result<Arc<dyn ModelClient>, ConfigError> {
             if let Some(c) = clients.get(provider) {
@@ -44,7 +45,7 @@ impl ProviderCatalog {
                             .join(", "),
                         config_path: config.config_path.clone(),
                     })?;
-            let endpoint = info.endpoint(env)?;
+            let endpoint = endpoint(info, env)?;
             let client: Arc<dyn ModelClient> = match info.wire_api {
                 WireApi::Responses => Arc::new(ResponsesClient::new(http.clone(), endpoint)),
                 WireApi::Chat => Arc::new(ChatClient::new(http.clone(), endpoint)),
@@ -112,4 +113,45 @@ impl ModelCatalog for ProviderCatalog {
             .filter(|fb| fb.model != model)
             .map(|fb| fb.model.clone())
     }
+}
+
+/// The endpoint to reach a provider, with its key read from the environment.
+pub fn endpoint(
+    info: &ProviderInfo,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<Endpoint, ConfigError> {
+    let api_key = match &info.env_key {
+        None => None,
+        Some(var) => match env(var).filter(|k| !k.trim().is_empty()) {
+            Some(key) => Some(ApiKey::new(key.trim())),
+            None => {
+                return Err(ConfigError::MissingApiKey {
+                    provider: info.id.clone(),
+                    env_key: var.clone(),
+                    instructions: info.env_key_instructions.clone(),
+                })
+            }
+        },
+    };
+    let mut headers = info.http_headers.clone();
+    for (name, var) in &info.env_http_headers {
+        if let Some(value) = env(var).filter(|v| !v.trim().is_empty()) {
+            let value = value.trim().to_owned();
+            info.check_header(name, &value)?;
+            headers.push((name.clone(), value));
+        }
+    }
+    let retry = |max_retries| RetryPolicy {
+        max_retries,
+        ..RetryPolicy::default()
+    };
+    Ok(Endpoint {
+        base_url: info.base_url.clone(),
+        api_key,
+        headers,
+        query_params: info.query_params.clone(),
+        stream_idle_timeout: info.stream_idle_timeout,
+        request_retry: retry(info.request_max_retries),
+        stream_retry: retry(info.stream_max_retries),
+    })
 }

@@ -12,7 +12,7 @@ use futures::stream::{self, BoxStream, StreamExt};
 
 use super::errors::{error_for_response, malformed};
 use super::sse::{SseEvent, SseParser};
-use crate::model::{ModelError, ModelEvent, ModelStream};
+use rein_core::model::{ModelError, ModelEvent, ModelStream};
 
 /// Turns one wire format's events into model events.
 pub trait WireDecoder: Send + 'static {

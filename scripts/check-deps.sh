@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# The workspace's "never depends on" rules, checked against the resolved dependency graph
+# (normal dependencies, every target platform): a crate that reaches a forbidden package,
+# directly or through anything else, fails the check. The rules are the crate boundaries
+# of ARCHITECTURE.md; change them there and here together.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+# The I/O and wire-format crates the kernel must reach only through its traits.
+kernel_forbidden="rusqlite reqwest hyper toml jsonrpsee tungstenite tokio-tungstenite rmcp
+    agent-client-protocol rein-config rein-providers rein-rollout rein-bootstrap
+    rein-app-server rein-app-server-protocol rein-mock-model"
+# The sandbox crates: still reached through rein-core's built-in tools (core/src/tools/);
+# checked, and reported, but not yet enforced until the tools are a leaf crate.
+kernel_pending="landlock seccompiler"
+
+failures=0
+
+# reaches PACKAGE: the names of every package PACKAGE depends on (normal edges only).
+reaches() {
+    cargo tree --locked -p "$1" -e normal --target all --prefix none --format '{p}' |
+        awk '{print $1}' | sort -u
+}
+
+# forbid PACKAGE NAME...: PACKAGE must reach none of NAME.
+forbid() {
+    local package="$1"
+    shift
+    local graph
+    graph="$(reaches "$package")"
+    local name
+    for name in "$@"; do
+        if grep -qx -- "$name" <<<"$graph"; then
+            echo "check-deps: $package reaches $name; see 'cargo tree -p $package -i $name -e normal'" >&2
+            failures=$((failures + 1))
+        fi
+    done
+}
+
+# shellcheck disable=SC2086 # the lists are word lists on purpose
+{
+    forbid rein-protocol tokio reqwest rusqlite hyper toml rein-core
+    forbid rein-app-server-protocol tokio rein-core rein-protocol
+    forbid rein-core $kernel_forbidden
+    forbid rein-config tokio reqwest rusqlite rein-core
+    # (The leaves also reach landlock and seccompiler, through rein-core, until the tools
+    # leave it.)
+    forbid rein-rollout reqwest hyper toml jsonrpsee rein-config rein-providers \
+        rein-app-server-protocol
+    forbid rein-providers rusqlite jsonrpsee rein-rollout rein-app-server-protocol
+    forbid rein-bootstrap jsonrpsee tungstenite tokio-tungstenite rein-app-server \
+        rein-app-server-protocol
+}
+
+core_graph="$(reaches rein-core)"
+for name in $kernel_pending; do
+    if grep -qx -- "$name" <<<"$core_graph"; then
+        echo "check-deps: not yet enforced: rein-core reaches $name (the built-in tools and the sandbox are still in core/src/tools/)"
+    else
+        echo "check-deps: rein-core no longer reaches $name: move it from kernel_pending to kernel_forbidden" >&2
+        failures=$((failures + 1))
+    fi
+done
+
+if [ "$failures" -ne 0 ]; then
+    echo "check-deps: $failures rule(s) broken" >&2
+    exit 1
+fi
+echo "check-deps: every dependency rule holds"
