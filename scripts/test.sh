@@ -9,6 +9,7 @@ if [ -x scripts/test-setup.sh ]; then
 fi
 
 scripts/check-deps.sh
+scripts/check-architecture.sh
 cargo fmt --all -- --check
 cargo clippy --workspace --all-targets --locked -- -D warnings
 cargo test --workspace --locked
