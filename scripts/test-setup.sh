@@ -40,3 +40,24 @@ elif [ ! -f "$node_dir/node_modules/@openai/codex-sdk/dist/index.js" ]; then
     npm install --omit=optional --no-audit --no-fund --prefix "$node_dir" @openai/codex-sdk >&2 \
         || echo "test-setup: could not install @openai/codex-sdk" >&2
 fi
+
+# Real MCP servers for the interop tests, under target/ (nothing committed, cached by CI
+# with the target dir): the reference TypeScript server from npm, and a PyPI server with
+# the Python SDK pinned below 2 (the 2.x SDK breaks the servers written for 1.x).
+mcp_node="target/mcp-node"
+if ! command -v npm >/dev/null 2>&1; then
+    echo "test-setup: npm not found; the MCP interop tests with server-everything will be skipped" >&2
+elif [ ! -f "$mcp_node/node_modules/@modelcontextprotocol/server-everything/dist/index.js" ]; then
+    mkdir -p "$mcp_node"
+    [ -f "$mcp_node/package.json" ] || printf '{ "name": "rein-mcp-node", "private": true }\n' >"$mcp_node/package.json"
+    npm install --no-audit --no-fund --prefix "$mcp_node" @modelcontextprotocol/server-everything@2026.8.31 >&2 \
+        || echo "test-setup: could not install @modelcontextprotocol/server-everything" >&2
+fi
+mcp_venv="target/mcp-venv"
+if ! command -v python3 >/dev/null 2>&1; then
+    echo "test-setup: python3 not found; the MCP interop tests with Python servers will be skipped" >&2
+elif [ ! -x "$mcp_venv/bin/mcp-server-time" ]; then
+    (python3 -m venv "$mcp_venv" \
+        && "$mcp_venv/bin/pip" install -q --disable-pip-version-check "mcp>=1.20,<2" mcp-server-time >&2) \
+        || echo "test-setup: could not install mcp-server-time; its tests will be skipped" >&2
+fi

@@ -54,6 +54,10 @@ pub enum ServerNotification {
     AutoApprovalReviewStarted(Box<AutoApprovalReviewStartedNotification>),
     #[serde(rename = "item/autoApprovalReview/completed")]
     AutoApprovalReviewCompleted(Box<AutoApprovalReviewCompletedNotification>),
+    #[serde(rename = "item/mcpToolCall/progress")]
+    McpToolCallProgress(crate::mcp::McpToolCallProgressNotification),
+    #[serde(rename = "mcpServer/startupStatus/updated")]
+    McpServerStatusUpdated(crate::mcp::McpServerStatusUpdatedNotification),
     #[serde(rename = "serverRequest/resolved")]
     ServerRequestResolved(ServerRequestResolvedNotification),
     #[serde(rename = "error")]
@@ -90,6 +94,8 @@ impl ServerNotification {
             ServerNotification::AutoApprovalReviewCompleted(_) => {
                 "item/autoApprovalReview/completed"
             }
+            ServerNotification::McpToolCallProgress(_) => "item/mcpToolCall/progress",
+            ServerNotification::McpServerStatusUpdated(_) => "mcpServer/startupStatus/updated",
             ServerNotification::ServerRequestResolved(_) => "serverRequest/resolved",
             ServerNotification::Error(_) => "error",
             ServerNotification::Warning(_) => "warning",

@@ -51,6 +51,14 @@ pub fn all() -> Vec<(&'static str, Schema)> {
         ("SkillsListParams.json", schema_for!(SkillsListParams)),
         ("SkillsListResponse.json", schema_for!(SkillsListResponse)),
         (
+            "ListMcpServerStatusResponse.json",
+            schema_for!(ListMcpServerStatusResponse),
+        ),
+        (
+            "McpServerRefreshResponse.json",
+            schema_for!(McpServerRefreshResponse),
+        ),
+        (
             "CommandExecutionRequestApprovalParams.json",
             schema_for!(CommandExecutionRequestApprovalParams),
         ),

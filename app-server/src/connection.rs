@@ -132,6 +132,11 @@ pub async fn run(
         Ok(kernel) => kernel,
         Err(why) => return refuse_all(&why, pending_first, inbound, &out).await,
     };
+    // MCP servers' status changes reach every connection while it is open.
+    let mcp_status = kernel
+        .mcp
+        .clone()
+        .map(|mcp| tokio::spawn(crate::handlers::mcp::forward_status(mcp, out.clone())));
     let state = Arc::new(ServerState::new(kernel, hub, out.clone()));
     if let Some(experimental) = early {
         state.set_experimental(experimental);
@@ -168,6 +173,9 @@ pub async fn run(
             Ok(Inbound::Response { id, outcome }) => state.handle_response(id, outcome).await,
             Err(rejected) => state.out.reject(rejected.id, rejected.error).await,
         }
+    }
+    if let Some(task) = mcp_status {
+        task.abort();
     }
     for thread in state.threads.all() {
         leave(&state, &thread, false);

@@ -12,7 +12,7 @@ use serde_json::Value;
 
 use crate::dispatch::{raw_params, ServerState};
 use crate::error::RpcError;
-use crate::handlers::{history, meta, thread, trajectory, turn};
+use crate::handlers::{history, mcp, meta, thread, trajectory, turn};
 
 pub type Module = RpcModule<ServerState>;
 
@@ -94,6 +94,12 @@ pub fn module(state: Arc<ServerState>) -> Result<Module, RegisterMethodError> {
     })?;
     add(&mut m, trajectory::METHOD, |s, p| async move {
         trajectory::trajectory(&s, p).await
+    })?;
+    add(&mut m, "mcpServerStatus/list", |s, p| async move {
+        mcp::status_list(&s, p)
+    })?;
+    add(&mut m, "config/mcpServer/reload", |s, _| async move {
+        mcp::reload(&s).await
     })?;
     Ok(m)
 }

@@ -55,6 +55,11 @@ pub enum BootstrapError {
     NoHome,
     #[error(transparent)]
     Config(#[from] ConfigError),
+    #[error("{config_path}: {source}")]
+    Mcp {
+        config_path: PathBuf,
+        source: rein_mcp::ConfigError,
+    },
 }
 
 /// A kernel ready to create threads.
@@ -70,6 +75,10 @@ pub struct Kernel {
     pub durability: Durability,
     /// Where persisted threads live (the manager's store).
     pub store: Arc<dyn SessionStore>,
+    /// The MCP servers of `[mcp_servers]` (none in demo mode).
+    pub mcp: Option<Arc<rein_mcp::McpManager>>,
+    /// How the configuration was loaded, to load it again (`reload_mcp`).
+    load_options: Option<LoadOptions>,
 }
 
 impl Kernel {
@@ -84,6 +93,28 @@ impl Kernel {
             reasoning_effort: self.config.as_ref().and_then(|c| c.reasoning_effort),
             budget: TurnBudget::default(),
             instructions: String::new(),
+        }
+    }
+
+    /// Read `[mcp_servers]` again from the configuration: changed and removed servers
+    /// stop, new ones start for threads at their next step, failed ones are retried.
+    pub async fn reload_mcp(&self) -> Result<(), String> {
+        let (Some(mcp), Some(options)) = (&self.mcp, &self.load_options) else {
+            return Ok(());
+        };
+        let env = |k: &str| std::env::var(k).ok();
+        let config = config::load(options, &env).map_err(|e| e.to_string())?;
+        mcp.reload(&config.mcp_servers)
+            .await
+            .map_err(|e| format!("{}: {e}", config.config_path.display()))
+    }
+
+    /// Shut every thread down (everything durable), then stop the MCP servers (no server
+    /// process is left behind): what a front end runs before the process exits.
+    pub async fn shutdown(&self) {
+        self.manager.shutdown_all().await;
+        if let Some(mcp) = &self.mcp {
+            mcp.shutdown().await;
         }
     }
 }
@@ -108,11 +139,7 @@ pub fn bootstrap(
         (demo_catalog(), DEMO_MODEL.into(), "scripted".into(), None)
     } else {
         let config = config::load(
-            &LoadOptions {
-                home: home.clone(),
-                profile: options.profile.clone(),
-                overrides: options.overrides.clone(),
-            },
+            &load_options(&home, &options.profile, &options.overrides),
             env,
         )?;
         let catalog = ProviderCatalog::from_config(&config, env)?;
@@ -123,6 +150,8 @@ pub fn bootstrap(
             Some(config),
         )
     };
+    let reload_with =
+        (!options.demo).then(|| load_options(&home, &options.profile, &options.overrides));
     let mut kernel_config = options.kernel;
     if let Some(limit) = config.as_ref().and_then(|c| c.auto_compact_token_limit) {
         kernel_config.auto_compact_token_limit = Some(limit);
@@ -144,6 +173,23 @@ pub fn bootstrap(
         .store(Arc::clone(&store))
         .agents(agents)
         .build_shared();
+    let mcp = match config.as_ref() {
+        None => None,
+        Some(config) => {
+            // Servers get a minimal environment drawn from rein's own, plus what their
+            // configuration names (`env_vars`).
+            let process_env: rein_mcp::Env = Arc::new(|k: &str| std::env::var(k).ok());
+            let mcp =
+                rein_mcp::McpManager::new(&config.mcp_servers, process_env).map_err(|source| {
+                    BootstrapError::Mcp {
+                        config_path: config.config_path.clone(),
+                        source,
+                    }
+                })?;
+            manager.add_thread_tool_source(Arc::clone(&mcp) as _);
+            Some(mcp)
+        }
+    };
     Ok(Kernel {
         manager,
         home,
@@ -153,7 +199,21 @@ pub fn bootstrap(
         config,
         durability: options.durability,
         store,
+        mcp,
+        load_options: reload_with,
     })
+}
+
+fn load_options(
+    home: &std::path::Path,
+    profile: &Option<String>,
+    overrides: &[String],
+) -> LoadOptions {
+    LoadOptions {
+        home: home.to_owned(),
+        profile: profile.clone(),
+        overrides: overrides.to_vec(),
+    }
 }
 
 /// The built-in scripted model: it looks at the working directory with the shell tool

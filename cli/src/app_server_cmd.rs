@@ -118,7 +118,8 @@ pub async fn run(args: AppServerArgs) -> anyhow::Result<()> {
     let Some(addr) = ws_addr else {
         let stdin = tokio::io::BufReader::with_capacity(64 * 1024, tokio::io::stdin());
         let input = UntilStopped::new(stdin, Arc::clone(&stop));
-        rein_app_server::serve(kernel, input, tokio::io::stdout(), limits).await?;
+        rein_app_server::serve(kernel.clone(), input, tokio::io::stdout(), limits).await?;
+        stop_mcp_servers(&kernel).await;
         if STOPPED.load(Ordering::SeqCst) {
             // Every thread is shut down and every answer written; what is left is the
             // runtime's thread blocked reading stdin, which would hold the exit forever.
@@ -133,11 +134,21 @@ pub async fn run(args: AppServerArgs) -> anyhow::Result<()> {
     // The first line of stdout is the bound URL, so a parent process can read it.
     println!("ws://{}", listener.local_addr()?);
     tokio::select! {
-        served = ws::serve_ws(kernel, listener, ws::WsOptions { limits, token }) => served?,
+        served = ws::serve_ws(kernel.clone(), listener, ws::WsOptions { limits, token }) => served?,
         // Rollouts are durable event by event; sandboxed commands die with the process.
         () = stop.notified() => {}
     }
+    stop_mcp_servers(&kernel).await;
     Ok(())
+}
+
+/// Stop the MCP servers of a kernel that was built, so none outlives the process.
+async fn stop_mcp_servers(kernel: &KernelSource) {
+    if let Ok(kernel) = kernel.get().await {
+        if let Some(mcp) = &kernel.mcp {
+            mcp.shutdown().await;
+        }
+    }
 }
 
 /// Set by the first SIGTERM or SIGINT.

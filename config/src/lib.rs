@@ -72,6 +72,9 @@ pub struct ConfigToml {
     #[serde(default)]
     pub features: agents::FeaturesToml,
     pub advisor: Option<AdvisorToml>,
+    /// `[mcp_servers.NAME]`, kept as written: the MCP crate reads it.
+    #[serde(default)]
+    pub mcp_servers: toml::Table,
 }
 
 #[derive(Clone, Debug, Default, Deserialize)]
@@ -111,6 +114,8 @@ pub struct ModelConfig {
     /// Sub-agents: on or off, and the limits of a tree.
     pub agents: agents::AgentsSettings,
     pub advisor: AdvisorConfig,
+    /// `[mcp_servers]` as written (after overrides), for the MCP crate to check and use.
+    pub mcp_servers: toml::Table,
 }
 
 /// What to load: where, which profile, which overrides.
@@ -271,6 +276,7 @@ fn resolve_advisor(
             advisor::DEFAULT_ADVISOR_TIMEOUT,
             std::time::Duration::from_millis,
         ),
+        mcp_servers: file.mcp_servers,
     })
 }
 

@@ -9,7 +9,7 @@
 //! themselves down.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, MutexGuard, Weak};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError, RwLock, Weak};
 
 use rein_protocol::{AgentOrigin, Event, EventMsg, Item, SessionId, ThreadId, ThreadSettings};
 use tokio::sync::broadcast;
@@ -25,7 +25,7 @@ use crate::thread::emitter::Emitter;
 use crate::thread::handle::{HandleInner, ThreadHandle};
 use crate::thread::state::ThreadState;
 use crate::thread::submission_loop::SubmissionLoop;
-use crate::tools::{StaticTools, ThreadTools, ToolSource, ToolSources};
+use crate::tools::{StaticTools, ThreadToolSource, ThreadTools, ToolSource, ToolSources};
 use crate::turn::stop_hook::StopHook;
 
 /// Shared by every thread of a manager.
@@ -138,6 +138,8 @@ pub struct ThreadManager {
     store: Option<Arc<dyn SessionStore>>,
     threads: Arc<Registry>,
     created: broadcast::Sender<ThreadCreated>,
+    /// Sources that give each new or resumed thread tools of its own (MCP servers).
+    thread_sources: RwLock<Vec<Arc<dyn ThreadToolSource>>>,
 }
 
 impl ThreadManager {
@@ -151,6 +153,7 @@ impl ThreadManager {
             store,
             threads: Arc::new(Mutex::new(HashMap::new())),
             created: broadcast::channel(256).0,
+            thread_sources: RwLock::default(),
         }
     }
 
@@ -181,6 +184,14 @@ impl ThreadManager {
     }
 
     /// Every thread created from now on, as it is created.
+    /// Ask `source` for tools of every thread created or resumed from now on.
+    pub fn add_thread_tool_source(&self, source: Arc<dyn ThreadToolSource>) {
+        self.thread_sources
+            .write()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push(source);
+    }
+
     pub fn subscribe_created(&self) -> broadcast::Receiver<ThreadCreated> {
         self.created.subscribe()
     }
@@ -219,9 +230,15 @@ impl ThreadManager {
         let (tx, rx) = async_channel::bounded(self.services.config.op_queue_capacity.max(1));
         let mut state = state;
         state.thread_id = Some(thread_id);
-        let tools = Arc::new(ThreadTools::new(ToolSources::new(
-            self.services.tool_sources.clone(),
-        )));
+        let mut sources = self.services.tool_sources.clone();
+        if let Some(settings) = fresh.as_ref().or(state.settings.as_ref()) {
+            let thread_sources = self
+                .thread_sources
+                .read()
+                .unwrap_or_else(PoisonError::into_inner);
+            sources.extend(thread_sources.iter().filter_map(|s| s.for_thread(settings)));
+        }
+        let tools = Arc::new(ThreadTools::new(ToolSources::new(sources)));
         if let Some(agents) = &self.services.agents {
             let depth = match (&options.agent, &state.agent) {
                 (Some(spawned), _) => spawned.origin.depth,

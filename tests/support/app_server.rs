@@ -255,6 +255,14 @@ const RESPONSES: &[(&str, &str)] = &[
     ("thread/turns/list", "v2/ThreadTurnsListResponse.json"),
     ("thread/archive", "v2/ThreadArchiveResponse.json"),
     ("thread/unarchive", "v2/ThreadUnarchiveResponse.json"),
+    (
+        "mcpServerStatus/list",
+        "v2/ListMcpServerStatusResponse.json",
+    ),
+    (
+        "config/mcpServer/reload",
+        "v2/McpServerRefreshResponse.json",
+    ),
     // Codex 0.169 dropped thread/rollback from its schema; its answer is `{thread}`, the
     // shape of thread/read's.
     ("thread/rollback", "v2/ThreadReadResponse.json"),

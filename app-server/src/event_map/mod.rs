@@ -10,10 +10,11 @@ use std::collections::HashMap;
 
 use rein_app_server_protocol::{
     DeltaNotification, ErrorNotification, ItemCompletedNotification,
-    ReasoningSummaryTextDeltaNotification, ServerNotification, ThreadIdNotification, ThreadItem,
-    ThreadNameUpdatedNotification, ThreadStatus, ThreadStatusChangedNotification, ThreadTokenUsage,
-    ThreadTokenUsageUpdatedNotification, TurnDiffUpdatedNotification, TurnError, TurnItemsView,
-    TurnNotification, TurnPlanStep, TurnPlanUpdatedNotification, TurnStatus, WarningNotification,
+    McpToolCallProgressNotification, ReasoningSummaryTextDeltaNotification, ServerNotification,
+    ThreadIdNotification, ThreadItem, ThreadNameUpdatedNotification, ThreadStatus,
+    ThreadStatusChangedNotification, ThreadTokenUsage, ThreadTokenUsageUpdatedNotification,
+    TurnDiffUpdatedNotification, TurnError, TurnItemsView, TurnNotification, TurnPlanStep,
+    TurnPlanUpdatedNotification, TurnStatus, WarningNotification,
 };
 use rein_protocol::{Event, EventMsg, ItemKind, PlanStepStatus, TaskKind, ToolAction, TurnId};
 use serde_json::Value;
@@ -255,7 +256,20 @@ impl EventMapper {
                 out.extend(done.into_iter().map(Outgoing::Notify));
             }
             EventMsg::ToolOutputDelta { call_id, delta } => {
-                if let Some(track) = self.tools.get(call_id) {
+                if let Some(track) = self
+                    .tools
+                    .get(call_id)
+                    .filter(|t| matches!(t.action, ToolAction::Mcp { .. }))
+                {
+                    out.push(Outgoing::Notify(ServerNotification::McpToolCallProgress(
+                        McpToolCallProgressNotification {
+                            thread_id: self.thread_id.clone(),
+                            turn_id: track.turn_id.to_string(),
+                            item_id: call_id.clone(),
+                            message: delta.trim_end().to_owned(),
+                        },
+                    )));
+                } else if let Some(track) = self.tools.get(call_id) {
                     let params = DeltaNotification {
                         thread_id: self.thread_id.clone(),
                         turn_id: track.turn_id.to_string(),

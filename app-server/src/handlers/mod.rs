@@ -1,6 +1,7 @@
 //! Request handlers, grouped by what they work on.
 
 pub mod history;
+pub mod mcp;
 pub mod meta;
 pub mod thread;
 pub mod trajectory;

@@ -91,6 +91,12 @@ async fn start_thread(
     } else {
         Persistence::Rollout
     };
+    // A `required` MCP server that cannot start fails the thread's start, as in Codex.
+    if let Some(mcp) = &kernel.mcp {
+        mcp.wait_required(&settings.cwd)
+            .await
+            .map_err(RpcError::internal)?;
+    }
     // The rollout is created on the store's threads; this connection only waits.
     let new = kernel
         .start_thread(settings.clone(), persistence)

@@ -123,6 +123,13 @@ async fn run_exec(args: ExecArgs) -> anyhow::Result<i32> {
         input.push(InputPart::text(schema.instructions()));
     }
     let thread = session::open(&kernel, &start, settings, common.ephemeral).await?;
+    // A `required` MCP server that cannot start fails the run before its turn, as in Codex.
+    if let Some(mcp) = &kernel.mcp {
+        if let Err(e) = mcp.wait_required(&cwd).await {
+            kernel.shutdown().await;
+            bail!(e);
+        }
+    }
 
     let mode = if common.json || common.experimental_json {
         OutputMode::Json
@@ -143,8 +150,9 @@ async fn run_exec(args: ExecArgs) -> anyhow::Result<i32> {
         mode,
     )
     .await?;
-    // Every thread shut down and everything written durable before the process exits.
-    kernel.manager.shutdown_all().await;
+    // Every thread shut down and everything written durable before the process exits,
+    // and no MCP server left running.
+    kernel.shutdown().await;
     finish(&outcome, common, schema.as_ref())
 }
 

@@ -23,7 +23,7 @@ pub mod testing;
 pub mod thread_tools;
 
 pub use builtin::{builtin_tools, BuiltinConfig};
-pub use sources::{StaticTools, ToolSlot, ToolSource, ToolSources};
+pub use sources::{StaticTools, ThreadToolSource, ToolSlot, ToolSource, ToolSources};
 pub use thread_tools::ThreadTools;
 
 use std::collections::HashMap;

@@ -6,12 +6,21 @@
 
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
 
+use rein_protocol::ThreadSettings;
+
 use super::{Tool, ToolSet};
 
 /// Something that offers tools. `tools` is asked at every step freeze, so it must be cheap:
 /// return the same `Arc` while nothing changed.
 pub trait ToolSource: Send + Sync + 'static {
     fn tools(&self) -> Arc<ToolSet>;
+}
+
+/// Tools that depend on the thread they serve (e.g. MCP servers started in its working
+/// directory). Asked once for each thread the manager creates or resumes; what it returns
+/// is that thread's source from then on.
+pub trait ThreadToolSource: Send + Sync + 'static {
+    fn for_thread(&self, settings: &ThreadSettings) -> Option<Arc<dyn ToolSource>>;
 }
 
 /// A fixed set of tools (the built-ins).

@@ -1,0 +1,130 @@
+//! MCP servers for IDEs: `mcpServerStatus/list` (every configured server, its state and
+//! tools), `config/mcpServer/reload`, and the `mcpServer/startupStatus/updated`
+//! notifications a connection receives as servers start, fail and stop.
+
+use rein_app_server_protocol::{
+    ListMcpServerStatusParams, ListMcpServerStatusResponse, McpAuthStatus,
+    McpServerConnectionStatus, McpServerRefreshResponse, McpServerStartupState, McpServerStatus,
+    McpServerStatusUpdatedNotification, ServerNotification,
+};
+use rein_mcp::{McpManager, Server, ServerStatus, StatusUpdate, Transport};
+use serde_json::Value;
+
+use super::to_value;
+use crate::dispatch::{params, ServerState};
+use crate::error::RpcError;
+use crate::outbound::Outbound;
+
+pub fn status_list(state: &ServerState, raw: Value) -> Result<Value, RpcError> {
+    let p: ListMcpServerStatusParams = params(raw)?;
+    let data = match &state.kernel.mcp {
+        None => Vec::new(),
+        Some(mcp) => statuses(mcp)
+            .into_iter()
+            .filter(|s| p.server_name.as_ref().is_none_or(|n| *n == s.name))
+            .collect(),
+    };
+    to_value(&ListMcpServerStatusResponse {
+        data,
+        next_cursor: None,
+    })
+}
+
+pub async fn reload(state: &ServerState) -> Result<Value, RpcError> {
+    state
+        .kernel
+        .reload_mcp()
+        .await
+        .map_err(RpcError::invalid_request)?;
+    to_value(&McpServerRefreshResponse {})
+}
+
+fn statuses(mcp: &McpManager) -> Vec<McpServerStatus> {
+    let running = mcp.running();
+    mcp.configs()
+        .iter()
+        .map(|config| {
+            // Of the instances (one per working directory), the most advanced one.
+            let server: Option<&Server> = running
+                .iter()
+                .filter(|s| s.name() == config.name && **s.config() == **config)
+                .max_by_key(|s| match s.status() {
+                    ServerStatus::Ready => 3,
+                    ServerStatus::Starting => 2,
+                    ServerStatus::Failed { .. } => 1,
+                    ServerStatus::Stopped { .. } => 0,
+                });
+            let status = server.map(Server::status);
+            McpServerStatus {
+                name: config.name.clone(),
+                auth_status: match &config.transport {
+                    Transport::StreamableHttp {
+                        bearer_token_env_var: Some(_),
+                        ..
+                    } => McpAuthStatus::BearerToken,
+                    _ => McpAuthStatus::Unsupported,
+                },
+                tools: server
+                    .map(|s| {
+                        s.listed_tools()
+                            .into_iter()
+                            .filter(|t| config.offers(&t.name))
+                            .filter_map(|t| {
+                                Some((t.name.to_string(), serde_json::to_value(&t).ok()?))
+                            })
+                            .collect()
+                    })
+                    .unwrap_or_default(),
+                resources: Vec::new(),
+                resource_templates: Vec::new(),
+                runtime_status: Some(match (&status, config.enabled) {
+                    (_, false) => McpServerConnectionStatus::Disabled,
+                    (None, true) => McpServerConnectionStatus::NotStarted,
+                    (Some(ServerStatus::Starting), _) => McpServerConnectionStatus::Starting,
+                    (Some(ServerStatus::Ready), _) => McpServerConnectionStatus::Connected,
+                    (Some(ServerStatus::Failed { .. }), _) => McpServerConnectionStatus::Failed,
+                    (Some(ServerStatus::Stopped { .. }), _) => McpServerConnectionStatus::Cancelled,
+                }),
+                server_info: server
+                    .and_then(Server::server_info)
+                    .and_then(|i| serde_json::to_value(i).ok()),
+                tools_error: match status {
+                    Some(ServerStatus::Failed { error }) => Some(error),
+                    _ => None,
+                },
+            }
+        })
+        .collect()
+}
+
+/// The notification for a server's status change.
+pub fn startup_notification(update: &StatusUpdate) -> ServerNotification {
+    let (status, error) = match &update.status {
+        ServerStatus::Starting => (McpServerStartupState::Starting, None),
+        ServerStatus::Ready => (McpServerStartupState::Ready, None),
+        ServerStatus::Failed { error } => (McpServerStartupState::Failed, Some(error.clone())),
+        ServerStatus::Stopped { reason } => {
+            (McpServerStartupState::Cancelled, Some(reason.clone()))
+        }
+    };
+    ServerNotification::McpServerStatusUpdated(McpServerStatusUpdatedNotification {
+        name: update.server.clone(),
+        status,
+        error,
+        thread_id: None,
+    })
+}
+
+/// Forward every status change of `mcp`'s servers to the connection until it closes.
+pub async fn forward_status(mcp: std::sync::Arc<McpManager>, out: Outbound) {
+    let mut updates = mcp.subscribe();
+    loop {
+        match updates.recv().await {
+            Ok(update) => out.notify(startup_notification(&update)).await,
+            Err(tokio::sync::broadcast::error::RecvError::Lagged(n)) => {
+                tracing::warn!("{n} MCP status updates were dropped for a slow connection");
+            }
+            Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
+        }
+    }
+}

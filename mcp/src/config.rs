@@ -1,0 +1,469 @@
+//! `[mcp_servers.NAME]` in config.toml, with Codex's keys and defaults. The transport is
+//! chosen by the key present (`command`: stdio, `url`: streamable HTTP); a key of the other
+//! transport, an unknown key, an inline `bearer_token` or a bad server name is an error
+//! naming the server and the key, found when the configuration is loaded, never mid-turn.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use serde::Deserialize;
+
+/// Codex's default: covers `initialize` and the first `tools/list`.
+pub const DEFAULT_STARTUP_TIMEOUT: Duration = Duration::from_secs(30);
+/// Codex's default for one `tools/call`.
+pub const DEFAULT_TOOL_TIMEOUT: Duration = Duration::from_secs(300);
+
+/// A configuration problem, naming the server and, where there is one, the key.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("[mcp_servers.{server}]{}: {message}", key.as_ref().map(|k| format!(" {k}")).unwrap_or_default())]
+pub struct ConfigError {
+    pub server: String,
+    pub key: Option<String>,
+    pub message: String,
+}
+
+impl ConfigError {
+    fn new(server: &str, key: Option<&str>, message: impl Into<String>) -> Self {
+        Self {
+            server: server.to_owned(),
+            key: key.map(str::to_owned),
+            message: message.into(),
+        }
+    }
+}
+
+/// One configured server.
+#[derive(Clone, Debug, PartialEq)]
+pub struct McpServerConfig {
+    pub name: String,
+    pub transport: Transport,
+    /// `false`: not started at all (still listed as disabled).
+    pub enabled: bool,
+    /// A thread cannot start (exec exits non-zero) when this server fails to start.
+    pub required: bool,
+    pub startup_timeout: Duration,
+    pub tool_timeout: Duration,
+    /// Raw tool names offered; `None` offers all.
+    pub enabled_tools: Option<Vec<String>>,
+    /// Raw tool names never offered (applied after `enabled_tools`).
+    pub disabled_tools: Vec<String>,
+    pub default_tools_approval_mode: ApprovalMode,
+    /// Per raw tool name.
+    pub tool_approval_modes: BTreeMap<String, ApprovalMode>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Transport {
+    Stdio {
+        command: String,
+        args: Vec<String>,
+        /// Literal values, on top of the minimal environment.
+        env: BTreeMap<String, String>,
+        /// Names copied from rein's own environment.
+        env_vars: Vec<String>,
+        /// Relative to the thread's working directory; unset: the thread's.
+        cwd: Option<PathBuf>,
+    },
+    StreamableHttp {
+        url: String,
+        bearer_token_env_var: Option<String>,
+        http_headers: BTreeMap<String, String>,
+        /// Header name → environment variable holding its value.
+        env_http_headers: BTreeMap<String, String>,
+    },
+}
+
+/// When a call of the server's tool asks the user first.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ApprovalMode {
+    /// Ask only for tools whose annotations do not say they are read-only and harmless.
+    #[default]
+    Auto,
+    /// Always ask.
+    Prompt,
+    /// Never ask.
+    Approve,
+}
+
+impl McpServerConfig {
+    /// Whether a call of raw tool `tool` asks first, given the tool's annotations
+    /// (`destructiveHint`, `readOnlyHint`, `openWorldHint`), as Codex decides it.
+    pub fn asks_for(&self, tool: &str, annotations: Option<&Annotations>) -> bool {
+        let mode = self
+            .tool_approval_modes
+            .get(tool)
+            .copied()
+            .unwrap_or(self.default_tools_approval_mode);
+        match mode {
+            ApprovalMode::Approve => false,
+            ApprovalMode::Prompt => true,
+            ApprovalMode::Auto => match annotations {
+                None => false,
+                Some(a) if a.destructive == Some(true) => true,
+                Some(a) if a.read_only == Some(true) => false,
+                Some(a) => a.destructive != Some(false) || a.open_world != Some(false),
+            },
+        }
+    }
+
+    /// Whether raw tool `tool` is offered.
+    pub fn offers(&self, tool: &str) -> bool {
+        self.enabled_tools
+            .as_ref()
+            .is_none_or(|allowed| allowed.iter().any(|t| t == tool))
+            && !self.disabled_tools.iter().any(|t| t == tool)
+    }
+}
+
+/// The hints of a tool's annotations that approvals use.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Annotations {
+    pub read_only: Option<bool>,
+    pub destructive: Option<bool>,
+    pub open_world: Option<bool>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawServer {
+    command: Option<String>,
+    args: Option<Vec<String>>,
+    env: Option<BTreeMap<String, String>>,
+    env_vars: Option<Vec<EnvVar>>,
+    cwd: Option<PathBuf>,
+    url: Option<String>,
+    bearer_token_env_var: Option<String>,
+    bearer_token: Option<toml::Value>,
+    http_headers: Option<BTreeMap<String, String>>,
+    env_http_headers: Option<BTreeMap<String, String>>,
+    enabled: Option<bool>,
+    required: Option<bool>,
+    startup_timeout_sec: Option<f64>,
+    startup_timeout_ms: Option<u64>,
+    tool_timeout_sec: Option<f64>,
+    enabled_tools: Option<Vec<String>>,
+    disabled_tools: Option<Vec<String>>,
+    default_tools_approval_mode: Option<ApprovalMode>,
+    tools: Option<BTreeMap<String, RawTool>>,
+    // Accepted for compatibility with Codex's files; rein does nothing with them.
+    supports_parallel_tool_calls: Option<bool>,
+    name: Option<String>,
+    scopes: Option<Vec<String>>,
+    oauth: Option<toml::Value>,
+    oauth_resource: Option<String>,
+    experimental_environment: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawTool {
+    approval_mode: Option<ApprovalMode>,
+}
+
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum EnvVar {
+    Name(String),
+    Sourced {
+        name: String,
+        source: Option<String>,
+    },
+}
+
+/// Read the `[mcp_servers]` table. Every server is checked, disabled ones too.
+pub fn parse(table: &toml::Table) -> Result<Vec<McpServerConfig>, ConfigError> {
+    table
+        .iter()
+        .map(|(name, value)| parse_server(name, value))
+        .collect()
+}
+
+fn parse_server(name: &str, value: &toml::Value) -> Result<McpServerConfig, ConfigError> {
+    if name.is_empty()
+        || !name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+    {
+        return Err(ConfigError::new(
+            name,
+            None,
+            "invalid server name: use only letters, digits, '_' and '-'",
+        ));
+    }
+    let raw: RawServer = value
+        .clone()
+        .try_into()
+        .map_err(|e: toml::de::Error| ConfigError::new(name, None, e.message().to_owned()))?;
+    let _ = (
+        raw.supports_parallel_tool_calls,
+        raw.name,
+        raw.experimental_environment,
+    );
+    if raw.bearer_token.is_some() {
+        return Err(ConfigError::new(
+            name,
+            Some("bearer_token"),
+            "inline tokens are not accepted: put the token in an environment variable and name it with bearer_token_env_var",
+        ));
+    }
+    let transport = match (raw.command, raw.url) {
+        (Some(_), Some(_)) => {
+            return Err(ConfigError::new(
+                name,
+                Some("url"),
+                "a server has either `command` (stdio) or `url` (streamable HTTP), not both",
+            ))
+        }
+        (Some(command), None) => {
+            let http_only = [
+                ("bearer_token_env_var", raw.bearer_token_env_var.is_some()),
+                ("http_headers", raw.http_headers.is_some()),
+                ("env_http_headers", raw.env_http_headers.is_some()),
+                ("scopes", raw.scopes.is_some()),
+                ("oauth", raw.oauth.is_some()),
+                ("oauth_resource", raw.oauth_resource.is_some()),
+            ];
+            if let Some((key, _)) = http_only.iter().find(|(_, set)| *set) {
+                return Err(ConfigError::new(
+                    name,
+                    Some(key),
+                    "is not supported for stdio",
+                ));
+            }
+            if command.trim().is_empty() {
+                return Err(ConfigError::new(name, Some("command"), "is empty"));
+            }
+            let env_vars = raw
+                .env_vars
+                .unwrap_or_default()
+                .into_iter()
+                .map(|v| match v {
+                    EnvVar::Name(n) => Ok(n),
+                    EnvVar::Sourced { name: n, source } => match source.as_deref() {
+                        None | Some("local") => Ok(n),
+                        Some(other) => Err(ConfigError::new(
+                            name,
+                            Some("env_vars"),
+                            format!("unsupported env_vars source `{other}` (only `local`)"),
+                        )),
+                    },
+                })
+                .collect::<Result<_, _>>()?;
+            Transport::Stdio {
+                command,
+                args: raw.args.unwrap_or_default(),
+                env: raw.env.unwrap_or_default(),
+                env_vars,
+                cwd: raw.cwd,
+            }
+        }
+        (None, Some(url)) => {
+            let stdio_only = [
+                ("args", raw.args.is_some()),
+                ("env", raw.env.is_some()),
+                ("env_vars", raw.env_vars.is_some()),
+                ("cwd", raw.cwd.is_some()),
+            ];
+            if let Some((key, _)) = stdio_only.iter().find(|(_, set)| *set) {
+                return Err(ConfigError::new(
+                    name,
+                    Some(key),
+                    "is not supported for streamable_http",
+                ));
+            }
+            if !(url.starts_with("http://") || url.starts_with("https://")) {
+                return Err(ConfigError::new(
+                    name,
+                    Some("url"),
+                    format!("`{url}` is not an http:// or https:// URL"),
+                ));
+            }
+            Transport::StreamableHttp {
+                url,
+                bearer_token_env_var: raw.bearer_token_env_var,
+                http_headers: raw.http_headers.unwrap_or_default(),
+                env_http_headers: raw.env_http_headers.unwrap_or_default(),
+            }
+        }
+        (None, None) => {
+            return Err(ConfigError::new(
+                name,
+                None,
+                "invalid transport: set `command` (stdio) or `url` (streamable HTTP)",
+            ))
+        }
+    };
+    let seconds = |key: &str, secs: Option<f64>, default: Duration| match secs {
+        None => Ok(default),
+        Some(s) if s.is_finite() && s > 0.0 && s < 1e9 => Ok(Duration::from_secs_f64(s)),
+        Some(s) => Err(ConfigError::new(
+            name,
+            Some(key),
+            format!("{s} is not a positive number of seconds"),
+        )),
+    };
+    let startup_timeout = match (raw.startup_timeout_sec, raw.startup_timeout_ms) {
+        (None, Some(0)) => {
+            return Err(ConfigError::new(
+                name,
+                Some("startup_timeout_ms"),
+                "must be positive",
+            ))
+        }
+        (None, Some(ms)) => Duration::from_millis(ms),
+        (secs, _) => seconds("startup_timeout_sec", secs, DEFAULT_STARTUP_TIMEOUT)?,
+    };
+    Ok(McpServerConfig {
+        name: name.to_owned(),
+        transport,
+        enabled: raw.enabled.unwrap_or(true),
+        required: raw.required.unwrap_or(false),
+        startup_timeout,
+        tool_timeout: seconds(
+            "tool_timeout_sec",
+            raw.tool_timeout_sec,
+            DEFAULT_TOOL_TIMEOUT,
+        )?,
+        enabled_tools: raw.enabled_tools,
+        disabled_tools: raw.disabled_tools.unwrap_or_default(),
+        default_tools_approval_mode: raw.default_tools_approval_mode.unwrap_or_default(),
+        tool_approval_modes: raw
+            .tools
+            .unwrap_or_default()
+            .into_iter()
+            .filter_map(|(tool, t)| t.approval_mode.map(|m| (tool, m)))
+            .collect(),
+    })
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use pretty_assertions::assert_eq;
+
+    fn parse_str(text: &str) -> Result<Vec<McpServerConfig>, ConfigError> {
+        let table: toml::Table = toml::from_str(text).unwrap();
+        parse(table["mcp_servers"].as_table().unwrap())
+    }
+
+    #[test]
+    fn a_stdio_server_gets_codex_defaults() {
+        let servers = parse_str(
+            r#"
+            [mcp_servers.everything]
+            command = "npx"
+            args = ["-y", "@modelcontextprotocol/server-everything"]
+            env_vars = ["HTTP_PROXY", { name = "NO_PROXY", source = "local" }]
+            disabled_tools = ["get-env"]
+            [mcp_servers.everything.tools.echo]
+            approval_mode = "prompt"
+            "#,
+        )
+        .unwrap();
+        assert_eq!(
+            servers,
+            vec![McpServerConfig {
+                name: "everything".into(),
+                transport: Transport::Stdio {
+                    command: "npx".into(),
+                    args: vec![
+                        "-y".into(),
+                        "@modelcontextprotocol/server-everything".into()
+                    ],
+                    env: BTreeMap::new(),
+                    env_vars: vec!["HTTP_PROXY".into(), "NO_PROXY".into()],
+                    cwd: None,
+                },
+                enabled: true,
+                required: false,
+                startup_timeout: DEFAULT_STARTUP_TIMEOUT,
+                tool_timeout: DEFAULT_TOOL_TIMEOUT,
+                enabled_tools: None,
+                disabled_tools: vec!["get-env".into()],
+                default_tools_approval_mode: ApprovalMode::Auto,
+                tool_approval_modes: [("echo".to_owned(), ApprovalMode::Prompt)].into(),
+            }]
+        );
+        assert!(servers[0].offers("echo"));
+        assert!(!servers[0].offers("get-env"));
+    }
+
+    #[test]
+    fn bad_configuration_names_the_server_and_the_key() {
+        let cases = [
+            (
+                "[mcp_servers.a]\ncommand = \"x\"\nurl = \"http://h\"",
+                "[mcp_servers.a] url: a server has either `command` (stdio) or `url` (streamable HTTP), not both",
+            ),
+            (
+                "[mcp_servers.a]\ncommand = \"x\"\nhttp_headers = { A = \"b\" }",
+                "[mcp_servers.a] http_headers: is not supported for stdio",
+            ),
+            (
+                "[mcp_servers.a]\nurl = \"http://h/mcp\"\ncwd = \"/\"",
+                "[mcp_servers.a] cwd: is not supported for streamable_http",
+            ),
+            (
+                "[mcp_servers.a]\nurl = \"http://h/mcp\"\nbearer_token = \"s3cret\"",
+                "[mcp_servers.a] bearer_token: inline tokens are not accepted: put the token in an environment variable and name it with bearer_token_env_var",
+            ),
+            (
+                "[mcp_servers.a]\nargs = []",
+                "[mcp_servers.a]: invalid transport: set `command` (stdio) or `url` (streamable HTTP)",
+            ),
+            (
+                "[mcp_servers.a]\ncommand = \"x\"\ntool_timeout_sec = -1",
+                "[mcp_servers.a] tool_timeout_sec: -1 is not a positive number of seconds",
+            ),
+            (
+                "[mcp_servers.\"a b\"]\ncommand = \"x\"",
+                "[mcp_servers.a b]: invalid server name: use only letters, digits, '_' and '-'",
+            ),
+        ];
+        for (text, message) in cases {
+            assert_eq!(parse_str(text).unwrap_err().to_string(), message, "{text}");
+        }
+        let unknown = parse_str("[mcp_servers.a]\ncommand = \"x\"\ncomand = 1")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            unknown.starts_with("[mcp_servers.a]: unknown field `comand`"),
+            "{unknown}"
+        );
+    }
+
+    #[test]
+    fn approvals_follow_mode_and_annotations() {
+        let mut config = parse_str("[mcp_servers.a]\ncommand = \"x\"")
+            .unwrap()
+            .remove(0);
+        let read_only = Annotations {
+            read_only: Some(true),
+            ..Annotations::default()
+        };
+        let destructive = Annotations {
+            destructive: Some(true),
+            read_only: Some(true),
+            ..Annotations::default()
+        };
+        let closed_write = Annotations {
+            destructive: Some(false),
+            open_world: Some(false),
+            read_only: Some(false),
+        };
+        assert!(!config.asks_for("t", None));
+        assert!(!config.asks_for("t", Some(&read_only)));
+        assert!(config.asks_for("t", Some(&destructive)));
+        assert!(!config.asks_for("t", Some(&closed_write)));
+        assert!(config.asks_for("t", Some(&Annotations::default())));
+        config.default_tools_approval_mode = ApprovalMode::Approve;
+        assert!(!config.asks_for("t", Some(&destructive)));
+        config
+            .tool_approval_modes
+            .insert("t".into(), ApprovalMode::Prompt);
+        assert!(config.asks_for("t", None));
+    }
+}

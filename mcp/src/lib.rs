@@ -1,0 +1,21 @@
+//! MCP servers as tool sources for the rein kernel.
+//!
+//! `[mcp_servers.NAME]` in config.toml ([`config`]) names servers; the [`McpManager`]
+//! starts each one in the background when the first thread that needs it is created
+//! (one process per configuration and working directory, shared by the threads), supervises
+//! it ([`server`]: starting → ready → failed / stopped, restarts with backoff) and offers
+//! each thread the tools of its ready servers at every step freeze. A call is an
+//! `ToolAction::Mcp` with a `ToolOutcome` like any other tool's, so every front end shows
+//! it from the kernel's facts.
+
+pub mod config;
+pub mod launch;
+pub mod manager;
+pub mod naming;
+pub mod server;
+mod tool;
+
+pub use config::{ConfigError, McpServerConfig, Transport};
+pub use launch::Env;
+pub use manager::McpManager;
+pub use server::{Server, ServerStatus, StatusUpdate};

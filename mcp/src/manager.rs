@@ -1,0 +1,236 @@
+//! The process's MCP servers. A server is started once per configuration and working
+//! directory, when the first thread that needs it is created, and shared by every thread
+//! with the same pair. Each thread gets one tool source that offers the tools of its
+//! servers that are ready at each step freeze, so a server that becomes ready (or whose
+//! tools change, or that is reloaded) is seen from the next step on and no step ever waits
+//! for one. `reload` re-reads the configuration: servers whose configuration changed or
+//! went away are stopped, the others keep running.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, PoisonError, RwLock, Weak};
+
+use rein_core::tools::{ThreadToolSource, ToolSet, ToolSource};
+use rein_protocol::ThreadSettings;
+use tokio::sync::broadcast;
+
+use crate::config::{self, ConfigError, McpServerConfig};
+use crate::launch::Env;
+use crate::server::{Server, ServerStatus, StatusUpdate};
+
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+struct Key {
+    name: String,
+    cwd: PathBuf,
+}
+
+struct Inner {
+    configs: Vec<Arc<McpServerConfig>>,
+    /// Bumped by every reload, so thread sources rebuild their merged set.
+    generation: u64,
+    servers: HashMap<Key, Server>,
+}
+
+pub struct McpManager {
+    inner: Mutex<Inner>,
+    env: Env,
+    updates: broadcast::Sender<StatusUpdate>,
+    me: Weak<McpManager>,
+}
+
+impl McpManager {
+    /// Check `[mcp_servers]` (every error names its server and key); nothing starts until
+    /// a thread needs its servers.
+    pub fn new(table: &toml::Table, env: Env) -> Result<Arc<Self>, ConfigError> {
+        let configs = config::parse(table)?.into_iter().map(Arc::new).collect();
+        Ok(Arc::new_cyclic(|me| Self {
+            inner: Mutex::new(Inner {
+                configs,
+                generation: 0,
+                servers: HashMap::new(),
+            }),
+            env,
+            updates: broadcast::channel(256).0,
+            me: me.clone(),
+        }))
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
+        self.inner.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Every status change of every server from now on.
+    pub fn subscribe(&self) -> broadcast::Receiver<StatusUpdate> {
+        self.updates.subscribe()
+    }
+
+    /// The configured servers, enabled or not, in name order.
+    pub fn configs(&self) -> Vec<Arc<McpServerConfig>> {
+        self.lock().configs.clone()
+    }
+
+    /// The servers for threads in `cwd`, started now if they are not running yet.
+    pub fn servers_for(&self, cwd: &Path) -> Vec<Server> {
+        let mut inner = self.lock();
+        let configs: Vec<_> = inner
+            .configs
+            .iter()
+            .filter(|c| c.enabled)
+            .cloned()
+            .collect();
+        configs
+            .into_iter()
+            .map(|config| {
+                let key = Key {
+                    name: config.name.clone(),
+                    cwd: cwd.to_owned(),
+                };
+                inner
+                    .servers
+                    .entry(key)
+                    .or_insert_with(|| {
+                        Server::start(
+                            config,
+                            cwd.to_owned(),
+                            Arc::clone(&self.env),
+                            self.updates.clone(),
+                        )
+                    })
+                    .clone()
+            })
+            .collect()
+    }
+
+    /// Every server started so far.
+    pub fn running(&self) -> Vec<Server> {
+        let mut servers: Vec<Server> = self.lock().servers.values().cloned().collect();
+        servers.sort_by(|a, b| a.name().cmp(b.name()));
+        servers
+    }
+
+    /// Wait for the `required` servers of threads in `cwd`: an error lists each one that
+    /// failed to start, as Codex words it.
+    pub async fn wait_required(&self, cwd: &Path) -> Result<(), String> {
+        let mut failed = Vec::new();
+        for server in self.servers_for(cwd) {
+            if !server.config().required {
+                continue;
+            }
+            match server.wait_settled().await {
+                ServerStatus::Ready => {}
+                ServerStatus::Failed { error } => {
+                    failed.push(format!("{}: {error}", server.name()))
+                }
+                ServerStatus::Stopped { reason } => {
+                    failed.push(format!("{}: {reason}", server.name()))
+                }
+                ServerStatus::Starting => {}
+            }
+        }
+        if failed.is_empty() {
+            Ok(())
+        } else {
+            Err(format!(
+                "required MCP servers failed to initialize: {}",
+                failed.join("; ")
+            ))
+        }
+    }
+
+    /// Use `table` from now on: servers whose configuration changed or that are gone are
+    /// stopped (threads start the new ones at their next step), and a server that had
+    /// failed is tried again.
+    pub async fn reload(&self, table: &toml::Table) -> Result<(), ConfigError> {
+        let configs: Vec<Arc<McpServerConfig>> =
+            config::parse(table)?.into_iter().map(Arc::new).collect();
+        let stopped: Vec<Server> = {
+            let mut inner = self.lock();
+            let keep = |server: &Server| {
+                configs
+                    .iter()
+                    .any(|c| c.enabled && **c == **server.config())
+                    && !matches!(server.status(), ServerStatus::Failed { .. })
+            };
+            let gone: Vec<Key> = inner
+                .servers
+                .iter()
+                .filter(|(_, s)| !keep(s))
+                .map(|(k, _)| k.clone())
+                .collect();
+            let stopped = gone
+                .iter()
+                .filter_map(|k| inner.servers.remove(k))
+                .collect();
+            inner.configs = configs;
+            inner.generation += 1;
+            stopped
+        };
+        for server in stopped {
+            server.stop().await;
+        }
+        Ok(())
+    }
+
+    /// Stop every server and wait until each has (its process group is gone).
+    pub async fn shutdown(&self) {
+        let servers: Vec<Server> = self.lock().servers.drain().map(|(_, s)| s).collect();
+        futures::future::join_all(servers.iter().map(Server::stop)).await;
+    }
+}
+
+impl ThreadToolSource for McpManager {
+    fn for_thread(&self, settings: &ThreadSettings) -> Option<Arc<dyn ToolSource>> {
+        // Even with no server configured: a reload may add some. Start the thread's servers now, in the background, so they are ready sooner.
+        let servers = self.servers_for(&settings.cwd);
+        let generation = self.lock().generation;
+        Some(Arc::new(ThreadServers {
+            manager: self.me.clone(),
+            cwd: settings.cwd.clone(),
+            cache: RwLock::new(Cache {
+                generation,
+                servers,
+                parts: Vec::new(),
+                merged: Arc::new(ToolSet::empty()),
+            }),
+        }))
+    }
+}
+
+struct Cache {
+    generation: u64,
+    servers: Vec<Server>,
+    parts: Vec<Arc<ToolSet>>,
+    merged: Arc<ToolSet>,
+}
+
+/// One thread's view of its servers.
+struct ThreadServers {
+    manager: Weak<McpManager>,
+    cwd: PathBuf,
+    cache: RwLock<Cache>,
+}
+
+impl ToolSource for ThreadServers {
+    fn tools(&self) -> Arc<ToolSet> {
+        let Some(manager) = self.manager.upgrade() else {
+            return Arc::new(ToolSet::empty());
+        };
+        let mut cache = self.cache.write().unwrap_or_else(PoisonError::into_inner);
+        let generation = manager.lock().generation;
+        if generation != cache.generation {
+            cache.servers = manager.servers_for(&self.cwd);
+            cache.generation = generation;
+        }
+        let parts: Vec<Arc<ToolSet>> = cache.servers.iter().map(ToolSource::tools).collect();
+        let same = parts.len() == cache.parts.len()
+            && parts
+                .iter()
+                .zip(&cache.parts)
+                .all(|(a, b)| Arc::ptr_eq(a, b));
+        if !same {
+            cache.merged = Arc::new(ToolSet::merged(parts.iter().map(AsRef::as_ref)));
+            cache.parts = parts;
+        }
+        Arc::clone(&cache.merged)
+    }
+}

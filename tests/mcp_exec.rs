@@ -1,0 +1,185 @@
+//! MCP servers through the real `rein exec`: a configured server's tool is offered to the
+//! model (the mock provider) and its call is reported as Codex reports it (`mcp_tool_call`
+//! items); a `required` server that cannot start fails the run before its turn; no server
+//! process outlives the run. The server is the reference one from npm, installed by
+//! scripts/test-setup.sh under target/.
+#![allow(clippy::unwrap_used)]
+
+mod support;
+
+use std::path::{Path, PathBuf};
+
+use pretty_assertions::assert_eq;
+use serde_json::json;
+use support::{json_lines, Home, MockModel};
+
+fn repo_root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .unwrap()
+        .to_owned()
+}
+
+fn everything() -> Option<PathBuf> {
+    let entry = repo_root()
+        .join("target/mcp-node/node_modules/@modelcontextprotocol/server-everything/dist/index.js");
+    if entry.exists() {
+        return Some(entry);
+    }
+    assert!(
+        std::env::var_os("CI").is_none(),
+        "CI must have @modelcontextprotocol/server-everything (scripts/test-setup.sh)"
+    );
+    eprintln!("SKIPPED: @modelcontextprotocol/server-everything is not installed; run scripts/test-setup.sh");
+    None
+}
+
+fn add_config(home: &Home, text: &str) {
+    let path = home.path().join("config.toml");
+    let mut config = std::fs::read_to_string(&path).unwrap();
+    config.push_str(text);
+    std::fs::write(path, config).unwrap();
+}
+
+/// Processes whose working directory is `dir`.
+fn processes_in(dir: &Path) -> Vec<String> {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .filter_map(Result::ok)
+        .filter(|e| e.file_name().to_string_lossy().parse::<u32>().is_ok())
+        .filter(|e| std::fs::read_link(e.path().join("cwd")).is_ok_and(|cwd| cwd == dir))
+        .map(|e| {
+            std::fs::read_to_string(e.path().join("cmdline"))
+                .unwrap_or_default()
+                .replace('\0', " ")
+        })
+        .collect()
+}
+
+#[test]
+fn exec_calls_a_server_everything_tool_and_reports_an_mcp_tool_call_item() {
+    let Some(entry) = everything() else { return };
+    let mock = MockModel::start(json!({"replies": [
+        {"tool_calls": [{"call_id": "call_1", "name": "mcp__everything__echo", "arguments": {"message": "hi"}}]},
+        {"tool_calls": [{"call_id": "call_2", "name": "mcp__everything__get_sum", "arguments": {"a": "x"}}]},
+        {"text": "Done."}
+    ]}));
+    let home = Home::new(&mock, "responses");
+    // `required`: the run waits for the server before its turn, so the first request
+    // offers its tools (an optional server joins whenever it is ready).
+    add_config(
+        &home,
+        &format!(
+            "\n[mcp_servers.everything]\ncommand = \"node\"\nargs = [{}, \"stdio\"]\nrequired = true\n",
+            serde_json::to_string(&entry.to_string_lossy()).unwrap()
+        ),
+    );
+    let work = tempfile::tempdir().unwrap();
+    let work_dir = work.path().canonicalize().unwrap();
+    let out = home.exec_ok(&["--json", "-C", work_dir.to_str().unwrap(), "Echo hi."]);
+    let events = json_lines(&out.stdout);
+    let items: Vec<&serde_json::Value> = events
+        .iter()
+        .filter(|e| e["item"]["type"] == "mcp_tool_call")
+        .collect();
+    assert_eq!(
+        items
+            .iter()
+            .map(|e| (e["type"].clone(), e["item"].clone()))
+            .collect::<Vec<_>>(),
+        vec![
+            (
+                json!("item.started"),
+                json!({
+                    "id": "item_0", "type": "mcp_tool_call", "server": "everything", "tool": "echo",
+                    "arguments": {"message": "hi"}, "result": null, "error": null, "status": "in_progress"
+                })
+            ),
+            (
+                json!("item.completed"),
+                json!({
+                    "id": "item_0", "type": "mcp_tool_call", "server": "everything", "tool": "echo",
+                    "arguments": {"message": "hi"},
+                    "result": {"content": [{"type": "text", "text": "Echo: hi"}], "structured_content": null},
+                    "error": null, "status": "completed"
+                })
+            ),
+            (
+                json!("item.started"),
+                json!({
+                    "id": "item_1", "type": "mcp_tool_call", "server": "everything", "tool": "get-sum",
+                    "arguments": {"a": "x"}, "result": null, "error": null, "status": "in_progress"
+                })
+            ),
+            (
+                json!("item.completed"),
+                json!({
+                    "id": "item_1", "type": "mcp_tool_call", "server": "everything", "tool": "get-sum",
+                    "arguments": {"a": "x"}, "result": null,
+                    "error": {"message": items[3]["item"]["error"]["message"].clone()},
+                    "status": "failed"
+                })
+            ),
+        ]
+    );
+    let message = items[3]["item"]["error"]["message"].as_str().unwrap();
+    assert!(
+        message.starts_with("the arguments do not match the tool's input schema"),
+        "{message}"
+    );
+    // The model was offered the tool and read its result.
+    let requests = mock.requests();
+    let tools: Vec<&str> = requests[0]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|t| t["name"].as_str())
+        .collect();
+    assert!(tools.contains(&"mcp__everything__echo"), "{tools:?}");
+    assert!(requests[1].to_string().contains("Echo: hi"));
+    // The server stopped with the run.
+    assert_eq!(processes_in(&work_dir), Vec::<String>::new());
+}
+
+#[test]
+fn a_required_server_that_cannot_start_fails_the_run_before_its_turn() {
+    let mock = MockModel::start(json!({"replies": [{"text": "never"}]}));
+    let home = Home::new(&mock, "responses");
+    add_config(
+        &home,
+        "\n[mcp_servers.broken]\ncommand = \"/nonexistent/mcp-server\"\nrequired = true\n\
+         [mcp_servers.stuck]\ncommand = \"sleep\"\nargs = [\"600\"]\n",
+    );
+    let work = tempfile::tempdir().unwrap();
+    let work_dir = work.path().canonicalize().unwrap();
+    let out = home
+        .exec(&["-C", work_dir.to_str().unwrap(), "hi"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("required MCP servers failed to initialize: broken: cannot start `/nonexistent/mcp-server`"),
+        "{stderr}"
+    );
+    assert!(mock.requests().is_empty());
+    // The optional server that never answered was stopped too.
+    assert_eq!(processes_in(&work_dir), Vec::<String>::new());
+}
+
+#[test]
+fn bad_mcp_configuration_is_an_error_naming_the_server_and_the_key() {
+    let mock = MockModel::start(json!({"replies": [{"text": "never"}]}));
+    let home = Home::new(&mock, "responses");
+    add_config(
+        &home,
+        "\n[mcp_servers.docs]\nurl = \"http://127.0.0.1:1/mcp\"\nargs = [\"x\"]\n",
+    );
+    let out = home.exec(&["hi"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("[mcp_servers.docs] args: is not supported for streamable_http"),
+        "{stderr}"
+    );
+}
