@@ -80,11 +80,6 @@ pub fn all() -> Vec<(&'static str, Schema)> {
 pub fn rendered() -> Vec<(&'static str, String)> {
     all()
         .into_iter()
-        .map(|(name, schema)| {
-            let mut text = serde_json::to_string_pretty(&schema)
-                .unwrap_or_else(|e| format!("{{\"error\":\"{e}\"}}"));
-            text.push('\n');
-            (name, text)
-        })
+        .map(|(name, schema)| (name, crate::schema::render(schema)))
         .collect()
 }
