@@ -21,9 +21,9 @@ use agent_client_protocol::v1::schema::{
 };
 use agent_client_protocol::v1::{ConnectionTo, Responder};
 use agent_client_protocol::{Client, Error, ErrorCode};
-use rein_core::bootstrap::Kernel;
+use rein_bootstrap::sessions::Persistence;
+use rein_bootstrap::Kernel;
 use rein_core::rollout::index::ListQuery;
-use rein_core::sessions::Persistence;
 use rein_core::NewThread;
 use rein_protocol::{
     InputMode, InputOutcome, Op, OpResult, SandboxOptions, SubmissionId, ThreadId, TurnId,

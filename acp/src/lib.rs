@@ -34,7 +34,7 @@ use agent_client_protocol::v1::schema::{
 };
 use agent_client_protocol::v1::ConnectionTo;
 use agent_client_protocol::{Client, ConnectTo};
-use rein_core::bootstrap::Kernel;
+use rein_bootstrap::Kernel;
 
 pub use agent_client_protocol::Stdio;
 pub use project::{Mode as ProjectionMode, Projector};

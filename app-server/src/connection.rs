@@ -299,7 +299,7 @@ impl InboundQueue {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use rein_core::bootstrap::{bootstrap, BootstrapOptions};
+    use rein_bootstrap::{bootstrap, BootstrapOptions};
     use serde_json::{json, Value};
     use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 

@@ -1,7 +1,7 @@
 //! Translation between the kernel's types and the Codex wire shapes: settings, user input,
 //! history items, token usage.
 
-use rein_protocol::app_server::{
+use rein_app_server_protocol::{
     AskForApproval, FileUpdateChange, SandboxMode, SandboxPolicyWire, ThreadItem,
     TokenUsageBreakdown, UserInput,
 };

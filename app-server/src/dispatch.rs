@@ -11,8 +11,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use jsonrpsee::Methods;
-use rein_core::bootstrap::Kernel;
-use rein_protocol::app_server::{codes, RequestId, ServerNotification};
+use rein_app_server_protocol::{codes, RequestId, ServerNotification};
+use rein_bootstrap::Kernel;
 use serde::de::DeserializeOwned;
 use serde_json::{json, Value};
 
@@ -246,7 +246,7 @@ fn missing_field(message: &str) -> Option<String> {
 mod tests {
     use super::*;
     use jsonrpsee::RpcModule;
-    use rein_protocol::app_server::TurnStartParams;
+    use rein_app_server_protocol::TurnStartParams;
 
     /// A module with one method that echoes its params, decoded by [`params`].
     fn echo_module() -> RpcModule<()> {
@@ -302,9 +302,9 @@ mod tests {
 
     #[test]
     fn params_must_be_an_object() {
-        let e = params::<rein_protocol::app_server::ThreadLoadedListParams>(json!([])).unwrap_err();
+        let e = params::<rein_app_server_protocol::ThreadLoadedListParams>(json!([])).unwrap_err();
         assert_eq!(e.code, codes::INVALID_PARAMS);
-        assert!(params::<rein_protocol::app_server::ThreadLoadedListParams>(Value::Null).is_ok());
+        assert!(params::<rein_app_server_protocol::ThreadLoadedListParams>(Value::Null).is_ok());
     }
 
     #[test]

@@ -2,7 +2,7 @@
 //! object); [`AppServerError`] is what stops a transport.
 
 use jsonrpsee::types::{ErrorObject, ErrorObjectOwned};
-use rein_protocol::app_server::{codes, JsonRpcErrorBody};
+use rein_app_server_protocol::{codes, JsonRpcErrorBody};
 
 /// A request's failure, as the client will see it.
 #[derive(Clone, Debug, PartialEq, thiserror::Error)]

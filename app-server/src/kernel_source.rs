@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use futures::future::{BoxFuture, FutureExt, Shared};
-use rein_core::bootstrap::Kernel;
+use rein_bootstrap::Kernel;
 
 type Ready = Shared<BoxFuture<'static, Result<Arc<Kernel>, Arc<str>>>>;
 

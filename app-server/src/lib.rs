@@ -7,7 +7,7 @@
 //! [`handlers`]; each loaded thread has a [`pump`] task that answers its turn requests
 //! ([`deferred`]) and turns its kernel events into notifications through [`event_map`] (an
 //! exhaustive match) and [`convert`]; everything sent goes through [`outbound`]. Wire types live in
-//! `rein_protocol::app_server`.
+//! `rein_app_server_protocol`.
 //!
 //! Architecture invariant: this crate only translates between the wire and the kernel's
 //! `Op`s and `Event`s; rules about turns, approvals and history live in `rein-core`.

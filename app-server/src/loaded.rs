@@ -4,8 +4,8 @@
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, MutexGuard};
 
+use rein_app_server_protocol::{Thread, ThreadHistoryMode, ThreadStatus};
 use rein_core::ThreadHandle;
-use rein_protocol::app_server::{Thread, ThreadHistoryMode, ThreadStatus};
 use rein_protocol::{ThreadId, ThreadSettings};
 use tokio::sync::mpsc;
 

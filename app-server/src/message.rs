@@ -6,7 +6,7 @@
 //! with -32602 under their own id (read by a scan that does not recurse), so every value
 //! that reaches the kernel — and its rollout — is one the rollout reader reads back.
 
-use rein_protocol::app_server::RequestId;
+use rein_app_server_protocol::RequestId;
 use serde_json::Value;
 
 use crate::error::RpcError;
@@ -232,7 +232,7 @@ pub fn top_level_id(bytes: &[u8]) -> Option<RequestId> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use rein_protocol::app_server::codes;
+    use rein_app_server_protocol::codes;
 
     #[test]
     fn request_without_jsonrpc_member_is_accepted() {

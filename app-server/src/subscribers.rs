@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
-use rein_protocol::app_server::ServerNotification;
+use rein_app_server_protocol::ServerNotification;
 
 use crate::loaded::LoadedThreads;
 use crate::outbound::Outbound;

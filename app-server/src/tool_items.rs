@@ -11,7 +11,7 @@
 
 use std::path::Path;
 
-use rein_protocol::app_server::{
+use rein_app_server_protocol::{
     CommandActionWire, ContentItem, ExecutionStatus, McpToolCallError, McpToolCallResult,
     ThreadItem, ToolCallStatus,
 };

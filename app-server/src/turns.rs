@@ -4,8 +4,8 @@
 
 use std::collections::HashMap;
 
+use rein_app_server_protocol::{ThreadItem, Turn, TurnItemsView, TurnStatus};
 use rein_core::thread::state::{ThreadState, TurnStatus as KernelTurnStatus};
-use rein_protocol::app_server::{ThreadItem, Turn, TurnItemsView, TurnStatus};
 use rein_protocol::{Item, TaskKind, TurnAbortReason};
 
 use crate::convert::item_to_wire;

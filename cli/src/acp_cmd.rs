@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use anyhow::Context;
 use clap::Args;
-use rein_core::bootstrap::{bootstrap, BootstrapOptions};
+use rein_bootstrap::{bootstrap, BootstrapOptions};
 use rein_core::tools::sandbox::Sandbox;
 
 #[derive(Args)]

@@ -17,7 +17,7 @@ use clap::{Args, Subcommand};
 use std::net::SocketAddr;
 
 use rein_app_server::{ws, ConnectionLimits, KernelSource};
-use rein_core::bootstrap::{bootstrap, BootstrapOptions};
+use rein_bootstrap::{bootstrap, BootstrapOptions};
 use rein_core::tools::sandbox::Sandbox;
 use tokio::io::{AsyncBufRead, AsyncRead, ReadBuf};
 use tokio::signal::unix::{signal, SignalKind};
@@ -223,7 +223,7 @@ impl<R: AsyncBufRead + Unpin> AsyncBufRead for UntilStopped<R> {
 
 fn write_schema(out: &Path) -> anyhow::Result<()> {
     std::fs::create_dir_all(out).with_context(|| format!("creating {}", out.display()))?;
-    for (name, text) in rein_protocol::app_server::schema::rendered() {
+    for (name, text) in rein_app_server_protocol::schema::rendered() {
         let path = out.join(name);
         std::fs::write(&path, text).with_context(|| format!("writing {}", path.display()))?;
         println!("{}", path.display());

@@ -5,7 +5,6 @@
 
 #![cfg_attr(test, allow(clippy::unwrap_used))]
 
-pub mod bootstrap;
 pub mod config;
 pub mod error;
 pub mod kernel_config;
@@ -13,7 +12,6 @@ pub mod manager;
 pub mod model;
 pub mod recorder;
 pub mod rollout;
-pub mod sessions;
 pub mod store;
 pub mod thread;
 pub mod tools;

@@ -6,10 +6,8 @@
 
 #![cfg_attr(test, allow(clippy::unwrap_used))]
 
-pub mod app_server;
 pub mod client_request;
 pub mod event;
-pub mod exec_events;
 pub mod ids;
 pub mod items;
 pub mod op;

@@ -1,7 +1,7 @@
 //! A client request as Codex clients receive it: a server → client request whose method
 //! says what is asked (a command or a file change to approve, questions for the user).
 
-use rein_protocol::app_server::{
+use rein_app_server_protocol::{
     CommandExecutionRequestApprovalParams, FileChangeRequestApprovalParams,
 };
 use rein_protocol::{shell_join, ClientRequest, TurnId};

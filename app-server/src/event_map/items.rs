@@ -2,7 +2,7 @@
 //! from the facts its end reports (or, for a call cut short, its output carries), and
 //! review requests are shown as review-mode items.
 
-use rein_protocol::app_server::{
+use rein_app_server_protocol::{
     ItemCompletedNotification, ItemStartedNotification, ServerNotification, ThreadItem,
 };
 use rein_protocol::{Event, Item, TurnId};

@@ -8,7 +8,7 @@
 
 use std::collections::HashMap;
 
-use rein_protocol::app_server::{
+use rein_app_server_protocol::{
     DeltaNotification, ErrorNotification, ItemCompletedNotification,
     ReasoningSummaryTextDeltaNotification, ServerNotification, ThreadIdNotification, ThreadItem,
     ThreadNameUpdatedNotification, ThreadStatus, ThreadStatusChangedNotification, ThreadTokenUsage,

@@ -2,7 +2,7 @@
 //! item naming what is reviewed (not a user message), and the turn closes with an
 //! `exitedReviewMode` item carrying the reviewer's report.
 
-use rein_protocol::app_server::ThreadItem;
+use rein_app_server_protocol::ThreadItem;
 use rein_protocol::{InputPart, Item, ItemId};
 
 /// The `enteredReviewMode` item for the review request `item`; `None` for other items.

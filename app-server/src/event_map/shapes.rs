@@ -1,6 +1,6 @@
 //! The Codex shapes the mapper fills: turn objects, turn errors, active statuses.
 
-use rein_protocol::app_server::{
+use rein_app_server_protocol::{
     ThreadActiveFlag, ThreadItem, ThreadStatus, Turn, TurnError, TurnItemsView, TurnStatus,
 };
 use rein_protocol::{ErrorCode, TurnId};

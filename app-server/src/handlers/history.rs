@@ -4,6 +4,13 @@
 
 use std::path::PathBuf;
 
+use rein_app_server_protocol::{
+    EmptyResponse, ServerNotification, Thread, ThreadForkParams, ThreadIdNotification,
+    ThreadIdParams, ThreadListParams, ThreadListResponse, ThreadReadParams, ThreadResponse,
+    ThreadResumeParams, ThreadStartResponse, ThreadStartedNotification, ThreadStatus,
+    ThreadStatusChangedNotification, ThreadTurnsListParams, ThreadTurnsListResponse, Turn,
+    WarningNotification,
+};
 use rein_core::recorder::RecorderError;
 use rein_core::rollout::index::{ListQuery, ThreadEntry};
 use rein_core::rollout::reader::Diagnostic;
@@ -11,13 +18,6 @@ use rein_core::rollout::resume::fold_owned;
 use rein_core::rollout::RolloutError;
 use rein_core::thread::state::ThreadState;
 use rein_core::NewThread;
-use rein_protocol::app_server::{
-    EmptyResponse, ServerNotification, Thread, ThreadForkParams, ThreadIdNotification,
-    ThreadIdParams, ThreadListParams, ThreadListResponse, ThreadReadParams, ThreadResponse,
-    ThreadResumeParams, ThreadStartResponse, ThreadStartedNotification, ThreadStatus,
-    ThreadStatusChangedNotification, ThreadTurnsListParams, ThreadTurnsListResponse, Turn,
-    WarningNotification,
-};
 use rein_protocol::{Item, ThreadId, TurnId};
 use serde_json::Value;
 

@@ -4,7 +4,7 @@
 use std::collections::{BTreeMap, HashSet};
 use std::path::Path;
 
-use rein_protocol::app_server::{
+use rein_app_server_protocol::{
     ConfigReadParams, ConfigReadResponse, GetAccountParams, GetAccountResponse, InitializeParams,
     InitializeResponse, Model, ModelListParams, ModelListResponse, PermissionProfileListParams,
     PermissionProfileListResponse, ReasoningEffortOption, SkillsListEntry, SkillsListParams,
@@ -43,9 +43,9 @@ pub fn initialize_response(home: &Path, out: &Outbound, raw: Value) -> Result<Va
 }
 
 /// The sandbox of this process (detected once, usually already at startup).
-fn sandbox_status() -> rein_protocol::app_server::SandboxStatus {
+fn sandbox_status() -> rein_app_server_protocol::SandboxStatus {
     let report = rein_core::tools::sandbox::Sandbox::detected().report();
-    rein_protocol::app_server::SandboxStatus {
+    rein_app_server_protocol::SandboxStatus {
         mechanism: report.mechanism,
         landlock_abi: report.landlock_abi,
         features: report.features,

@@ -5,15 +5,15 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
 use super::turn::ask_pump;
-use rein_core::recorder::RecorderError;
-use rein_core::rollout::RolloutError;
-use rein_core::sessions::Persistence;
-use rein_core::{KernelError, NewThread};
-use rein_protocol::app_server::{
+use rein_app_server_protocol::{
     ServerNotification, Thread, ThreadIdParams, ThreadLoadedListParams, ThreadLoadedListResponse,
     ThreadSetNameParams, ThreadStartParams, ThreadStartResponse, ThreadStartedNotification,
     ThreadStatus, ThreadUnsubscribeResponse, ThreadUnsubscribeStatus,
 };
+use rein_bootstrap::sessions::Persistence;
+use rein_core::recorder::RecorderError;
+use rein_core::rollout::RolloutError;
+use rein_core::{KernelError, NewThread};
 use rein_protocol::ThreadSettings;
 use serde_json::Value;
 use tokio::sync::mpsc;

@@ -3,7 +3,7 @@
 
 use std::path::PathBuf;
 
-use rein_protocol::app_server::{
+use rein_app_server_protocol::{
     ReviewStartParams, ReviewTarget as WireTarget, ThreadIdParams, ThreadRollbackParams,
     TurnInterruptParams, TurnStartParams, TurnSteerParams,
 };

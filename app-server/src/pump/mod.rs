@@ -11,12 +11,12 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use rein_core::{EventStream, ThreadError};
-use rein_protocol::app_server::{
+use rein_app_server_protocol::{
     EmptyResponse, RequestId, ReviewDecision, ReviewStartResponse, ServerNotification,
     ServerRequestResolvedNotification, ThreadResponse, Turn, TurnItemsView, TurnStartResponse,
     TurnStatus, TurnSteerResponse,
 };
+use rein_core::{EventStream, ThreadError};
 use rein_protocol::{
     ApprovalDecision, ClientResponse, Event, EventMsg, InputMode, InputOutcome, Op, OpResult,
     RejectReason, SettingsChange, SubmissionId, TurnId,

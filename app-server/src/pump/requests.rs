@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 use std::sync::{Mutex, MutexGuard};
 
-use rein_protocol::app_server::{RequestId, ThreadStartResponse};
+use rein_app_server_protocol::{RequestId, ThreadStartResponse};
 use rein_protocol::{InputPart, SettingsChange, TurnId};
 use serde_json::Value;
 use tokio::sync::mpsc;

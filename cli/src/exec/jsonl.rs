@@ -9,7 +9,7 @@
 
 use std::collections::HashMap;
 
-use rein_protocol::exec_events::{
+use super::events::{
     CommandStatus, ExecError, ExecEvent, ExecItem, ExecItemDetails, ExecUsage, FileUpdateChange,
     McpToolResult, McpToolStatus, PatchChangeKind, PatchStatus, TodoItem,
 };

@@ -5,6 +5,7 @@
 //! `human` (progress on stderr), `output_schema` (`--output-schema` check).
 
 mod args;
+mod events;
 mod human;
 mod jsonl;
 mod options;
@@ -17,7 +18,7 @@ use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context};
-use rein_core::bootstrap::{bootstrap, BootstrapOptions};
+use rein_bootstrap::{bootstrap, BootstrapOptions};
 use rein_core::tools::builtin::BuiltinConfig;
 use rein_protocol::{InputPart, SettingsChange, ThreadId};
 

@@ -6,11 +6,11 @@
 use std::path::Path;
 
 use anyhow::{bail, Context};
-use rein_core::bootstrap::Kernel;
+use rein_bootstrap::sessions::Persistence;
+use rein_bootstrap::Kernel;
 use rein_core::recorder::NullRecorder;
 use rein_core::rollout::index::ListQuery;
 use rein_core::rollout::{fork_events, repair_for_resume};
-use rein_core::sessions::Persistence;
 use rein_core::{NewThread, ThreadOptions};
 use rein_protocol::{ThreadId, ThreadSettings};
 

@@ -9,9 +9,9 @@
 use std::io::Write;
 use std::time::Duration;
 
+use super::events::ExecEvent;
 use anyhow::{bail, Context};
 use rein_core::NewThread;
-use rein_protocol::exec_events::ExecEvent;
 use rein_protocol::{
     ApprovalDecision, ClientResponse, EventMsg, InputMode, InputOutcome, InputPart, Item, Op,
     OpResult, SettingsChange, ThreadId,

@@ -8,7 +8,7 @@ use std::path::PathBuf;
 #[test]
 fn checked_in_app_server_schema_matches_the_code() {
     let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../schema/app-server");
-    let rendered = rein_protocol::app_server::schema::rendered();
+    let rendered = rein_app_server_protocol::schema::rendered();
     for (name, generated) in &rendered {
         let path = dir.join(name);
         let on_disk = std::fs::read_to_string(&path).unwrap_or_else(|e| {

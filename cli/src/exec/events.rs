@@ -1,6 +1,6 @@
 //! The JSONL events `rein exec --json` prints, one per line: the wire of `codex exec --json`
 //! (the stream the official Codex SDKs parse). Field names, tags and item types follow that
-//! wire exactly; rein's own [`Event`](crate::Event)s are mapped onto it by the CLI.
+//! wire exactly; rein's own [`Event`](rein_protocol::Event)s are mapped onto it by the CLI.
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -141,6 +141,7 @@ pub struct TodoItem {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
     use pretty_assertions::assert_eq;

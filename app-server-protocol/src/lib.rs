@@ -4,6 +4,11 @@
 //!
 //! Fields Codex always sends, even as `null`, are serialized as `null` here too: some
 //! clients read them unconditionally.
+//!
+//! Architecture invariant: pure data (serde, schemars), independent of the kernel's own
+//! types; the app-server maps kernel events onto these shapes, never the other way round.
+
+#![cfg_attr(test, allow(clippy::unwrap_used))]
 
 pub mod approval;
 pub mod history;

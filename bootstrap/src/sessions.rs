@@ -3,20 +3,20 @@
 //! [`SessionStore`] it owns; front ends (`rein exec`, the app-server) go through here.
 //! Everything is async and does no I/O on the caller's thread.
 //!
-//! [`ThreadManager`]: crate::manager::ThreadManager
+//! [`ThreadManager`]: rein_core::manager::ThreadManager
 
 use std::sync::Arc;
 
 use rein_protocol::{SessionId, ThreadId, ThreadSettings};
 
-use crate::bootstrap::Kernel;
-use crate::error::KernelError;
-use crate::manager::{NewThread, ThreadOptions, ThreadOrigin};
-use crate::rollout::format::SessionMeta;
-use crate::rollout::index::ThreadEntry;
-use crate::rollout::reader::Diagnostic;
-use crate::rollout::writer::Durability;
-use crate::store::{ForkSource, SessionStore};
+use crate::Kernel;
+use rein_core::error::KernelError;
+use rein_core::manager::{NewThread, ThreadOptions, ThreadOrigin};
+use rein_core::rollout::format::SessionMeta;
+use rein_core::rollout::index::ThreadEntry;
+use rein_core::rollout::reader::Diagnostic;
+use rein_core::rollout::writer::Durability;
+use rein_core::store::{ForkSource, SessionStore};
 
 /// Whether a thread is written to a rollout.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -125,7 +125,7 @@ impl Kernel {
     ) -> Result<Option<ThreadId>, KernelError> {
         let page = self
             .store
-            .list(crate::rollout::index::ListQuery {
+            .list(rein_core::rollout::index::ListQuery {
                 limit: 1,
                 cwd: Some(cwd.to_path_buf()),
                 ..Default::default()

@@ -4,6 +4,14 @@
 //!
 //! `demo` mode swaps the configured providers for the built-in scripted model, so a fresh
 //! machine with no API key can run a real turn through the whole kernel.
+//!
+//! Architecture invariant: this is the only library crate that sees every leaf (config,
+//! model providers, tools, the session store) and the kernel; front ends build their
+//! kernel here and never wire leaves themselves.
+
+#![cfg_attr(test, allow(clippy::unwrap_used))]
+
+pub mod sessions;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -11,16 +19,16 @@ use std::sync::Arc;
 use rein_protocol::script::{Script, ScriptedReply, WhenExhausted};
 use rein_protocol::{ApprovalPolicy, SandboxPolicy, ThreadSettings, TurnBudget};
 
-use crate::config::{self, ConfigError, LoadOptions, ModelConfig};
-use crate::kernel_config::KernelConfig;
-use crate::manager::ThreadManager;
-use crate::model::catalog::ProviderCatalog;
-use crate::model::scripted::ScriptedModel;
-use crate::model::{ModelCatalog, ModelInfo, StaticCatalog};
-use crate::rollout::writer::Durability;
-use crate::rollout::{RolloutService, ServiceOptions};
-use crate::store::SessionStore;
-use crate::tools::builtin::{builtin_tools, BuiltinConfig};
+use rein_core::config::{self, ConfigError, LoadOptions, ModelConfig};
+use rein_core::kernel_config::KernelConfig;
+use rein_core::manager::ThreadManager;
+use rein_core::model::catalog::ProviderCatalog;
+use rein_core::model::scripted::ScriptedModel;
+use rein_core::model::{ModelCatalog, ModelInfo, StaticCatalog};
+use rein_core::rollout::writer::Durability;
+use rein_core::rollout::{RolloutService, ServiceOptions};
+use rein_core::store::SessionStore;
+use rein_core::tools::builtin::{builtin_tools, BuiltinConfig};
 
 /// The model name of the built-in scripted model.
 pub const DEMO_MODEL: &str = "rein-demo";
@@ -85,7 +93,7 @@ pub fn bootstrap(
 ) -> Result<Kernel, BootstrapError> {
     // The provider keys are in this process's environment and memory: no command it runs
     // may read them through /proc.
-    crate::tools::sandbox::protect_this_process();
+    rein_core::tools::sandbox::protect_this_process();
     let home = match options.home {
         Some(home) => home,
         None => config::rein_home(env).ok_or(BootstrapError::NoHome)?,

@@ -3,16 +3,20 @@
 //! parent. Real rollout files, a real model server on 127.0.0.1.
 #![allow(clippy::unwrap_used)]
 
-mod support;
-
 use std::path::Path;
 
-use rein_core::bootstrap::{bootstrap, BootstrapOptions, Kernel};
-use rein_core::sessions::Persistence;
+use rein_bootstrap::sessions::Persistence;
+use rein_bootstrap::{bootstrap, BootstrapOptions, Kernel};
 use rein_mock_model::{serve, MockServer};
 use rein_protocol::script::{Script, WhenExhausted};
-use rein_protocol::{EventMsg, Op};
-use support::is_turn_end;
+use rein_protocol::{Event, EventMsg, Op};
+
+fn is_turn_end(e: &Event) -> bool {
+    matches!(
+        e.msg,
+        EventMsg::TurnCompleted { .. } | EventMsg::TurnAborted { .. } | EventMsg::TurnFailed { .. }
+    )
+}
 
 async fn echo_server() -> MockServer {
     let script = Script {
