@@ -73,7 +73,7 @@ impl Agent {
                     .close(SessionCloseCapabilities::new())
                     .fork(SessionForkCapabilities::new()),
             );
-        Ok(InitializeResponse::new(request.protocol_version.clone())
+        Ok(InitializeResponse::new(request.protocol_version)
             .agent_capabilities(capabilities)
             .agent_info(Implementation::new("rein", env!("CARGO_PKG_VERSION")).title("rein")))
     }
@@ -127,13 +127,15 @@ impl Agent {
 
     /// What the client learns once a session is set up: the commands, the title.
     fn announce(&self, session: &Session, title: Option<String>) {
-        session.send(PumpCmd::Update(SessionUpdate::AvailableCommandsUpdate(
-            AvailableCommandsUpdate::new(prompt::available()),
+        session.send(PumpCmd::Update(Box::new(
+            SessionUpdate::AvailableCommandsUpdate(AvailableCommandsUpdate::new(
+                prompt::available(),
+            )),
         )));
         if let Some(title) = title.filter(|t| !t.trim().is_empty()) {
-            session.send(PumpCmd::Update(SessionUpdate::SessionInfoUpdate(
+            session.send(PumpCmd::Update(Box::new(SessionUpdate::SessionInfoUpdate(
                 SessionInfoUpdate::new().title(one_line(&title)),
-            )));
+            ))));
         }
     }
 
@@ -473,9 +475,9 @@ impl Agent {
         responder: Responder<PromptResponse>,
     ) {
         let say = |text: String| {
-            session.send(PumpCmd::Update(SessionUpdate::AgentMessageChunk(
+            session.send(PumpCmd::Update(Box::new(SessionUpdate::AgentMessageChunk(
                 ContentChunk::new(ContentBlock::from(text)),
-            )));
+            ))));
         };
         let op = match command {
             Command::Compact => Op::Compact,

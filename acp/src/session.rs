@@ -61,7 +61,7 @@ pub enum PumpCmd {
         error: agent_client_protocol::Error,
     },
     /// Send this update (a command's answer) in order with the others.
-    Update(SessionUpdate),
+    Update(Box<SessionUpdate>),
     /// The session is closed: answer what waits as cancelled and send nothing more.
     Close(oneshot::Sender<()>),
 }
@@ -165,7 +165,7 @@ impl Pump {
                     }
                 }
             }
-            PumpCmd::Update(update) => self.send(update),
+            PumpCmd::Update(update) => self.send(*update),
             PumpCmd::Close(_) => {}
         }
     }
