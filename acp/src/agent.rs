@@ -23,7 +23,7 @@ use agent_client_protocol::v1::{ConnectionTo, Responder};
 use agent_client_protocol::{Client, Error, ErrorCode};
 use rein_bootstrap::sessions::Persistence;
 use rein_bootstrap::Kernel;
-use rein_core::rollout::index::ListQuery;
+use rein_core::store::ListQuery;
 use rein_core::NewThread;
 use rein_protocol::{
     InputMode, InputOutcome, Op, OpResult, SandboxOptions, SubmissionId, ThreadId, TurnId,
@@ -348,7 +348,7 @@ impl Agent {
             .iter()
             .map(|t| {
                 let mut info = SessionInfo::new(t.thread_id.to_string(), t.cwd.clone())
-                    .updated_at(crate::time::rfc3339(t.updated_ms));
+                    .updated_at(rein_core::store::time::rfc3339_ms(t.updated_ms));
                 if let Some(title) = t.name.clone().or_else(|| t.title.clone()) {
                     info = info.title(one_line(&title));
                 }

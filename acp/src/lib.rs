@@ -22,7 +22,6 @@ mod permission;
 mod project;
 mod prompt;
 mod session;
-mod time;
 mod tool_calls;
 
 use std::sync::Arc;

@@ -25,10 +25,10 @@ use rein_core::manager::ThreadManager;
 use rein_core::model::catalog::ProviderCatalog;
 use rein_core::model::scripted::ScriptedModel;
 use rein_core::model::{ModelCatalog, ModelInfo, StaticCatalog};
-use rein_core::rollout::writer::Durability;
-use rein_core::rollout::{RolloutService, ServiceOptions};
 use rein_core::store::SessionStore;
 use rein_core::tools::builtin::{builtin_tools, BuiltinConfig};
+use rein_rollout::writer::Durability;
+use rein_rollout::{RolloutService, ServiceOptions};
 
 /// The model name of the built-in scripted model.
 pub const DEMO_MODEL: &str = "rein-demo";

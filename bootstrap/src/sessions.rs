@@ -12,11 +12,11 @@ use rein_protocol::{SessionId, ThreadId, ThreadSettings};
 use crate::Kernel;
 use rein_core::error::KernelError;
 use rein_core::manager::{NewThread, ThreadOptions, ThreadOrigin};
-use rein_core::rollout::format::SessionMeta;
-use rein_core::rollout::index::ThreadEntry;
-use rein_core::rollout::reader::Diagnostic;
-use rein_core::rollout::writer::Durability;
 use rein_core::store::{ForkSource, SessionStore};
+use rein_rollout::format::SessionMeta;
+use rein_rollout::index::ThreadEntry;
+use rein_rollout::reader::Diagnostic;
+use rein_rollout::writer::Durability;
 
 /// Whether a thread is written to a rollout.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -125,7 +125,7 @@ impl Kernel {
     ) -> Result<Option<ThreadId>, KernelError> {
         let page = self
             .store
-            .list(rein_core::rollout::index::ListQuery {
+            .list(rein_rollout::index::ListQuery {
                 limit: 1,
                 cwd: Some(cwd.to_path_buf()),
                 ..Default::default()

@@ -7,9 +7,9 @@ use std::path::PathBuf;
 
 use anyhow::Context;
 use clap::{Args, Subcommand};
-use rein_core::rollout::index::ListQuery;
-use rein_core::rollout::RolloutStore;
 use rein_protocol::{EventMsg, Item, ThreadId};
+use rein_rollout::index::ListQuery;
+use rein_rollout::RolloutStore;
 
 #[derive(Args)]
 pub struct SessionsArgs {

@@ -9,7 +9,7 @@
 use std::path::PathBuf;
 
 use criterion::{criterion_group, criterion_main, Criterion};
-use rein_core::rollout::resume::fold_owned;
+use rein_core::thread::state::fold_owned;
 use rein_core::thread::state::ThreadState;
 use rein_protocol::{
     ApprovalPolicy, CompactionTrigger, Event, EventMsg, Item, SandboxPolicy, TaskKind, ThreadId,

@@ -18,7 +18,7 @@ pub enum KernelError {
     #[error(transparent)]
     Recorder(#[from] RecorderError),
     #[error(transparent)]
-    Rollout(#[from] crate::rollout::RolloutError),
+    Rollout(#[from] crate::store::RolloutError),
 }
 
 /// A handle's request could not be delivered or answered.

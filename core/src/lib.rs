@@ -11,7 +11,6 @@ pub mod kernel_config;
 pub mod manager;
 pub mod model;
 pub mod recorder;
-pub mod rollout;
 pub mod store;
 pub mod thread;
 pub mod tools;

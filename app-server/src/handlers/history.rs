@@ -12,13 +12,13 @@ use rein_app_server_protocol::{
     WarningNotification,
 };
 use rein_core::recorder::RecorderError;
-use rein_core::rollout::index::{ListQuery, ThreadEntry};
-use rein_core::rollout::reader::Diagnostic;
-use rein_core::rollout::resume::fold_owned;
-use rein_core::rollout::RolloutError;
 use rein_core::thread::state::ThreadState;
 use rein_core::NewThread;
 use rein_protocol::{Item, ThreadId, TurnId};
+use rein_rollout::index::{ListQuery, ThreadEntry};
+use rein_rollout::reader::Diagnostic;
+use rein_rollout::resume::fold_owned;
+use rein_rollout::RolloutError;
 use serde_json::Value;
 
 use super::meta::page;

@@ -313,3 +313,12 @@ impl ThreadState {
         })
     }
 }
+
+/// Folds events into a thread's state, moving items instead of copying them.
+pub fn fold_owned(events: Vec<Event>) -> ThreadState {
+    let mut state = ThreadState::new();
+    for event in events {
+        state.apply_owned(event);
+    }
+    state
+}

@@ -5,7 +5,7 @@
 use std::time::{SystemTime, UNIX_EPOCH};
 
 /// Milliseconds since the Unix epoch, now.
-pub(crate) fn now_ms() -> u64 {
+pub fn now_ms() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
@@ -13,7 +13,7 @@ pub(crate) fn now_ms() -> u64 {
 
 /// Calendar date and time of day in UTC.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct Civil {
+pub struct Civil {
     pub year: i64,
     pub month: u32,
     pub day: u32,
@@ -57,12 +57,12 @@ impl Civil {
     }
 }
 
-pub(crate) fn rfc3339_ms(ms: u64) -> String {
+pub fn rfc3339_ms(ms: u64) -> String {
     Civil::from_ms(ms).rfc3339()
 }
 
 /// Parses `YYYY-MM-DDTHH:MM:SS[.fff…](Z|±HH:MM)` into milliseconds since the epoch.
-pub(crate) fn parse_rfc3339_ms(text: &str) -> Option<u64> {
+pub fn parse_rfc3339_ms(text: &str) -> Option<u64> {
     let b = text.as_bytes();
     let num = |from: usize, len: usize| -> Option<i64> {
         let s = text.get(from..from + len)?;

@@ -23,7 +23,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use rein_protocol::ThreadId;
 use rustix::fs::{flock, FlockOperation};
 
-use crate::recorder::RecorderError;
+use rein_core::recorder::RecorderError;
 
 /// The directory of a home's process locks and of the claims mutex (`<home>/locks`).
 #[derive(Clone, Debug, PartialEq, Eq)]

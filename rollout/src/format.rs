@@ -6,69 +6,19 @@
 
 use std::fmt;
 use std::io::Write;
-use std::path::PathBuf;
 
-use rein_protocol::{Event, SessionId, ThreadId};
+use rein_protocol::Event;
 use schemars::JsonSchema;
 use serde::de::{self, IgnoredAny, MapAccess, Visitor};
 use serde::{Deserialize, Deserializer, Serialize};
 
-use super::decode::EventPayload;
-use super::time::{parse_rfc3339_ms, rfc3339_ms};
+pub use rein_core::store::{SessionMeta, FORMAT_VERSION};
 
-/// The format this build writes. Readers accept files up to this version.
-pub const FORMAT_VERSION: u32 = 1;
+use super::decode::EventPayload;
+use super::time::rfc3339_ms;
 
 pub const TYPE_SESSION_META: &str = "session_meta";
 pub const TYPE_EVENT: &str = "event";
-
-/// The first line of a rollout: who the thread is and where it came from.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-pub struct SessionMeta {
-    pub format_version: u32,
-    pub thread_id: ThreadId,
-    /// The root thread's id, shared by a tree of sub-agents.
-    pub session_id: SessionId,
-    /// The thread this one was forked from.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub forked_from: Option<ThreadId>,
-    /// The thread that spawned this one (sub-agents).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub parent_thread_id: Option<ThreadId>,
-    pub cwd: PathBuf,
-    pub model: String,
-    pub provider: String,
-    /// RFC 3339, UTC.
-    pub created_at: String,
-}
-
-impl SessionMeta {
-    /// Meta for a thread created now, at the current format version.
-    pub fn new(
-        thread_id: ThreadId,
-        session_id: SessionId,
-        cwd: PathBuf,
-        model: impl Into<String>,
-        provider: impl Into<String>,
-    ) -> Self {
-        SessionMeta {
-            format_version: FORMAT_VERSION,
-            thread_id,
-            session_id,
-            forked_from: None,
-            parent_thread_id: None,
-            cwd,
-            model: model.into(),
-            provider: provider.into(),
-            created_at: rfc3339_ms(super::time::now_ms()),
-        }
-    }
-
-    /// `created_at` in milliseconds since the epoch (0 if it does not parse).
-    pub fn created_ms(&self) -> u64 {
-        parse_rfc3339_ms(&self.created_at).unwrap_or(0)
-    }
-}
 
 /// One rollout line as other readers see it; only used to generate its JSON Schema
 /// (`schema/RolloutLine.json`), the writer formats lines directly.
@@ -203,7 +153,7 @@ impl<'de> Visitor<'de> for LineVisitor {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
-    use rein_protocol::EventMsg;
+    use rein_protocol::{EventMsg, ThreadId};
 
     /// `schema/RolloutLine.json` is generated from the code; set `REIN_UPDATE_SCHEMA=1`
     /// to rewrite it after a deliberate format change.

@@ -9,9 +9,9 @@ use pretty_assertions::assert_eq;
 use rein_protocol::{AgentStatus, EventMsg, Item, ThreadId, TurnAbortReason};
 
 use super::import_codex_rollout;
-use crate::rollout::reader::DiagnosticKind;
-use crate::rollout::{fork_events, RolloutStore};
-use crate::thread::state::{ThreadState, TurnStatus};
+use crate::reader::DiagnosticKind;
+use crate::{fork_events, RolloutStore};
+use rein_core::thread::state::{ThreadState, TurnStatus};
 
 fn fixture(thread: &str) -> PathBuf {
     let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../rollout-fixtures/codex");
@@ -185,7 +185,7 @@ fn compacted_line_replaces_history() {
 #[test]
 fn imported_thread_persists_resumes_and_forks_in_rein() {
     let home = tempfile::tempdir().unwrap();
-    let store = RolloutStore::new(home.path()).with_durability(crate::rollout::Durability::Never);
+    let store = RolloutStore::new(home.path()).with_durability(crate::Durability::Never);
     let loaded = import_codex_rollout(&fixture("98e6")).unwrap();
     let mut writer = store.create(&loaded.meta).unwrap();
     for event in &loaded.events {

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use rein_protocol::{Event, ThreadId};
 
 use super::writer::{OnDrop, WriterCmd};
-use crate::recorder::{EventRecorder, Need, RecordProgress, RecorderError};
+use rein_core::recorder::{EventRecorder, Need, RecordProgress, RecorderError};
 
 pub(crate) struct StoreRecorder {
     thread: ThreadId,

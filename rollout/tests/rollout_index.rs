@@ -7,10 +7,10 @@ mod support;
 use std::path::{Path, PathBuf};
 
 use pretty_assertions::assert_eq;
-use rein_core::rollout::index::{ListQuery, SortKey};
-use rein_core::rollout::layout;
-use rein_core::rollout::{Durability, RolloutError, RolloutStore, SessionMeta};
 use rein_protocol::ThreadId;
+use rein_rollout::index::{ListQuery, SortKey};
+use rein_rollout::layout;
+use rein_rollout::{Durability, RolloutError, RolloutStore, SessionMeta};
 use support::ThreadScript;
 
 /// Creates a thread with one turn whose user message is `question`.

@@ -10,16 +10,16 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use criterion::{BatchSize, Criterion};
-use rein_core::rollout::blobs::BlobStore;
-use rein_core::rollout::index::{ListQuery, RolloutIndex, SortKey, ThreadEntry};
-use rein_core::rollout::reader::read_rollout;
-use rein_core::rollout::writer::{Durability, RolloutWriter, WriterOptions};
-use rein_core::rollout::{fold_owned, repair_for_resume, SessionMeta};
 use rein_core::thread::state::ThreadState;
 use rein_protocol::{
     ApprovalPolicy, Event, EventMsg, InputPart, Item, ItemId, SandboxPolicy, TaskKind, ThreadId,
     ThreadSettings, TurnId,
 };
+use rein_rollout::blobs::BlobStore;
+use rein_rollout::index::{ListQuery, RolloutIndex, SortKey, ThreadEntry};
+use rein_rollout::reader::read_rollout;
+use rein_rollout::writer::{Durability, RolloutWriter, WriterOptions};
+use rein_rollout::{fold_owned, repair_for_resume, SessionMeta};
 
 const LOAD_ONLY_ENV: &str = "REIN_BENCH_LOAD_ONLY";
 
@@ -288,7 +288,7 @@ fn thread_cpu() -> Duration {
 fn load_only(path: &Path) {
     let blobs = BlobStore::new(path.parent().unwrap().join("blobs"));
     let (wall, cpu) = (std::time::Instant::now(), thread_cpu());
-    let loaded = rein_core::rollout::reader::read_rollout_with_workers(path, &blobs, 1).unwrap();
+    let loaded = rein_rollout::reader::read_rollout_with_workers(path, &blobs, 1).unwrap();
     let (read_wall, read_cpu) = (wall.elapsed(), thread_cpu() - cpu);
     let state = fold_owned(repair_for_resume(loaded.events));
     let (fold_wall, fold_cpu) = (wall.elapsed() - read_wall, thread_cpu() - cpu - read_cpu);

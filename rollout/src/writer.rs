@@ -26,7 +26,7 @@ use super::index::ThreadEntry;
 use super::indexer::IndexClient;
 use super::lock::{LockDir, ThreadLock};
 use super::time::now_ms;
-use crate::recorder::RecorderError;
+use rein_core::recorder::RecorderError;
 
 /// When recorded events are forced to stable storage.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

@@ -6,11 +6,11 @@
 mod support;
 
 use pretty_assertions::assert_eq;
-use rein_core::rollout::blobs::BlobStore;
-use rein_core::rollout::reader::{read_rollout, read_rollout_with_workers};
-use rein_core::rollout::writer::{RolloutWriter, WriterOptions};
-use rein_core::rollout::{Diagnostic, DiagnosticKind, RolloutError, SessionMeta};
 use rein_protocol::ThreadId;
+use rein_rollout::blobs::BlobStore;
+use rein_rollout::reader::{read_rollout, read_rollout_with_workers};
+use rein_rollout::writer::{RolloutWriter, WriterOptions};
+use rein_rollout::{Diagnostic, DiagnosticKind, RolloutError, SessionMeta};
 use support::ThreadScript;
 
 /// A valid rollout's lines (each with its newline) and its events.

@@ -1,7 +1,8 @@
 //! The session store: where threads outlive the process. The [`ThreadManager`] owns one
 //! behind this trait, so the kernel does not care whether threads live in rollout files
-//! under `$REIN_HOME` ([`crate::rollout::service::RolloutService`], the only backend
-//! today), in object storage or in a database.
+//! under `$REIN_HOME` (`rein_rollout::RolloutService`, the only backend today), in object
+//! storage or in a database. The types a store speaks in (its meta line, listing,
+//! diagnostics, errors) are here with the trait, so backends are leaf crates.
 //!
 //! Every method is async and does its I/O elsewhere (the store's own threads, or blocking
 //! threads): nothing here may block an executor thread. A thread's events reach the store
@@ -15,9 +16,17 @@ use futures::future::BoxFuture;
 use rein_protocol::{Event, ThreadId};
 
 use crate::recorder::EventRecorder;
-use crate::rollout::index::{ListQuery, ThreadEntry, ThreadPage};
-use crate::rollout::reader::{Diagnostic, LoadedRollout};
-use crate::rollout::{RolloutError, SessionMeta};
+
+mod error;
+mod listing;
+mod loaded;
+mod meta;
+pub mod time;
+
+pub use error::{ForkError, RolloutError};
+pub use listing::{ListQuery, SortKey, ThreadEntry, ThreadPage};
+pub use loaded::{first_user_text, Diagnostic, DiagnosticKind, LoadedRollout};
+pub use meta::{SessionMeta, FORMAT_VERSION};
 
 /// A thread reopened from the store: the events to fold (a turn a crash left open already
 /// repaired, and the repair recorded), and the recorder that continues it.

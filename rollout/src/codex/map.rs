@@ -10,10 +10,10 @@ use rein_protocol::{
 use serde_json::Value;
 
 use super::{meta_from, CodexLine};
-use crate::rollout::format::SessionMeta;
-use crate::rollout::reader::{Diagnostic, DiagnosticKind};
-use crate::rollout::time::{parse_rfc3339_ms, rfc3339_ms};
-use crate::rollout::RolloutError;
+use crate::format::SessionMeta;
+use crate::reader::{Diagnostic, DiagnosticKind};
+use crate::time::{parse_rfc3339_ms, rfc3339_ms};
+use crate::RolloutError;
 
 pub(super) struct Importer {
     path: PathBuf,

@@ -1,4 +1,4 @@
-//! The error type of rollout operations other than recording (which uses
+//! The error type of session-store operations other than recording (which uses
 //! [`RecorderError`](crate::recorder::RecorderError), the recorder trait's error).
 
 use std::path::PathBuf;
@@ -45,13 +45,14 @@ pub enum RolloutError {
     #[error("the rollout index {path}: {source}")]
     Index {
         path: PathBuf,
+        /// The database's own error (the store's index is its business, not the kernel's).
         #[source]
-        source: rusqlite::Error,
+        source: Box<dyn std::error::Error + Send + Sync>,
     },
     #[error("invalid list cursor {0:?}")]
     BadCursor(String),
     #[error("forking: {0}")]
-    Fork(#[from] crate::rollout::resume::ForkError),
+    Fork(#[from] ForkError),
     #[error("{path} is not a Codex rollout: it has no session_meta line")]
     NotCodex { path: PathBuf },
     #[error(transparent)]
@@ -96,7 +97,7 @@ impl RolloutError {
         RolloutError::Damaged { thread, why }
     }
 
-    pub(crate) fn io(
+    pub fn io(
         action: &'static str,
         path: impl Into<PathBuf>,
     ) -> impl FnOnce(std::io::Error) -> Self {
@@ -107,4 +108,14 @@ impl RolloutError {
             source,
         }
     }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum ForkError {
+    #[error("turn {requested} does not exist; the thread has {available} turns")]
+    NoSuchTurn { requested: usize, available: usize },
+    #[error("the thread has no completed turn to fork at")]
+    NoCompletedTurn,
+    #[error("the events do not start with ThreadConfigured")]
+    NotConfigured,
 }

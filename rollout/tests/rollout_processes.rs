@@ -14,12 +14,12 @@ use std::process::{Child, Command, Stdio};
 
 use pretty_assertions::assert_eq;
 use rein_core::recorder::RecorderError;
-use rein_core::rollout::blobs::BlobStore;
-use rein_core::rollout::reader::read_rollout;
-use rein_core::rollout::writer::{Durability, RolloutWriter, WriterOptions};
-use rein_core::rollout::{repair_for_resume, DiagnosticKind, SessionMeta};
 use rein_core::thread::state::ThreadState;
 use rein_protocol::{EventMsg, ThreadId};
+use rein_rollout::blobs::BlobStore;
+use rein_rollout::reader::read_rollout;
+use rein_rollout::writer::{Durability, RolloutWriter, WriterOptions};
+use rein_rollout::{repair_for_resume, DiagnosticKind, SessionMeta};
 use support::ThreadScript;
 
 const CHILD_ENV: &str = "REIN_ROLLOUT_CHILD";
@@ -243,7 +243,7 @@ fn second_process_is_refused_then_takes_over_a_dead_holder() {
     child.kill().unwrap();
     child.wait().unwrap();
     assert!(
-        rein_core::rollout::lock::lock_path(&path).exists(),
+        rein_rollout::lock::lock_path(&path).exists(),
         "a killed holder leaves its lock file behind"
     );
     let writer = RolloutWriter::open_append(&path, thread, options(&path, Durability::Turn));

@@ -14,8 +14,8 @@ use std::time::{Duration, Instant};
 use rein_protocol::{Event, ThreadId};
 
 use super::syncer::{SyncCmd, SyncReq};
-use crate::recorder::{Need, RecordProgress, RecorderError};
-use crate::rollout::writer::{Durability, RolloutWriter};
+use crate::writer::{Durability, RolloutWriter};
+use rein_core::recorder::{Need, RecordProgress, RecorderError};
 
 /// Runs a callback when dropped, if it was not run before: whoever waits on it hears back
 /// even if the command never reaches the writer.

@@ -11,10 +11,10 @@ use std::sync::Arc;
 use rein_protocol::ThreadId;
 
 use super::writer::OnDrop;
-use crate::recorder::RecordProgress;
-use crate::rollout::indexer::IndexClient;
-use crate::rollout::time::now_ms;
-use crate::rollout::writer::SyncJob;
+use crate::indexer::IndexClient;
+use crate::time::now_ms;
+use crate::writer::SyncJob;
+use rein_core::recorder::RecordProgress;
 
 pub(crate) struct SyncReq {
     pub thread: ThreadId,

@@ -13,6 +13,8 @@ use std::time::Duration;
 use rein_protocol::ThreadId;
 use rusqlite::{params, Connection, OptionalExtension};
 
+pub use rein_core::store::{ListQuery, SortKey, ThreadEntry, ThreadPage};
+
 use super::RolloutError;
 
 /// Titles are previews; the full message is in the rollout.
@@ -43,61 +45,6 @@ CREATE INDEX IF NOT EXISTS threads_by_cwd_created
     ON threads (cwd, archived, created_ms DESC, thread_id DESC);
 ";
 
-/// One thread as the index knows it.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ThreadEntry {
-    pub thread_id: ThreadId,
-    pub path: PathBuf,
-    pub created_ms: u64,
-    pub updated_ms: u64,
-    pub cwd: PathBuf,
-    pub model: String,
-    pub title: Option<String>,
-    /// The user-given name (`thread_named`), if any.
-    pub name: Option<String>,
-    pub archived: bool,
-    pub forked_from: Option<ThreadId>,
-}
-
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum SortKey {
-    Created,
-    #[default]
-    Updated,
-}
-
-/// What to list. Newest first.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ListQuery {
-    pub limit: usize,
-    /// From a previous page's `next_cursor`.
-    pub cursor: Option<String>,
-    pub sort: SortKey,
-    pub cwd: Option<PathBuf>,
-    pub archived: bool,
-    /// Substring of the title (first user message) or the name, case-insensitive for ASCII.
-    pub search: Option<String>,
-}
-
-impl Default for ListQuery {
-    fn default() -> Self {
-        ListQuery {
-            limit: 50,
-            cursor: None,
-            sort: SortKey::default(),
-            cwd: None,
-            archived: false,
-            search: None,
-        }
-    }
-}
-
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ThreadPage {
-    pub threads: Vec<ThreadEntry>,
-    pub next_cursor: Option<String>,
-}
-
 #[derive(Debug)]
 pub struct RolloutIndex {
     conn: Connection,
@@ -107,9 +54,9 @@ pub struct RolloutIndex {
 impl RolloutIndex {
     /// Opens (creating if needed) the index at `path`.
     pub fn open(path: &Path) -> Result<Self, RolloutError> {
-        let err = |source| RolloutError::Index {
+        let err = |source: rusqlite::Error| RolloutError::Index {
             path: path.to_path_buf(),
-            source,
+            source: Box::new(source),
         };
         if let Some(dir) = path.parent() {
             std::fs::create_dir_all(dir).map_err(RolloutError::io("creating", dir))?;
@@ -132,7 +79,7 @@ impl RolloutIndex {
     fn err(&self) -> impl FnOnce(rusqlite::Error) -> RolloutError + '_ {
         move |source| RolloutError::Index {
             path: self.path.clone(),
-            source,
+            source: Box::new(source),
         }
     }
 
@@ -248,7 +195,10 @@ impl RolloutIndex {
     /// Replaces every row with `entries` in one transaction.
     pub fn replace_all(&mut self, entries: &[ThreadEntry]) -> Result<(), RolloutError> {
         let path = self.path.clone();
-        let err = |source| RolloutError::Index { path, source };
+        let err = |source: rusqlite::Error| RolloutError::Index {
+            path,
+            source: Box::new(source),
+        };
         let tx = self.conn.transaction().map_err(err)?;
         let result = (|| {
             tx.execute("DELETE FROM threads", [])?;
@@ -259,7 +209,7 @@ impl RolloutIndex {
         })();
         result.map_err(|source| RolloutError::Index {
             path: self.path.clone(),
-            source,
+            source: Box::new(source),
         })
     }
 

@@ -13,10 +13,11 @@
 //! [`store::RolloutStore::reindex`] rebuilds; state is always `ThreadState::apply` folded
 //! over the events read back, never a second reducer.
 
+#![cfg_attr(test, allow(clippy::unwrap_used))]
+
 pub mod blobs;
 pub mod codex;
 mod decode;
-mod error;
 pub mod format;
 pub mod index;
 pub mod indexer;
@@ -27,12 +28,14 @@ pub mod reader;
 pub mod resume;
 pub mod service;
 pub mod store;
-mod time;
 pub mod writer;
 
-pub use error::RolloutError;
+// The timestamp helpers are the kernel's (the meta line's `created_at` uses them too).
+use rein_core::store::time;
+
 pub use format::{SessionMeta, FORMAT_VERSION};
 pub use reader::{Diagnostic, DiagnosticKind, LoadedRollout};
+pub use rein_core::store::RolloutError;
 pub use resume::{fold_owned, fork_events, repair_for_resume, ForkError};
 pub use service::{RolloutService, ServiceOptions};
 pub use store::RolloutStore;

@@ -8,14 +8,14 @@ mod support;
 use std::collections::BTreeSet;
 
 use pretty_assertions::assert_eq;
-use rein_core::rollout::resume::{
-    interrupted_call_output, turn_order, CallProgress, ABORTED_TOOL_OUTPUT,
-};
-use rein_core::rollout::{fold_owned, fork_events, repair_for_resume, RolloutStore, SessionMeta};
 use rein_core::thread::state::{ThreadState, TurnStatus};
 use rein_protocol::{
     AgentStatus, Event, EventMsg, Item, ItemId, ThreadId, TurnAbortReason, INTERRUPTION_MARKER,
 };
+use rein_rollout::resume::{
+    interrupted_call_output, turn_order, CallProgress, ABORTED_TOOL_OUTPUT,
+};
+use rein_rollout::{fold_owned, fork_events, repair_for_resume, RolloutStore, SessionMeta};
 use support::{every_variant_thread, ThreadScript};
 
 /// Exhaustive on purpose: a new variant fails to compile here until the round trip
@@ -122,7 +122,7 @@ fn large_payloads_are_stored_once_and_referenced() {
         file_len < 20_000,
         "the output is not inline: {file_len} bytes"
     );
-    let blobs = rein_core::rollout::layout::rollout_files(store.blobs().dir()).unwrap();
+    let blobs = rein_rollout::layout::rollout_files(store.blobs().dir()).unwrap();
     assert!(blobs.is_empty(), "blob names are hashes, not rollout names");
     let blob_count = walk_files(store.blobs().dir());
     assert_eq!(blob_count, 1, "the same output twice is one blob");
@@ -334,7 +334,7 @@ fn fork_at_each_turn_matches_the_parent_at_that_point() {
     let err = fork_events(&script.events, Some(5), ThreadId::new()).unwrap_err();
     assert_eq!(
         err,
-        rein_core::rollout::ForkError::NoSuchTurn {
+        rein_rollout::ForkError::NoSuchTurn {
             requested: 5,
             available: 5
         }

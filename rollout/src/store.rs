@@ -30,7 +30,7 @@ use super::resume::{fork_events, repair_for_resume};
 use super::time::now_ms;
 use super::writer::{Durability, RolloutWriter, WriterOptions};
 use super::RolloutError;
-use crate::store::ReindexReport;
+use rein_core::store::ReindexReport;
 
 pub struct RolloutStore {
     home: PathBuf,

@@ -5,7 +5,7 @@
 //!   as it arrives (write-through), several threads' events in one pass;
 //! - the sync thread ([`syncer`]) runs the fsyncs, one per file for every request that
 //!   queued meanwhile (group commit);
-//! - the index thread ([`crate::rollout::indexer`]) holds the home's one SQLite connection;
+//! - the index thread ([`crate::indexer`]) holds the home's one SQLite connection;
 //! - creating, resuming, forking, reading, listing and archiving run on tokio's blocking
 //!   threads ([`RolloutStore`] operations), then hand the thread's writer to the writer
 //!   thread.
@@ -32,7 +32,7 @@ use super::reader::LoadedRollout;
 use super::store::RolloutStore;
 use super::writer::{Durability, RolloutWriter};
 use super::{RolloutError, SessionMeta};
-use crate::store::{
+use rein_core::store::{
     CreatedThread, ForkSource, ForkedThread, ReindexReport, ResumedThread, SessionStore,
 };
 

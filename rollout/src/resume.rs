@@ -1,6 +1,9 @@
 //! Pure functions over event lists for resume and fork. They decide which events a
 //! resumed or forked thread starts from; the state itself always comes from folding those
-//! events through [`ThreadState::apply`].
+//! events through [`ThreadState::apply`](rein_core::thread::state::ThreadState::apply).
+
+pub use rein_core::store::ForkError;
+pub use rein_core::thread::state::fold_owned;
 
 use std::collections::{HashMap, HashSet};
 
@@ -8,8 +11,6 @@ use rein_protocol::{
     ApprovalOutcome, Event, EventMsg, InterruptCause, Item, ItemId, SessionId, ThreadId,
     ToolAction, ToolFacts, ToolOutcome, TurnAbortReason, TurnId, INTERRUPTION_MARKER,
 };
-
-use crate::thread::state::ThreadState;
 
 /// The output given to a tool call that never started: rein stopped before it ran.
 pub const ABORTED_TOOL_OUTPUT: &str = "aborted: rein stopped before this call started";
@@ -49,16 +50,6 @@ pub fn interrupted_call_output(progress: CallProgress) -> (String, bool) {
             false,
         ),
     }
-}
-
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-pub enum ForkError {
-    #[error("turn {requested} does not exist; the thread has {available} turns")]
-    NoSuchTurn { requested: usize, available: usize },
-    #[error("the thread has no completed turn to fork at")]
-    NoCompletedTurn,
-    #[error("the events do not start with ThreadConfigured")]
-    NotConfigured,
 }
 
 /// Closes a turn that a crash left open, so the next model request is valid: every tool
@@ -163,15 +154,6 @@ fn open_turn(events: &[Event]) -> Option<(TurnId, usize)> {
     }
     let active = active?;
     Some(record.filter(|(r, _)| *r == active).unwrap_or((active, 0)))
-}
-
-/// Folds events into a thread's state, moving items instead of copying them.
-pub fn fold_owned(events: Vec<Event>) -> ThreadState {
-    let mut state = ThreadState::new();
-    for event in events {
-        state.apply_owned(event);
-    }
-    state
 }
 
 fn completed_items(events: &[Event]) -> impl Iterator<Item = &Item> {
@@ -334,6 +316,7 @@ fn is_turn_end(msg: &EventMsg) -> bool {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
+    use rein_core::thread::state::ThreadState;
     use rein_protocol::{TaskKind, ThreadSettings};
 
     fn ev(thread: ThreadId, turn: Option<TurnId>, seq: u64, msg: EventMsg) -> Event {
