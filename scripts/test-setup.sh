@@ -61,3 +61,12 @@ elif [ ! -x "$mcp_venv/bin/mcp-server-time" ]; then
         && "$mcp_venv/bin/pip" install -q --disable-pip-version-check "mcp>=1.20,<2" mcp-server-time >&2) \
         || echo "test-setup: could not install mcp-server-time; its tests will be skipped" >&2
 fi
+# The official ACP TypeScript SDK (it checks every message against the protocol's schema),
+# for the test that drives `rein acp` through it; in the same directory, pinned.
+if command -v npm >/dev/null 2>&1 \
+    && [ ! -f "$node_dir/node_modules/@agentclientprotocol/sdk/dist/v1/stable/acp.js" ]; then
+    mkdir -p "$node_dir"
+    [ -f "$node_dir/package.json" ] || printf '{ "name": "rein-e2e-node", "private": true }\n' >"$node_dir/package.json"
+    npm install --no-audit --no-fund --prefix "$node_dir" @agentclientprotocol/sdk@2.4.0 zod@4 >&2 \
+        || echo "test-setup: could not install @agentclientprotocol/sdk" >&2
+fi

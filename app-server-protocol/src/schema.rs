@@ -88,11 +88,21 @@ pub fn all() -> Vec<(&'static str, Schema)> {
 pub fn rendered() -> Vec<(&'static str, String)> {
     all()
         .into_iter()
-        .map(|(name, schema)| {
-            let mut text = serde_json::to_string_pretty(&schema)
-                .unwrap_or_else(|e| format!("{{\"error\":\"{e}\"}}"));
-            text.push('\n');
-            (name, text)
-        })
+        .map(|(name, schema)| (name, render(schema)))
         .collect()
+}
+
+/// A schema as pretty JSON text ending with a newline, the same whether or not another
+/// crate in the build turned on serde_json's `preserve_order` (the ACP SDK does): every
+/// map is sorted, as it is without that feature; schemars orders the keywords itself.
+fn render(schema: Schema) -> String {
+    let mut value = schema.to_value();
+    value.sort_all_objects();
+    let text = match Schema::try_from(value) {
+        Ok(schema) => serde_json::to_string_pretty(&schema),
+        Err(e) => Ok(format!("{{\"error\":\"{e}\"}}")),
+    };
+    let mut text = text.unwrap_or_else(|e| format!("{{\"error\":\"{e}\"}}"));
+    text.push('\n');
+    text
 }

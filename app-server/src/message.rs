@@ -40,6 +40,9 @@ pub struct Rejected {
 /// the JSON parser's limit (128) with room for the rollout's own envelope.
 pub const MAX_NESTING: usize = 64;
 
+// The rejection carries a `Value`-sized error, larger with serde_json's `preserve_order`
+// (which the ACP SDK turns on); it is the rare path.
+#[allow(clippy::result_large_err)]
 pub fn parse(bytes: &[u8]) -> Result<Inbound, Rejected> {
     if nests_deeper_than(bytes, MAX_NESTING) && first_byte(bytes) == Some(b'{') {
         return Err(Rejected {
@@ -71,6 +74,9 @@ fn read_id(value: &Value) -> Result<RequestId, RpcError> {
     })
 }
 
+// The rejection carries a `Value`-sized error, larger with serde_json's `preserve_order`
+// (which the ACP SDK turns on); it is the rare path.
+#[allow(clippy::result_large_err)]
 fn classify(value: Value) -> Result<Inbound, Rejected> {
     let Value::Object(mut obj) = value else {
         return Err(Rejected {

@@ -3,6 +3,7 @@
 // Printing to stdout is this binary's job.
 #![allow(clippy::print_stdout)]
 
+mod acp_cmd;
 mod app_server_cmd;
 mod exec;
 mod mock_model_cmd;
@@ -24,6 +25,8 @@ enum Command {
     Exec(Box<exec::ExecArgs>),
     /// Serve the JSON-RPC app-server protocol (Codex app-server v2 compatible).
     AppServer(app_server_cmd::AppServerArgs),
+    /// Serve the Agent Client Protocol (ACP v1) on stdio, for editors such as Zed.
+    Acp(acp_cmd::AcpArgs),
     /// Serve a scripted model over HTTP (Responses and Chat Completions).
     MockModel(mock_model_cmd::MockModelArgs),
     /// List and show persisted sessions.
@@ -51,6 +54,7 @@ fn main() -> anyhow::Result<()> {
             std::process::exit(code);
         }
         Command::AppServer(args) => runtime()?.block_on(app_server_cmd::run(args)),
+        Command::Acp(args) => runtime()?.block_on(acp_cmd::run(args)),
         Command::MockModel(args) => runtime()?.block_on(mock_model_cmd::run(args)),
         Command::Sessions(args) => sessions_cmd::run(args),
         Command::Schema { out } => schema_cmd::write_all(&out),

@@ -237,6 +237,7 @@ pub fn resolve(
         config_path: path.to_owned(),
         agents: agents::agents_settings(&file.agents, &file.features),
         advisor,
+        mcp_servers: file.mcp_servers,
     })
 }
 
@@ -276,7 +277,6 @@ fn resolve_advisor(
             advisor::DEFAULT_ADVISOR_TIMEOUT,
             std::time::Duration::from_millis,
         ),
-        mcp_servers: file.mcp_servers,
     })
 }
 

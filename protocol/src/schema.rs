@@ -20,11 +20,23 @@ pub fn all() -> Vec<(&'static str, Schema)> {
 pub fn rendered() -> Vec<(&'static str, String)> {
     all()
         .into_iter()
-        .map(|(name, schema)| {
-            let mut text = serde_json::to_string_pretty(&schema)
-                .unwrap_or_else(|e| format!("{{\"error\":\"{e}\"}}"));
-            text.push('\n');
-            (name, text)
-        })
+        .map(|(name, schema)| (name, render(schema)))
         .collect()
+}
+
+/// A schema as pretty JSON text ending with a newline, the same whether or not another
+/// crate in the build turned on serde_json's `preserve_order` (the ACP SDK does): every
+/// map is sorted, as it is without that feature; schemars orders the keywords itself.
+pub fn render(schema: Schema) -> String {
+    let mut value = schema.to_value();
+    value.sort_all_objects();
+    let schema = Schema::try_from(value).unwrap_or_else(|e| {
+        let mut s = Schema::default();
+        s.insert("error".into(), e.to_string().into());
+        s
+    });
+    let mut text =
+        serde_json::to_string_pretty(&schema).unwrap_or_else(|e| format!("{{\"error\":\"{e}\"}}"));
+    text.push('\n');
+    text
 }

@@ -40,10 +40,7 @@ pub enum RolloutLineBody {
 
 /// The JSON Schema of a rollout line, as pretty JSON ending with a newline.
 pub fn line_schema() -> String {
-    let schema = schemars::schema_for!(RolloutLine);
-    let mut text = serde_json::to_string_pretty(&schema).unwrap_or_default();
-    text.push('\n');
-    text
+    rein_protocol::schema::render(schemars::schema_for!(RolloutLine))
 }
 
 /// Appends one complete envelope line (with its newline) to `out`.

@@ -32,7 +32,10 @@ pub(crate) use approval::QUESTION_METHOD;
 pub(crate) use shapes::turn_error as turn_error_of;
 use shapes::{active, plain_error, turn_error, turn_object, TurnTrack};
 
-/// What the mapper asks the connection to send.
+/// What the mapper asks the connection to send. Notifications are by far the common case,
+/// so they stay inline; how much larger they are than the rest depends on serde_json's
+/// features (`preserve_order`, which the ACP SDK turns on, makes every `Value` larger).
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, PartialEq)]
 pub enum Outgoing {
     Notify(ServerNotification),

@@ -1,0 +1,592 @@
+//! The connection's state and what each request does with the kernel. Handlers that wait
+//! on the kernel run as spawned tasks (the SDK's dispatch loop must stay free, or
+//! `session/cancel` would not be read while a prompt runs); every such task answers its
+//! request itself and never fails the connection.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+
+use agent_client_protocol::v1::schema::{
+    AgentCapabilities, AvailableCommandsUpdate, ClientCapabilities, CloseSessionRequest,
+    CloseSessionResponse, ContentBlock, ContentChunk, ForkSessionRequest, ForkSessionResponse,
+    Implementation, InitializeRequest, InitializeResponse, ListSessionsRequest,
+    ListSessionsResponse, LoadSessionRequest, LoadSessionResponse, McpCapabilities,
+    NewSessionRequest, NewSessionResponse, PromptCapabilities, PromptRequest, PromptResponse,
+    ResumeSessionRequest, ResumeSessionResponse, SessionCapabilities, SessionCloseCapabilities,
+    SessionForkCapabilities, SessionId, SessionInfo, SessionInfoUpdate, SessionListCapabilities,
+    SessionNotification, SessionResumeCapabilities, SessionUpdate, SetSessionConfigOptionRequest,
+    SetSessionConfigOptionResponse, SetSessionModeRequest, SetSessionModeResponse, StopReason,
+};
+use agent_client_protocol::v1::{ConnectionTo, Responder};
+use agent_client_protocol::{Client, Error, ErrorCode};
+use rein_bootstrap::sessions::Persistence;
+use rein_bootstrap::Kernel;
+use rein_core::store::ListQuery;
+use rein_core::NewThread;
+use rein_protocol::{
+    InputMode, InputOutcome, Op, OpResult, SandboxOptions, SubmissionId, ThreadId, TurnId,
+};
+
+use crate::config::{Choices, MODEL};
+use crate::project::{one_line, Mode, Projector};
+use crate::prompt::{self, Command};
+use crate::session::{answer, Ending, PumpCmd, Session};
+use crate::tool_calls::TerminalDisplay;
+
+/// How many sessions a `session/list` page holds.
+const LIST_PAGE: usize = 50;
+
+/// What one client connection shares between its handlers.
+pub struct Agent {
+    kernel: Arc<Kernel>,
+    initialized: AtomicBool,
+    display: Mutex<TerminalDisplay>,
+    sessions: Mutex<HashMap<ThreadId, Arc<Session>>>,
+}
+
+impl Agent {
+    pub fn new(kernel: Arc<Kernel>) -> Arc<Self> {
+        Arc::new(Self {
+            kernel,
+            initialized: AtomicBool::new(false),
+            display: Mutex::new(TerminalDisplay::Text),
+            sessions: Mutex::new(HashMap::new()),
+        })
+    }
+
+    /// `initialize`: what rein really does. Only the first one is answered.
+    pub fn initialize(&self, request: &InitializeRequest) -> Result<InitializeResponse, Error> {
+        if self.initialized.swap(true, Ordering::SeqCst) {
+            return Err(invalid_request("the connection is initialized already"));
+        }
+        *lock(&self.display) = display_for(&request.client_capabilities);
+        let capabilities = AgentCapabilities::new()
+            .load_session(true)
+            .prompt_capabilities(PromptCapabilities::new().image(true).embedded_context(true))
+            .mcp_capabilities(McpCapabilities::new())
+            .session_capabilities(
+                SessionCapabilities::new()
+                    .list(SessionListCapabilities::new())
+                    .resume(SessionResumeCapabilities::new())
+                    .close(SessionCloseCapabilities::new())
+                    .fork(SessionForkCapabilities::new()),
+            );
+        Ok(InitializeResponse::new(request.protocol_version)
+            .agent_capabilities(capabilities)
+            .agent_info(Implementation::new("rein", env!("CARGO_PKG_VERSION")).title("rein")))
+    }
+
+    fn ready(&self) -> Result<(), Error> {
+        if self.initialized.load(Ordering::SeqCst) {
+            Ok(())
+        } else {
+            Err(invalid_request("initialize first"))
+        }
+    }
+
+    fn display(&self) -> TerminalDisplay {
+        *lock(&self.display)
+    }
+
+    fn session(&self, id: &SessionId) -> Result<Arc<Session>, Error> {
+        self.ready()?;
+        let thread = thread_id(id)?;
+        lock(&self.sessions).get(&thread).cloned().ok_or_else(|| {
+            agent_client_protocol::v1::schema::Error::session_not_found(id.clone()).into()
+        })
+    }
+
+    fn models(&self) -> Vec<String> {
+        self.kernel
+            .models
+            .models()
+            .into_iter()
+            .map(|m| m.id)
+            .collect()
+    }
+
+    /// Register a thread as a session and start its pump.
+    async fn open(&self, new: NewThread, cx: &ConnectionTo<Client>) -> Result<Arc<Session>, Error> {
+        let state = new.handle.state().await.map_err(internal)?;
+        let settings = state
+            .settings
+            .clone()
+            .ok_or_else(|| internal("the thread has no settings"))?;
+        let session = Session::start(
+            new.handle,
+            new.events,
+            Choices::of(&settings),
+            cx.clone(),
+            self.display(),
+        );
+        lock(&self.sessions).insert(session.thread, Arc::clone(&session));
+        Ok(session)
+    }
+
+    /// What the client learns once a session is set up: the commands, the title.
+    fn announce(&self, session: &Session, title: Option<String>) {
+        session.send(PumpCmd::Update(Box::new(
+            SessionUpdate::AvailableCommandsUpdate(AvailableCommandsUpdate::new(
+                prompt::available(),
+            )),
+        )));
+        if let Some(title) = title.filter(|t| !t.trim().is_empty()) {
+            session.send(PumpCmd::Update(Box::new(SessionUpdate::SessionInfoUpdate(
+                SessionInfoUpdate::new().title(one_line(&title)),
+            ))));
+        }
+    }
+
+    fn config_of(
+        &self,
+        session: &Session,
+    ) -> (
+        Vec<agent_client_protocol::v1::schema::SessionConfigOption>,
+        agent_client_protocol::v1::schema::SessionModeState,
+    ) {
+        let choices = lock(&session.choices);
+        (choices.options(&self.models()), choices.modes())
+    }
+
+    pub async fn new_session(
+        &self,
+        request: NewSessionRequest,
+        responder: Responder<NewSessionResponse>,
+        cx: ConnectionTo<Client>,
+    ) {
+        let opened = async {
+            self.ready()?;
+            let cwd = absolute(&request.cwd, "cwd")?;
+            let mut settings = self.kernel.default_settings(cwd);
+            if !request.additional_directories.is_empty() {
+                let mut roots = Vec::new();
+                for dir in &request.additional_directories {
+                    roots.push(absolute(dir, "additionalDirectories")?);
+                }
+                settings.sandbox_options = Some(SandboxOptions {
+                    writable_roots: roots,
+                    ..SandboxOptions::default()
+                });
+            }
+            if !request.mcp_servers.is_empty() {
+                tracing::warn!(
+                    "session/new: {} MCP server(s) ignored: rein acp does not run client MCP servers yet",
+                    request.mcp_servers.len()
+                );
+            }
+            let new = self
+                .kernel
+                .start_thread(settings, Persistence::Rollout)
+                .await
+                .map_err(|e| invalid_params(&e.to_string()))?;
+            self.open(new, &cx).await
+        }
+        .await;
+        match opened {
+            Ok(session) => {
+                let (options, modes) = self.config_of(&session);
+                let response = NewSessionResponse::new(session.acp_id.clone())
+                    .config_options(options)
+                    .modes(modes);
+                if responder.respond(response).is_ok() {
+                    self.announce(&session, None);
+                }
+            }
+            Err(e) => reply(responder, Err(e)),
+        }
+    }
+
+    /// `session/load` (`replay`) and `session/resume`: the thread continues here; a load
+    /// first replays its history as updates, from the rollout, writing nothing.
+    async fn reopen(
+        &self,
+        id: &SessionId,
+        replay: bool,
+        cx: &ConnectionTo<Client>,
+    ) -> Result<Arc<Session>, Error> {
+        self.ready()?;
+        let thread = thread_id(id)?;
+        if lock(&self.sessions).contains_key(&thread) {
+            return Err(invalid_request(
+                "the session is open on this connection already",
+            ));
+        }
+        let resumed = self.kernel.resume_thread(thread).await.map_err(|e| {
+            let message = e.to_string();
+            if message.contains("not found") {
+                agent_client_protocol::v1::schema::Error::session_not_found(id.clone()).into()
+            } else {
+                invalid_request(&message)
+            }
+        })?;
+        if replay {
+            let loaded = self
+                .kernel
+                .store()
+                .read(thread)
+                .await
+                .map_err(|e| internal(e.to_string()))?;
+            let mut projector = Projector::new(Mode::Replay, self.display());
+            for event in &loaded.events {
+                for update in projector.project(event) {
+                    cx.send_notification(SessionNotification::new(id.clone(), update))
+                        .map_err(internal)?;
+                }
+            }
+        }
+        self.open(resumed.thread, cx).await
+    }
+
+    async fn title_of(&self, session: &Session) -> Option<String> {
+        let state = session.handle.state().await.ok()?;
+        state.name.clone().or_else(|| {
+            state.history.iter().find_map(|i| match i.as_ref() {
+                rein_protocol::Item::UserMessage { .. } => i.message_text(),
+                _ => None,
+            })
+        })
+    }
+
+    pub async fn load_session(
+        &self,
+        request: LoadSessionRequest,
+        responder: Responder<LoadSessionResponse>,
+        cx: ConnectionTo<Client>,
+    ) {
+        match self.reopen(&request.session_id, true, &cx).await {
+            Ok(session) => {
+                let (options, modes) = self.config_of(&session);
+                let response = LoadSessionResponse::new()
+                    .config_options(options)
+                    .modes(modes);
+                if responder.respond(response).is_ok() {
+                    let title = self.title_of(&session).await;
+                    self.announce(&session, title);
+                }
+            }
+            Err(e) => reply(responder, Err(e)),
+        }
+    }
+
+    pub async fn resume_session(
+        &self,
+        request: ResumeSessionRequest,
+        responder: Responder<ResumeSessionResponse>,
+        cx: ConnectionTo<Client>,
+    ) {
+        match self.reopen(&request.session_id, false, &cx).await {
+            Ok(session) => {
+                let (options, modes) = self.config_of(&session);
+                let response = ResumeSessionResponse::new()
+                    .config_options(options)
+                    .modes(modes);
+                if responder.respond(response).is_ok() {
+                    let title = self.title_of(&session).await;
+                    self.announce(&session, title);
+                }
+            }
+            Err(e) => reply(responder, Err(e)),
+        }
+    }
+
+    pub async fn fork_session(
+        &self,
+        request: ForkSessionRequest,
+        responder: Responder<ForkSessionResponse>,
+        cx: ConnectionTo<Client>,
+    ) {
+        let forked = async {
+            self.ready()?;
+            let parent = thread_id(&request.session_id)?;
+            let new = self
+                .kernel
+                .fork_thread(parent, None)
+                .await
+                .map_err(|e| invalid_request(&e.to_string()))?;
+            self.open(new, &cx).await
+        }
+        .await;
+        match forked {
+            Ok(session) => {
+                let (options, modes) = self.config_of(&session);
+                let response = ForkSessionResponse::new(session.acp_id.clone())
+                    .config_options(options)
+                    .modes(modes);
+                if responder.respond(response).is_ok() {
+                    let title = self.title_of(&session).await;
+                    self.announce(&session, title);
+                }
+            }
+            Err(e) => reply(responder, Err(e)),
+        }
+    }
+
+    pub async fn list_sessions(
+        &self,
+        request: ListSessionsRequest,
+    ) -> Result<ListSessionsResponse, Error> {
+        self.ready()?;
+        let cwd = match &request.cwd {
+            Some(cwd) => Some(absolute(cwd, "cwd")?),
+            None => None,
+        };
+        let page = self
+            .kernel
+            .store()
+            .list(ListQuery {
+                limit: LIST_PAGE,
+                cursor: request.cursor.clone(),
+                cwd,
+                ..ListQuery::default()
+            })
+            .await
+            .map_err(|e| invalid_params(&e.to_string()))?;
+        let sessions = page
+            .threads
+            .iter()
+            .map(|t| {
+                let mut info = SessionInfo::new(t.thread_id.to_string(), t.cwd.clone())
+                    .updated_at(rein_core::store::time::rfc3339_ms(t.updated_ms));
+                if let Some(title) = t.name.clone().or_else(|| t.title.clone()) {
+                    info = info.title(one_line(&title));
+                }
+                info
+            })
+            .collect();
+        Ok(ListSessionsResponse::new(sessions).next_cursor(page.next_cursor))
+    }
+
+    pub async fn close_session(
+        &self,
+        request: CloseSessionRequest,
+    ) -> Result<CloseSessionResponse, Error> {
+        let session = self.session(&request.session_id)?;
+        lock(&self.sessions).remove(&session.thread);
+        let _ = session.handle.submit(Op::Interrupt).await;
+        session.close().await;
+        self.kernel.manager.shutdown_thread(session.thread).await;
+        Ok(CloseSessionResponse::new())
+    }
+
+    pub fn set_config_option(
+        &self,
+        request: &SetSessionConfigOptionRequest,
+    ) -> Result<SetSessionConfigOptionResponse, Error> {
+        let session = self.session(&request.session_id)?;
+        let models = self.models();
+        let value = match request.value.as_value_id() {
+            Some(v) => v.0.to_string(),
+            None => return Err(invalid_params("a select option takes a value id")),
+        };
+        let mut choices = lock(&session.choices);
+        choices
+            .set(&request.config_id.0, &value, &models)
+            .map_err(|m| invalid_params(&m))?;
+        Ok(SetSessionConfigOptionResponse::new(
+            choices.options(&models),
+        ))
+    }
+
+    pub fn set_mode(
+        &self,
+        request: &SetSessionModeRequest,
+    ) -> Result<SetSessionModeResponse, Error> {
+        let session = self.session(&request.session_id)?;
+        lock(&session.choices)
+            .set_mode(&request.mode_id.0)
+            .map_err(|m| invalid_params(&m))?;
+        Ok(SetSessionModeResponse::new())
+    }
+
+    /// `session/cancel`: interrupt the session's turn; its prompt answers `cancelled` when
+    /// the turn has stopped, and its open permission requests are withdrawn.
+    pub async fn cancel(&self, id: &SessionId) {
+        match self.session(id) {
+            Ok(session) => {
+                if let Err(e) = session.handle.submit(Op::Interrupt).await {
+                    tracing::debug!("cancel: {e}");
+                }
+            }
+            Err(e) => tracing::debug!("session/cancel for an unknown session: {e:?}"),
+        }
+    }
+
+    pub async fn prompt(&self, request: PromptRequest, responder: Responder<PromptResponse>) {
+        let session = match self.session(&request.session_id) {
+            Ok(s) => s,
+            Err(e) => return reply(responder, Err(e)),
+        };
+        if let Some(command) = prompt::command_of(&request.prompt) {
+            return self.command(&session, command, responder).await;
+        }
+        let items = match prompt::input_of(&request.prompt) {
+            Ok(items) => items,
+            Err(m) => return reply(responder, Err(invalid_params(&m))),
+        };
+        let settings = match session.handle.state().await {
+            Ok(state) => state.settings,
+            Err(e) => return reply(responder, Err(internal(e))),
+        };
+        let change = settings
+            .map(|s| lock(&session.choices).change_from(&s))
+            .unwrap_or_default();
+        let submission = SubmissionId::new();
+        let turn = TurnId::from(submission);
+        session.send(PumpCmd::Await { turn, responder });
+        let op = Op::UserInput {
+            items,
+            mode: InputMode::StartOrSteer,
+            settings: change,
+            output_schema: None,
+        };
+        match session.handle.submit_with_id(submission, op).await {
+            Ok(OpResult::Input(InputOutcome::Started { .. } | InputOutcome::Queued { .. })) => {}
+            Ok(OpResult::Input(InputOutcome::Steered { turn_id })) => {
+                session.send(PumpCmd::Moved {
+                    from: turn,
+                    to: turn_id,
+                });
+            }
+            Ok(OpResult::Input(InputOutcome::Rejected { reason })) => {
+                session.send(PumpCmd::Refused {
+                    turn,
+                    error: invalid_request(&reason.to_string()),
+                })
+            }
+            Ok(other) => session.send(PumpCmd::Refused {
+                turn,
+                error: internal(format!("unexpected answer from the thread: {other:?}")),
+            }),
+            Err(e) => session.send(PumpCmd::Refused {
+                turn,
+                error: invalid_request(&e.to_string()),
+            }),
+        }
+    }
+
+    /// A slash command: a compaction or review is a turn the prompt waits for; the others
+    /// answer at once.
+    async fn command(
+        &self,
+        session: &Session,
+        command: Command,
+        responder: Responder<PromptResponse>,
+    ) {
+        let say = |text: String| {
+            session.send(PumpCmd::Update(Box::new(SessionUpdate::AgentMessageChunk(
+                ContentChunk::new(ContentBlock::from(text)),
+            ))));
+        };
+        let op = match command {
+            Command::Compact => Op::Compact,
+            Command::Review(target) => Op::Review { target },
+            Command::Model(None) => {
+                say(format!("Models: {}", self.models().join(", ")));
+                return answer(responder, &Ending::Stopped(StopReason::EndTurn));
+            }
+            Command::Model(Some(model)) => {
+                let models = self.models();
+                let set = lock(&session.choices).set(MODEL, &model, &models);
+                say(match set {
+                    Ok(()) => format!("The next prompt runs on {model}."),
+                    Err(e) => e,
+                });
+                return answer(responder, &Ending::Stopped(StopReason::EndTurn));
+            }
+            Command::Fork => {
+                let text = match self.kernel.fork_thread(session.thread, None).await {
+                    Ok(new) => {
+                        let id = new.handle.id();
+                        let _ = new.handle.shutdown().await;
+                        format!("Forked into session {id}; load it to continue there.")
+                    }
+                    Err(e) => format!("Cannot fork: {e}"),
+                };
+                say(text);
+                return answer(responder, &Ending::Stopped(StopReason::EndTurn));
+            }
+        };
+        let submission = SubmissionId::new();
+        let turn = TurnId::from(submission);
+        session.send(PumpCmd::Await { turn, responder });
+        match session.handle.submit_with_id(submission, op).await {
+            Ok(OpResult::Accepted) => {}
+            Ok(OpResult::Refused { message }) => session.send(PumpCmd::Refused {
+                turn,
+                error: invalid_request(&message),
+            }),
+            other => session.send(PumpCmd::Refused {
+                turn,
+                error: internal(format!("unexpected answer from the thread: {other:?}")),
+            }),
+        }
+    }
+
+    /// Every session's thread shut down, its rollout flushed: the end of the connection.
+    pub async fn shutdown(&self) {
+        let sessions: Vec<Arc<Session>> = lock(&self.sessions).drain().map(|(_, s)| s).collect();
+        for session in sessions {
+            session.close().await;
+        }
+        self.kernel.manager.shutdown_all().await;
+    }
+}
+
+/// Zed's display-only terminals when the client asked for them, else fenced text.
+fn display_for(capabilities: &ClientCapabilities) -> TerminalDisplay {
+    let wants = capabilities
+        .meta
+        .as_ref()
+        .and_then(|m| m.get("terminal_output"))
+        .and_then(serde_json::Value::as_bool)
+        .unwrap_or(false);
+    if wants {
+        TerminalDisplay::Meta
+    } else {
+        TerminalDisplay::Text
+    }
+}
+
+/// Answer a request, logging a failure to send (the connection is going away).
+pub fn reply<T: agent_client_protocol::JsonRpcResponse>(
+    responder: Responder<T>,
+    result: Result<T, Error>,
+) {
+    if let Err(e) = responder.respond_with_result(result) {
+        tracing::debug!("answer not sent: {e:?}");
+    }
+}
+
+fn thread_id(id: &SessionId) -> Result<ThreadId, Error> {
+    id.0.parse::<ThreadId>()
+        .map_err(|_| invalid_params(&format!("sessionId {:?} is not a rein session id", id.0)))
+}
+
+fn absolute(path: &std::path::Path, field: &str) -> Result<PathBuf, Error> {
+    if path.is_absolute() {
+        Ok(path.to_path_buf())
+    } else {
+        Err(invalid_params(&format!(
+            "{field}: {} is not an absolute path",
+            path.display()
+        )))
+    }
+}
+
+pub fn invalid_params(message: &str) -> Error {
+    Error::new(ErrorCode::INVALID_PARAMS, message)
+}
+
+pub fn invalid_request(message: &str) -> Error {
+    Error::new(ErrorCode::INVALID_REQUEST, message)
+}
+
+fn internal(e: impl std::fmt::Display) -> Error {
+    Error::new(ErrorCode::INTERNAL_ERROR, e.to_string())
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}

@@ -1,0 +1,262 @@
+//! Kernel events → `session/update`s. One [`Projector`] per session folds its thread's
+//! events into the updates a client draws: message and thought chunks, tool calls from the
+//! tool facts, the plan, usage, the title. The same projector serves a live turn and the
+//! replay of `session/load` (the rollout's events, in order), so a loaded session shows
+//! what the live one showed; the match is exhaustive, so a new event that is not mapped
+//! fails to compile.
+//!
+//! Deltas are not in the rollout: a message or thought streamed live arrives as its
+//! deltas, one replayed as one chunk of its whole text. The updates of a turn's end (its
+//! stop reason) are the session's business, not the projector's.
+
+use std::collections::{HashMap, HashSet};
+
+use agent_client_protocol::v1::schema::{
+    ContentBlock, ContentChunk, ImageContent, MessageId, Plan, PlanEntry, PlanEntryPriority,
+    PlanEntryStatus, SessionInfoUpdate, SessionUpdate, ToolCall, ToolCallStatus, ToolCallUpdate,
+    ToolCallUpdateFields, ToolKind, UsageUpdate,
+};
+use rein_protocol::{
+    Event, EventMsg, InputPart, Item, ItemId, PlanStep, PlanStepStatus, ToolAction, ToolOutcome,
+};
+
+use crate::tool_calls::{self, TerminalDisplay};
+
+/// Whether the events are a turn happening now or a history read back.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mode {
+    /// The client sent the prompts itself; user messages are not echoed.
+    Live,
+    /// `session/load`: user messages are part of what is replayed.
+    Replay,
+}
+
+/// What a session remembers between events to project them.
+pub struct Projector {
+    mode: Mode,
+    display: TerminalDisplay,
+    /// Calls that began and have not ended: their tool and action.
+    open: HashMap<String, ToolAction>,
+    /// Items whose text arrived as deltas (so their completion repeats nothing).
+    streamed: HashSet<ItemId>,
+}
+
+impl Projector {
+    pub fn new(mode: Mode, display: TerminalDisplay) -> Self {
+        Self {
+            mode,
+            display,
+            open: HashMap::new(),
+            streamed: HashSet::new(),
+        }
+    }
+
+    /// The updates `event` makes, in order (often none).
+    pub fn project(&mut self, event: &Event) -> Vec<SessionUpdate> {
+        match &event.msg {
+            EventMsg::AgentMessageDelta { item_id, delta } => {
+                self.streamed.insert(item_id.clone());
+                vec![SessionUpdate::AgentMessageChunk(chunk(item_id, delta))]
+            }
+            EventMsg::ReasoningDelta { item_id, delta } => {
+                self.streamed.insert(item_id.clone());
+                vec![SessionUpdate::AgentThoughtChunk(chunk(item_id, delta))]
+            }
+            EventMsg::ItemCompleted { item } => self.completed(item),
+            EventMsg::ToolCallBegin {
+                call_id,
+                name,
+                arguments,
+                action,
+            } => {
+                let action = action
+                    .clone()
+                    .unwrap_or_else(|| ToolAction::other(name, arguments));
+                let opened =
+                    tool_calls::opened(call_id, name, arguments, &action, self.display);
+                self.open.insert(call_id.clone(), action);
+                opened.map(SessionUpdate::ToolCall).into_iter().collect()
+            }
+            EventMsg::ToolOutputDelta { call_id, delta } => {
+                tool_calls::output_delta(call_id, self.open.get(call_id), delta, self.display)
+                    .map(SessionUpdate::ToolCallUpdate)
+                    .into_iter()
+                    .collect()
+            }
+            EventMsg::ToolCallEnd {
+                call_id,
+                success,
+                outcome,
+                ..
+            } => {
+                let action = self.open.remove(call_id);
+                let outcome = outcome.clone().unwrap_or_else(|| unreported(*success));
+                tool_calls::closed(call_id, action.as_ref(), &outcome, self.display)
+                    .map(SessionUpdate::ToolCallUpdate)
+                    .into_iter()
+                    .collect()
+            }
+            EventMsg::PlanUpdated { plan } => vec![SessionUpdate::Plan(plan_of(plan))],
+            EventMsg::ThreadNamed { name } => {
+                vec![SessionUpdate::SessionInfoUpdate(
+                    SessionInfoUpdate::new().title(one_line(name)),
+                )]
+            }
+            EventMsg::TokenCount {
+                last,
+                context_window: Some(size),
+                ..
+            } => {
+                let used = last.input_tokens + last.output_tokens;
+                vec![SessionUpdate::UsageUpdate(UsageUpdate::new(used, *size))]
+            }
+            EventMsg::CompactionStarted { .. } => {
+                let call = ToolCall::new(compaction_id(event), "Compact the conversation")
+                    .kind(ToolKind::Think)
+                    .status(ToolCallStatus::InProgress);
+                vec![SessionUpdate::ToolCall(call)]
+            }
+            EventMsg::Compacted {
+                tokens_before,
+                tokens_after,
+                ..
+            } => {
+                let fields = ToolCallUpdateFields::new()
+                    .status(ToolCallStatus::Completed)
+                    .raw_output(serde_json::json!({
+                        "tokens_before": tokens_before,
+                        "tokens_after": tokens_after,
+                    }));
+                vec![SessionUpdate::ToolCallUpdate(ToolCallUpdate::new(
+                    compaction_id(event),
+                    fields,
+                ))]
+            }
+            EventMsg::TokenCount { .. }
+            | EventMsg::ThreadConfigured { .. }
+            | EventMsg::SettingsChanged { .. }
+            | EventMsg::TurnStarted { .. }
+            | EventMsg::TurnCompleted { .. }
+            | EventMsg::TurnAborted { .. }
+            | EventMsg::TurnFailed { .. }
+            | EventMsg::ItemStarted { .. }
+            | EventMsg::ClientRequested { .. }
+            | EventMsg::ClientRequestResolved { .. }
+            // Carried by the `patched` outcome of the call's end.
+            | EventMsg::PatchApplied { .. }
+            | EventMsg::TurnDiff { .. }
+            | EventMsg::StreamRetry { .. }
+            | EventMsg::ModelRerouted { .. }
+            | EventMsg::ModelSwitched { .. }
+            | EventMsg::RolledBack { .. }
+            | EventMsg::Warning { .. }
+            | EventMsg::Error { .. }
+            // Sub-agent edges and advisor reviews have no ACP projection yet (no child
+            // sessions, no review cards); the calls they concern are still shown.
+            | EventMsg::AgentOrigin { .. }
+            | EventMsg::AgentSpawned { .. }
+            | EventMsg::AgentTasked { .. }
+            | EventMsg::AgentClosed { .. }
+            | EventMsg::AdvisorReviewStarted { .. }
+            | EventMsg::AdvisorReviewCompleted { .. }
+            | EventMsg::ShutdownComplete => Vec::new(),
+        }
+    }
+
+    /// The action of a call that is running, for a permission request about it.
+    pub fn open_action(&self, call_id: &str) -> Option<&ToolAction> {
+        self.open.get(call_id)
+    }
+
+    fn completed(&mut self, item: &Item) -> Vec<SessionUpdate> {
+        match item {
+            Item::AgentMessage { id, text, .. }
+                if !self.streamed.remove(id) && !text.is_empty() =>
+            {
+                vec![SessionUpdate::AgentMessageChunk(chunk(id, text))]
+            }
+            Item::Reasoning { id, text, .. } if !self.streamed.remove(id) && !text.is_empty() => {
+                vec![SessionUpdate::AgentThoughtChunk(chunk(id, text))]
+            }
+            Item::AgentMessage { id, .. } | Item::Reasoning { id, .. } => {
+                self.streamed.remove(id);
+                Vec::new()
+            }
+            Item::UserMessage { id, content } if self.mode == Mode::Replay => content
+                .iter()
+                .filter_map(|part| user_block(part).map(|b| (id, b)))
+                .map(|(id, block)| {
+                    SessionUpdate::UserMessageChunk(
+                        ContentChunk::new(block).message_id(MessageId::new(id.0.clone())),
+                    )
+                })
+                .collect(),
+            Item::UserMessage { .. }
+            | Item::ToolCall { .. }
+            | Item::ToolOutput { .. }
+            | Item::DeveloperMessage { .. }
+            | Item::Interruption { .. } => Vec::new(),
+        }
+    }
+}
+
+fn chunk(id: &ItemId, text: &str) -> ContentChunk {
+    ContentChunk::new(ContentBlock::from(text.to_owned())).message_id(MessageId::new(id.0.clone()))
+}
+
+/// A user's input part as the client sent it (an image by `data:` URL back as its data).
+fn user_block(part: &InputPart) -> Option<ContentBlock> {
+    match part {
+        InputPart::Text { text } => Some(ContentBlock::from(text.clone())),
+        InputPart::Image { url } => {
+            let (mime, data) = url
+                .strip_prefix("data:")
+                .and_then(|rest| rest.split_once(";base64,"))?;
+            Some(ContentBlock::Image(ImageContent::new(data, mime)))
+        }
+    }
+}
+
+fn plan_of(plan: &[PlanStep]) -> Plan {
+    Plan::new(
+        plan.iter()
+            .map(|s| {
+                let status = match s.status {
+                    PlanStepStatus::Pending => PlanEntryStatus::Pending,
+                    PlanStepStatus::InProgress => PlanEntryStatus::InProgress,
+                    PlanStepStatus::Completed => PlanEntryStatus::Completed,
+                };
+                PlanEntry::new(s.step.clone(), PlanEntryPriority::Medium, status)
+            })
+            .collect(),
+    )
+}
+
+/// The card of a compaction is named after its turn, so its start and end meet.
+fn compaction_id(event: &Event) -> String {
+    match &event.turn_id {
+        Some(turn) => format!("compaction-{turn}"),
+        None => format!("compaction-{}", event.thread_id),
+    }
+}
+
+/// What an old rollout's call without an outcome is known to have done.
+fn unreported(success: bool) -> ToolOutcome {
+    if success {
+        ToolOutcome::Returned {
+            text: String::new(),
+            structured: None,
+        }
+    } else {
+        ToolOutcome::failed("the call failed")
+    }
+}
+
+/// A title on one line: Zed's sidebar breaks on a newline.
+pub fn one_line(text: &str) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+#[cfg(test)]
+#[path = "project_tests.rs"]
+mod tests;

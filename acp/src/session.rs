@@ -1,0 +1,284 @@
+//! One ACP session = one rein thread. Its pump is the only task that talks to the client
+//! about the session: it reads the thread's events in order, sends what the projector makes
+//! of them as `session/update`s, asks the client for permissions, and answers the pending
+//! `session/prompt`s when their turn ends — after the turn's last update, since both leave
+//! from this one task, in order.
+//!
+//! A prompt is registered with the pump under the id of the submission that will start
+//! its turn *before* it is submitted (a user turn's id is its submission's id), and the
+//! pump takes commands before events, so no turn can end unseen by its prompt. A prompt
+//! that steered a running turn is moved to that turn; one whose turn already ended is
+//! answered from the few endings the pump remembers.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::{Arc, Mutex};
+
+use agent_client_protocol::v1::schema::{
+    PromptResponse, SessionId, SessionNotification, SessionUpdate, StopReason,
+};
+use agent_client_protocol::v1::{ConnectionTo, Responder};
+use agent_client_protocol::Client;
+use rein_core::{EventStream, ThreadHandle};
+use rein_protocol::{Event, EventMsg, Op, ThreadId, TurnAbortReason, TurnId};
+use tokio::sync::{mpsc, oneshot};
+
+use crate::config::Choices;
+use crate::permission;
+use crate::project::{Mode, Projector};
+use crate::tool_calls::TerminalDisplay;
+
+/// How many ended turns the pump remembers for prompts that arrive late.
+const ENDINGS_KEPT: usize = 32;
+
+/// A session the connection serves.
+pub struct Session {
+    pub thread: ThreadId,
+    pub acp_id: SessionId,
+    pub handle: ThreadHandle,
+    /// What the client chose; applied with the next prompt.
+    pub choices: Mutex<Choices>,
+    pump: mpsc::UnboundedSender<PumpCmd>,
+}
+
+/// How a turn ended, as a prompt is answered.
+#[derive(Clone, Debug)]
+pub enum Ending {
+    Stopped(StopReason),
+    Failed(String),
+}
+
+pub enum PumpCmd {
+    /// Answer `responder` when `turn` ends.
+    Await {
+        turn: TurnId,
+        responder: Responder<PromptResponse>,
+    },
+    /// The prompt registered under `from` steered `to` instead.
+    Moved { from: TurnId, to: TurnId },
+    /// The input of the prompt registered under `turn` was refused: answer it with `error`.
+    Refused {
+        turn: TurnId,
+        error: agent_client_protocol::Error,
+    },
+    /// Send this update (a command's answer) in order with the others.
+    Update(Box<SessionUpdate>),
+    /// The session is closed: answer what waits as cancelled and send nothing more.
+    Close(oneshot::Sender<()>),
+}
+
+impl Session {
+    /// Start the pump of `thread` on `events` (a subscription taken before anything could
+    /// happen that the client must see).
+    pub fn start(
+        handle: ThreadHandle,
+        events: EventStream,
+        choices: Choices,
+        cx: ConnectionTo<Client>,
+        display: TerminalDisplay,
+    ) -> Arc<Self> {
+        let thread = handle.id();
+        let acp_id = SessionId::new(thread.to_string());
+        let (tx, rx) = mpsc::unbounded_channel();
+        let pump = Pump {
+            session: acp_id.clone(),
+            handle: handle.clone(),
+            cx,
+            projector: Projector::new(Mode::Live, display),
+            waiting: HashMap::new(),
+            ended: VecDeque::new(),
+            asks: HashMap::new(),
+        };
+        tokio::spawn(pump.run(events, rx));
+        Arc::new(Self {
+            thread,
+            acp_id,
+            handle,
+            choices: Mutex::new(choices),
+            pump: tx,
+        })
+    }
+
+    pub fn send(&self, cmd: PumpCmd) {
+        if self.pump.send(cmd).is_err() {
+            tracing::debug!("session {}: the pump has stopped", self.acp_id);
+        }
+    }
+
+    /// Stop the pump once every waiting prompt is answered (cancelled).
+    pub async fn close(&self) {
+        let (tx, rx) = oneshot::channel();
+        self.send(PumpCmd::Close(tx));
+        let _ = rx.await;
+    }
+}
+
+struct Pump {
+    session: SessionId,
+    handle: ThreadHandle,
+    cx: ConnectionTo<Client>,
+    projector: Projector,
+    waiting: HashMap<TurnId, Vec<Responder<PromptResponse>>>,
+    ended: VecDeque<(TurnId, Ending)>,
+    /// Permission requests in flight, by the kernel's request id: dropping the sender stops
+    /// waiting for the client (and cancels its request).
+    asks: HashMap<String, oneshot::Sender<()>>,
+}
+
+impl Pump {
+    async fn run(mut self, mut events: EventStream, mut cmds: mpsc::UnboundedReceiver<PumpCmd>) {
+        let closed = loop {
+            tokio::select! {
+                biased;
+                cmd = cmds.recv() => match cmd {
+                    Some(PumpCmd::Close(done)) => break Some(done),
+                    Some(cmd) => self.on_cmd(cmd),
+                    None => break None,
+                },
+                event = events.recv() => match event {
+                    Some(event) => self.on_event(&event),
+                    None => break None,
+                },
+            }
+        };
+        for (_, responders) in self.waiting.drain() {
+            for responder in responders {
+                answer(responder, &Ending::Stopped(StopReason::Cancelled));
+            }
+        }
+        if let Some(done) = closed {
+            let _ = done.send(());
+        }
+    }
+
+    fn on_cmd(&mut self, cmd: PumpCmd) {
+        match cmd {
+            PumpCmd::Await { turn, responder } => self.wait(turn, responder),
+            PumpCmd::Moved { from, to } => {
+                for responder in self.waiting.remove(&from).unwrap_or_default() {
+                    self.wait(to, responder);
+                }
+            }
+            PumpCmd::Refused { turn, error } => {
+                for responder in self.waiting.remove(&turn).unwrap_or_default() {
+                    if let Err(e) = responder.respond_with_error(error.clone()) {
+                        tracing::debug!("prompt answer not sent: {e:?}");
+                    }
+                }
+            }
+            PumpCmd::Update(update) => self.send(*update),
+            PumpCmd::Close(_) => {}
+        }
+    }
+
+    fn wait(&mut self, turn: TurnId, responder: Responder<PromptResponse>) {
+        match self.ended.iter().find(|(t, _)| *t == turn) {
+            Some((_, ending)) => answer(responder, ending),
+            None => self.waiting.entry(turn).or_default().push(responder),
+        }
+    }
+
+    fn on_event(&mut self, event: &Event) {
+        for update in self.projector.project(event) {
+            self.send(update);
+        }
+        let ending = match &event.msg {
+            EventMsg::TurnCompleted { .. } => Ending::Stopped(StopReason::EndTurn),
+            EventMsg::TurnAborted { reason } => Ending::Stopped(match reason {
+                TurnAbortReason::Interrupted | TurnAbortReason::Replaced => StopReason::Cancelled,
+                TurnAbortReason::BudgetLimited => StopReason::MaxTurnRequests,
+                TurnAbortReason::ReviewEnded => StopReason::EndTurn,
+            }),
+            EventMsg::TurnFailed { message, .. } => Ending::Failed(message.clone()),
+            EventMsg::ClientRequested {
+                request_id,
+                call_id,
+                request,
+            } => {
+                self.ask(request_id, call_id, request);
+                return;
+            }
+            EventMsg::ClientRequestResolved { request_id, .. } => {
+                self.asks.remove(request_id);
+                return;
+            }
+            _ => return,
+        };
+        let Some(turn) = event.turn_id else {
+            return;
+        };
+        for responder in self.waiting.remove(&turn).unwrap_or_default() {
+            answer(responder, &ending);
+        }
+        if self.ended.len() == ENDINGS_KEPT {
+            self.ended.pop_front();
+        }
+        self.ended.push_back((turn, ending));
+    }
+
+    /// Ask the client for a permission; its answer goes to the thread. A question (which
+    /// ACP has no stable way to ask) gets no answers.
+    fn ask(&mut self, request_id: &str, call_id: &str, request: &rein_protocol::ClientRequest) {
+        let handle = self.handle.clone();
+        let request_id = request_id.to_owned();
+        let Some(asking) = permission::request_for(
+            &self.session,
+            call_id,
+            self.projector.open_action(call_id),
+            request,
+        ) else {
+            tokio::spawn(respond(handle, request_id, permission::unanswered()));
+            return;
+        };
+        let (stop, stopped) = oneshot::channel();
+        self.asks.insert(request_id.clone(), stop);
+        let sent = self.cx.send_request(asking).block_task();
+        tokio::spawn(async move {
+            let answer = tokio::select! {
+                answer = sent => answer,
+                // Answered or cancelled in the thread (the turn ended): dropping `sent`
+                // cancels the client's request.
+                _ = stopped => return,
+            };
+            if let Err(e) = &answer {
+                tracing::warn!("permission request {request_id}: {e:?}");
+            }
+            let decision = permission::decision_of(answer.as_ref().ok());
+            respond(handle, request_id, permission::response(decision)).await;
+        });
+    }
+
+    fn send(&self, update: SessionUpdate) {
+        let notification = SessionNotification::new(self.session.clone(), update);
+        if let Err(e) = self.cx.send_notification(notification) {
+            tracing::debug!("session {}: update not sent: {e:?}", self.session);
+        }
+    }
+}
+
+async fn respond(
+    handle: ThreadHandle,
+    request_id: String,
+    response: rein_protocol::ClientResponse,
+) {
+    let op = Op::Respond {
+        request_id,
+        response,
+    };
+    if let Err(e) = handle.submit(op).await {
+        tracing::debug!("client response: {e}");
+    }
+}
+
+/// Answer a prompt with how its turn ended: a stop reason, or the turn's error.
+pub fn answer(responder: Responder<PromptResponse>, ending: &Ending) {
+    let sent = match ending {
+        Ending::Stopped(reason) => responder.respond(PromptResponse::new(*reason)),
+        Ending::Failed(message) => responder.respond_with_error(agent_client_protocol::Error::new(
+            agent_client_protocol::ErrorCode::INTERNAL_ERROR,
+            message.clone(),
+        )),
+    };
+    if let Err(e) = sent {
+        tracing::debug!("prompt answer not sent: {e:?}");
+    }
+}

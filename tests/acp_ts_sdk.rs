@@ -1,0 +1,197 @@
+//! `rein acp` driven by the official ACP TypeScript SDK (`@agentclientprotocol/sdk`, which
+//! validates every message it receives against the protocol's schema; installed by
+//! `scripts/test-setup.sh`): a plain turn, a permission round trip, `session/list`, and
+//! `session/load` in a second process with the history replayed before the answer.
+//! Skipped, with the reason printed, only when node or npm is missing (never in CI).
+#![allow(clippy::unwrap_used)]
+
+#[path = "support/acp.rs"]
+mod support;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use pretty_assertions::assert_eq;
+use serde_json::{json, Value};
+use support::{home_for, MockModel};
+
+fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .unwrap()
+        .to_owned()
+}
+
+fn has(tool: &str) -> bool {
+    Command::new(tool)
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success())
+}
+
+/// The node_modules holding the SDK, installing it first if needed; `None` when node or
+/// npm is missing.
+fn node_modules() -> Option<PathBuf> {
+    if !has("node") || !has("npm") {
+        return None;
+    }
+    let root = repo_root();
+    let modules = root.join("target/e2e-node/node_modules");
+    let entry = modules.join("@agentclientprotocol/sdk/dist/v1/stable/acp.js");
+    if !entry.exists() {
+        let status = Command::new(root.join("scripts/test-setup.sh"))
+            .status()
+            .unwrap();
+        assert!(status.success(), "scripts/test-setup.sh failed");
+    }
+    assert!(entry.exists(), "the ACP SDK was not installed");
+    Some(modules)
+}
+
+fn without_message_ids(mut v: Value) -> Value {
+    if let Some(map) = v.as_object_mut() {
+        map.remove("messageId");
+    }
+    v
+}
+
+#[test]
+fn the_official_typescript_client_drives_a_turn_a_permission_and_a_load() {
+    let Some(modules) = node_modules() else {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "CI must have node and npm for the ACP SDK test (scripts/test-setup.sh)"
+        );
+        eprintln!("skipped: node and npm are needed to run the ACP TypeScript SDK");
+        return;
+    };
+    let model = MockModel::start(json!({
+        "replies": [
+            { "text": "Hello there.", "deltas": 2 },
+            { "tool_calls": [{ "call_id": "call_touch", "name": "shell", "arguments": {
+                "command": ["touch", "approved.txt"], "with_escalated_permissions": true,
+                "justification": "outside"
+            } }] },
+            { "text": "Done." }
+        ],
+        "when_exhausted": "echo"
+    }));
+    let home = home_for(&model);
+    let cwd = tempfile::tempdir().unwrap();
+    let cwd_path = cwd.path().canonicalize().unwrap();
+    let out = Command::new("node")
+        .arg(repo_root().join("tests/sdk/acp_client.mjs"))
+        .arg(&modules)
+        .arg(support::rein().get_program())
+        .arg(&cwd_path)
+        .env("REIN_HOME", home.path())
+        .env("MOCK_API_KEY", "test-key")
+        .env_remove("RUST_LOG")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "the ACP client failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let out: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let session = out["sessionId"].as_str().unwrap();
+
+    assert_eq!(out["initialize"]["agentInfo"]["name"], "rein");
+    let stops: Vec<&Value> = out["turns"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| &t["stopReason"])
+        .collect();
+    assert_eq!(stops, vec!["end_turn", "end_turn"]);
+    let chunks: Vec<Value> = out["turns"][0]["updates"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|u| u["sessionUpdate"] == "agent_message_chunk")
+        .cloned()
+        .map(without_message_ids)
+        .collect();
+    assert_eq!(
+        chunks,
+        vec![
+            json!({ "sessionUpdate": "agent_message_chunk", "content": { "type": "text", "text": "Hello " } }),
+            json!({ "sessionUpdate": "agent_message_chunk", "content": { "type": "text", "text": "there." } }),
+        ]
+    );
+    assert_eq!(
+        out["permissions"],
+        json!([{
+            "sessionId": session,
+            "toolCall": {
+                "toolCallId": "call_touch", "status": "pending", "kind": "execute",
+                "title": "touch approved.txt",
+                "content": [{ "type": "content", "content": { "type": "text",
+                    "text": "the command asks to run outside the sandbox: outside" } }]
+            },
+            "options": [
+                { "optionId": "allow_once", "name": "Allow once", "kind": "allow_once" },
+                { "optionId": "allow_always", "name": "Allow for this session", "kind": "allow_always" },
+                { "optionId": "reject_once", "name": "Reject", "kind": "reject_once" }
+            ]
+        }])
+    );
+    assert!(
+        cwd_path.join("approved.txt").exists(),
+        "the allowed command ran"
+    );
+    let listed: Vec<&str> = out["listed"]["sessions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["sessionId"].as_str().unwrap())
+        .collect();
+    assert_eq!(listed, vec![session]);
+
+    // The load replays both turns before its answer; after it come only the commands and
+    // the title (if they arrive before the client hangs up).
+    let (replayed, after): (Vec<Value>, Vec<Value>) = out["replayed"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .cloned()
+        .partition(|r| r["beforeAnswer"] == true);
+    let after: Vec<&str> = after
+        .iter()
+        .map(|r| r["update"]["sessionUpdate"].as_str().unwrap())
+        .collect();
+    assert!(
+        after
+            .iter()
+            .all(|k| ["available_commands_update", "session_info_update"].contains(k)),
+        "{after:?}"
+    );
+    let kinds: Vec<&str> = replayed
+        .iter()
+        .map(|r| r["update"]["sessionUpdate"].as_str().unwrap())
+        .filter(|k| *k != "usage_update")
+        .collect();
+    assert_eq!(
+        kinds,
+        vec![
+            "user_message_chunk",
+            "agent_message_chunk",
+            "user_message_chunk",
+            "tool_call",
+            "tool_call_update",
+            "agent_message_chunk",
+        ]
+    );
+    let live_call = out["turns"][1]["updates"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|u| u["sessionUpdate"] == "tool_call")
+        .unwrap();
+    let replayed_call = replayed
+        .iter()
+        .find(|r| r["update"]["sessionUpdate"] == "tool_call")
+        .unwrap();
+    assert_eq!(&replayed_call["update"], live_call);
+}
