@@ -82,6 +82,31 @@ pub struct Kernel {
 }
 
 impl Kernel {
+    /// A kernel assembled by the caller (tests, embedders with their own catalog): no
+    /// configuration file, no MCP servers.
+    pub fn from_parts(
+        manager: Arc<ThreadManager>,
+        home: PathBuf,
+        model: String,
+        provider: String,
+        models: Arc<dyn ModelCatalog>,
+        durability: Durability,
+        store: Arc<dyn SessionStore>,
+    ) -> Self {
+        Self {
+            manager,
+            home,
+            model,
+            provider,
+            models,
+            config: None,
+            durability,
+            store,
+            mcp: None,
+            load_options: None,
+        }
+    }
+
     /// Settings for a new thread in `cwd` with this kernel's model.
     pub fn default_settings(&self, cwd: PathBuf) -> ThreadSettings {
         ThreadSettings {

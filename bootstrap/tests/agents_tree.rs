@@ -129,16 +129,15 @@ fn kernel(home: &std::path::Path, models: &[(&str, &Arc<ScriptedModel>)]) -> Ker
             .store(Arc::clone(&store))
             .agents(AgentsConfig::default())
             .build_shared();
-    Kernel {
+    Kernel::from_parts(
         manager,
-        home: home.to_owned(),
-        model: MODEL.into(),
-        provider: "scripted".into(),
-        models: catalog,
-        config: None,
-        durability: Durability::default(),
+        home.to_owned(),
+        MODEL.into(),
+        "scripted".into(),
+        catalog,
+        Durability::default(),
         store,
-    }
+    )
 }
 
 #[tokio::test]
