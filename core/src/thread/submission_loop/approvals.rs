@@ -81,10 +81,12 @@ impl SubmissionLoop {
         if granted {
             self.tools.set_grants(self.state.session_grants.clone());
         }
-        let _ = parked.reply.send(response);
         if outcome == ApprovalOutcome::Aborted {
+            // Turn the page before the tool hears the answer: woken first, it could end its
+            // call and let the task start another step (a model request) before the abort.
             self.abort_turn(TurnAbortReason::Interrupted).await;
         }
+        let _ = parked.reply.send(response);
         OpResult::Accepted
     }
 }
