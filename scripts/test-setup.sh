@@ -57,6 +57,13 @@ mcp_venv="target/mcp-venv"
 if ! command -v python3 >/dev/null 2>&1; then
     echo "test-setup: python3 not found; the MCP interop tests with Python servers will be skipped" >&2
 elif [ ! -x "$mcp_venv/bin/mcp-server-time" ]; then
+    # Debian's python3 needs python3-venv for `-m venv` (ensurepip).
+    if ! python3 -c 'import ensurepip' >/dev/null 2>&1 \
+        && command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
+        (apt-get update -qq && apt-get install -y -qq python3-venv >/dev/null) \
+            || echo "test-setup: could not install python3-venv" >&2
+    fi
+    rm -rf "$mcp_venv"
     (python3 -m venv "$mcp_venv" \
         && "$mcp_venv/bin/pip" install -q --disable-pip-version-check "mcp>=1.20,<2" mcp-server-time >&2) \
         || echo "test-setup: could not install mcp-server-time; its tests will be skipped" >&2
