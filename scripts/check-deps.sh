@@ -6,13 +6,14 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-# The I/O and wire-format crates the kernel must reach only through its traits.
+# The I/O, wire-format and sandbox crates the kernel must reach only through its traits.
 kernel_forbidden="rusqlite reqwest hyper toml jsonrpsee tungstenite tokio-tungstenite rmcp
-    agent-client-protocol rein-config rein-providers rein-rollout rein-bootstrap
-    rein-app-server rein-app-server-protocol rein-mock-model"
-# The sandbox crates: still reached through rein-core's built-in tools (core/src/tools/);
-# checked, and reported, but not yet enforced until the tools are a leaf crate.
-kernel_pending="landlock seccompiler"
+    agent-client-protocol landlock seccompiler rein-config rein-providers rein-rollout
+    rein-tools rein-mcp rein-bootstrap rein-app-server rein-app-server-protocol rein-acp
+    rein-mock-model"
+# What the leaves (tool sources, storage, HTTP) must not reach: one another's I/O and the
+# front ends.
+front_ends="rein-bootstrap rein-app-server rein-app-server-protocol rein-acp rein-cli"
 
 failures=0
 
@@ -43,24 +44,17 @@ forbid() {
     forbid rein-app-server-protocol tokio rein-core rein-protocol
     forbid rein-core $kernel_forbidden
     forbid rein-config tokio reqwest rusqlite rein-core
-    # (The leaves also reach landlock and seccompiler, through rein-core, until the tools
-    # leave it.)
-    forbid rein-rollout reqwest hyper toml jsonrpsee rein-config rein-providers \
+    forbid rein-tools rusqlite reqwest hyper toml jsonrpsee tungstenite tokio-tungstenite \
+        rmcp agent-client-protocol rein-config rein-rollout rein-providers rein-mcp $front_ends
+    forbid rein-rollout reqwest hyper toml jsonrpsee landlock seccompiler rein-config \
+        rein-providers rein-tools rein-app-server-protocol
+    forbid rein-providers rusqlite jsonrpsee landlock seccompiler rein-rollout rein-tools \
         rein-app-server-protocol
-    forbid rein-providers rusqlite jsonrpsee rein-rollout rein-app-server-protocol
+    forbid rein-mcp rusqlite reqwest jsonrpsee landlock seccompiler rein-rollout \
+        rein-providers rein-tools $front_ends
     forbid rein-bootstrap jsonrpsee tungstenite tokio-tungstenite rein-app-server \
-        rein-app-server-protocol
+        rein-app-server-protocol rein-acp
 }
-
-core_graph="$(reaches rein-core)"
-for name in $kernel_pending; do
-    if grep -qx -- "$name" <<<"$core_graph"; then
-        echo "check-deps: not yet enforced: rein-core reaches $name (the built-in tools and the sandbox are still in core/src/tools/)"
-    else
-        echo "check-deps: rein-core no longer reaches $name: move it from kernel_pending to kernel_forbidden" >&2
-        failures=$((failures + 1))
-    fi
-done
 
 if [ "$failures" -ne 0 ]; then
     echo "check-deps: $failures rule(s) broken" >&2

@@ -5,7 +5,7 @@
 //! secrets and agent sockets in the inherited environment, processes that outlive their
 //! call, the interrupt, SIGTERM / SIGINT / SIGKILL of the server, and the `sandboxPolicy`
 //! fields of `turn/start`. The file-system, device, socket and capability attacks run at
-//! kernel level in `core/tests/tools_sandbox.rs`. Everything runs as root and, through a
+//! tool level in `tools/tests/tools_sandbox.rs`. Everything runs as root and, through a
 //! copy of the binaries, as `nobody`.
 #![allow(clippy::unwrap_used)]
 

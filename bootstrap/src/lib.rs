@@ -26,10 +26,10 @@ use rein_core::manager::ThreadManager;
 use rein_core::model::scripted::ScriptedModel;
 use rein_core::model::{ModelCatalog, ModelInfo, StaticCatalog};
 use rein_core::store::SessionStore;
-use rein_core::tools::builtin::{builtin_tools, BuiltinConfig};
 use rein_providers::catalog::ProviderCatalog;
 use rein_rollout::writer::Durability;
 use rein_rollout::{RolloutService, ServiceOptions};
+use rein_tools::{builtin_tools, BuiltinConfig};
 
 /// The model name of the built-in scripted model.
 pub const DEMO_MODEL: &str = "rein-demo";
@@ -150,7 +150,7 @@ pub fn bootstrap(
 ) -> Result<Kernel, BootstrapError> {
     // The provider keys are in this process's environment and memory: no command it runs
     // may read them through /proc.
-    rein_core::tools::sandbox::protect_this_process();
+    rein_tools::sandbox::protect_this_process();
     let home = match options.home {
         Some(home) => home,
         None => config::rein_home(env).ok_or(BootstrapError::NoHome)?,

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use anyhow::Context;
 use clap::Args;
 use rein_bootstrap::{bootstrap, BootstrapOptions};
-use rein_core::tools::sandbox::Sandbox;
+use rein_tools::sandbox::Sandbox;
 
 #[derive(Args)]
 pub struct AcpArgs {

@@ -18,7 +18,7 @@ use std::net::SocketAddr;
 
 use rein_app_server::{ws, ConnectionLimits, KernelSource};
 use rein_bootstrap::{bootstrap, BootstrapOptions};
-use rein_core::tools::sandbox::Sandbox;
+use rein_tools::sandbox::Sandbox;
 use tokio::io::{AsyncBufRead, AsyncRead, ReadBuf};
 use tokio::signal::unix::{signal, SignalKind};
 use tokio::sync::Notify;

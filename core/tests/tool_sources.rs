@@ -1,7 +1,8 @@
 //! Tool sources and per-thread tool state against the scripted model: a tool that appears
-//! while a step runs is offered from the next step on, never half-way through one; grants
-//! "for the session" are folded from the thread's events, so a resumed thread keeps them;
-//! a tool's question to the client takes the same park-and-wake path as an approval.
+//! while a step runs is offered from the next step on, never half-way through one; a
+//! tool's question to the client takes the same park-and-wake path as an approval. (That
+//! a grant "for the session" survives a resume is shown with the built-in shell, in
+//! `tools/tests/tools_in_turn.rs`.)
 #![allow(clippy::unwrap_used)]
 
 mod support;
@@ -12,15 +13,12 @@ use futures::future::BoxFuture;
 use futures::FutureExt;
 use pretty_assertions::assert_eq;
 use rein_core::model::scripted::ScriptedModel;
-use rein_core::recorder::MemoryRecorder;
-use rein_core::tools::{
-    builtin_tools, BuiltinConfig, Tool, ToolCall, ToolContext, ToolResult, ToolSlot, ToolSpec,
-};
+use rein_core::tools::{Tool, ToolCall, ToolContext, ToolResult, ToolSlot, ToolSpec};
 use rein_core::{ThreadManager, ThreadOptions};
 use rein_protocol::script::ScriptedReply;
 use rein_protocol::{
-    ApprovalDecision, ApprovalOutcome, ApprovalPolicy, ClientRequest, ClientResponse, Event,
-    EventMsg, Item, Op, OpResult, Question, SandboxPolicy,
+    ApprovalDecision, ApprovalOutcome, ClientRequest, ClientResponse, EventMsg, Item, Op, OpResult,
+    Question,
 };
 use serde_json::json;
 use support::{catalog, fast_config, is_turn_end, manager, settings, until};
@@ -112,86 +110,6 @@ async fn a_source_whose_tools_change_is_read_again_at_each_step() {
     let requests = model.requests();
     assert!(offered(&requests[0]).is_empty());
     assert_eq!(offered(&requests[1]), vec!["late".to_owned()]);
-}
-
-#[tokio::test]
-async fn a_grant_for_the_session_survives_a_resume() {
-    let dir = tempfile::tempdir().unwrap();
-    let touch = json!({ "command": ["touch", "granted.txt"] });
-    let model = ScriptedModel::replies(vec![
-        ScriptedReply::tool_call("shell", touch.clone()),
-        ScriptedReply::text("first done"),
-        ScriptedReply::tool_call("shell", touch),
-        ScriptedReply::text("second done"),
-    ]);
-    let m = ThreadManager::builder(catalog(
-        model.clone() as Arc<dyn rein_core::model::ModelClient>
-    ))
-    .tools(builtin_tools(BuiltinConfig::default()))
-    .config(fast_config())
-    .build();
-    let mut s = settings();
-    s.cwd = dir.path().canonicalize().unwrap();
-    s.approval_policy = ApprovalPolicy::Untrusted;
-    s.sandbox_policy = SandboxPolicy::DangerFullAccess;
-    let recorder = MemoryRecorder::default();
-    let mut t = m
-        .create_thread(ThreadOptions::new(s).with_recorder(Box::new(recorder.clone())))
-        .unwrap();
-    t.handle.submit(Op::user_text("touch it")).await.unwrap();
-    let asked = until(&mut t.events, |e| {
-        matches!(e.msg, EventMsg::ClientRequested { .. })
-    })
-    .await;
-    let EventMsg::ClientRequested { request_id, .. } = &asked.msg else {
-        unreachable!()
-    };
-    t.handle
-        .submit(Op::ApprovalAnswer {
-            approval_id: request_id.clone(),
-            decision: ApprovalDecision::ApproveForSession,
-        })
-        .await
-        .unwrap();
-    let mut events = t.events.collect_until(is_turn_end).await;
-    events.insert(0, asked);
-    assert!(events.iter().any(|e| matches!(
-        &e.msg,
-        EventMsg::ClientRequestResolved {
-            outcome: ApprovalOutcome::ApprovedForSession,
-            grant: Some(_),
-            ..
-        }
-    )));
-    assert!(dir.path().join("granted.txt").exists());
-
-    // A new life of the thread, from its events alone.
-    let all = t.handle.state().await.unwrap();
-    assert!(all
-        .session_grants
-        .covers_command(&["touch".into(), "granted.txt".into()]));
-    t.handle.shutdown().await.unwrap();
-    let history: Vec<Event> = recorder.events();
-    drop(t);
-    let resumed = m
-        .create_thread(ThreadOptions::resume(
-            history,
-            Box::new(rein_core::recorder::NullRecorder),
-        ))
-        .unwrap();
-    let mut r = resumed;
-    r.handle.submit(Op::user_text("again")).await.unwrap();
-    let events = r.events.collect_until(is_turn_end).await;
-    assert!(
-        !events
-            .iter()
-            .any(|e| matches!(e.msg, EventMsg::ClientRequested { .. })),
-        "the resumed thread did not ask again: {events:?}"
-    );
-    assert!(matches!(
-        events.last().unwrap().msg,
-        EventMsg::TurnCompleted { .. }
-    ));
 }
 
 /// A tool that asks the user a question and returns the answer.

@@ -9,7 +9,7 @@ use std::sync::{Arc, PoisonError};
 use std::time::Duration;
 
 use futures::future::BoxFuture;
-use rein_core::tools::process::HeadTailBuffer;
+use rein_core::tools::HeadTailBuffer;
 use rein_core::tools::{Tool, ToolCall, ToolContext, ToolResult, ToolSpec};
 use rein_protocol::{
     ApprovalPolicy, ClientRequest, ClientResponse, Decliner, Question, QuestionOption, ToolAction,

@@ -52,7 +52,7 @@ pub fn initialize_response(home: &Path, out: &Outbound, raw: Value) -> Result<Va
 
 /// The sandbox of this process (detected once, usually already at startup).
 fn sandbox_status() -> rein_app_server_protocol::SandboxStatus {
-    let report = rein_core::tools::sandbox::Sandbox::detected().report();
+    let report = rein_tools::sandbox::Sandbox::detected().report();
     rein_app_server_protocol::SandboxStatus {
         mechanism: report.mechanism,
         landlock_abi: report.landlock_abi,

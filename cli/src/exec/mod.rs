@@ -19,8 +19,8 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context};
 use rein_bootstrap::{bootstrap, BootstrapOptions};
-use rein_core::tools::builtin::BuiltinConfig;
 use rein_protocol::{InputPart, SettingsChange, ThreadId};
+use rein_tools::BuiltinConfig;
 
 pub use args::ExecArgs;
 use args::{ColorMode, ExecCommand};

@@ -12,7 +12,7 @@ use rein_protocol::{
     ThreadId, ThreadSettings, TokenUsage, TurnAbortReason, TurnId,
 };
 
-use crate::tools::policy::SessionApprovals;
+use crate::tools::SessionApprovals;
 
 /// One turn as history sees it: where its items begin.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -7,22 +7,14 @@
 //! Architecture invariant: a Step offers the model exactly the specs of its frozen
 //! `ToolSet`, and only that set runs the calls of that Step's reply.
 
-pub mod apply_patch;
-pub mod builtin;
-pub mod command_actions;
-pub mod files;
-pub mod plan;
-pub mod policy;
-pub mod process;
-pub mod sandbox;
-pub mod shell;
-pub mod shell_tool;
+pub mod capture;
+pub mod grants;
 pub mod sources;
-pub mod terminals;
 pub mod testing;
 pub mod thread_tools;
 
-pub use builtin::{builtin_tools, BuiltinConfig};
+pub use capture::HeadTailBuffer;
+pub use grants::SessionApprovals;
 pub use sources::{StaticTools, ThreadToolSource, ToolSlot, ToolSource, ToolSources};
 pub use thread_tools::{ThreadToolState, ThreadTools};
 
@@ -37,8 +29,6 @@ use rein_protocol::{
 use serde::Serialize;
 use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
-
-use policy::SessionApprovals;
 
 /// What the model is told about a tool.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -116,7 +106,7 @@ impl ToolResult {
 }
 
 /// A tool the model can call. Adding one means implementing this and registering it with
-/// a [`ToolSource`] (the built-ins: [`builtin_tools`]).
+/// a [`ToolSource`] (the built-ins: `rein_tools::builtin_tools`).
 pub trait Tool: Send + Sync + 'static {
     fn spec(&self) -> ToolSpec;
 

@@ -12,7 +12,7 @@ use std::any::{Any, TypeId};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
 
-use super::policy::SessionApprovals;
+use super::grants::SessionApprovals;
 use super::sources::ToolSources;
 
 /// State a tool keeps for one thread, created on the thread's first call that asks for it.

@@ -203,8 +203,14 @@ impl Tool for StubbornTool {
     fn run<'a>(&'a self, _call: ToolCall, ctx: ToolContext) -> BoxFuture<'a, ToolResult> {
         async move {
             let _flag = DropFlag(Arc::clone(&self.dropped));
+            // Killed when dropped too, as a terminal is: a thread dropped without a
+            // shutdown leaves nothing behind (nor an inherited pipe held open).
             let sleep = tokio::process::Command::new("sleep")
                 .arg("600")
+                .stdin(std::process::Stdio::null())
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::null())
+                .kill_on_drop(true)
                 .spawn()
                 .unwrap();
             *self.background_pid.lock().unwrap() = sleep.id();

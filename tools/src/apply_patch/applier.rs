@@ -22,7 +22,7 @@ use super::error::PatchError;
 use super::fs::{is_symlink_on_path, Dir, Location, ReadError, MAX_PATCHED_FILE_BYTES};
 use super::matcher;
 use super::parser::{FileOp, Hunk, Patch};
-use crate::tools::policy::paths;
+use crate::policy::paths;
 
 /// What happened to one file, for the model and the user.
 #[derive(Clone, Debug, PartialEq, Eq)]

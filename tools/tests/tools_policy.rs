@@ -6,12 +6,12 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use rein_core::tools::policy::{
+use rein_core::tools::testing::{settings, RecordingHost, ScriptedAnswer};
+use rein_protocol::{ApprovalDecision, ApprovalPolicy, ClientRequest, SandboxPolicy, ThreadId};
+use rein_tools::policy::{
     judge, Action, ExecSandbox, JudgeInput, PolicyConfig, PolicyEngine, Refusal, SessionApprovals,
     Verdict,
 };
-use rein_core::tools::testing::{settings, RecordingHost, ScriptedAnswer};
-use rein_protocol::{ApprovalDecision, ApprovalPolicy, ClientRequest, SandboxPolicy, ThreadId};
 use tokio_util::sync::CancellationToken;
 
 use ApprovalPolicy::{Never, OnFailure, OnRequest, Untrusted};

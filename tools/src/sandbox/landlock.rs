@@ -13,7 +13,7 @@ use landlock::{
 };
 
 use super::SandboxError;
-use crate::tools::policy::WritableRoots;
+use crate::policy::WritableRoots;
 
 /// Device files any shell expects to write.
 pub const WRITABLE_DEVICES: &[&str] = &["/dev/null", "/dev/zero", "/dev/full", "/dev/tty"];

@@ -1,16 +1,22 @@
 //! The built-in tools inside real turns: a patch edits a real file and the turn reports
-//! per-file and aggregated diffs; a shell command's output reaches the model.
+//! per-file and aggregated diffs; a shell command's output reaches the model; a grant
+//! "for the session" is folded from the thread's events, so a resumed thread keeps it.
 #![allow(clippy::unwrap_used)]
 
+#[path = "../../core/tests/support/mod.rs"]
 mod support;
 
 use std::sync::Arc;
 
 use rein_core::model::scripted::ScriptedModel;
-use rein_core::tools::builtin::{builtin_tools, BuiltinConfig};
+use rein_core::recorder::{MemoryRecorder, NullRecorder};
 use rein_core::{ThreadManager, ThreadOptions};
 use rein_protocol::script::ScriptedReply;
-use rein_protocol::{ApprovalPolicy, EventMsg, FileChangeKind, Item, Op, SandboxPolicy};
+use rein_protocol::{
+    ApprovalDecision, ApprovalOutcome, ApprovalPolicy, Event, EventMsg, FileChangeKind, Item, Op,
+    SandboxPolicy,
+};
+use rein_tools::builtin::{builtin_tools, BuiltinConfig};
 use serde_json::json;
 use support::*;
 
@@ -189,4 +195,81 @@ fn s_cwd(events: &[std::sync::Arc<rein_protocol::Event>]) -> std::path::PathBuf 
             _ => None,
         })
         .unwrap()
+}
+
+#[tokio::test]
+async fn a_grant_for_the_session_survives_a_resume() {
+    let dir = tempfile::tempdir().unwrap();
+    let touch = json!({ "command": ["touch", "granted.txt"] });
+    let model = ScriptedModel::replies(vec![
+        ScriptedReply::tool_call("shell", touch.clone()),
+        ScriptedReply::text("first done"),
+        ScriptedReply::tool_call("shell", touch),
+        ScriptedReply::text("second done"),
+    ]);
+    let m = ThreadManager::builder(catalog(
+        model.clone() as Arc<dyn rein_core::model::ModelClient>
+    ))
+    .tools(builtin_tools(BuiltinConfig::default()))
+    .config(fast_config())
+    .build();
+    let mut s = settings();
+    s.cwd = dir.path().canonicalize().unwrap();
+    s.approval_policy = ApprovalPolicy::Untrusted;
+    s.sandbox_policy = SandboxPolicy::DangerFullAccess;
+    let recorder = MemoryRecorder::default();
+    let mut t = m
+        .create_thread(ThreadOptions::new(s).with_recorder(Box::new(recorder.clone())))
+        .unwrap();
+    t.handle.submit(Op::user_text("touch it")).await.unwrap();
+    let asked = until(&mut t.events, |e| {
+        matches!(e.msg, EventMsg::ClientRequested { .. })
+    })
+    .await;
+    let EventMsg::ClientRequested { request_id, .. } = &asked.msg else {
+        unreachable!()
+    };
+    t.handle
+        .submit(Op::ApprovalAnswer {
+            approval_id: request_id.clone(),
+            decision: ApprovalDecision::ApproveForSession,
+        })
+        .await
+        .unwrap();
+    let mut events = t.events.collect_until(is_turn_end).await;
+    events.insert(0, asked);
+    assert!(events.iter().any(|e| matches!(
+        &e.msg,
+        EventMsg::ClientRequestResolved {
+            outcome: ApprovalOutcome::ApprovedForSession,
+            grant: Some(_),
+            ..
+        }
+    )));
+    assert!(dir.path().join("granted.txt").exists());
+
+    // A new life of the thread, from its events alone.
+    let all = t.handle.state().await.unwrap();
+    assert!(all
+        .session_grants
+        .covers_command(&["touch".into(), "granted.txt".into()]));
+    t.handle.shutdown().await.unwrap();
+    let history: Vec<Event> = recorder.events();
+    drop(t);
+    let resumed = m
+        .create_thread(ThreadOptions::resume(history, Box::new(NullRecorder)))
+        .unwrap();
+    let mut r = resumed;
+    r.handle.submit(Op::user_text("again")).await.unwrap();
+    let events = r.events.collect_until(is_turn_end).await;
+    assert!(
+        !events
+            .iter()
+            .any(|e| matches!(e.msg, EventMsg::ClientRequested { .. })),
+        "the resumed thread did not ask again: {events:?}"
+    );
+    assert!(matches!(
+        events.last().unwrap().msg,
+        EventMsg::TurnCompleted { .. }
+    ));
 }

@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 
 use super::sys::{self, MOUNT_ATTR_NODEV, MOUNT_ATTR_NOSUID, MOUNT_ATTR_RDONLY};
 use super::SandboxError;
-use crate::tools::policy::WritableRoots;
+use crate::policy::WritableRoots;
 
 /// The device files the minimal `/dev` carries (bound from the host's).
 const DEVICES: [&std::ffi::CStr; 6] = [

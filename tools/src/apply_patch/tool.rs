@@ -13,8 +13,8 @@ use serde_json::json;
 use super::applier::{ChangeKind, FileChange};
 use super::parser::{FileOp, Hunk};
 use super::{parse, stage, summarize, PatchError};
-use crate::tools::policy::{Action, PolicyEngine};
-use crate::tools::{Tool, ToolCall, ToolContext, ToolResult, ToolSpec};
+use crate::policy::{Action, PolicyEngine};
+use crate::{Tool, ToolCall, ToolContext, ToolResult, ToolSpec};
 
 pub const APPLY_PATCH_TOOL: &str = "apply_patch";
 

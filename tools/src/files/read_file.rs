@@ -9,7 +9,7 @@ use serde::Deserialize;
 use serde_json::json;
 
 use super::{blocking, looks_binary, open_regular, resolve};
-use crate::tools::{Tool, ToolCall, ToolContext, ToolResult, ToolSpec};
+use crate::{Tool, ToolCall, ToolContext, ToolResult, ToolSpec};
 
 const DEFAULT_LIMIT: usize = 2000;
 /// Longer lines are cut, so one minified file cannot flood the context.

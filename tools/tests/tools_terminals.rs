@@ -6,10 +6,11 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use rein_core::tools::sandbox::Sandbox;
 use rein_core::tools::testing::{call, settings, RecordingHost};
-use rein_core::tools::{builtin_tools, BuiltinConfig, ToolSet};
+use rein_core::tools::ToolSet;
 use rein_protocol::{ApprovalPolicy, SandboxPolicy, ThreadId};
+use rein_tools::sandbox::Sandbox;
+use rein_tools::{builtin_tools, BuiltinConfig};
 use serde_json::{json, Value};
 use tokio_util::sync::CancellationToken;
 

@@ -6,11 +6,11 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use rein_core::tools::process::exec::{self, ExecLimits, ExitKind};
-use rein_core::tools::shell::UncheckedShellTool;
 use rein_core::tools::testing::{call, settings, RecordingHost};
 use rein_core::tools::Tool;
 use rein_protocol::{ApprovalPolicy, SandboxPolicy, ThreadId};
+use rein_tools::process::exec::{self, ExecLimits, ExitKind};
+use rein_tools::shell::UncheckedShellTool;
 use serde_json::{json, Value};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;

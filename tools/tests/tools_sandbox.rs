@@ -14,13 +14,13 @@ use std::os::unix::net::UnixListener;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use rein_core::tools::policy::{PolicyConfig, PolicyEngine};
-use rein_core::tools::sandbox::{Sandbox, SandboxMechanism};
-use rein_core::tools::shell::ShellConfig;
-use rein_core::tools::shell_tool::ShellTool;
 use rein_core::tools::testing::{call, settings, RecordingHost};
 use rein_core::tools::Tool;
 use rein_protocol::{ApprovalPolicy, SandboxPolicy, ThreadId};
+use rein_tools::policy::{PolicyConfig, PolicyEngine};
+use rein_tools::sandbox::{Sandbox, SandboxMechanism};
+use rein_tools::shell::ShellConfig;
+use rein_tools::shell_tool::ShellTool;
 use serde_json::{json, Value};
 use tokio_util::sync::CancellationToken;
 

@@ -7,7 +7,7 @@ use std::fs;
 use std::path::Path;
 
 use pretty_assertions::assert_eq;
-use rein_core::tools::apply_patch;
+use rein_tools::apply_patch;
 
 use rein_core::tools::testing::{read_file as read, write_file as write};
 
@@ -82,12 +82,12 @@ mod symlink_race {
     use std::sync::Arc;
 
     use pretty_assertions::assert_eq;
-    use rein_core::tools::apply_patch::fs::{set_mechanism, Mechanism};
-    use rein_core::tools::apply_patch::ApplyPatchTool;
-    use rein_core::tools::policy::{paths, PolicyConfig, PolicyEngine};
     use rein_core::tools::testing::{call, settings, RecordingHost};
     use rein_core::tools::Tool;
     use rein_protocol::{ApprovalPolicy, SandboxPolicy, ThreadId};
+    use rein_tools::apply_patch::fs::{set_mechanism, Mechanism};
+    use rein_tools::apply_patch::ApplyPatchTool;
+    use rein_tools::policy::{paths, PolicyConfig, PolicyEngine};
     use serde_json::json;
     use tokio_util::sync::CancellationToken;
 
@@ -184,7 +184,7 @@ mod symlink_race {
     /// Both mechanisms, one after the other (the choice is process-wide).
     #[tokio::test(flavor = "multi_thread")]
     async fn no_patch_write_escapes_through_a_flipping_symlink() {
-        if rein_core::tools::apply_patch::fs::mechanism() == Mechanism::Openat2 {
+        if rein_tools::apply_patch::fs::mechanism() == Mechanism::Openat2 {
             race(Mechanism::Openat2).await;
         } else {
             eprintln!("SKIPPED the openat2 half: this kernel has no openat2");

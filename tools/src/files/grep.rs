@@ -16,7 +16,7 @@ use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
 use super::{blocking, glob, looks_binary, open_regular, resolve, DEFAULT_IGNORES};
-use crate::tools::{Tool, ToolCall, ToolContext, ToolResult, ToolSpec};
+use crate::{Tool, ToolCall, ToolContext, ToolResult, ToolSpec};
 
 const DEFAULT_MAX_RESULTS: usize = 200;
 const MAX_FILE_BYTES: u64 = 4 * 1024 * 1024;

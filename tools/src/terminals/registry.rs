@@ -13,10 +13,10 @@ use tokio::sync::Notify;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
-use crate::tools::process::capture::HeadTailBuffer;
-use crate::tools::process::exec::ExitKind;
-use crate::tools::process::group::{kill_group, ProcessGroupGuard};
-use crate::tools::ThreadToolState;
+use crate::process::capture::HeadTailBuffer;
+use crate::process::exec::ExitKind;
+use crate::process::group::{kill_group, ProcessGroupGuard};
+use crate::ThreadToolState;
 
 /// Unread output kept per terminal between reads (head + tail).
 const UNREAD_CAP: usize = 64 * 1024;

@@ -4,12 +4,12 @@
 use std::fs;
 
 use pretty_assertions::assert_eq;
-use rein_core::tools::files::{GrepTool, ListDirTool, ReadFileTool};
-use rein_core::tools::plan::UpdatePlanTool;
 use rein_core::tools::testing::{call, settings, RecordingHost};
 use rein_core::tools::testing::{make_fifo, EndlessFifo};
 use rein_core::tools::{Tool, ToolResult};
 use rein_protocol::{ApprovalPolicy, EventMsg, PlanStep, PlanStepStatus, SandboxPolicy, ThreadId};
+use rein_tools::files::{GrepTool, ListDirTool, ReadFileTool};
+use rein_tools::plan::UpdatePlanTool;
 use serde_json::{json, Value};
 use tokio_util::sync::CancellationToken;
 
@@ -268,7 +268,7 @@ async fn read_file_refuses_fifos_and_devices_and_reads_huge_files_in_bounded_amo
     )
     .await;
     assert!(r.success);
-    let cap = rein_core::tools::files::read_file::MAX_OUTPUT_BYTES;
+    let cap = rein_tools::files::read_file::MAX_OUTPUT_BYTES;
     assert!(r.output.len() < cap + 200, "{}", r.output.len());
     let tail = r.output.lines().last().unwrap();
     assert!(

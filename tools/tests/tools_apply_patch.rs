@@ -6,7 +6,7 @@ use std::fs;
 use std::path::Path;
 
 use pretty_assertions::assert_eq;
-use rein_core::tools::apply_patch::{self, ChangeKind, PatchError};
+use rein_tools::apply_patch::{self, ChangeKind, PatchError};
 
 use rein_core::tools::testing::{read_file as read, write_file as write};
 
@@ -249,11 +249,11 @@ fn file_mode_is_kept_on_update() {
 mod through_the_tool {
     use std::sync::Arc;
 
-    use rein_core::tools::apply_patch::ApplyPatchTool;
-    use rein_core::tools::policy::{PolicyConfig, PolicyEngine};
     use rein_core::tools::testing::{call, settings, RecordingHost, ScriptedAnswer};
     use rein_core::tools::Tool;
     use rein_protocol::{ApprovalDecision, ApprovalPolicy, SandboxPolicy, ThreadId};
+    use rein_tools::apply_patch::ApplyPatchTool;
+    use rein_tools::policy::{PolicyConfig, PolicyEngine};
     use serde_json::json;
     use tokio_util::sync::CancellationToken;
 

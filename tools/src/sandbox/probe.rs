@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use rein_protocol::SandboxPolicy;
 
 use super::{bwrap, Confinement, SandboxSpec};
-use crate::tools::policy::WritableRoots;
+use crate::policy::WritableRoots;
 
 /// A scratch root (with a read-only place inside) for one probe.
 struct Scratch {

@@ -9,7 +9,7 @@ use serde::Deserialize;
 use serde_json::json;
 
 use super::BackgroundTerminals;
-use crate::tools::{Tool, ToolCall, ToolContext, ToolResult, ToolSpec};
+use crate::{Tool, ToolCall, ToolContext, ToolResult, ToolSpec};
 
 const DEFAULT_WAIT_MS: u64 = 500;
 const MAX_WAIT_MS: u64 = 30_000;

@@ -1,7 +1,8 @@
 //! Running real processes for tools: output capture, environment policy, process-group
 //! ownership and the run-to-completion loop. Knows nothing about policies or the model.
 
-pub mod capture;
+// Bounded capture is the kernel's (any tool source bounds its output the same way).
+pub use rein_core::tools::capture;
 pub mod env;
 pub mod exec;
 pub mod group;

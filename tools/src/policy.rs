@@ -9,7 +9,8 @@ pub mod judge;
 pub mod paths;
 pub mod protected;
 pub mod safe_commands;
-pub mod session;
+// The grants are kernel state (the thread folds them from its approval events).
+pub use rein_core::tools::grants as session;
 
 use std::path::PathBuf;
 

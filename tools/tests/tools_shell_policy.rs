@@ -4,13 +4,13 @@
 
 use std::sync::Arc;
 
-use rein_core::tools::policy::{PolicyConfig, PolicyEngine};
-use rein_core::tools::sandbox::Sandbox;
-use rein_core::tools::shell::ShellConfig;
-use rein_core::tools::shell_tool::ShellTool;
 use rein_core::tools::testing::{call, settings, RecordingHost, ScriptedAnswer};
 use rein_core::tools::Tool;
 use rein_protocol::{ApprovalDecision, ApprovalPolicy, ClientRequest, SandboxPolicy, ThreadId};
+use rein_tools::policy::{PolicyConfig, PolicyEngine};
+use rein_tools::sandbox::Sandbox;
+use rein_tools::shell::ShellConfig;
+use rein_tools::shell_tool::ShellTool;
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 

@@ -1,18 +1,7 @@
 //! The built-in tools: the one place a tool is registered. One instance per process,
 //! stateless per thread (a thread's background terminals and session grants live in its
-//! `ThreadTools`, reached through the call's context); the kernel offers them to every
-//! thread as its first tool source.
-//!
-//! Map of `tools/`: `shell_tool` (policy-checked `shell`) on top of `shell` (arguments,
-//! formatting) and `process` (spawn, capture, group kill, env policy); `terminals`
-//! (background commands, `write_stdin`); `apply_patch` (parser, matcher, atomic applier,
-//! tool); `files` (`read_file`, `list_dir`, `grep`); `plan` (`update_plan`); `policy`
-//! (the judge, writable roots, known-safe commands, session approvals); `sandbox`
-//! (Landlock + seccomp + mount namespace, bubblewrap, detection); `testing` (a recording
-//! `ToolHost`).
-//!
-//! Architecture invariant: every tool that writes or runs something asks the policy
-//! engine first, and a command permitted only inside the sandbox never runs outside it.
+//! `ThreadTools`, reached through the call's context); `rein-bootstrap` offers them to
+//! every thread as its first tool source.
 
 use std::path::PathBuf;
 use std::sync::Arc;

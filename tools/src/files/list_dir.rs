@@ -9,7 +9,7 @@ use serde::Deserialize;
 use serde_json::json;
 
 use super::{blocking, glob, resolve, DEFAULT_IGNORES};
-use crate::tools::{Tool, ToolCall, ToolContext, ToolResult, ToolSpec};
+use crate::{Tool, ToolCall, ToolContext, ToolResult, ToolSpec};
 
 const DEFAULT_DEPTH: usize = 2;
 const MAX_DEPTH: usize = 10;

@@ -4,6 +4,7 @@
 //! advisor (error, timeout, garbage) fails open, and an approval never relaxes the policy.
 #![allow(clippy::unwrap_used)]
 
+#[path = "../../core/tests/support/mod.rs"]
 mod support;
 
 use std::path::Path;
@@ -12,7 +13,6 @@ use std::time::Duration;
 
 use pretty_assertions::assert_eq;
 use rein_core::model::scripted::ScriptedModel;
-use rein_core::tools::builtin::{builtin_tools, BuiltinConfig};
 use rein_core::{KernelConfig, ThreadManager, ThreadOptions};
 use rein_protocol::advisor::{AdvisorConfig, AdvisorMode};
 use rein_protocol::script::{Fault, ScriptedReply};
@@ -20,6 +20,7 @@ use rein_protocol::{
     AdvisorFailure, AdvisorRisk, AdvisorVerdict, ApprovalPolicy, Decliner, Event, EventMsg, Item,
     Op, SandboxPolicy, ToolOutcome,
 };
+use rein_tools::builtin::{builtin_tools, BuiltinConfig};
 use serde_json::json;
 use support::*;
 
