@@ -2,7 +2,8 @@
 //! validates every message it receives against the protocol's schema; installed by
 //! `scripts/test-setup.sh`): a plain turn, a permission round trip, `session/list`, and
 //! `session/load` in a second process with the history replayed before the answer.
-//! Skipped, with the reason printed, only when node or npm is missing (never in CI).
+//! Ignored, with the reason, where node or npm is missing (never in CI: see
+//! scripts/test_prereqs.rs).
 #![allow(clippy::unwrap_used)]
 
 #[path = "support/acp.rs"]
@@ -56,6 +57,10 @@ fn without_message_ids(mut v: Value) -> Value {
 }
 
 #[test]
+#[cfg_attr(
+    not(rein_has_node),
+    ignore = "needs node and npm (scripts/test-setup.sh installs the SDK with them)"
+)]
 fn the_official_typescript_client_drives_a_turn_a_permission_and_a_load() {
     let Some(modules) = node_modules() else {
         assert!(
