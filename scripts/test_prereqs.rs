@@ -7,9 +7,11 @@
 // The probes read the toolchain on PATH and the user building; a build script reruns when
 // PATH or CI changes.
 
+/// Whether a prerequisite is present.
+type Probe = fn() -> bool;
+
 /// The prerequisites a build script can probe, by cfg name.
-#[allow(dead_code)]
-const PREREQUISITES: &[(&str, fn() -> bool)] = &[
+const PREREQUISITES: &[(&str, Probe)] = &[
     // `node` and `npm` (the SDK and MCP interop tests install their packages with them).
     ("rein_has_node", || runs("node") && runs("npm")),
     // bubblewrap, the sandbox fallback.
@@ -41,7 +43,6 @@ fn is_root() -> bool {
 }
 
 /// Emits every prerequisite's cfg (declared for check-cfg, set when present or under CI).
-#[allow(dead_code)]
 fn probe_test_prerequisites() {
     println!("cargo::rerun-if-env-changed=PATH");
     println!("cargo::rerun-if-env-changed=CI");

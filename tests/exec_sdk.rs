@@ -6,35 +6,20 @@
 #![allow(clippy::unwrap_used)]
 
 mod support;
+#[path = "support/test_setup.rs"]
+mod test_setup;
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::Command;
 
 use serde_json::{json, Value};
 use support::MockModel;
+use test_setup::{installed, repo_root};
 
-fn repo_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .unwrap()
-        .to_owned()
-}
-
-/// The SDK package directory, installing it first if needed.
+/// The SDK package directory.
 fn sdk_dir() -> PathBuf {
-    let root = repo_root();
-    let dir = root.join("target/e2e-node/node_modules/@openai/codex-sdk");
-    if !dir.join("dist/index.js").exists() {
-        let status = Command::new(root.join("scripts/test-setup.sh"))
-            .status()
-            .unwrap();
-        assert!(status.success(), "scripts/test-setup.sh failed");
-    }
-    assert!(
-        dir.join("dist/index.js").exists(),
-        "the SDK was not installed"
-    );
-    dir
+    let entry = installed("target/e2e-node/node_modules/@openai/codex-sdk/dist/index.js");
+    entry.parent().unwrap().parent().unwrap().to_owned()
 }
 
 #[test]

@@ -5,38 +5,23 @@
 //! scripts/test-setup.sh under target/.
 #![allow(clippy::unwrap_used)]
 
+#[path = "support/processes.rs"]
+mod processes;
 mod support;
+#[path = "support/test_setup.rs"]
+mod test_setup;
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use pretty_assertions::assert_eq;
+use processes::processes_in;
 use serde_json::json;
 use support::{json_lines, Home, MockModel};
+use test_setup::installed;
 
-fn repo_root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .unwrap()
-        .to_owned()
-}
-
-/// The entry point of `@modelcontextprotocol/server-everything`, installing it first
-/// (scripts/test-setup.sh, with npm) if needed.
+/// The entry point of `@modelcontextprotocol/server-everything`.
 fn everything() -> PathBuf {
-    let root = repo_root();
-    let entry = root
-        .join("target/mcp-node/node_modules/@modelcontextprotocol/server-everything/dist/index.js");
-    if !entry.exists() {
-        let status = std::process::Command::new(root.join("scripts/test-setup.sh"))
-            .status()
-            .unwrap();
-        assert!(status.success(), "scripts/test-setup.sh failed");
-    }
-    assert!(
-        entry.exists(),
-        "@modelcontextprotocol/server-everything was not installed"
-    );
-    entry
+    installed("target/mcp-node/node_modules/@modelcontextprotocol/server-everything/dist/index.js")
 }
 
 fn add_config(home: &Home, text: &str) {
@@ -44,21 +29,6 @@ fn add_config(home: &Home, text: &str) {
     let mut config = std::fs::read_to_string(&path).unwrap();
     config.push_str(text);
     std::fs::write(path, config).unwrap();
-}
-
-/// Processes whose working directory is `dir`.
-fn processes_in(dir: &Path) -> Vec<String> {
-    std::fs::read_dir("/proc")
-        .unwrap()
-        .filter_map(Result::ok)
-        .filter(|e| e.file_name().to_string_lossy().parse::<u32>().is_ok())
-        .filter(|e| std::fs::read_link(e.path().join("cwd")).is_ok_and(|cwd| cwd == dir))
-        .map(|e| {
-            std::fs::read_to_string(e.path().join("cmdline"))
-                .unwrap_or_default()
-                .replace('\0', " ")
-        })
-        .collect()
 }
 
 #[test]
