@@ -334,7 +334,10 @@ fn check_sigkill_of_the_server_takes_its_commands_along() {
 }
 
 fn check_sandbox_policy_fields_are_honoured_or_refused() {
-    let base = PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
+    // Outside the temp dirs, which workspace-write leaves writable (as `nobody`, a
+    // directory made for it).
+    let base = std::env::var_os("REIN_E2E_OUTSIDE")
+        .map_or_else(|| PathBuf::from(env!("CARGO_TARGET_TMPDIR")), PathBuf::from);
     let extra = tempfile::tempdir_in(&base).unwrap();
     let mark = marker();
     let slash_tmp = format!("/tmp/rein-hostile-{mark}");
@@ -411,6 +414,7 @@ fn sigterm_and_sigint_stop_everything_and_exit_0() {
 #[test]
 fn sigkill_of_the_server_takes_its_commands_along() {
     check_sigkill_of_the_server_takes_its_commands_along();
+    check_sandbox_policy_fields_are_honoured_or_refused();
 }
 
 #[test]
@@ -432,8 +436,10 @@ fn the_suite_holds_as_an_unprivileged_user() {
     }
     let base = tempfile::tempdir_in("/var/tmp").unwrap();
     let tmp = base.path().join("tmp");
+    let outside = base.path().join("outside");
     let fixtures = base.path().join("fixtures");
     std::fs::create_dir_all(&tmp).unwrap();
+    std::fs::create_dir_all(&outside).unwrap();
     let copy = std::process::Command::new("cp")
         .arg("-r")
         .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures"))
@@ -464,6 +470,7 @@ fn the_suite_holds_as_an_unprivileged_user() {
         .env("HOME", &tmp)
         .env("REIN_E2E_BIN", &rein)
         .env("REIN_E2E_FIXTURES", &fixtures)
+        .env("REIN_E2E_OUTSIDE", &outside)
         .status()
         .unwrap();
     assert!(
@@ -483,4 +490,5 @@ fn as_an_unprivileged_user() {
     check_processes_die_with_the_interrupt();
     check_sigterm_and_sigint_stop_everything_and_exit_0();
     check_sigkill_of_the_server_takes_its_commands_along();
+    check_sandbox_policy_fields_are_honoured_or_refused();
 }
