@@ -374,6 +374,7 @@ impl RolloutStore {
             name: read_last_name(path)?,
             archived: path.starts_with(layout::archived_dir(&self.home)),
             forked_from: head.meta.forked_from,
+            parent_thread_id: head.meta.parent_thread_id,
         })
     }
 
