@@ -12,7 +12,7 @@ use agent_client_protocol::v1::schema::{
     AgentCapabilities, AvailableCommandsUpdate, ClientCapabilities, CloseSessionRequest,
     CloseSessionResponse, ContentBlock, ContentChunk, ForkSessionRequest, ForkSessionResponse,
     Implementation, InitializeRequest, InitializeResponse, ListSessionsRequest,
-    ListSessionsResponse, LoadSessionRequest, LoadSessionResponse, McpCapabilities,
+    ListSessionsResponse, LoadSessionRequest, LoadSessionResponse, McpCapabilities, McpServer,
     NewSessionRequest, NewSessionResponse, PromptCapabilities, PromptRequest, PromptResponse,
     ResumeSessionRequest, ResumeSessionResponse, SessionCapabilities, SessionCloseCapabilities,
     SessionForkCapabilities, SessionId, SessionInfo, SessionInfoUpdate, SessionListCapabilities,
@@ -30,6 +30,7 @@ use rein_protocol::{
 };
 
 use crate::config::{Choices, MODEL};
+use crate::mcp::ClientServers;
 use crate::project::{one_line, Mode, Projector};
 use crate::prompt::{self, Command};
 use crate::session::{answer, Ending, PumpCmd, Session};
@@ -107,19 +108,26 @@ impl Agent {
             .collect()
     }
 
-    /// Register a thread as a session and start its pump.
-    async fn open(&self, new: NewThread, cx: &ConnectionTo<Client>) -> Result<Arc<Session>, Error> {
+    /// Register a thread as a session, with the client's MCP servers, and start its pump.
+    async fn open(
+        &self,
+        new: NewThread,
+        servers: ClientServers,
+        cx: &ConnectionTo<Client>,
+    ) -> Result<Arc<Session>, Error> {
         let state = new.handle.state().await.map_err(internal)?;
         let settings = state
             .settings
             .clone()
             .ok_or_else(|| internal("the thread has no settings"))?;
+        let mcp = servers.attach(&new.handle, &settings).await;
         let session = Session::start(
             new.handle,
             new.events,
             Choices::of(&settings),
             cx.clone(),
             self.display(),
+            mcp,
         );
         lock(&self.sessions).insert(session.thread, Arc::clone(&session));
         Ok(session)
@@ -170,18 +178,13 @@ impl Agent {
                     ..SandboxOptions::default()
                 });
             }
-            if !request.mcp_servers.is_empty() {
-                tracing::warn!(
-                    "session/new: {} MCP server(s) ignored: rein acp does not run client MCP servers yet",
-                    request.mcp_servers.len()
-                );
-            }
+            let servers = ClientServers::of(&request.mcp_servers)?;
             let new = self
                 .kernel
                 .start_thread(settings, Persistence::Rollout)
                 .await
                 .map_err(|e| invalid_params(&e.to_string()))?;
-            self.open(new, &cx).await
+            self.open(new, servers, &cx).await
         }
         .await;
         match opened {
@@ -204,10 +207,12 @@ impl Agent {
         &self,
         id: &SessionId,
         replay: bool,
+        servers: &[McpServer],
         cx: &ConnectionTo<Client>,
     ) -> Result<Arc<Session>, Error> {
         self.ready()?;
         let thread = thread_id(id)?;
+        let servers = ClientServers::of(servers)?;
         if lock(&self.sessions).contains_key(&thread) {
             return Err(invalid_request(
                 "the session is open on this connection already",
@@ -236,7 +241,7 @@ impl Agent {
                 }
             }
         }
-        self.open(resumed.thread, cx).await
+        self.open(resumed.thread, servers, cx).await
     }
 
     async fn title_of(&self, session: &Session) -> Option<String> {
@@ -255,7 +260,10 @@ impl Agent {
         responder: Responder<LoadSessionResponse>,
         cx: ConnectionTo<Client>,
     ) {
-        match self.reopen(&request.session_id, true, &cx).await {
+        match self
+            .reopen(&request.session_id, true, &request.mcp_servers, &cx)
+            .await
+        {
             Ok(session) => {
                 let (options, modes) = self.config_of(&session);
                 let response = LoadSessionResponse::new()
@@ -276,7 +284,10 @@ impl Agent {
         responder: Responder<ResumeSessionResponse>,
         cx: ConnectionTo<Client>,
     ) {
-        match self.reopen(&request.session_id, false, &cx).await {
+        match self
+            .reopen(&request.session_id, false, &request.mcp_servers, &cx)
+            .await
+        {
             Ok(session) => {
                 let (options, modes) = self.config_of(&session);
                 let response = ResumeSessionResponse::new()
@@ -300,12 +311,13 @@ impl Agent {
         let forked = async {
             self.ready()?;
             let parent = thread_id(&request.session_id)?;
+            let servers = ClientServers::of(&request.mcp_servers)?;
             let new = self
                 .kernel
                 .fork_thread(parent, None)
                 .await
                 .map_err(|e| invalid_request(&e.to_string()))?;
-            self.open(new, &cx).await
+            self.open(new, servers, &cx).await
         }
         .await;
         match forked {

@@ -18,6 +18,7 @@
 
 mod agent;
 mod config;
+mod mcp;
 mod permission;
 mod project;
 mod prompt;

@@ -19,6 +19,7 @@ use agent_client_protocol::v1::schema::{
 use agent_client_protocol::v1::{ConnectionTo, Responder};
 use agent_client_protocol::Client;
 use rein_core::{EventStream, ThreadHandle};
+use rein_mcp::McpManager;
 use rein_protocol::{Event, EventMsg, Op, ThreadId, TurnAbortReason, TurnId};
 use tokio::sync::{mpsc, oneshot};
 
@@ -38,6 +39,8 @@ pub struct Session {
     /// What the client chose; applied with the next prompt.
     pub choices: Mutex<Choices>,
     pump: mpsc::UnboundedSender<PumpCmd>,
+    /// The MCP servers the client gave this session; they stop with it.
+    mcp: Option<Arc<McpManager>>,
 }
 
 /// How a turn ended, as a prompt is answered.
@@ -75,6 +78,7 @@ impl Session {
         choices: Choices,
         cx: ConnectionTo<Client>,
         display: TerminalDisplay,
+        mcp: Option<Arc<McpManager>>,
     ) -> Arc<Self> {
         let thread = handle.id();
         let acp_id = SessionId::new(thread.to_string());
@@ -95,6 +99,7 @@ impl Session {
             handle,
             choices: Mutex::new(choices),
             pump: tx,
+            mcp,
         })
     }
 
@@ -104,11 +109,15 @@ impl Session {
         }
     }
 
-    /// Stop the pump once every waiting prompt is answered (cancelled).
+    /// Stop the pump once every waiting prompt is answered (cancelled), then the client's
+    /// MCP servers.
     pub async fn close(&self) {
         let (tx, rx) = oneshot::channel();
         self.send(PumpCmd::Close(tx));
         let _ = rx.await;
+        if let Some(mcp) = &self.mcp {
+            mcp.shutdown().await;
+        }
     }
 }
 

@@ -21,6 +21,9 @@ pub const PATIENCE: Duration = Duration::from_secs(30);
 mod mock_model;
 pub use mock_model::{rein, MockModel};
 
+#[path = "node.rs"]
+pub mod node;
+
 /// A temporary `REIN_HOME` whose config points at the mock model server.
 pub fn home_for(model: &MockModel) -> tempfile::TempDir {
     let home = tempfile::tempdir().unwrap();
