@@ -46,7 +46,8 @@ fn initialize_says_what_rein_does() {
                 "auth": {}
             },
             "authMethods": [],
-            "agentInfo": { "name": "rein", "title": "rein", "version": env!("CARGO_PKG_VERSION") }
+            "agentInfo": { "name": "rein", "title": "rein", "version": env!("CARGO_PKG_VERSION") },
+            "_meta": { "steering": { "supported": true, "method": "_session/steering" } }
         })
     );
     acp.finish();
@@ -300,6 +301,96 @@ fn cancel_during_a_permission_request_withdraws_it_and_the_prompt_is_cancelled()
                       "result": { "outcome": { "outcome": "cancelled" } } }));
     assert!(!cwd_path.join("approved.txt").exists());
     // The session goes on.
+    let id = acp.prompt(&session, "again");
+    let (_, answer) = acp.answer_to(&id);
+    assert_eq!(answer["result"], json!({ "stopReason": "end_turn" }));
+    acp.finish();
+}
+
+fn steer(acp: &mut Acp, session: &str, text: &str) -> Value {
+    acp.request(
+        "_session/steering",
+        json!({ "sessionId": session, "prompt": [{ "type": "text", "text": text }] }),
+    )
+}
+
+#[test]
+fn a_prompt_during_a_turn_waits_for_it_and_steering_joins_it() {
+    let model = MockModel::start(json!({
+        "replies": [
+            { "tool_calls": [{ "call_id": "call_touch", "name": "shell", "arguments": {
+                "command": ["touch", "approved.txt"], "with_escalated_permissions": true,
+                "justification": "outside"
+            } }] },
+            { "text": "First done." },
+            { "text": "Second done." },
+            { "text": "Steered anew." }
+        ],
+        "when_exhausted": "echo"
+    }));
+    let home = home_for(&model);
+    let cwd = tempfile::tempdir().unwrap();
+    let cwd_path = cwd.path().canonicalize().unwrap();
+    let mut acp = Acp::start(home.path());
+    acp.initialize();
+    let session = acp.new_session(&cwd_path);
+    let first = acp.prompt(&session, "Touch the file.");
+    // The turn waits on the permission: a prompt now waits in line, a steer joins the turn.
+    let ask = acp
+        .until(|m| method(m) == "session/request_permission")
+        .pop()
+        .unwrap();
+    let second = acp.prompt(&session, "Second prompt.");
+    let steering = steer(&mut acp, &session, "Also mind the steer.");
+    let (before, steered) = acp.answer_to(&steering);
+    assert_eq!(steered["result"], json!({ "outcome": "injected" }));
+    acp.send(&json!({ "jsonrpc": "2.0", "id": ask["id"],
+                      "result": { "outcome": { "outcome": "selected", "optionId": "allow_once" } } }));
+    let (rest, answer) = acp.answer_to(&first);
+    assert_eq!(answer["result"], json!({ "stopReason": "end_turn" }));
+    assert!(
+        !before.iter().chain(&rest).any(|m| is_answer(m, &second)),
+        "the second prompt waited for the first turn"
+    );
+    let (_, answer) = acp.answer_to(&second);
+    assert_eq!(answer["result"], json!({ "stopReason": "end_turn" }));
+    let requests: Vec<String> = model.requests().iter().map(Value::to_string).collect();
+    assert_eq!(requests.len(), 3, "{requests:#?}");
+    assert!(requests[1].contains("Also mind the steer."));
+    assert!(!requests[1].contains("Second prompt."));
+    assert!(requests[2].contains("Second prompt."));
+
+    // Idle, a steer starts a turn of its own.
+    let steering = steer(&mut acp, &session, "Go on.");
+    let (_, steered) = acp.answer_to(&steering);
+    assert_eq!(steered["result"], json!({ "outcome": "startedNewTurn" }));
+    let chunks = acp.until(|m| update_kind(m) == "agent_message_chunk");
+    assert_eq!(
+        chunks.last().unwrap()["params"]["update"]["content"]["text"],
+        "Steered anew."
+    );
+    acp.finish();
+}
+
+#[test]
+fn cancel_also_cancels_the_prompts_waiting_in_line() {
+    let model = escalating_model();
+    let home = home_for(&model);
+    let cwd = tempfile::tempdir().unwrap();
+    let cwd_path = cwd.path().canonicalize().unwrap();
+    let mut acp = Acp::start(home.path());
+    acp.initialize();
+    let session = acp.new_session(&cwd_path);
+    let first = acp.prompt(&session, "Touch the file.");
+    acp.until(|m| method(m) == "session/request_permission");
+    let second = acp.prompt(&session, "Then this.");
+    acp.notify("session/cancel", json!({ "sessionId": session }));
+    let (_, answer) = acp.answer_to(&first);
+    assert_eq!(answer["result"], json!({ "stopReason": "cancelled" }));
+    let (_, answer) = acp.answer_to(&second);
+    assert_eq!(answer["result"], json!({ "stopReason": "cancelled" }));
+    // Only the first prompt reached the model.
+    assert_eq!(model.requests().len(), 1);
     let id = acp.prompt(&session, "again");
     let (_, answer) = acp.answer_to(&id);
     assert_eq!(answer["result"], json!({ "stopReason": "end_turn" }));

@@ -34,6 +34,7 @@ use crate::mcp::ClientServers;
 use crate::project::{one_line, Mode, Projector};
 use crate::prompt::{self, Command};
 use crate::session::{answer, Ending, PumpCmd, Session};
+use crate::steering::{self, SteeringOutcome, SteeringRequest, SteeringResponse};
 use crate::tool_calls::TerminalDisplay;
 
 /// How many sessions a `session/list` page holds.
@@ -76,7 +77,8 @@ impl Agent {
             );
         Ok(InitializeResponse::new(request.protocol_version)
             .agent_capabilities(capabilities)
-            .agent_info(Implementation::new("rein", env!("CARGO_PKG_VERSION")).title("rein")))
+            .agent_info(Implementation::new("rein", env!("CARGO_PKG_VERSION")).title("rein"))
+            .meta(steering::advertised()))
     }
 
     fn ready(&self) -> Result<(), Error> {
@@ -417,6 +419,7 @@ impl Agent {
     pub async fn cancel(&self, id: &SessionId) {
         match self.session(id) {
             Ok(session) => {
+                session.cancel_waiting();
                 if let Err(e) = session.handle.submit(Op::Interrupt).await {
                     tracing::debug!("cancel: {e}");
                 }
@@ -425,6 +428,8 @@ impl Agent {
         }
     }
 
+    /// `session/prompt`: once the turns ahead of it have ended, start a turn with it; the
+    /// pump answers when that turn ends.
     pub async fn prompt(&self, request: PromptRequest, responder: Responder<PromptResponse>) {
         let session = match self.session(&request.session_id) {
             Ok(s) => s,
@@ -437,24 +442,29 @@ impl Agent {
             Ok(items) => items,
             Err(m) => return reply(responder, Err(invalid_params(&m))),
         };
-        let settings = match session.handle.state().await {
-            Ok(state) => state.settings,
-            Err(e) => return reply(responder, Err(internal(e))),
+        let Some(place) = session.wait_in_line().await else {
+            return answer(responder, &Ending::Stopped(StopReason::Cancelled));
         };
-        let change = settings
-            .map(|s| lock(&session.choices).change_from(&s))
-            .unwrap_or_default();
+        let settings = match self.change_for(&session).await {
+            Ok(change) => change,
+            Err(e) => return reply(responder, Err(e)),
+        };
         let submission = SubmissionId::new();
         let turn = TurnId::from(submission);
-        session.send(PumpCmd::Await { turn, responder });
+        session.send(PumpCmd::Await {
+            turn,
+            responder,
+            place: Some(place),
+        });
         let op = Op::UserInput {
             items,
             mode: InputMode::StartOrSteer,
-            settings: change,
+            settings,
             output_schema: None,
         };
         match session.handle.submit_with_id(submission, op).await {
             Ok(OpResult::Input(InputOutcome::Started { .. } | InputOutcome::Queued { .. })) => {}
+            // A turn the line does not know of (one a steering request started).
             Ok(OpResult::Input(InputOutcome::Steered { turn_id })) => {
                 session.send(PumpCmd::Moved {
                     from: turn,
@@ -476,6 +486,49 @@ impl Agent {
                 error: invalid_request(&e.to_string()),
             }),
         }
+    }
+
+    /// `_session/steering`: the input joins the running turn, or starts one.
+    pub async fn steer(&self, request: SteeringRequest) -> Result<SteeringResponse, Error> {
+        let session = self.session(&request.session_id)?;
+        if prompt::command_of(&request.prompt).is_some() {
+            return Err(invalid_params(
+                "a slash command is a prompt of its own, it cannot steer a turn",
+            ));
+        }
+        let items = prompt::input_of(&request.prompt).map_err(|m| invalid_params(&m))?;
+        let settings = self.change_for(&session).await?;
+        let op = Op::UserInput {
+            items,
+            mode: InputMode::StartOrSteer,
+            settings,
+            output_schema: None,
+        };
+        let outcome = match session.handle.submit(op).await {
+            Ok(OpResult::Input(InputOutcome::Steered { .. })) => SteeringOutcome::Injected,
+            Ok(OpResult::Input(InputOutcome::Started { .. } | InputOutcome::Queued { .. })) => {
+                SteeringOutcome::StartedNewTurn
+            }
+            Ok(OpResult::Input(InputOutcome::Rejected { reason })) => {
+                return Err(invalid_request(&reason.to_string()))
+            }
+            Ok(other) => {
+                return Err(internal(format!(
+                    "unexpected answer from the thread: {other:?}"
+                )))
+            }
+            Err(e) => return Err(invalid_request(&e.to_string())),
+        };
+        Ok(SteeringResponse { outcome })
+    }
+
+    /// What the client chose since the thread last ran, to send with the next input.
+    async fn change_for(&self, session: &Session) -> Result<rein_protocol::SettingsChange, Error> {
+        let state = session.handle.state().await.map_err(internal)?;
+        Ok(state
+            .settings
+            .map(|s| lock(&session.choices).change_from(&s))
+            .unwrap_or_default())
     }
 
     /// A slash command: a compaction or review is a turn the prompt waits for; the others
@@ -520,9 +573,16 @@ impl Agent {
                 return answer(responder, &Ending::Stopped(StopReason::EndTurn));
             }
         };
+        let Some(place) = session.wait_in_line().await else {
+            return answer(responder, &Ending::Stopped(StopReason::Cancelled));
+        };
         let submission = SubmissionId::new();
         let turn = TurnId::from(submission);
-        session.send(PumpCmd::Await { turn, responder });
+        session.send(PumpCmd::Await {
+            turn,
+            responder,
+            place: Some(place),
+        });
         match session.handle.submit_with_id(submission, op).await {
             Ok(OpResult::Accepted) => {}
             Ok(OpResult::Refused { message }) => session.send(PumpCmd::Refused {

@@ -23,6 +23,7 @@ mod permission;
 mod project;
 mod prompt;
 mod session;
+mod steering;
 mod tool_calls;
 
 use std::sync::Arc;
@@ -183,6 +184,21 @@ fn connection(
                 async move |request: PromptRequest, responder, cx: ConnectionTo<Client>| {
                     let agent = Arc::clone(&agent);
                     spawn(&cx, async move { agent.prompt(request, responder).await })
+                }
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_request(
+            {
+                let agent = Arc::clone(&agent);
+                async move |request: steering::SteeringRequest,
+                            responder,
+                            cx: ConnectionTo<Client>| {
+                    let agent = Arc::clone(&agent);
+                    spawn(
+                        &cx,
+                        async move { reply(responder, agent.steer(request).await) },
+                    )
                 }
             },
             agent_client_protocol::on_receive_request!(),

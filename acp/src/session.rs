@@ -9,8 +9,15 @@
 //! pump takes commands before events, so no turn can end unseen by its prompt. A prompt
 //! that steered a running turn is moved to that turn; one whose turn already ended is
 //! answered from the few endings the pump remembers.
+//!
+//! Prompts take turns: a prompt holds the session's *line* from its submission until its
+//! turn ends (the pump lets go of it after the answer), so one that arrives while a turn
+//! runs waits for that turn and then starts its own. A `session/cancel` (or the close of
+//! the session) cancels the running turn and every prompt still waiting in line. Adding to
+//! the running turn is the `_session/steering` extension's job, not the prompt's.
 
 use std::collections::{HashMap, VecDeque};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use agent_client_protocol::v1::schema::{
@@ -21,7 +28,7 @@ use agent_client_protocol::Client;
 use rein_core::{EventStream, ThreadHandle};
 use rein_mcp::McpManager;
 use rein_protocol::{Event, EventMsg, Op, ThreadId, TurnAbortReason, TurnId};
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::{mpsc, oneshot, OwnedMutexGuard};
 
 use crate::config::Choices;
 use crate::permission;
@@ -41,6 +48,16 @@ pub struct Session {
     pump: mpsc::UnboundedSender<PumpCmd>,
     /// The MCP servers the client gave this session; they stop with it.
     mcp: Option<Arc<McpManager>>,
+    /// Held by the prompt whose turn runs (see the module's doc).
+    line: Arc<tokio::sync::Mutex<()>>,
+    /// Bumped by each cancel and by the close: a prompt that waited in line across one
+    /// is answered `cancelled` instead of starting.
+    cancels: AtomicU64,
+}
+
+/// A place in a session's line: the prompt may start its turn.
+pub struct Turn {
+    _held: OwnedMutexGuard<()>,
 }
 
 /// How a turn ended, as a prompt is answered.
@@ -51,10 +68,11 @@ pub enum Ending {
 }
 
 pub enum PumpCmd {
-    /// Answer `responder` when `turn` ends.
+    /// Answer `responder` when `turn` ends, then leave the line (`place`).
     Await {
         turn: TurnId,
         responder: Responder<PromptResponse>,
+        place: Option<Turn>,
     },
     /// The prompt registered under `from` steered `to` instead.
     Moved { from: TurnId, to: TurnId },
@@ -100,7 +118,22 @@ impl Session {
             choices: Mutex::new(choices),
             pump: tx,
             mcp,
+            line: Arc::default(),
+            cancels: AtomicU64::new(0),
         })
+    }
+
+    /// Wait for the turns ahead of this prompt; `None` when a cancel (or the close) came
+    /// meanwhile, so the prompt is answered `cancelled` and starts nothing.
+    pub async fn wait_in_line(&self) -> Option<Turn> {
+        let seen = self.cancels.load(Ordering::SeqCst);
+        let place = Arc::clone(&self.line).lock_owned().await;
+        (self.cancels.load(Ordering::SeqCst) == seen).then_some(Turn { _held: place })
+    }
+
+    /// Cancel the prompts waiting in line (the running turn is the caller's to interrupt).
+    pub fn cancel_waiting(&self) {
+        self.cancels.fetch_add(1, Ordering::SeqCst);
     }
 
     pub fn send(&self, cmd: PumpCmd) {
@@ -112,6 +145,7 @@ impl Session {
     /// Stop the pump once every waiting prompt is answered (cancelled), then the client's
     /// MCP servers.
     pub async fn close(&self) {
+        self.cancel_waiting();
         let (tx, rx) = oneshot::channel();
         self.send(PumpCmd::Close(tx));
         let _ = rx.await;
@@ -121,12 +155,24 @@ impl Session {
     }
 }
 
+/// A prompt waiting for its turn's end, and its place in line, let go once it is answered.
+struct Waiter {
+    responder: Responder<PromptResponse>,
+    _place: Option<Turn>,
+}
+
+impl Waiter {
+    fn answer(self, ending: &Ending) {
+        answer(self.responder, ending);
+    }
+}
+
 struct Pump {
     session: SessionId,
     handle: ThreadHandle,
     cx: ConnectionTo<Client>,
     projector: Projector,
-    waiting: HashMap<TurnId, Vec<Responder<PromptResponse>>>,
+    waiting: HashMap<TurnId, Vec<Waiter>>,
     ended: VecDeque<(TurnId, Ending)>,
     /// Permission requests in flight, by the kernel's request id: dropping the sender stops
     /// waiting for the client (and cancels its request).
@@ -149,9 +195,9 @@ impl Pump {
                 },
             }
         };
-        for (_, responders) in self.waiting.drain() {
-            for responder in responders {
-                answer(responder, &Ending::Stopped(StopReason::Cancelled));
+        for (_, waiters) in self.waiting.drain() {
+            for waiter in waiters {
+                waiter.answer(&Ending::Stopped(StopReason::Cancelled));
             }
         }
         if let Some(done) = closed {
@@ -161,15 +207,25 @@ impl Pump {
 
     fn on_cmd(&mut self, cmd: PumpCmd) {
         match cmd {
-            PumpCmd::Await { turn, responder } => self.wait(turn, responder),
+            PumpCmd::Await {
+                turn,
+                responder,
+                place,
+            } => self.wait(
+                turn,
+                Waiter {
+                    responder,
+                    _place: place,
+                },
+            ),
             PumpCmd::Moved { from, to } => {
-                for responder in self.waiting.remove(&from).unwrap_or_default() {
-                    self.wait(to, responder);
+                for waiter in self.waiting.remove(&from).unwrap_or_default() {
+                    self.wait(to, waiter);
                 }
             }
             PumpCmd::Refused { turn, error } => {
-                for responder in self.waiting.remove(&turn).unwrap_or_default() {
-                    if let Err(e) = responder.respond_with_error(error.clone()) {
+                for waiter in self.waiting.remove(&turn).unwrap_or_default() {
+                    if let Err(e) = waiter.responder.respond_with_error(error.clone()) {
                         tracing::debug!("prompt answer not sent: {e:?}");
                     }
                 }
@@ -179,10 +235,10 @@ impl Pump {
         }
     }
 
-    fn wait(&mut self, turn: TurnId, responder: Responder<PromptResponse>) {
+    fn wait(&mut self, turn: TurnId, waiter: Waiter) {
         match self.ended.iter().find(|(t, _)| *t == turn) {
-            Some((_, ending)) => answer(responder, ending),
-            None => self.waiting.entry(turn).or_default().push(responder),
+            Some((_, ending)) => waiter.answer(ending),
+            None => self.waiting.entry(turn).or_default().push(waiter),
         }
     }
 
@@ -215,8 +271,8 @@ impl Pump {
         let Some(turn) = event.turn_id else {
             return;
         };
-        for responder in self.waiting.remove(&turn).unwrap_or_default() {
-            answer(responder, &ending);
+        for waiter in self.waiting.remove(&turn).unwrap_or_default() {
+            waiter.answer(&ending);
         }
         if self.ended.len() == ENDINGS_KEPT {
             self.ended.pop_front();
