@@ -398,6 +398,134 @@ fn cancel_also_cancels_the_prompts_waiting_in_line() {
 }
 
 #[test]
+fn a_sub_agent_is_a_card_that_follows_the_child() {
+    // The parent's second request and the child's first get the same reply, whichever
+    // comes first; later ones (the parent woken by the child's mail) are echoes.
+    let model = MockModel::start(json!({
+        "replies": [
+            { "tool_calls": [{ "call_id": "call_spawn", "name": "spawn_agent",
+                               "arguments": { "message": "Say the words." } }] },
+            { "text": "Same words." },
+            { "text": "Same words." }
+        ],
+        "when_exhausted": "echo"
+    }));
+    let home = home_for(&model);
+    let cwd = tempfile::tempdir().unwrap();
+    let mut acp = Acp::start(home.path());
+    acp.initialize();
+    let session = acp.new_session(&cwd.path().canonicalize().unwrap());
+    let id = acp.prompt(&session, "Delegate.");
+    let mut card: Option<Value> = None;
+    let mut card_updates = Vec::new();
+    let mut answered = false;
+    while !(answered
+        && card_updates
+            .last()
+            .is_some_and(|u: &Value| u["status"] == "completed"))
+    {
+        let m = acp.recv();
+        if is_answer(&m, &id) {
+            assert_eq!(m["result"], json!({ "stopReason": "end_turn" }));
+            answered = true;
+            continue;
+        }
+        let u = &m["params"]["update"];
+        let is_card = u["toolCallId"]
+            .as_str()
+            .is_some_and(|c| c.starts_with("agent-"));
+        match update_kind(&m) {
+            "tool_call" if is_card => card = Some(u.clone()),
+            "tool_call_update" if is_card => card_updates.push(u.clone()),
+            _ => {}
+        }
+    }
+    let card = card.expect("the sub-agent has a card");
+    let child = card["rawInput"]["threadId"].as_str().unwrap();
+    assert_eq!(card["toolCallId"], format!("agent-{child}"));
+    assert_eq!(card["status"], "in_progress");
+    assert_eq!(card["rawInput"]["task"], "Say the words.");
+    assert_eq!(
+        card["_meta"],
+        json!({ "rein": { "subagent": { "threadId": child } } })
+    );
+    let title = card["title"].as_str().unwrap();
+    assert!(
+        title.starts_with("Sub-agent ") && title.ends_with(": Say the words."),
+        "{title}"
+    );
+    let contents: Vec<&Value> = card_updates
+        .iter()
+        .filter_map(|u| u.get("content"))
+        .collect();
+    assert_eq!(
+        contents,
+        vec![&json!([{ "type": "content", "content": { "type": "text", "text": "Same words." } }])]
+    );
+    acp.finish();
+}
+
+#[test]
+fn an_advisor_review_is_a_card_closed_with_its_verdict() {
+    let model = MockModel::start(json!({
+        "replies": [
+            { "tool_calls": [{ "call_id": "call_rm", "name": "shell",
+                               "arguments": { "command": ["rm", "-f", "keep.txt"] } }] },
+            { "text": json!({ "decision": "reject", "reason": "not asked for" }).to_string() },
+            { "text": "Left it." }
+        ],
+        "when_exhausted": "echo"
+    }));
+    let home = home_for(&model);
+    let config = home.path().join("config.toml");
+    let mut text = std::fs::read_to_string(&config).unwrap();
+    text.push_str("\n[advisor]\nmode = \"full\"\ntimeout_ms = 20000\n");
+    std::fs::write(&config, text).unwrap();
+    let cwd = tempfile::tempdir().unwrap();
+    let cwd_path = cwd.path().canonicalize().unwrap();
+    std::fs::write(cwd_path.join("keep.txt"), "keep").unwrap();
+    let mut acp = Acp::start(home.path());
+    acp.initialize();
+    let session = acp.new_session(&cwd_path);
+    let id = acp.prompt(&session, "Tidy up.");
+    let (before, answer) = acp.answer_to(&id);
+    assert_eq!(answer["result"], json!({ "stopReason": "end_turn" }));
+    assert!(
+        cwd_path.join("keep.txt").exists(),
+        "the rejected call did not run"
+    );
+    let review: Vec<Value> = updates(&before)
+        .into_iter()
+        .filter(|u| {
+            u["toolCallId"]
+                .as_str()
+                .is_some_and(|c| c.starts_with("advisor-"))
+        })
+        .map(|mut u| {
+            u.as_object_mut().unwrap().remove("toolCallId");
+            u
+        })
+        .collect();
+    assert_eq!(
+        review,
+        vec![
+            json!({
+                "sessionUpdate": "tool_call", "title": "Advisor review of 1 call(s) (high risk)",
+                "kind": "think", "status": "in_progress",
+                "content": [{ "type": "content", "content": { "type": "text", "text": "- rm -f keep.txt: destructive command: rm" } }],
+                "rawInput": { "calls": ["call_rm"] }
+            }),
+            json!({
+                "sessionUpdate": "tool_call_update", "status": "failed",
+                "content": [{ "type": "content", "content": { "type": "text", "text": "Rejected: not asked for" } }],
+                "rawOutput": { "decision": "reject", "reason": "not asked for" }
+            }),
+        ]
+    );
+    acp.finish();
+}
+
+#[test]
 fn sessions_are_shared_with_exec_both_ways() {
     let model = plain_model();
     let home = home_for(&model);

@@ -130,6 +130,7 @@ impl Agent {
             cx.clone(),
             self.display(),
             mcp,
+            self.kernel.manager.subscribe_created(),
         );
         lock(&self.sessions).insert(session.thread, Arc::clone(&session));
         Ok(session)

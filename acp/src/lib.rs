@@ -17,6 +17,7 @@
 #![cfg_attr(test, allow(clippy::unwrap_used))]
 
 mod agent;
+mod cards;
 mod config;
 mod mcp;
 mod permission;

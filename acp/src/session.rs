@@ -25,10 +25,10 @@ use agent_client_protocol::v1::schema::{
 };
 use agent_client_protocol::v1::{ConnectionTo, Responder};
 use agent_client_protocol::Client;
-use rein_core::{EventStream, ThreadHandle};
+use rein_core::{EventStream, ThreadCreated, ThreadHandle, ThreadOrigin};
 use rein_mcp::McpManager;
 use rein_protocol::{Event, EventMsg, Op, ThreadId, TurnAbortReason, TurnId};
-use tokio::sync::{mpsc, oneshot, OwnedMutexGuard};
+use tokio::sync::{broadcast, mpsc, oneshot, OwnedMutexGuard};
 
 use crate::config::Choices;
 use crate::permission;
@@ -97,6 +97,7 @@ impl Session {
         cx: ConnectionTo<Client>,
         display: TerminalDisplay,
         mcp: Option<Arc<McpManager>>,
+        created: broadcast::Receiver<ThreadCreated>,
     ) -> Arc<Self> {
         let thread = handle.id();
         let acp_id = SessionId::new(thread.to_string());
@@ -109,8 +110,9 @@ impl Session {
             waiting: HashMap::new(),
             ended: VecDeque::new(),
             asks: HashMap::new(),
+            thread,
         };
-        tokio::spawn(pump.run(events, rx));
+        tokio::spawn(pump.run(events, rx, created));
         Arc::new(Self {
             thread,
             acp_id,
@@ -177,10 +179,21 @@ struct Pump {
     /// Permission requests in flight, by the kernel's request id: dropping the sender stops
     /// waiting for the client (and cancels its request).
     asks: HashMap<String, oneshot::Sender<()>>,
+    thread: ThreadId,
 }
 
+/// An event of a sub-agent of the session's thread.
+type ChildNews = (ThreadId, EventMsg);
+
 impl Pump {
-    async fn run(mut self, mut events: EventStream, mut cmds: mpsc::UnboundedReceiver<PumpCmd>) {
+    async fn run(
+        mut self,
+        mut events: EventStream,
+        mut cmds: mpsc::UnboundedReceiver<PumpCmd>,
+        created: broadcast::Receiver<ThreadCreated>,
+    ) {
+        let mut created = Some(created);
+        let (news_tx, mut news) = mpsc::unbounded_channel::<ChildNews>();
         let closed = loop {
             tokio::select! {
                 biased;
@@ -192,6 +205,22 @@ impl Pump {
                 event = events.recv() => match event {
                     Some(event) => self.on_event(&event),
                     None => break None,
+                },
+                Some((child, msg)) = news.recv() => {
+                    for update in self.projector.project_child(child, &msg) {
+                        self.send(update);
+                    }
+                }
+                thread = next_created(&mut created) => match thread {
+                    Ok(thread) => {
+                        if matches!(thread.origin, ThreadOrigin::Spawned { parent } if parent == self.thread) {
+                            tokio::spawn(follow(thread.handle, news_tx.clone()));
+                        }
+                    }
+                    Err(broadcast::error::RecvError::Lagged(n)) => {
+                        tracing::warn!("session {}: {n} thread creations missed", self.session);
+                    }
+                    Err(broadcast::error::RecvError::Closed) => created = None,
                 },
             }
         };
@@ -316,6 +345,37 @@ impl Pump {
         let notification = SessionNotification::new(self.session.clone(), update);
         if let Err(e) = self.cx.send_notification(notification) {
             tracing::debug!("session {}: update not sent: {e:?}", self.session);
+        }
+    }
+}
+
+async fn next_created(
+    created: &mut Option<broadcast::Receiver<ThreadCreated>>,
+) -> Result<ThreadCreated, broadcast::error::RecvError> {
+    match created {
+        Some(rx) => rx.recv().await,
+        None => std::future::pending().await,
+    }
+}
+
+/// Forward what sub-agent `child` says to the pump, from its beginning: the answers it
+/// gave before the subscription are read from its state (the card drops repeats).
+async fn follow(child: ThreadHandle, news: mpsc::UnboundedSender<ChildNews>) {
+    let id = child.id();
+    let mut events = child.subscribe();
+    if let Ok(state) = child.state().await {
+        for item in &state.history {
+            let msg = EventMsg::ItemCompleted {
+                item: item.as_ref().clone(),
+            };
+            if news.send((id, msg)).is_err() {
+                return;
+            }
+        }
+    }
+    while let Some(event) = events.recv().await {
+        if news.send((id, event.msg.clone())).is_err() {
+            return;
         }
     }
 }
