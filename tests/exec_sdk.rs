@@ -11,40 +11,13 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use serde_json::{json, Value};
+use support::node::{self, repo_root};
 use support::MockModel;
-
-fn repo_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .unwrap()
-        .to_owned()
-}
-
-fn has(tool: &str) -> bool {
-    Command::new(tool)
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.status.success())
-}
 
 /// The SDK package directory, installing it first if needed; `None` when npm is missing.
 fn sdk_dir() -> Option<PathBuf> {
-    if !has("node") || !has("npm") {
-        return None;
-    }
-    let root = repo_root();
-    let dir = root.join("target/e2e-node/node_modules/@openai/codex-sdk");
-    if !dir.join("dist/index.js").exists() {
-        let status = Command::new(root.join("scripts/test-setup.sh"))
-            .status()
-            .unwrap();
-        assert!(status.success(), "scripts/test-setup.sh failed");
-    }
-    assert!(
-        dir.join("dist/index.js").exists(),
-        "the SDK was not installed"
-    );
-    Some(dir)
+    let entry = node::installed("target/e2e-node/node_modules/@openai/codex-sdk/dist/index.js")?;
+    entry.parent()?.parent().map(Path::to_path_buf)
 }
 
 #[test]

@@ -15,9 +15,10 @@ use agent_client_protocol::v1::schema::{
     ListSessionsResponse, LoadSessionRequest, LoadSessionResponse, McpCapabilities, McpServer,
     NewSessionRequest, NewSessionResponse, PromptCapabilities, PromptRequest, PromptResponse,
     ResumeSessionRequest, ResumeSessionResponse, SessionCapabilities, SessionCloseCapabilities,
-    SessionForkCapabilities, SessionId, SessionInfo, SessionInfoUpdate, SessionListCapabilities,
-    SessionNotification, SessionResumeCapabilities, SessionUpdate, SetSessionConfigOptionRequest,
-    SetSessionConfigOptionResponse, SetSessionModeRequest, SetSessionModeResponse, StopReason,
+    SessionConfigOption, SessionForkCapabilities, SessionId, SessionInfo, SessionInfoUpdate,
+    SessionListCapabilities, SessionModeState, SessionNotification, SessionResumeCapabilities,
+    SessionUpdate, SetSessionConfigOptionRequest, SetSessionConfigOptionResponse,
+    SetSessionModeRequest, SetSessionModeResponse, StopReason,
 };
 use agent_client_protocol::v1::{ConnectionTo, Responder};
 use agent_client_protocol::{Client, Error, ErrorCode};
@@ -150,15 +151,34 @@ impl Agent {
         }
     }
 
-    fn config_of(
-        &self,
-        session: &Session,
-    ) -> (
-        Vec<agent_client_protocol::v1::schema::SessionConfigOption>,
-        agent_client_protocol::v1::schema::SessionModeState,
-    ) {
+    fn config_of(&self, session: &Session) -> (Vec<SessionConfigOption>, SessionModeState) {
         let choices = lock(&session.choices);
         (choices.options(&self.models()), choices.modes())
+    }
+
+    /// Answer a request that opened a session (new, load, resume, fork) with the response
+    /// `build` makes of its configuration; then tell the client the session's commands and
+    /// (`titled`) its title, after the answer as clients require.
+    async fn answer_opened<T: agent_client_protocol::JsonRpcResponse>(
+        &self,
+        opened: Result<Arc<Session>, Error>,
+        responder: Responder<T>,
+        titled: bool,
+        build: impl FnOnce(&Session, Vec<SessionConfigOption>, SessionModeState) -> T,
+    ) {
+        let session = match opened {
+            Ok(session) => session,
+            Err(e) => return reply(responder, Err(e)),
+        };
+        let (options, modes) = self.config_of(&session);
+        if responder.respond(build(&session, options, modes)).is_ok() {
+            let title = if titled {
+                self.title_of(&session).await
+            } else {
+                None
+            };
+            self.announce(&session, title);
+        }
     }
 
     pub async fn new_session(
@@ -190,18 +210,12 @@ impl Agent {
             self.open(new, servers, &cx).await
         }
         .await;
-        match opened {
-            Ok(session) => {
-                let (options, modes) = self.config_of(&session);
-                let response = NewSessionResponse::new(session.acp_id.clone())
-                    .config_options(options)
-                    .modes(modes);
-                if responder.respond(response).is_ok() {
-                    self.announce(&session, None);
-                }
-            }
-            Err(e) => reply(responder, Err(e)),
-        }
+        self.answer_opened(opened, responder, false, |session, options, modes| {
+            NewSessionResponse::new(session.acp_id.clone())
+                .config_options(options)
+                .modes(modes)
+        })
+        .await;
     }
 
     /// `session/load` (`replay`) and `session/resume`: the thread continues here; a load
@@ -263,22 +277,15 @@ impl Agent {
         responder: Responder<LoadSessionResponse>,
         cx: ConnectionTo<Client>,
     ) {
-        match self
+        let opened = self
             .reopen(&request.session_id, true, &request.mcp_servers, &cx)
-            .await
-        {
-            Ok(session) => {
-                let (options, modes) = self.config_of(&session);
-                let response = LoadSessionResponse::new()
-                    .config_options(options)
-                    .modes(modes);
-                if responder.respond(response).is_ok() {
-                    let title = self.title_of(&session).await;
-                    self.announce(&session, title);
-                }
-            }
-            Err(e) => reply(responder, Err(e)),
-        }
+            .await;
+        self.answer_opened(opened, responder, true, |_, options, modes| {
+            LoadSessionResponse::new()
+                .config_options(options)
+                .modes(modes)
+        })
+        .await;
     }
 
     pub async fn resume_session(
@@ -287,22 +294,15 @@ impl Agent {
         responder: Responder<ResumeSessionResponse>,
         cx: ConnectionTo<Client>,
     ) {
-        match self
+        let opened = self
             .reopen(&request.session_id, false, &request.mcp_servers, &cx)
-            .await
-        {
-            Ok(session) => {
-                let (options, modes) = self.config_of(&session);
-                let response = ResumeSessionResponse::new()
-                    .config_options(options)
-                    .modes(modes);
-                if responder.respond(response).is_ok() {
-                    let title = self.title_of(&session).await;
-                    self.announce(&session, title);
-                }
-            }
-            Err(e) => reply(responder, Err(e)),
-        }
+            .await;
+        self.answer_opened(opened, responder, true, |_, options, modes| {
+            ResumeSessionResponse::new()
+                .config_options(options)
+                .modes(modes)
+        })
+        .await;
     }
 
     pub async fn fork_session(
@@ -323,19 +323,12 @@ impl Agent {
             self.open(new, servers, &cx).await
         }
         .await;
-        match forked {
-            Ok(session) => {
-                let (options, modes) = self.config_of(&session);
-                let response = ForkSessionResponse::new(session.acp_id.clone())
-                    .config_options(options)
-                    .modes(modes);
-                if responder.respond(response).is_ok() {
-                    let title = self.title_of(&session).await;
-                    self.announce(&session, title);
-                }
-            }
-            Err(e) => reply(responder, Err(e)),
-        }
+        self.answer_opened(forked, responder, true, |session, options, modes| {
+            ForkSessionResponse::new(session.acp_id.clone())
+                .config_options(options)
+                .modes(modes)
+        })
+        .await;
     }
 
     pub async fn list_sessions(
