@@ -34,7 +34,7 @@ use crate::config::{Choices, MODEL};
 use crate::mcp::ClientServers;
 use crate::project::{one_line, Mode, Projector};
 use crate::prompt::{self, Command};
-use crate::session::{answer, Ending, PumpCmd, Session};
+use crate::session::{answer, Ending, PumpCmd, Session, Ticket};
 use crate::steering::{self, SteeringOutcome, SteeringRequest, SteeringResponse};
 use crate::tool_calls::TerminalDisplay;
 
@@ -408,12 +408,24 @@ impl Agent {
         Ok(SetSessionModeResponse::new())
     }
 
+    /// Where a prompt for session `id` arriving now joins its line (see [`Session::ticket`]).
+    pub fn ticket(&self, id: &SessionId) -> Option<Ticket> {
+        self.session(id).ok().map(|s| s.ticket())
+    }
+
+    /// The first half of `session/cancel`, run by the dispatch loop as the notification
+    /// arrives (before any later prompt is read): the prompts waiting in line are cancelled.
+    pub fn cancel_waiting(&self, id: &SessionId) {
+        if let Ok(session) = self.session(id) {
+            session.cancel_waiting();
+        }
+    }
+
     /// `session/cancel`: interrupt the session's turn; its prompt answers `cancelled` when
     /// the turn has stopped, and its open permission requests are withdrawn.
     pub async fn cancel(&self, id: &SessionId) {
         match self.session(id) {
             Ok(session) => {
-                session.cancel_waiting();
                 if let Err(e) = session.handle.submit(Op::Interrupt).await {
                     tracing::debug!("cancel: {e}");
                 }
@@ -424,19 +436,24 @@ impl Agent {
 
     /// `session/prompt`: once the turns ahead of it have ended, start a turn with it; the
     /// pump answers when that turn ends.
-    pub async fn prompt(&self, request: PromptRequest, responder: Responder<PromptResponse>) {
+    pub async fn prompt(
+        &self,
+        request: PromptRequest,
+        responder: Responder<PromptResponse>,
+        ticket: Option<Ticket>,
+    ) {
         let session = match self.session(&request.session_id) {
             Ok(s) => s,
             Err(e) => return reply(responder, Err(e)),
         };
         if let Some(command) = prompt::command_of(&request.prompt) {
-            return self.command(&session, command, responder).await;
+            return self.command(&session, command, responder, ticket).await;
         }
         let items = match prompt::input_of(&request.prompt) {
             Ok(items) => items,
             Err(m) => return reply(responder, Err(invalid_params(&m))),
         };
-        let Some(place) = session.wait_in_line().await else {
+        let Some(place) = session.wait_in_line(ticket).await else {
             return answer(responder, &Ending::Stopped(StopReason::Cancelled));
         };
         let settings = match self.change_for(&session).await {
@@ -532,6 +549,7 @@ impl Agent {
         session: &Session,
         command: Command,
         responder: Responder<PromptResponse>,
+        ticket: Option<Ticket>,
     ) {
         let say = |text: String| {
             session.send(PumpCmd::Update(Box::new(SessionUpdate::AgentMessageChunk(
@@ -567,7 +585,7 @@ impl Agent {
                 return answer(responder, &Ending::Stopped(StopReason::EndTurn));
             }
         };
-        let Some(place) = session.wait_in_line().await else {
+        let Some(place) = session.wait_in_line(ticket).await else {
             return answer(responder, &Ending::Stopped(StopReason::Cancelled));
         };
         let submission = SubmissionId::new();

@@ -184,7 +184,10 @@ fn connection(
                 let agent = Arc::clone(&agent);
                 async move |request: PromptRequest, responder, cx: ConnectionTo<Client>| {
                     let agent = Arc::clone(&agent);
-                    spawn(&cx, async move { agent.prompt(request, responder).await })
+                    let ticket = agent.ticket(&request.session_id);
+                    spawn(&cx, async move {
+                        agent.prompt(request, responder, ticket).await
+                    })
                 }
             },
             agent_client_protocol::on_receive_request!(),
@@ -208,6 +211,9 @@ fn connection(
             {
                 let agent = Arc::clone(&agent);
                 async move |notification: CancelNotification, cx: ConnectionTo<Client>| {
+                    // In order with the prompts: a prompt sent after the cancel is not
+                    // cancelled by it.
+                    agent.cancel_waiting(&notification.session_id);
                     let agent = Arc::clone(&agent);
                     spawn(
                         &cx,

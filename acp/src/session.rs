@@ -55,6 +55,10 @@ pub struct Session {
     cancels: AtomicU64,
 }
 
+/// The count of cancels a prompt arrived after.
+#[derive(Clone, Copy, Debug)]
+pub struct Ticket(u64);
+
 /// A place in a session's line: the prompt may start its turn.
 pub struct Turn {
     _held: OwnedMutexGuard<()>,
@@ -125,10 +129,16 @@ impl Session {
         })
     }
 
-    /// Wait for the turns ahead of this prompt; `None` when a cancel (or the close) came
-    /// meanwhile, so the prompt is answered `cancelled` and starts nothing.
-    pub async fn wait_in_line(&self) -> Option<Turn> {
-        let seen = self.cancels.load(Ordering::SeqCst);
+    /// Where a prompt joins the line: taken by the dispatch loop as the prompt arrives, so
+    /// a cancel sent after it (and only such a cancel) cancels it.
+    pub fn ticket(&self) -> Ticket {
+        Ticket(self.cancels.load(Ordering::SeqCst))
+    }
+
+    /// Wait for the turns ahead of the prompt of `ticket`; `None` when a cancel (or the
+    /// close) came since, so the prompt is answered `cancelled` and starts nothing.
+    pub async fn wait_in_line(&self, ticket: Option<Ticket>) -> Option<Turn> {
+        let seen = ticket.unwrap_or_else(|| self.ticket()).0;
         let place = Arc::clone(&self.line).lock_owned().await;
         (self.cancels.load(Ordering::SeqCst) == seen).then_some(Turn { _held: place })
     }
