@@ -9,44 +9,19 @@
 #[path = "support/acp.rs"]
 mod support;
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::Command;
 
 use pretty_assertions::assert_eq;
 use serde_json::{json, Value};
+use support::node::{self, repo_root};
 use support::{home_for, MockModel};
-
-fn repo_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .unwrap()
-        .to_owned()
-}
-
-fn has(tool: &str) -> bool {
-    Command::new(tool)
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.status.success())
-}
 
 /// The node_modules holding the SDK, installing it first if needed; `None` when node or
 /// npm is missing.
 fn node_modules() -> Option<PathBuf> {
-    if !has("node") || !has("npm") {
-        return None;
-    }
-    let root = repo_root();
-    let modules = root.join("target/e2e-node/node_modules");
-    let entry = modules.join("@agentclientprotocol/sdk/dist/v1/stable/acp.js");
-    if !entry.exists() {
-        let status = Command::new(root.join("scripts/test-setup.sh"))
-            .status()
-            .unwrap();
-        assert!(status.success(), "scripts/test-setup.sh failed");
-    }
-    assert!(entry.exists(), "the ACP SDK was not installed");
-    Some(modules)
+    node::installed("target/e2e-node/node_modules/@agentclientprotocol/sdk/dist/v1/stable/acp.js")?;
+    Some(repo_root().join("target/e2e-node/node_modules"))
 }
 
 fn without_message_ids(mut v: Value) -> Value {
