@@ -146,6 +146,7 @@ impl Projector {
             | EventMsg::PatchApplied { .. }
             | EventMsg::TurnDiff { .. }
             | EventMsg::StreamRetry { .. }
+            | EventMsg::StepRequested { .. }
             | EventMsg::ModelRerouted { .. }
             | EventMsg::ModelSwitched { .. }
             | EventMsg::RolledBack { .. }
