@@ -50,6 +50,20 @@ pub struct RecordedStep {
     pub calls: Vec<RecordedCall>,
 }
 
+impl RecordedStep {
+    fn new(fingerprint: Option<RequestFingerprint>, input_len: usize) -> Self {
+        Self {
+            fingerprint,
+            input_len,
+            answer: Answer::Reply {
+                items: Vec::new(),
+                usage: TokenUsage::default(),
+            },
+            calls: Vec::new(),
+        }
+    }
+}
+
 /// How the model answered a step.
 #[derive(Clone, Debug)]
 pub enum Answer {
@@ -144,19 +158,21 @@ impl Reader {
             EventMsg::StepRequested { fingerprint } => {
                 let input_len = self.history.len();
                 let turn = self.open_turn()?;
-                turn.steps.push(RecordedStep {
-                    fingerprint: Some(fingerprint.clone()),
-                    input_len,
-                    answer: Answer::Reply {
-                        items: Vec::new(),
-                        usage: TokenUsage::default(),
-                    },
-                    calls: Vec::new(),
-                });
+                turn.steps
+                    .push(RecordedStep::new(Some(fingerprint.clone()), input_len));
                 self.in_reply = true;
             }
             EventMsg::ItemCompleted { item } => self.item(item)?,
             EventMsg::TokenCount { last, .. } => {
+                // A reply's usage comes before its items: without a fingerprint, it is
+                // the first sign of the step.
+                if !self.in_reply {
+                    let input_len = self.history.len();
+                    if let Some(turn) = self.turn.as_mut() {
+                        turn.steps.push(RecordedStep::new(None, input_len));
+                    }
+                    self.in_reply = true;
+                }
                 if let Some(RecordedStep {
                     answer: Answer::Reply { usage, .. },
                     ..
@@ -230,15 +246,7 @@ impl Reader {
                 // Without fingerprints a step is told by its reply: model items that follow
                 // the input or a tool output.
                 if !in_reply || turn.steps.is_empty() {
-                    turn.steps.push(RecordedStep {
-                        fingerprint: None,
-                        input_len,
-                        answer: Answer::Reply {
-                            items: Vec::new(),
-                            usage: TokenUsage::default(),
-                        },
-                        calls: Vec::new(),
-                    });
+                    turn.steps.push(RecordedStep::new(None, input_len));
                 }
                 self.in_reply = true;
                 let Some(step) = turn.steps.last_mut() else {
