@@ -310,3 +310,32 @@ fn replay_all_summarises_a_mixed_set_of_sessions() {
     );
     assert!(line(old).contains("no request fingerprints"), "{stdout}");
 }
+
+#[test]
+fn a_codex_rollout_given_by_path_replays_its_tool_calls_and_says_it_has_no_fingerprints() {
+    let home = tempfile::tempdir().unwrap();
+    let codex = format!(
+        "{}/rollout-fixtures/codex/rollout-2026-11-30T03-16-49-01a22a74-8553-7920-92eb-58aedba48c24.jsonl",
+        env!("CARGO_MANIFEST_DIR").trim_end_matches("/cli")
+    );
+    let (code, stdout, stderr) = rein_in(home.path(), &["replay", &codex]);
+    // rein has no `exec_command` tool: the call that succeeded under Codex fails here.
+    assert_eq!(code, 1, "{stderr}");
+    let (head, rest) = stdout.split_once('\n').unwrap();
+    assert_eq!(
+        head,
+        "differs at step 1 (turn 1, step 1 of the turn): tool calls"
+    );
+    assert!(
+        rest.contains("-exec_command ") && rest.contains("→ ok"),
+        "{rest}"
+    );
+    assert!(
+        rest.contains("+exec_command ") && rest.contains("→ failed"),
+        "{rest}"
+    );
+    assert!(rest.ends_with(
+        "note: the recording has no request fingerprints (written before rein recorded them, \
+         or imported from Codex): only tool calls were compared\n"
+    ));
+}

@@ -255,13 +255,6 @@ fn write_report(out: &mut impl Write, report: &Report) -> std::io::Result<()> {
                 "identical: {} turns, {} steps identical",
                 report.turns, report.steps
             )?;
-            if !report.fingerprinted {
-                writeln!(
-                    out,
-                    "note: the recording has no request fingerprints (written before rein \
-                     recorded them, or imported from Codex): only tool calls were compared"
-                )?;
-            }
         }
         Some(d) => {
             writeln!(
@@ -271,6 +264,13 @@ fn write_report(out: &mut impl Write, report: &Report) -> std::io::Result<()> {
             )?;
             write!(out, "{}", d.diff)?;
         }
+    }
+    if !report.fingerprinted {
+        writeln!(
+            out,
+            "note: the recording has no request fingerprints (written before rein recorded \
+             them, or imported from Codex): only tool calls were compared"
+        )?;
     }
     Ok(())
 }

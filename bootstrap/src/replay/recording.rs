@@ -95,7 +95,12 @@ fn refuse<T>(why: impl Into<String>) -> Result<T, NotReplayable> {
 impl Recording {
     /// Read a session's events (as loaded from its rollout).
     pub fn from_events(events: &[Event]) -> Result<Self, NotReplayable> {
-        let mut reader = Reader::default();
+        let mut reader = Reader {
+            lenient: !events
+                .iter()
+                .any(|e| matches!(e.msg, EventMsg::StepRequested { .. })),
+            ..Reader::default()
+        };
         for event in events {
             reader.event(&event.msg)?;
         }
@@ -122,6 +127,10 @@ struct Reader {
     history: Vec<Item>,
     /// The last step is still taking in its reply (no tool output or other item since).
     in_reply: bool,
+    /// No fingerprints, so only tool calls are compared: context a request carried
+    /// besides the user's input (items before the first turn, and the extra user messages
+    /// a Codex turn starts with, such as its environment context) need not be reproduced.
+    lenient: bool,
 }
 
 impl Reader {
@@ -231,12 +240,17 @@ impl Reader {
         self.history.push(item.clone());
         let input_len = self.history.len() - 1;
         let in_reply = self.in_reply;
+        let lenient = self.lenient;
         let Some(turn) = self.turn.as_mut() else {
-            return refuse("it has history outside of any turn (a fork or an import of one)");
+            if lenient {
+                return Ok(());
+            }
+            return refuse("it has history from before its first turn (a fork)");
         };
         match item {
             Item::UserMessage { content, .. } => {
-                if !turn.input.is_empty() || !turn.steps.is_empty() {
+                let steered = !turn.steps.is_empty() || (!turn.input.is_empty() && !lenient);
+                if steered {
                     return refuse(format!("turn {n} was steered while it ran"));
                 }
                 turn.input.clone_from(content);
