@@ -17,10 +17,28 @@ pub struct RequestFingerprint {
     pub instructions: String,
     /// The tools offered, in the order offered: name and hash of the whole spec.
     pub tools: Vec<ToolFingerprint>,
-    /// One hash per input item, in order.
+    /// How many leading input items are the previous request's of the same turn (not
+    /// repeated here): a long turn records each item's hash once.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub input_reused: usize,
+    /// One hash per input item after the reused ones, in order.
     pub input: Vec<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reasoning_effort: Option<ReasoningEffort>,
+}
+
+impl RequestFingerprint {
+    /// Every input hash, given the previous request's of the same turn (empty for the
+    /// first); `None` when this one reuses more than there were.
+    pub fn full_input(&self, previous: &[String]) -> Option<Vec<String>> {
+        let mut all = previous.get(..self.input_reused)?.to_vec();
+        all.extend(self.input.iter().cloned());
+        Some(all)
+    }
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]

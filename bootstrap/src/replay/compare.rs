@@ -54,17 +54,36 @@ pub struct ObservedCall {
     pub success: bool,
 }
 
+/// Every input hash of a turn's last request, on both sides: a fingerprint names only
+/// what its request adds to the turn's previous one.
+#[derive(Default)]
+pub struct TurnInputs {
+    recorded: Vec<String>,
+    replayed: Vec<String>,
+}
+
 /// The first difference of a step: which part and a diff of it (`-` recorded, `+` replay).
 pub fn compare_step(
     recording: &Recording,
     instructions: &str,
     recorded: &RecordedStep,
     replayed: &ObservedStep,
+    inputs: &mut TurnInputs,
 ) -> Option<(Part, String)> {
     if let (Some(rec), Some(rep)) = (&recorded.fingerprint, &replayed.fingerprint) {
-        if let Some(found) =
-            compare_fingerprints(recording, instructions, recorded, rec, rep, replayed)
-        {
+        // A recording that reuses more items than its previous step had is damaged:
+        // none of its input can be trusted, so every item counts as different.
+        inputs.recorded = rec.full_input(&inputs.recorded).unwrap_or_default();
+        inputs.replayed = rep.full_input(&inputs.replayed).unwrap_or_default();
+        let input = (inputs.recorded.as_slice(), inputs.replayed.as_slice());
+        if let Some(found) = compare_fingerprints(
+            recording,
+            instructions,
+            recorded,
+            (rec, rep),
+            input,
+            replayed,
+        ) {
             return Some(found);
         }
     }
@@ -99,8 +118,8 @@ fn compare_fingerprints(
     recording: &Recording,
     instructions: &str,
     recorded: &RecordedStep,
-    rec: &RequestFingerprint,
-    rep: &RequestFingerprint,
+    (rec, rep): (&RequestFingerprint, &RequestFingerprint),
+    (rec_input, rep_input): (&[String], &[String]),
     replayed: &ObservedStep,
 ) -> Option<(Part, String)> {
     let request = replayed.request.as_ref();
@@ -138,13 +157,13 @@ fn compare_fingerprints(
             ),
         ));
     }
-    let longest = rec.input.len().max(rep.input.len());
-    let k = (0..longest).find(|&k| rec.input.get(k) != rep.input.get(k))?;
-    let old = recorded_item(recording, recorded, rec, k);
+    let longest = rec_input.len().max(rep_input.len());
+    let k = (0..longest).find(|&k| rec_input.get(k) != rep_input.get(k))?;
+    let old = recorded_item(recording, recorded, k, rec_input.get(k));
     let new = request
         .and_then(|r| r.input.get(k))
         .map(|item| pretty(item))
-        .or_else(|| rep.input.get(k).map(|h| format!("(item with hash {h})\n")))
+        .or_else(|| rep_input.get(k).map(|h| format!("(item with hash {h})\n")))
         .unwrap_or_else(|| "(no such item)\n".to_owned());
     Some((Part::InputItem(k), text_diff(&old, &new)))
 }
@@ -153,10 +172,10 @@ fn compare_fingerprints(
 fn recorded_item(
     recording: &Recording,
     step: &RecordedStep,
-    fingerprint: &RequestFingerprint,
     k: usize,
+    hash: Option<&String>,
 ) -> String {
-    let Some(hash) = fingerprint.input.get(k) else {
+    let Some(hash) = hash else {
         return "(no such item)\n".to_owned();
     };
     match recording

@@ -29,7 +29,7 @@ use rein_protocol::{
 use serde::Serialize;
 
 use crate::BootstrapError;
-use compare::{compare_step, ObservedCall, ObservedStep, Part};
+use compare::{compare_step, ObservedCall, ObservedStep, Part, TurnInputs};
 use model::{ReplayCatalog, ReplayModel};
 pub use recording::{NotReplayable, Recording};
 use tools::{RecordedOutputs, ReplayThreadSource};
@@ -243,6 +243,7 @@ impl Replayer {
                 step.request = Some(request);
             }
             let longest = turn.steps.len().max(observed.len());
+            let mut inputs = TurnInputs::default();
             for i in 0..longest {
                 let found = match (turn.steps.get(i), observed.get(i)) {
                     (Some(recorded), Some(replayed)) => compare_step(
@@ -250,6 +251,7 @@ impl Replayer {
                         &turn.settings.instructions,
                         recorded,
                         replayed,
+                        &mut inputs,
                     ),
                     (Some(_), None) => Some((
                         Part::Steps,

@@ -116,11 +116,6 @@ pub(crate) async fn sample(
     sink: &TurnSink,
     cancel: &CancellationToken,
 ) -> Result<Reply, SampleError> {
-    if !step.silent {
-        sink.emit(EventMsg::StepRequested {
-            fingerprint: crate::model::fingerprint::fingerprint(&step.request(history)),
-        });
-    }
     match sample_with_retries(step, history, sink, cancel).await {
         Err(SampleError::Model(e)) if e.is_retryable() => {
             let Some(fallback) = step.fallback.take() else {
