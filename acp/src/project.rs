@@ -173,6 +173,7 @@ impl Projector {
             | EventMsg::PatchApplied { .. }
             | EventMsg::TurnDiff { .. }
             | EventMsg::StreamRetry { .. }
+            | EventMsg::StepRequested { .. }
             | EventMsg::ModelRerouted { .. }
             | EventMsg::ModelSwitched { .. }
             | EventMsg::RolledBack { .. }
