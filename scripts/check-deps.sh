@@ -50,7 +50,7 @@ forbid() {
         rein-providers rein-tools rein-app-server-protocol
     forbid rein-providers rusqlite jsonrpsee landlock seccompiler rein-rollout rein-tools \
         rein-app-server-protocol
-    forbid rein-mcp rusqlite reqwest jsonrpsee landlock seccompiler rein-rollout \
+    forbid rein-mcp rusqlite jsonrpsee landlock seccompiler rein-rollout \
         rein-providers rein-tools $front_ends
     forbid rein-bootstrap jsonrpsee tungstenite tokio-tungstenite rein-app-server \
         rein-app-server-protocol rein-acp

@@ -120,20 +120,41 @@ async fn the_manager_owns_a_thread_until_it_is_shut_down() {
         tool.dropped.load(Ordering::SeqCst),
         "the running call was released"
     );
-    // The background terminal the call started died with the thread.
+    // The background process the call started died with the thread.
     let pid = tool.background_pid.lock().unwrap().unwrap();
+    wait_dead(pid, "background process survived its thread");
+    assert!(m.get(id).is_none());
+    assert!(m.list_loaded().is_empty());
+}
+
+#[tokio::test]
+async fn cleaning_background_work_reaches_what_each_tool_keeps_for_the_thread() {
+    let model = ScriptedModel::replies(vec![ScriptedReply::tool_call("stubborn", json!({}))]);
+    let tool = Arc::new(StubbornTool::default());
+    let m = manager(model, vec![tool.clone()]);
+    let t = start(&m);
+    t.handle.submit(Op::user_text("go")).await.unwrap();
+    tool.started.notified().await;
+    let pid = tool.background_pid.lock().unwrap().unwrap();
+    assert_eq!(
+        t.handle.submit(Op::CleanBackgroundTerminals).await.unwrap(),
+        OpResult::Accepted
+    );
+    // The tool's per-thread state heard the hook while its call still runs.
+    wait_dead(pid, "background process survived the clean-up");
+    assert!(!tool.dropped.load(Ordering::SeqCst));
+    t.handle.shutdown().await.unwrap();
+}
+
+/// Waits (5 s at most) until `pid` is gone or a zombie.
+fn wait_dead(pid: u32, survived: &str) {
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
     while std::fs::read_to_string(format!("/proc/{pid}/stat"))
         .is_ok_and(|s| !s.rsplit(')').next().unwrap_or("").trim().starts_with('Z'))
     {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "background process {pid} survived its thread"
-        );
+        assert!(std::time::Instant::now() < deadline, "{pid}: {survived}");
         std::thread::yield_now();
     }
-    assert!(m.get(id).is_none());
-    assert!(m.list_loaded().is_empty());
 }
 
 #[tokio::test]
