@@ -129,6 +129,8 @@ pub(super) struct FollowUp {
     changed: bool,
     pub(super) mail: Vec<Mail>,
     interrupt: Vec<ThreadId>,
+    /// Running turns stopped because the tree's budget is spent.
+    budget_stop: Vec<ThreadId>,
     /// Threads whose open descendants shut down (their parent did).
     shut_down_below: Vec<ThreadId>,
 }
@@ -286,11 +288,21 @@ impl AgentControl {
                 }
             });
         }
-        for id in follow.interrupt {
+        let stops = follow
+            .interrupt
+            .into_iter()
+            .map(|id| (id, Op::Interrupt))
+            .chain(
+                follow
+                    .budget_stop
+                    .into_iter()
+                    .map(|id| (id, Op::BudgetStop)),
+            );
+        for (id, op) in stops {
             let control = Arc::clone(self);
             tokio::spawn(async move {
                 if let Some(handle) = control.manager().ok().and_then(|m| m.get(id)) {
-                    let _ = handle.submit(Op::Interrupt).await;
+                    let _ = handle.submit(op).await;
                 }
             });
         }
@@ -466,7 +478,7 @@ impl Registry {
                     if tree.tokens >= max && !tree.budget_spent {
                         tree.budget_spent = true;
                         tree.queue.clear();
-                        f.interrupt.extend(
+                        f.budget_stop.extend(
                             self.nodes
                                 .iter()
                                 .filter(|(_, n)| n.root == root && n.parent.is_some() && n.running)
