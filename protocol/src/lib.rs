@@ -10,6 +10,7 @@ pub mod advisor;
 pub mod agents;
 pub mod client_request;
 pub mod event;
+pub mod fingerprint;
 pub mod ids;
 pub mod items;
 pub mod op;
@@ -27,6 +28,7 @@ pub use event::{
     ApprovalOutcome, CompactionTrigger, ErrorCode, Event, EventMsg, FileChangeKind, FileDiff,
     ItemKind, PlanStep, PlanStepStatus, TaskKind, TurnAbortReason,
 };
+pub use fingerprint::{RequestFingerprint, ToolFingerprint};
 pub use ids::{ItemId, SessionId, SubmissionId, ThreadId, TurnId};
 pub use items::{InputPart, Item, MessageRole, INTERRUPTION_MARKER};
 pub use op::{

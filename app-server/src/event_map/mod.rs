@@ -389,6 +389,8 @@ impl EventMapper {
             }
             // Written by rein before patches were outcomes; the outcome carries the diffs.
             EventMsg::PatchApplied { .. } => {}
+            // For replays: Codex clients have no notion of a request fingerprint.
+            EventMsg::StepRequested { .. } => {}
             EventMsg::TurnDiff { unified_diff } => {
                 if let Some(turn_id) = turn_id {
                     out.push(Outgoing::Notify(ServerNotification::TurnDiffUpdated(

@@ -291,6 +291,7 @@ impl<W: Write> HumanProgress<W> {
             | EventMsg::ToolOutputDelta { .. }
             | EventMsg::ClientRequestResolved { .. }
             | EventMsg::RolledBack { .. }
+            | EventMsg::StepRequested { .. }
             | EventMsg::ShutdownComplete => {}
         }
         self.err.flush()

@@ -193,6 +193,7 @@ impl JsonlMapper {
             | EventMsg::CompactionStarted { .. }
             | EventMsg::Compacted { .. }
             | EventMsg::ModelSwitched { .. }
+            | EventMsg::StepRequested { .. }
             | EventMsg::TurnDiff { .. }
             | EventMsg::ShutdownComplete => Vec::new(),
         }
