@@ -14,7 +14,7 @@ mod support;
 
 use pretty_assertions::assert_eq;
 use serde_json::{json, Value};
-use support::{method, AppServer, MockModel};
+use support::{home_for, method, AppServer, MockModel};
 
 fn call(call_id: &str, name: &str, arguments: Value) -> Value {
     json!({ "tool_calls": [{ "call_id": call_id, "name": name, "arguments": arguments }] })
@@ -22,7 +22,7 @@ fn call(call_id: &str, name: &str, arguments: Value) -> Value {
 
 /// A `REIN_HOME` whose main model is on `parent` and whose model `child` is on `child`.
 fn home_for_tree(parent: &MockModel, child: &MockModel) -> tempfile::TempDir {
-    let home = tempfile::tempdir().unwrap();
+    let home = home_for(parent);
     let provider = |name: &str, url: &str| {
         format!(
             "[model_providers.{name}]\nbase_url = \"{url}\"\nwire_api = \"responses\"\nenv_key = \"MOCK_API_KEY\"\n\n"
