@@ -138,7 +138,12 @@ pub(super) fn state_from(state: &ThreadState) -> AgentState {
 
 impl Registry {
     /// Fold one event of `id` into the registry.
-    pub(super) fn observe(&mut self, id: ThreadId, msg: &EventMsg, config: &AgentsConfig) -> FollowUp {
+    pub(super) fn observe(
+        &mut self,
+        id: ThreadId,
+        msg: &EventMsg,
+        config: &AgentsConfig,
+    ) -> FollowUp {
         let mut f = FollowUp::default();
         let Some(node) = self.nodes.get_mut(&id) else {
             return f;
