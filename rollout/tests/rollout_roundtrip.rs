@@ -56,6 +56,7 @@ fn variant(msg: &EventMsg) -> &'static str {
         EventMsg::RolledBack { .. } => "RolledBack",
         EventMsg::Warning { .. } => "Warning",
         EventMsg::Error { .. } => "Error",
+        EventMsg::StepRequested { .. } => "StepRequested",
         EventMsg::ShutdownComplete => "ShutdownComplete",
     }
 }
