@@ -14,7 +14,7 @@ mod support;
 
 use pretty_assertions::assert_eq;
 use serde_json::{json, Value};
-use support::{home_for, method, AppServer, MockModel};
+use support::{method, AppServer, MockModel};
 
 fn call(call_id: &str, name: &str, arguments: Value) -> Value {
     json!({ "tool_calls": [{ "call_id": call_id, "name": name, "arguments": arguments }] })
@@ -22,7 +22,7 @@ fn call(call_id: &str, name: &str, arguments: Value) -> Value {
 
 /// A `REIN_HOME` whose main model is on `parent` and whose model `child` is on `child`.
 fn home_for_tree(parent: &MockModel, child: &MockModel) -> tempfile::TempDir {
-    let home = home_for(parent);
+    let home = tempfile::tempdir().unwrap();
     let provider = |name: &str, url: &str| {
         format!(
             "[model_providers.{name}]\nbase_url = \"{url}\"\nwire_api = \"responses\"\nenv_key = \"MOCK_API_KEY\"\n\n"
@@ -189,13 +189,13 @@ fn a_child_is_announced_first_routed_to_the_root_and_approved_there() {
             .map(|t| t["id"].as_str().unwrap().to_owned())
             .collect()
     };
-    assert_eq!(ids(&mut server, json!({})), vec![parent.clone()]);
+    assert_eq!(ids(&mut server, json!({})), std::slice::from_ref(&parent));
     assert_eq!(
         ids(
             &mut server,
             json!({ "sourceKinds": ["subAgentThreadSpawn"] })
         ),
-        vec![child.clone()]
+        std::slice::from_ref(&child)
     );
     let mut both = ids(
         &mut server,

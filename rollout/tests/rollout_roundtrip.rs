@@ -48,6 +48,7 @@ fn variant(msg: &EventMsg) -> &'static str {
         EventMsg::PlanUpdated { .. } => "PlanUpdated",
         EventMsg::PatchApplied { .. } => "PatchApplied",
         EventMsg::TurnDiff { .. } => "TurnDiff",
+        EventMsg::StepRequested { .. } => "StepRequested",
         EventMsg::StreamRetry { .. } => "StreamRetry",
         EventMsg::ModelRerouted { .. } => "ModelRerouted",
         EventMsg::CompactionStarted { .. } => "CompactionStarted",
@@ -56,12 +57,11 @@ fn variant(msg: &EventMsg) -> &'static str {
         EventMsg::RolledBack { .. } => "RolledBack",
         EventMsg::Warning { .. } => "Warning",
         EventMsg::Error { .. } => "Error",
-        EventMsg::StepRequested { .. } => "StepRequested",
         EventMsg::ShutdownComplete => "ShutdownComplete",
     }
 }
 
-const ALL_VARIANTS: usize = 35;
+const ALL_VARIANTS: usize = 36;
 
 fn meta_for(thread: ThreadId) -> SessionMeta {
     SessionMeta::new(
