@@ -25,7 +25,7 @@ use crate::outbound::now_secs;
 use crate::pump::Pump;
 use crate::subscribers::Hub;
 
-/// How many requests a pump's queue holds.
+/// How many requests may wait for one thread's pump before the server says "overloaded".
 pub const PUMP_QUEUE: usize = 64;
 
 type Waiting = Vec<(ThreadCreated, EventStream)>;

@@ -4,118 +4,24 @@
 //! temporary `$REIN_HOME`; each agent runs its own scripted model.
 #![allow(clippy::unwrap_used)]
 
-use std::path::PathBuf;
 use std::sync::Arc;
 
 use pretty_assertions::assert_eq;
 use rein_bootstrap::sessions::Persistence;
 use rein_bootstrap::Kernel;
+
+#[path = "../../core/tests/support/agents.rs"]
+mod agents_support;
+use agents_support::{
+    catalog, completed, fast_config, is_v4, next_child, request_user_texts, settings, spawn,
+    tool_outputs, wait, MODEL,
+};
 use rein_core::agents::{AgentState, AgentsConfig};
 use rein_core::model::scripted::ScriptedModel;
-use rein_core::model::{ModelInfo, ModelRequest, StaticCatalog};
-use rein_core::{EventStream, KernelConfig, ThreadCreated, ThreadManager, ThreadOrigin};
+use rein_core::ThreadManager;
 use rein_protocol::script::{Fault, ScriptedReply};
-use rein_protocol::{
-    ApprovalPolicy, Event, EventMsg, Item, Op, SandboxPolicy, ThreadSettings, TurnBudget,
-};
-use serde_json::{json, Value};
-use tokio::sync::broadcast;
-
-const MODEL: &str = "scripted";
-
-fn settings() -> ThreadSettings {
-    ThreadSettings {
-        model: MODEL.into(),
-        cwd: PathBuf::from("/tmp"),
-        approval_policy: ApprovalPolicy::OnRequest,
-        sandbox_policy: SandboxPolicy::WorkspaceWrite,
-        sandbox_options: None,
-        reasoning_effort: None,
-        budget: TurnBudget::default(),
-        instructions: "You are a test agent.".into(),
-    }
-}
-
-fn fast_config() -> KernelConfig {
-    KernelConfig {
-        interrupt_grace: std::time::Duration::from_millis(50),
-        ..KernelConfig::default()
-    }
-}
-
-fn catalog(models: &[(&str, &Arc<ScriptedModel>)]) -> Arc<StaticCatalog> {
-    let mut catalog = StaticCatalog::new();
-    for (name, model) in models {
-        catalog.insert(
-            ModelInfo {
-                id: (*name).into(),
-                provider: "scripted".into(),
-                context_window: Some(200_000),
-            },
-            Arc::clone(model) as Arc<dyn rein_core::model::ModelClient>,
-        );
-    }
-    Arc::new(catalog)
-}
-
-fn spawn(model: &str, message: &str) -> ScriptedReply {
-    ScriptedReply::tool_call("spawn_agent", json!({"message": message, "model": model}))
-}
-
-fn wait(targets: &[&str]) -> ScriptedReply {
-    ScriptedReply::tool_call(
-        "wait_agent",
-        json!({"targets": targets, "timeout_ms": 60_000}),
-    )
-}
-
-fn tool_outputs(request: &ModelRequest) -> Vec<Value> {
-    request
-        .input
-        .iter()
-        .filter_map(|i| match i.as_ref() {
-            Item::ToolOutput { output, .. } => {
-                Some(serde_json::from_str(output).unwrap_or_else(|_| Value::String(output.clone())))
-            }
-            _ => None,
-        })
-        .collect()
-}
-
-fn request_user_texts(request: &ModelRequest) -> Vec<String> {
-    request
-        .input
-        .iter()
-        .filter(|i| matches!(i.as_ref(), Item::UserMessage { .. }))
-        .filter_map(|i| i.message_text())
-        .collect()
-}
-
-async fn next_child(created: &mut broadcast::Receiver<ThreadCreated>) -> ThreadCreated {
-    loop {
-        let c = created.recv().await.unwrap();
-        if matches!(c.origin, ThreadOrigin::Spawned { .. }) {
-            return c;
-        }
-    }
-}
-
-fn is_v4(id: rein_protocol::TurnId) -> bool {
-    id.as_uuid().get_version_num() == 4
-}
-
-fn is_turn_end(e: &Event) -> bool {
-    matches!(
-        e.msg,
-        EventMsg::TurnCompleted { .. } | EventMsg::TurnAborted { .. } | EventMsg::TurnFailed { .. }
-    )
-}
-
-async fn completed(events: &mut EventStream) -> Arc<Event> {
-    let end = events.wait_for(is_turn_end).await.unwrap();
-    assert!(matches!(end.msg, EventMsg::TurnCompleted { .. }), "{end:?}");
-    end
-}
+use rein_protocol::{EventMsg, Op};
+use serde_json::json;
 
 /// A kernel over scripted models whose threads live in rollouts under `home`.
 fn kernel(home: &std::path::Path, models: &[(&str, &Arc<ScriptedModel>)]) -> Kernel {

@@ -51,6 +51,9 @@ pub enum Op {
     /// Abort `turn_id` if it is the active turn; otherwise nothing (answers `Idle`). For a
     /// client that names the turn it means, so a turn that started since is never hit.
     InterruptTurn { turn_id: TurnId },
+    /// Abort the active turn because a budget beyond the turn's own is spent (its
+    /// sub-agent tree's): it ends `BudgetLimited`, not `Interrupted`.
+    BudgetStop,
     /// Abort whatever runs, release everything, emit `ShutdownComplete`.
     Shutdown,
     /// Kill background processes the agent started.

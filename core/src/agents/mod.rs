@@ -17,6 +17,7 @@
 
 mod control;
 mod ops;
+mod registry;
 mod state;
 mod tools;
 

@@ -12,7 +12,7 @@ use rein_protocol::{
 };
 use serde_json::{json, Value};
 
-use super::control::{Mail, Node};
+use super::registry::{Mail, Node};
 use super::state::AgentState;
 use super::AgentControl;
 use crate::manager::{SpawnedAgent, ThreadOptions, ThreadOrigin};
@@ -459,7 +459,7 @@ impl AgentControl {
         })
         .await;
         let state = new.handle.state().await.map_err(|e| e.to_string())?;
-        let restored = super::control::state_from(&state);
+        let restored = super::registry::state_from(&state);
         {
             let mut reg = self.lock();
             if let Some(n) = reg.nodes.get_mut(&id) {

@@ -187,7 +187,12 @@ impl SubmissionLoop {
                 Flow::Continue,
             ),
             Op::Recover => (OpResult::Input(self.on_recover()), Flow::Continue),
-            op @ (Op::Interrupt | Op::InterruptTurn { .. }) => {
+            op @ (Op::Interrupt | Op::InterruptTurn { .. } | Op::BudgetStop) => {
+                let reason = if matches!(op, Op::BudgetStop) {
+                    TurnAbortReason::BudgetLimited
+                } else {
+                    TurnAbortReason::Interrupted
+                };
                 let outcome = match (&self.running, op) {
                     (Some(turn), Op::InterruptTurn { turn_id }) if turn.id != turn_id => {
                         InterruptOutcome::Idle
@@ -201,7 +206,7 @@ impl SubmissionLoop {
                     self.emitter.answer(reply, OpResult::Interrupt(outcome));
                 }
                 if stop {
-                    self.abort_turn(TurnAbortReason::Interrupted).await;
+                    self.abort_turn(reason).await;
                 }
                 return Flow::Continue;
             }

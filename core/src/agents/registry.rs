@@ -1,0 +1,419 @@
+//! The registry of agent trees: who is whose child, each agent's state as its events say
+//! (folded here, never set by hand), the tree's running sub-agent turns and its capacity
+//! queue (mail that would start a turn on an idle sub-agent waits while the tree is at
+//! `max_concurrent_turns`), and what an event asks to be done next ([`FollowUp`]).
+
+use std::collections::{HashMap, HashSet, VecDeque};
+
+use rein_protocol::{EventMsg, InputOutcome, InputPart, OpResult, SubmissionId, ThreadId};
+
+use super::state::{result_mail, AgentState};
+use super::AgentsConfig;
+use crate::thread::state::ThreadState;
+
+/// Nicknames handed out in order within a tree (then again with a number).
+const NICKNAMES: &[&str] = &[
+    "Ada", "Babbage", "Curie", "Darwin", "Euler", "Faraday", "Gauss", "Hopper", "Ising", "Joule",
+    "Kepler", "Lovelace", "Meitner", "Noether", "Ohm", "Pascal", "Quine", "Riemann", "Shannon",
+    "Turing", "Volta", "Wiles", "Yalow", "Zuse",
+];
+
+#[derive(Default)]
+pub(super) struct Registry {
+    pub(super) nodes: HashMap<ThreadId, Node>,
+    /// By root thread.
+    pub(super) trees: HashMap<ThreadId, Tree>,
+}
+
+pub(super) struct Node {
+    pub(super) root: ThreadId,
+    /// `None` for a root.
+    pub(super) parent: Option<ThreadId>,
+    pub(super) depth: u32,
+    pub(super) nickname: Option<String>,
+    pub(super) role: Option<String>,
+    pub(super) last_task: String,
+    pub(super) state: AgentState,
+    /// Not closed: counts toward `max_threads` and is resumed with its parent.
+    pub(super) open: bool,
+    /// A turn of it runs, as its events say.
+    pub(super) running: bool,
+    /// Mail was handed to it while idle and the turn it starts has not begun yet.
+    pub(super) inflight: bool,
+    /// What its `wait_agent` waits on right now.
+    pub(super) waiting_on: Option<HashSet<ThreadId>>,
+    /// Its wait is subtracted from the tree's running turns.
+    pub(super) waiting_counted: bool,
+}
+
+impl Node {
+    pub(super) fn new(root: ThreadId, parent: Option<ThreadId>, depth: u32) -> Self {
+        Node {
+            root,
+            parent,
+            depth,
+            nickname: None,
+            role: None,
+            last_task: String::new(),
+            state: AgentState::PendingInit,
+            open: true,
+            running: false,
+            inflight: false,
+            waiting_on: None,
+            waiting_counted: false,
+        }
+    }
+}
+
+#[derive(Default)]
+pub(super) struct Tree {
+    /// Sub-agent turns running; of those, `waiting` are blocked in `wait_agent`.
+    running: usize,
+    waiting: usize,
+    /// Turns handed out and not started yet.
+    inflight: usize,
+    pub(super) queue: VecDeque<Mail>,
+    /// Agents spawned so far (nicknames are handed out in order).
+    pub(super) spawned: usize,
+    pub(super) tokens: u64,
+    pub(super) budget_spent: bool,
+}
+
+impl Tree {
+    fn busy(&self) -> usize {
+        (self.running + self.inflight).saturating_sub(self.waiting)
+    }
+
+    pub(super) fn nickname(&mut self) -> String {
+        let n = self.spawned;
+        self.spawned += 1;
+        let name = NICKNAMES[n % NICKNAMES.len()];
+        match n / NICKNAMES.len() {
+            0 => name.to_owned(),
+            round => format!("{name} {}", round + 1),
+        }
+    }
+}
+
+/// Input for another thread of the tree.
+pub(super) struct Mail {
+    pub(super) id: SubmissionId,
+    pub(super) from: ThreadId,
+    pub(super) to: ThreadId,
+    pub(super) items: Vec<InputPart>,
+}
+
+/// What a change in the registry asks to be done outside its lock.
+#[derive(Default)]
+pub(super) struct FollowUp {
+    pub(super) changed: bool,
+    pub(super) mail: Vec<Mail>,
+    pub(super) interrupt: Vec<ThreadId>,
+    /// Running turns stopped because the tree's budget is spent.
+    pub(super) budget_stop: Vec<ThreadId>,
+    /// Threads whose open descendants shut down (their parent did).
+    pub(super) shut_down_below: Vec<ThreadId>,
+}
+
+/// A restored thread's state as the model reads it: what its last turn came to (the
+/// shutdown that ended its earlier life is not its status now that it is loaded again).
+pub(super) fn state_from(state: &ThreadState) -> AgentState {
+    use crate::thread::state::TurnStatus;
+    let Some(last) = state.turns.last() else {
+        return AgentState::PendingInit;
+    };
+    match last.status {
+        TurnStatus::Running => AgentState::Running,
+        TurnStatus::Completed => {
+            AgentState::Completed(state.last_agent_message().map(str::to_owned))
+        }
+        TurnStatus::Aborted(_) => AgentState::Interrupted,
+        TurnStatus::Failed => AgentState::Errored(
+            last.failure
+                .as_ref()
+                .map_or_else(|| "the last turn failed".to_owned(), |f| f.message.clone()),
+        ),
+    }
+}
+
+impl Registry {
+    /// Fold one event of `id` into the registry.
+    pub(super) fn observe(
+        &mut self,
+        id: ThreadId,
+        msg: &EventMsg,
+        config: &AgentsConfig,
+    ) -> FollowUp {
+        let mut f = FollowUp::default();
+        let Some(node) = self.nodes.get_mut(&id) else {
+            return f;
+        };
+        let root = node.root;
+        let child = node.parent.is_some();
+        match msg {
+            EventMsg::TurnStarted { .. } if child => {
+                node.state = AgentState::Running;
+                f.changed = true;
+                let was_inflight = std::mem::take(&mut node.inflight);
+                let was_running = std::mem::replace(&mut node.running, true);
+                let tree = self.trees.entry(root).or_default();
+                if was_inflight {
+                    tree.inflight = tree.inflight.saturating_sub(1);
+                }
+                if !was_running {
+                    tree.running += 1;
+                }
+            }
+            EventMsg::TurnCompleted { last_agent_message } => self.turn_ended(
+                id,
+                AgentState::Completed(last_agent_message.clone()),
+                &mut f,
+            ),
+            EventMsg::TurnFailed { message, .. } => {
+                self.turn_ended(id, AgentState::Errored(message.clone()), &mut f)
+            }
+            EventMsg::TurnAborted { .. } => {
+                self.turn_ended(id, AgentState::Interrupted, &mut f);
+                // The interrupt cascades: running descendants stop, queued work for them
+                // is dropped.
+                let mut below = Vec::new();
+                self.post_order(id, &mut below);
+                below.retain(|t| *t != id);
+                let below: HashSet<ThreadId> = below.into_iter().collect();
+                for t in &below {
+                    if let Some(n) = self.nodes.get(t) {
+                        if n.open && n.running && n.parent == Some(id) {
+                            f.interrupt.push(*t);
+                        }
+                    }
+                }
+                if let Some(tree) = self.trees.get_mut(&root) {
+                    tree.queue.retain(|m| !below.contains(&m.to));
+                }
+            }
+            EventMsg::TokenCount { last, .. } => {
+                let tree = self.trees.entry(root).or_default();
+                tree.tokens += last.total_tokens;
+                if let Some(max) = config.max_tree_tokens {
+                    if tree.tokens >= max && !tree.budget_spent {
+                        tree.budget_spent = true;
+                        tree.queue.clear();
+                        f.budget_stop.extend(
+                            self.nodes
+                                .iter()
+                                .filter(|(_, n)| n.root == root && n.parent.is_some() && n.running)
+                                .map(|(t, _)| *t),
+                        );
+                    }
+                }
+            }
+            EventMsg::ShutdownComplete => {
+                if child {
+                    self.turn_ended(id, AgentState::Shutdown, &mut f);
+                    if let Some(n) = self.nodes.get_mut(&id) {
+                        n.state = AgentState::Shutdown;
+                    }
+                }
+                f.changed = true;
+                f.shut_down_below.push(id);
+            }
+            _ => {}
+        }
+        f.mail.extend(self.take_ready(root, config));
+        f
+    }
+
+    /// A turn of `id` ended (or the thread did) with `state`.
+    fn turn_ended(&mut self, id: ThreadId, state: AgentState, f: &mut FollowUp) {
+        let Some(node) = self.nodes.get_mut(&id) else {
+            return;
+        };
+        let Some(parent) = node.parent else {
+            return;
+        };
+        let root = node.root;
+        let was_running = std::mem::take(&mut node.running);
+        let was_counted = std::mem::take(&mut node.waiting_counted);
+        let report =
+            node.open && matches!(state, AgentState::Completed(_) | AgentState::Errored(_));
+        let nickname = node.nickname.clone();
+        node.state = state.clone();
+        f.changed = true;
+        let tree = self.trees.entry(root).or_default();
+        if was_running {
+            tree.running = tree.running.saturating_sub(1);
+        }
+        if was_counted {
+            tree.waiting = tree.waiting.saturating_sub(1);
+        }
+        if !report {
+            return;
+        }
+        // A wait of the parent on this child takes the result; otherwise it is mail, which
+        // wakes an idle parent.
+        let taken = self
+            .nodes
+            .get(&parent)
+            .and_then(|p| p.waiting_on.as_ref())
+            .is_some_and(|targets| targets.contains(&id));
+        if !taken {
+            let mail = Mail {
+                id: SubmissionId::new(),
+                from: id,
+                to: parent,
+                items: vec![InputPart::text(result_mail(
+                    id,
+                    nickname.as_deref(),
+                    &state,
+                ))],
+            };
+            if let Some(now) = self.route_one(mail) {
+                f.mail.push(now);
+            }
+        }
+    }
+
+    /// Route mail: to a root or a running thread at once; to an idle sub-agent through
+    /// the tree's queue.
+    pub(super) fn route(&mut self, mail: Mail, config: &AgentsConfig) -> FollowUp {
+        let mut f = FollowUp::default();
+        let root = self.nodes.get(&mail.to).map(|n| n.root);
+        if let Some(now) = self.route_one(mail) {
+            f.mail.push(now);
+        }
+        if let Some(root) = root {
+            f.mail.extend(self.take_ready(root, config));
+        }
+        f
+    }
+
+    fn route_one(&mut self, mail: Mail) -> Option<Mail> {
+        let Some(node) = self.nodes.get_mut(&mail.to) else {
+            return Some(mail); // not a tree member: its loop answers
+        };
+        if node.parent.is_none() || node.running {
+            return Some(mail);
+        }
+        node.state = AgentState::PendingInit;
+        let root = node.root;
+        self.trees.entry(root).or_default().queue.push_back(mail);
+        None
+    }
+
+    /// Queued mail the tree has room for now: mail to an agent that runs by now goes at
+    /// once (it steers); mail that starts a turn takes capacity.
+    pub(super) fn take_ready(&mut self, root: ThreadId, config: &AgentsConfig) -> Vec<Mail> {
+        let max = config.max_concurrent_turns.unwrap_or(usize::MAX).max(1);
+        let Some(tree) = self.trees.get_mut(&root) else {
+            return Vec::new();
+        };
+        let mut out = Vec::new();
+        let mut i = 0;
+        while i < tree.queue.len() {
+            let to = tree.queue[i].to;
+            match self.nodes.get_mut(&to) {
+                None => {
+                    tree.queue.remove(i);
+                }
+                Some(n) if !n.open => {
+                    tree.queue.remove(i);
+                }
+                Some(n) if n.running => out.extend(tree.queue.remove(i)),
+                Some(n) if n.inflight => i += 1,
+                Some(n) => {
+                    if tree.busy() >= max {
+                        i += 1;
+                        continue;
+                    }
+                    n.inflight = true;
+                    tree.inflight += 1;
+                    out.extend(tree.queue.remove(i));
+                }
+            }
+        }
+        out
+    }
+
+    /// The loop's answer to mail for `to`: a turn it did not start gives its capacity back.
+    pub(super) fn delivered(
+        &mut self,
+        to: ThreadId,
+        outcome: Option<OpResult>,
+        config: &AgentsConfig,
+    ) -> FollowUp {
+        let mut f = FollowUp::default();
+        let Some(node) = self.nodes.get_mut(&to) else {
+            return f;
+        };
+        let root = node.root;
+        let started = matches!(outcome, Some(OpResult::Input(InputOutcome::Started { .. })));
+        if !started && node.inflight {
+            node.inflight = false;
+            if let Some(tree) = self.trees.get_mut(&root) {
+                tree.inflight = tree.inflight.saturating_sub(1);
+            }
+            match &outcome {
+                None => {
+                    node.state = AgentState::NotFound;
+                    f.changed = true;
+                }
+                Some(OpResult::Input(InputOutcome::Rejected { reason })) => {
+                    node.state =
+                        AgentState::Errored(format!("the input was not accepted: {reason}"));
+                    f.changed = true;
+                }
+                _ => {}
+            }
+        }
+        f.mail.extend(self.take_ready(root, config));
+        f
+    }
+
+    pub(super) fn set_waiting(
+        &mut self,
+        waiter: ThreadId,
+        targets: Option<HashSet<ThreadId>>,
+        config: &AgentsConfig,
+    ) -> FollowUp {
+        let mut f = FollowUp::default();
+        let Some(node) = self.nodes.get_mut(&waiter) else {
+            return f;
+        };
+        let root = node.root;
+        let counted = targets.is_some() && node.running && node.parent.is_some();
+        let was_counted = std::mem::replace(&mut node.waiting_counted, counted);
+        node.waiting_on = targets;
+        if let Some(tree) = self.trees.get_mut(&root) {
+            if counted && !was_counted {
+                tree.waiting += 1;
+            } else if !counted && was_counted {
+                tree.waiting = tree.waiting.saturating_sub(1);
+            }
+        }
+        f.mail.extend(self.take_ready(root, config));
+        f
+    }
+
+    /// `id`'s descendants (and `id`), children before their parents.
+    pub(super) fn post_order(&self, id: ThreadId, out: &mut Vec<ThreadId>) {
+        let mut children: Vec<ThreadId> = self
+            .nodes
+            .iter()
+            .filter(|(_, n)| n.parent == Some(id))
+            .map(|(t, _)| *t)
+            .collect();
+        children.sort();
+        for child in children {
+            self.post_order(child, out);
+        }
+        out.push(id);
+    }
+
+    /// Open sub-agents of the tree.
+    pub(super) fn open_agents(&self, root: ThreadId) -> usize {
+        self.nodes
+            .values()
+            .filter(|n| n.root == root && n.parent.is_some() && n.open)
+            .count()
+    }
+}

@@ -1,0 +1,132 @@
+//! What the sub-agent tests share (the kernel's, in `core/tests/`, and the durable tree's,
+//! in `bootstrap/tests/`): one scripted model per agent, picked by the `model` argument of
+//! `spawn_agent`, so every thread's replies are deterministic, and waits on events.
+#![allow(dead_code, clippy::unwrap_used)]
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use rein_core::agents::AgentsConfig;
+use rein_core::model::scripted::ScriptedModel;
+use rein_core::model::{ModelInfo, ModelRequest, StaticCatalog};
+use rein_core::{EventStream, KernelConfig, ThreadCreated, ThreadManager, ThreadOrigin};
+use rein_protocol::script::ScriptedReply;
+use rein_protocol::{
+    ApprovalPolicy, Event, EventMsg, Item, SandboxPolicy, ThreadSettings, TurnBudget,
+};
+use serde_json::{json, Value};
+use tokio::sync::broadcast;
+
+/// The root's model.
+pub const MODEL: &str = "scripted";
+
+pub fn settings() -> ThreadSettings {
+    ThreadSettings {
+        model: MODEL.into(),
+        cwd: PathBuf::from("/tmp"),
+        approval_policy: ApprovalPolicy::OnRequest,
+        sandbox_policy: SandboxPolicy::WorkspaceWrite,
+        sandbox_options: None,
+        reasoning_effort: None,
+        budget: TurnBudget::default(),
+        instructions: "You are a test agent.".into(),
+    }
+}
+
+pub fn fast_config() -> KernelConfig {
+    KernelConfig {
+        interrupt_grace: std::time::Duration::from_millis(50),
+        ..KernelConfig::default()
+    }
+}
+
+/// A catalog of one scripted model per name (`MODEL` is the root's).
+pub fn catalog(models: &[(&str, &Arc<ScriptedModel>)]) -> Arc<StaticCatalog> {
+    let mut catalog = StaticCatalog::new();
+    for (name, model) in models {
+        catalog.insert(
+            ModelInfo {
+                id: (*name).into(),
+                provider: "scripted".into(),
+                context_window: Some(200_000),
+            },
+            Arc::clone(model) as Arc<dyn rein_core::model::ModelClient>,
+        );
+    }
+    Arc::new(catalog)
+}
+
+/// A manager over `models` with sub-agents configured by `config` (nothing persisted).
+pub fn manager(models: &[(&str, &Arc<ScriptedModel>)], config: AgentsConfig) -> Arc<ThreadManager> {
+    ThreadManager::builder(catalog(models))
+        .config(fast_config())
+        .agents(config)
+        .build_shared()
+}
+
+pub fn spawn(model: &str, message: &str) -> ScriptedReply {
+    ScriptedReply::tool_call("spawn_agent", json!({"message": message, "model": model}))
+}
+
+pub fn wait(targets: &[&str]) -> ScriptedReply {
+    ScriptedReply::tool_call(
+        "wait_agent",
+        json!({"targets": targets, "timeout_ms": 60_000}),
+    )
+}
+
+/// The outputs of tool calls the model was sent, in order, parsed as JSON when they are.
+pub fn tool_outputs(request: &ModelRequest) -> Vec<Value> {
+    request
+        .input
+        .iter()
+        .filter_map(|i| match i.as_ref() {
+            Item::ToolOutput { output, .. } => {
+                Some(serde_json::from_str(output).unwrap_or_else(|_| Value::String(output.clone())))
+            }
+            _ => None,
+        })
+        .collect()
+}
+
+/// The user messages the model was sent, in order.
+pub fn request_user_texts(request: &ModelRequest) -> Vec<String> {
+    request
+        .input
+        .iter()
+        .filter(|i| matches!(i.as_ref(), Item::UserMessage { .. }))
+        .filter_map(|i| i.message_text())
+        .collect()
+}
+
+pub fn offered(request: &ModelRequest) -> Vec<String> {
+    request.tools.iter().map(|s| s.name.clone()).collect()
+}
+
+/// The next sub-agent spawned.
+pub async fn next_child(created: &mut broadcast::Receiver<ThreadCreated>) -> ThreadCreated {
+    loop {
+        let c = created.recv().await.unwrap();
+        if matches!(c.origin, ThreadOrigin::Spawned { .. }) {
+            return c;
+        }
+    }
+}
+
+pub fn is_v4(id: rein_protocol::TurnId) -> bool {
+    id.as_uuid().get_version_num() == 4
+}
+
+pub fn is_turn_end(e: &Event) -> bool {
+    matches!(
+        e.msg,
+        EventMsg::TurnCompleted { .. } | EventMsg::TurnAborted { .. } | EventMsg::TurnFailed { .. }
+    )
+}
+
+/// The next turn end, which must be a completion.
+pub async fn completed(events: &mut EventStream) -> Arc<Event> {
+    let end = events.wait_for(is_turn_end).await.unwrap();
+    assert!(matches!(end.msg, EventMsg::TurnCompleted { .. }), "{end:?}");
+    end
+}
