@@ -53,10 +53,6 @@ fn tool_names(request: &Value) -> Vec<String> {
 }
 
 #[test]
-#[cfg_attr(
-    not(rein_has_node),
-    ignore = "needs node and npm (scripts/test-setup.sh installs server-everything with them)"
-)]
 fn a_client_mcp_server_joins_the_session_and_stops_with_it() {
     let Some(entry) = everything() else { return };
     let node = node::which("node").unwrap();

@@ -6,18 +6,19 @@
 #![allow(clippy::unwrap_used)]
 
 mod support;
+#[path = "support/test_setup.rs"]
+mod test_setup;
 
 use std::path::PathBuf;
 use std::process::Command;
 
 use serde_json::{json, Value};
-use support::node::{installed, repo_root};
 use support::MockModel;
+use test_setup::{installed, repo_root};
 
 /// The SDK package directory.
 fn sdk_dir() -> PathBuf {
-    let entry = installed("target/e2e-node/node_modules/@openai/codex-sdk/dist/index.js")
-        .expect("node and npm are on PATH (the build found them)");
+    let entry = installed("target/e2e-node/node_modules/@openai/codex-sdk/dist/index.js");
     entry.parent().unwrap().parent().unwrap().to_owned()
 }
 

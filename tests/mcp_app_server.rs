@@ -6,25 +6,24 @@
 //! reference one from npm, installed by scripts/test-setup.sh under target/.
 #![allow(clippy::unwrap_used)]
 
-#[path = "support/node.rs"]
-mod node;
 #[path = "support/processes.rs"]
 mod processes;
 #[path = "support/app_server.rs"]
 mod support;
+#[path = "support/test_setup.rs"]
+mod test_setup;
 
 use std::path::PathBuf;
 
-use node::installed;
 use pretty_assertions::assert_eq;
 use processes::processes_in;
 use serde_json::{json, Value};
 use support::{home_for, method, AppServer, MockModel};
+use test_setup::installed;
 
 /// The entry point of `@modelcontextprotocol/server-everything`.
 fn everything() -> PathBuf {
     installed("target/mcp-node/node_modules/@modelcontextprotocol/server-everything/dist/index.js")
-        .expect("node and npm are on PATH (the build found them)")
 }
 
 #[test]

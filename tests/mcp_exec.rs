@@ -8,19 +8,20 @@
 #[path = "support/processes.rs"]
 mod processes;
 mod support;
+#[path = "support/test_setup.rs"]
+mod test_setup;
 
 use std::path::PathBuf;
 
 use pretty_assertions::assert_eq;
 use processes::processes_in;
 use serde_json::json;
-use support::node::installed;
 use support::{json_lines, Home, MockModel};
+use test_setup::installed;
 
 /// The entry point of `@modelcontextprotocol/server-everything`.
 fn everything() -> PathBuf {
     installed("target/mcp-node/node_modules/@modelcontextprotocol/server-everything/dist/index.js")
-        .expect("node and npm are on PATH (the build found them)")
 }
 
 fn add_config(home: &Home, text: &str) {
