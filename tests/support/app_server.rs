@@ -19,7 +19,9 @@ pub const PATIENCE: Duration = Duration::from_secs(20);
 
 #[path = "mock_model.rs"]
 mod mock_model;
-pub use mock_model::{home_for, rein, MockModel};
+// Each test binary uses some of them.
+#[allow(unused_imports)]
+pub use mock_model::{home_for, json_lines, rein, rein_in, rein_ok, MockModel};
 
 /// A running `rein app-server`; every line it prints is checked against Codex's schema.
 pub struct AppServer {
