@@ -37,7 +37,6 @@ use crate::outbound::now_secs;
 use crate::pump::{Pump, PumpCmd, PumpRequest};
 use crate::subscribers::{Left, Subscribers};
 
-
 pub async fn start(state: &ServerState, raw: Value) -> Result<Value, RpcError> {
     let p: ThreadStartParams = params(raw)?;
     if let Some(model) = &p.model {
