@@ -7,35 +7,13 @@
 #[path = "support/app_server.rs"]
 mod app_support;
 
-use app_support::{home_for, rein, MockModel};
+use app_support::{home_for, json_lines, rein_ok, MockModel};
 use pretty_assertions::assert_eq;
 use serde_json::{json, Value};
 
-/// `rein exec ARGS` with `home` and a key for the mock, to the end; it must succeed.
+/// `rein exec ARGS` with `home`, to the end; it must succeed.
 fn exec_ok(home: &std::path::Path, args: &[&str]) -> std::process::Output {
-    let out = rein()
-        .arg("exec")
-        .args(args)
-        .env("REIN_HOME", home)
-        .env("MOCK_API_KEY", "test-key")
-        .env_remove("OPENAI_API_KEY")
-        .env_remove("RUST_LOG")
-        .stdin(std::process::Stdio::null())
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "rein exec {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    out
-}
-
-fn json_lines(stdout: &[u8]) -> Vec<Value> {
-    String::from_utf8_lossy(stdout)
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect()
+    rein_ok(home, &[&["exec"], args].concat())
 }
 
 fn call(call_id: &str, script: &str) -> Value {

@@ -9,25 +9,7 @@ mod app_support;
 use pretty_assertions::assert_eq;
 use serde_json::{json, Value};
 
-use app_support::{home_for, rein, MockModel};
-
-fn run(home: &std::path::Path, args: &[&str]) -> std::process::Output {
-    let out = rein()
-        .args(args)
-        .env("REIN_HOME", home)
-        .env("MOCK_API_KEY", "test-key")
-        .env_remove("OPENAI_API_KEY")
-        .env_remove("RUST_LOG")
-        .stdin(std::process::Stdio::null())
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "rein {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    out
-}
+use app_support::{home_for, rein_ok, MockModel};
 
 fn script() -> Value {
     let call = |id: &str, name: &str, arguments: Value| json!({ "call_id": id, "name": name, "arguments": arguments });
@@ -47,7 +29,7 @@ fn a_sessions_trajectory_lists_each_step_and_the_outcome() {
     let home = home_for(&mock);
     let dir = tempfile::tempdir().unwrap();
     let cwd = dir.path().canonicalize().unwrap();
-    let out = run(
+    let out = rein_ok(
         home.path(),
         &[
             "exec",
@@ -68,7 +50,7 @@ fn a_sessions_trajectory_lists_each_step_and_the_outcome() {
     .unwrap();
     let id = first["thread_id"].as_str().unwrap();
 
-    let out = run(home.path(), &["sessions", "trajectory", id, "--json"]);
+    let out = rein_ok(home.path(), &["sessions", "trajectory", id, "--json"]);
     let mut turns: Value = serde_json::from_slice(&out.stdout).unwrap();
     // Durations are the machine's; everything else is the recording's.
     let turn = &mut turns[0];
@@ -125,7 +107,7 @@ fn a_sessions_trajectory_lists_each_step_and_the_outcome() {
     );
 
     // The human form names each step and the outcome.
-    let out = run(home.path(), &["sessions", "trajectory", id]);
+    let out = rein_ok(home.path(), &["sessions", "trajectory", id]);
     let text = String::from_utf8(out.stdout).unwrap();
     assert!(text.contains("· success"), "{text}");
     assert!(

@@ -13,6 +13,41 @@ pub fn rein() -> Command {
     }
 }
 
+/// `rein ARGS` with `home` as `REIN_HOME`, a key for the mock, and nothing inherited that
+/// could change the outcome (other providers' keys and URLs, `RUST_LOG`, stdin).
+pub fn rein_in(home: &std::path::Path, args: &[&str]) -> Command {
+    let mut cmd = rein();
+    cmd.args(args)
+        .env("REIN_HOME", home)
+        .env("MOCK_API_KEY", "test-key")
+        .env_remove("OPENAI_API_KEY")
+        .env_remove("CODEX_API_KEY")
+        .env_remove("OPENAI_BASE_URL")
+        .env_remove("RUST_LOG")
+        .stdin(Stdio::null());
+    cmd
+}
+
+/// [`rein_in`] run to the end; it must succeed (the failure shows stderr).
+pub fn rein_ok(home: &std::path::Path, args: &[&str]) -> std::process::Output {
+    let out = rein_in(home, args).output().unwrap();
+    assert!(
+        out.status.success(),
+        "rein {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+/// Parse JSONL stdout into values, failing on any line that is not JSON.
+pub fn json_lines(stdout: &[u8]) -> Vec<serde_json::Value> {
+    String::from_utf8(stdout.to_vec())
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+        .collect()
+}
+
 /// `rein mock-model` playing a script; killed when dropped.
 pub struct MockModel {
     child: Child,

@@ -4,11 +4,13 @@
 #![allow(clippy::unwrap_used, dead_code)]
 
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Command;
 
 #[path = "mock_model.rs"]
 mod mock_model;
-pub use mock_model::{rein, MockModel};
+// Each test binary uses some of them.
+#[allow(unused_imports)]
+pub use mock_model::{json_lines, rein, rein_in, rein_ok, MockModel};
 
 #[path = "node.rs"]
 pub mod node;
@@ -40,38 +42,15 @@ impl Home {
     /// `rein exec ARGS` with this home and a key for the mock, and nothing inherited that
     /// could change the outcome.
     pub fn exec(&self, args: &[&str]) -> Command {
-        let mut cmd = rein();
-        cmd.arg("exec")
-            .args(args)
-            .env("REIN_HOME", self.path())
-            .env("MOCK_API_KEY", "test-key")
-            .env_remove("OPENAI_API_KEY")
-            .env_remove("CODEX_API_KEY")
-            .env_remove("OPENAI_BASE_URL")
-            .env_remove("RUST_LOG")
-            .stdin(Stdio::null());
+        let mut cmd = rein_in(self.path(), &["exec"]);
+        cmd.args(args);
         cmd
     }
 
     /// Run `rein exec ARGS` to the end and require success (the failure shows stderr).
     pub fn exec_ok(&self, args: &[&str]) -> std::process::Output {
-        let out = self.exec(args).output().unwrap();
-        assert!(
-            out.status.success(),
-            "rein exec {args:?}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        out
+        rein_ok(self.path(), &[&["exec"], args].concat())
     }
-}
-
-/// Parse JSONL stdout into values, failing on any line that is not JSON.
-pub fn json_lines(stdout: &[u8]) -> Vec<serde_json::Value> {
-    String::from_utf8(stdout.to_vec())
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
-        .collect()
 }
 
 pub fn types(events: &[serde_json::Value]) -> Vec<String> {

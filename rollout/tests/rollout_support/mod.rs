@@ -292,6 +292,19 @@ pub fn every_variant_thread() -> ThreadScript {
     s.push(EventMsg::TurnDiff {
         unified_diff: "--- a/src/a.rs\n+++ b/src/b.rs\n@@ -1 +1 @@\n-a\n+b\n".into(),
     });
+    s.push(EventMsg::StepRequested {
+        fingerprint: rein_protocol::RequestFingerprint {
+            model: "gpt-test".into(),
+            instructions: "0123456789abcdef".into(),
+            tools: vec![rein_protocol::ToolFingerprint {
+                name: "shell".into(),
+                hash: "fedcba9876543210".into(),
+            }],
+            input_reused: 2,
+            input: vec!["00112233aabbccdd".into()],
+            reasoning_effort: None,
+        },
+    });
     s.push(EventMsg::ModelRerouted {
         from: "gpt-test".into(),
         to: "gpt-backup".into(),
