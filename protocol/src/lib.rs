@@ -22,7 +22,9 @@ pub mod trajectory;
 
 pub use advisor::{AdvisorFailure, AdvisorRisk, AdvisorVerdict, ReviewedCall};
 pub use agents::{AgentOrigin, ChildAgent};
-pub use client_request::{ClientRequest, ClientResponse, Question, QuestionOption, SessionGrant};
+pub use client_request::{
+    ClientRequest, ClientResponse, ElicitationAction, Question, QuestionOption, SessionGrant,
+};
 pub use event::{
     ApprovalOutcome, CompactionTrigger, ErrorCode, Event, EventMsg, FileChangeKind, FileDiff,
     ItemKind, PlanStep, PlanStepStatus, TaskKind, TurnAbortReason,
