@@ -11,6 +11,7 @@
 
 #![cfg_attr(test, allow(clippy::unwrap_used))]
 
+pub mod replay;
 pub mod sessions;
 
 use std::path::PathBuf;
@@ -117,7 +118,11 @@ impl Kernel {
             sandbox_options: None,
             reasoning_effort: self.config.as_ref().and_then(|c| c.reasoning_effort),
             budget: TurnBudget::default(),
-            instructions: String::new(),
+            instructions: self
+                .config
+                .as_ref()
+                .and_then(|c| c.instructions.clone())
+                .unwrap_or_default(),
         }
     }
 
@@ -177,13 +182,7 @@ pub fn bootstrap(
     };
     let reload_with =
         (!options.demo).then(|| load_options(&home, &options.profile, &options.overrides));
-    let mut kernel_config = options.kernel;
-    if let Some(limit) = config.as_ref().and_then(|c| c.auto_compact_token_limit) {
-        kernel_config.auto_compact_token_limit = Some(limit);
-    }
-    if let Some(config) = &config {
-        kernel_config.advisor = config.advisor.clone();
-    }
+    let kernel_config = kernel_config(options.kernel, config.as_ref());
     let store: Arc<dyn SessionStore> = RolloutService::start(
         home.clone(),
         ServiceOptions {
@@ -200,21 +199,11 @@ pub fn bootstrap(
         .build_shared();
     let mcp = match config.as_ref() {
         None => None,
-        Some(config) => {
-            // Servers get a minimal environment drawn from rein's own, plus what their
-            // configuration names (`env_vars`).
-            let process_env: rein_mcp::Env = Arc::new(|k: &str| std::env::var(k).ok());
-            let mcp =
-                rein_mcp::McpManager::new(&config.mcp_servers, process_env).map_err(|source| {
-                    BootstrapError::Mcp {
-                        config_path: config.config_path.clone(),
-                        source,
-                    }
-                })?;
-            manager.add_thread_tool_source(Arc::clone(&mcp) as _);
-            Some(mcp)
-        }
+        Some(config) => mcp_manager(config)?,
     };
+    if let Some(mcp) = &mcp {
+        manager.add_thread_tool_source(Arc::clone(mcp) as _);
+    }
     Ok(Kernel {
         manager,
         home,
@@ -227,6 +216,31 @@ pub fn bootstrap(
         mcp,
         load_options: reload_with,
     })
+}
+
+/// The kernel's settings: `base` refined by what the configuration says.
+fn kernel_config(base: KernelConfig, config: Option<&ModelConfig>) -> KernelConfig {
+    let mut kernel_config = base;
+    if let Some(config) = config {
+        if let Some(limit) = config.auto_compact_token_limit {
+            kernel_config.auto_compact_token_limit = Some(limit);
+        }
+        kernel_config.advisor = config.advisor.clone();
+    }
+    kernel_config
+}
+
+/// The MCP servers of `[mcp_servers]`, not started yet.
+fn mcp_manager(config: &ModelConfig) -> Result<Option<Arc<rein_mcp::McpManager>>, BootstrapError> {
+    // Servers get a minimal environment drawn from rein's own, plus what their
+    // configuration names (`env_vars`).
+    let process_env: rein_mcp::Env = Arc::new(|k: &str| std::env::var(k).ok());
+    rein_mcp::McpManager::new(&config.mcp_servers, process_env)
+        .map(Some)
+        .map_err(|source| BootstrapError::Mcp {
+            config_path: config.config_path.clone(),
+            source,
+        })
 }
 
 fn load_options(

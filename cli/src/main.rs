@@ -2,11 +2,13 @@
 //! subcommand lives in its own module.
 // Printing to stdout is this binary's job.
 #![allow(clippy::print_stdout)]
+#![cfg_attr(test, allow(clippy::unwrap_used))]
 
 mod acp_cmd;
 mod app_server_cmd;
 mod exec;
 mod mock_model_cmd;
+mod replay_cmd;
 mod schema_cmd;
 mod sessions_cmd;
 
@@ -31,6 +33,8 @@ enum Command {
     MockModel(mock_model_cmd::MockModelArgs),
     /// List and show persisted sessions.
     Sessions(sessions_cmd::SessionsArgs),
+    /// Run recorded sessions again and compare each step's request and tool calls.
+    Replay(replay_cmd::ReplayArgs),
     /// Write the JSON Schema of rein's wire types into a directory.
     Schema {
         #[arg(long, default_value = "schema")]
@@ -57,6 +61,10 @@ fn main() -> anyhow::Result<()> {
         Command::Acp(args) => runtime()?.block_on(acp_cmd::run(args)),
         Command::MockModel(args) => runtime()?.block_on(mock_model_cmd::run(args)),
         Command::Sessions(args) => sessions_cmd::run(args),
+        Command::Replay(args) => {
+            let code = runtime()?.block_on(replay_cmd::run(args))?;
+            std::process::exit(code);
+        }
         Command::Schema { out } => schema_cmd::write_all(&out),
     }
 }

@@ -63,6 +63,9 @@ pub struct ConfigToml {
     pub model_auto_compact_token_limit: Option<u64>,
     pub model_reasoning_effort: Option<ReasoningEffort>,
     pub profile: Option<String>,
+    /// A file whose text is the instructions every new thread sends (relative paths are
+    /// read from `$REIN_HOME`).
+    pub model_instructions_file: Option<PathBuf>,
     #[serde(default)]
     pub model_providers: BTreeMap<String, ProviderToml>,
     #[serde(default)]
@@ -104,6 +107,8 @@ pub struct ModelConfig {
     /// Compact once the context passes this many tokens (default: 90% of the window).
     pub auto_compact_token_limit: Option<u64>,
     pub reasoning_effort: Option<ReasoningEffort>,
+    /// The text of `model_instructions_file`, read when the configuration was loaded.
+    pub instructions: Option<String>,
     pub fallback: Option<Fallback>,
     /// The active profile, if any.
     pub profile: Option<String>,
@@ -218,6 +223,16 @@ pub fn resolve(
         }
     };
     let advisor = resolve_advisor(&file, &provider, path, &known)?;
+    let instructions = match &file.model_instructions_file {
+        None => None,
+        Some(file) => {
+            let at = path.parent().unwrap_or(Path::new("")).join(file);
+            Some(
+                std::fs::read_to_string(&at)
+                    .map_err(|source| ConfigError::Read { path: at, source })?,
+            )
+        }
+    };
     Ok(ModelConfig {
         model: profile
             .model
@@ -231,6 +246,7 @@ pub fn resolve(
         reasoning_effort: profile
             .model_reasoning_effort
             .or(file.model_reasoning_effort),
+        instructions,
         fallback,
         profile: profile_name,
         providers,

@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize};
 use crate::advisor::{AdvisorRisk, AdvisorVerdict, ReviewedCall};
 use crate::agents::AgentOrigin;
 use crate::client_request::{ClientRequest, SessionGrant};
+use crate::fingerprint::RequestFingerprint;
 use crate::ids::{ItemId, SessionId, ThreadId, TurnId};
 use crate::items::Item;
 use crate::settings::ThreadSettings;
@@ -241,6 +242,11 @@ pub enum EventMsg {
     /// order).
     TurnDiff {
         unified_diff: String,
+    },
+    /// A step is about to send its model request: what it sends, as hashes (once per
+    /// step, before the first attempt; a compaction's summarising request has none).
+    StepRequested {
+        fingerprint: RequestFingerprint,
     },
     /// A sampling request is retried after a recoverable failure.
     StreamRetry {

@@ -10,6 +10,7 @@ pub mod advisor;
 pub mod agents;
 pub mod client_request;
 pub mod event;
+pub mod fingerprint;
 pub mod ids;
 pub mod items;
 pub mod op;
@@ -21,7 +22,7 @@ pub mod tool_facts;
 pub mod trajectory;
 
 pub use advisor::{AdvisorFailure, AdvisorRisk, AdvisorVerdict, ReviewedCall};
-pub use agents::{AgentOrigin, ChildAgent};
+pub use agents::{AgentOp, AgentOrigin, AgentReport, AgentReportStatus, ChildAgent};
 pub use client_request::{
     ClientRequest, ClientResponse, ElicitationAction, Question, QuestionOption, SessionGrant,
 };
@@ -29,6 +30,7 @@ pub use event::{
     ApprovalOutcome, CompactionTrigger, ErrorCode, Event, EventMsg, FileChangeKind, FileDiff,
     ItemKind, PlanStep, PlanStepStatus, TaskKind, TurnAbortReason,
 };
+pub use fingerprint::{RequestFingerprint, ToolFingerprint};
 pub use ids::{ItemId, SessionId, SubmissionId, ThreadId, TurnId};
 pub use items::{InputPart, Item, MessageRole, INTERRUPTION_MARKER};
 pub use op::{

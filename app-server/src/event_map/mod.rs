@@ -214,9 +214,10 @@ impl EventMapper {
                 action: Some(action),
                 ..
             } => {
-                if let (Some(turn_id), Some(item)) =
-                    (turn_id, tool_item(call_id, name, action, None))
-                {
+                if let (Some(turn_id), Some(item)) = (
+                    turn_id,
+                    tool_item(&self.thread_id, call_id, name, action, None),
+                ) {
                     self.tools.insert(
                         call_id.clone(),
                         ToolTrack {
@@ -388,6 +389,8 @@ impl EventMapper {
             }
             // Written by rein before patches were outcomes; the outcome carries the diffs.
             EventMsg::PatchApplied { .. } => {}
+            // For replays: Codex clients have no notion of a request fingerprint.
+            EventMsg::StepRequested { .. } => {}
             EventMsg::TurnDiff { unified_diff } => {
                 if let Some(turn_id) = turn_id {
                     out.push(Outgoing::Notify(ServerNotification::TurnDiffUpdated(

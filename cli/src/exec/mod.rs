@@ -25,7 +25,7 @@ use rein_protocol::{InputPart, SettingsChange, ThreadId};
 pub use args::ExecArgs;
 use args::{ColorMode, ExecCommand};
 use human::Style;
-use options::RunOptions;
+pub(crate) use options::RunOptions;
 use output_schema::OutputSchema;
 use session::{ResumeTarget, SessionStart};
 use turn::{Outcome, OutputMode, TurnInput};

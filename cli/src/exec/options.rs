@@ -12,10 +12,16 @@ const CONFIG_KEYS: &[&str] = &[
     "model",
     "model_provider",
     "model_context_window",
+    "model_auto_compact_token_limit",
     "model_reasoning_effort",
+    "model_instructions_file",
     "profile",
     "model_providers",
     "profiles",
+    "agents",
+    "features",
+    "advisor",
+    "mcp_servers",
 ];
 
 /// What the flags resolve to.
@@ -36,23 +42,7 @@ pub struct RunOptions {
 
 impl RunOptions {
     pub fn from_args(args: &CommonArgs) -> Self {
-        let mut opts = RunOptions {
-            overrides: args.overrides.clone(),
-            approval_policy: ApprovalPolicy::Never,
-            sandbox_policy: SandboxPolicy::ReadOnly,
-            openai_base_url: None,
-            network_access: false,
-            warnings: Vec::new(),
-        };
-        if let Some(model) = &args.model {
-            opts.overrides.push(format!("model={}", toml_string(model)));
-        }
-        for arg in &args.overrides {
-            // A malformed override is reported by the loader with its own error.
-            if let Ok(o) = Override::parse(arg) {
-                opts.take_override(&o);
-            }
-        }
+        let mut opts = Self::from_overrides(&args.overrides, args.model.as_deref());
         if let Some(mode) = args.sandbox {
             opts.sandbox_policy = match mode {
                 SandboxMode::ReadOnly => SandboxPolicy::ReadOnly,
@@ -79,6 +69,28 @@ impl RunOptions {
             if given {
                 opts.warnings
                     .push(format!("{flag} is not supported by rein and was ignored"));
+            }
+        }
+        opts
+    }
+
+    /// What `-c key=value` overrides (and `--model`) resolve to, before any other flag.
+    pub fn from_overrides(overrides: &[String], model: Option<&str>) -> Self {
+        let mut opts = RunOptions {
+            overrides: overrides.to_vec(),
+            approval_policy: ApprovalPolicy::Never,
+            sandbox_policy: SandboxPolicy::ReadOnly,
+            openai_base_url: None,
+            network_access: false,
+            warnings: Vec::new(),
+        };
+        if let Some(model) = model {
+            opts.overrides.push(format!("model={}", toml_string(model)));
+        }
+        for arg in overrides {
+            // A malformed override is reported by the loader with its own error.
+            if let Ok(o) = Override::parse(arg) {
+                opts.take_override(&o);
             }
         }
         opts

@@ -7,6 +7,7 @@
 //! history and events are the kernel's (see `turn/step.rs`), so every provider behaves
 //! the same under faults.
 
+pub mod fingerprint;
 pub mod scripted;
 
 use std::collections::BTreeMap;

@@ -299,6 +299,7 @@ impl ThreadState {
             | EventMsg::PatchApplied { .. }
             | EventMsg::TurnDiff { .. }
             | EventMsg::StreamRetry { .. }
+            | EventMsg::StepRequested { .. }
             | EventMsg::CompactionStarted { .. }
             | EventMsg::ModelRerouted { .. }
             | EventMsg::Warning { .. }

@@ -15,6 +15,7 @@ use super::stop_hook::{StopContext, StopDecision, StopHook};
 use super::tokens::{estimate, estimate_item};
 use super::tool_runner;
 use super::{TaskOutcome, TurnContext};
+use crate::model::fingerprint::InputHashes;
 use crate::model::ModelError;
 
 /// When and how a regular turn compacts on its own.
@@ -98,11 +99,19 @@ impl RegularTask {
         matches!(self.compaction.limit, Some(limit) if self.compaction.context_tokens > limit)
     }
 
-    /// One sampling request, compacting first when the context is over the limit.
-    async fn sample(&mut self, step: &mut StepContext) -> Result<step::Reply, SampleError> {
+    /// One sampling request, compacting first when the context is over the limit. The
+    /// request's fingerprint is recorded before it is sent (once, whatever the retries).
+    async fn sample(
+        &mut self,
+        step: &mut StepContext,
+        hashes: &mut InputHashes,
+    ) -> Result<step::Reply, SampleError> {
         if self.over_compaction_limit() {
             self.compact(step, CompactionTrigger::Auto).await?;
         }
+        self.sink.emit(EventMsg::StepRequested {
+            fingerprint: hashes.fingerprint(&step.request(&self.history)),
+        });
         step::sample(step, &self.history, &self.sink, &self.cancel).await
     }
 
@@ -111,13 +120,14 @@ impl RegularTask {
         let mut last_agent_message = None;
         let mut tokens_used = 0;
         let mut compacted_after_overflow = !self.compaction.recover_overflow;
+        let mut hashes = InputHashes::default();
         loop {
             self.drain_pending();
             if self.cancel.is_cancelled() {
                 return TaskOutcome::Cancelled;
             }
             let mut step = StepContext::freeze(&self.turn);
-            let reply = match self.sample(&mut step).await {
+            let reply = match self.sample(&mut step, &mut hashes).await {
                 Ok(reply) => {
                     // From the first reply on, the turn's input is part of the work to summarise.
                     self.compaction.turn_input_start = self.history.len();

@@ -1,0 +1,362 @@
+//! Deterministic replay of a recorded session: a fresh, in-memory kernel built from
+//! today's configuration (with `-c` overrides) runs the session's user inputs; its model
+//! answers each step with the reply recorded for it and its tools return the recorded
+//! results. Step by step, the request each step sends (its fingerprint) and the tool calls
+//! are compared with the recording, so a change to rein, its prompts or its configuration
+//! shows where it would change what an agent does. Nothing is written: the replayed
+//! thread has no session store, and the recording is only read.
+//!
+//! Map: `recording` (events → turns and steps), `model` (the answering model), `tools`
+//! (replayed tool sources), `compare` (one step against its recording).
+
+pub mod compare;
+pub mod model;
+pub mod recording;
+pub mod tools;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use rein_config::{self as config, LoadOptions};
+use rein_core::manager::{ThreadManager, ThreadOptions};
+use rein_core::thread::{EventStream, ThreadHandle};
+use rein_core::tools::builtin::{builtin_tools, BuiltinConfig};
+use rein_protocol::{
+    EventMsg, InputMode, InputOutcome, Item, Op, OpResult, ReasoningEffort, SettingsChange,
+    ThreadSettings,
+};
+use serde::Serialize;
+
+use crate::BootstrapError;
+use compare::{compare_step, ObservedCall, ObservedStep, Part, TurnInputs};
+use model::{ReplayCatalog, ReplayModel};
+pub use recording::{NotReplayable, Recording};
+use tools::{RecordedOutputs, ReplayThreadSource};
+
+/// How long one replayed turn may take: its model and tools answer at once, so only a
+/// replay that went wrong comes near this.
+const TURN_TIMEOUT: Duration = Duration::from_secs(120);
+
+#[derive(Clone, Debug, Default)]
+pub struct ReplayOptions {
+    /// `$REIN_HOME`, where the configuration is read.
+    pub home: PathBuf,
+    pub profile: Option<String>,
+    /// `-c key=value` overrides, as `rein exec` takes them.
+    pub overrides: Vec<String>,
+    pub tools: BuiltinConfig,
+}
+
+/// How a replay went.
+#[derive(Clone, Debug, Serialize)]
+pub struct Report {
+    pub turns: usize,
+    /// Steps replayed (all of them when identical; up to the differing one otherwise).
+    pub steps: usize,
+    /// Whether the recording has request fingerprints; without them only tool calls are
+    /// compared.
+    pub fingerprinted: bool,
+    pub difference: Option<Difference>,
+}
+
+/// The first step that differs.
+#[derive(Clone, Debug, Serialize)]
+pub struct Difference {
+    /// 1-based, in the session.
+    pub step: usize,
+    /// 1-based.
+    pub turn: usize,
+    /// 1-based, in its turn.
+    pub step_in_turn: usize,
+    pub part: Part,
+    /// A readable diff of the part (`-` recorded, `+` replay).
+    pub diff: String,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ReplayError {
+    #[error("the replay kernel: {0}")]
+    Kernel(String),
+    #[error("turn {turn} of the replay did not end within {TURN_TIMEOUT:?}")]
+    Timeout { turn: usize },
+}
+
+/// What today's configuration changes in a recorded turn's settings: the model and the
+/// reasoning effort when an override (or profile) changes them, the instructions when a
+/// `model_instructions_file` is configured. The rest (cwd, policies) stays as recorded.
+#[derive(Clone, Debug, Default)]
+struct Adjust {
+    model: Option<String>,
+    reasoning_effort: Option<ReasoningEffort>,
+    instructions: Option<String>,
+}
+
+impl Adjust {
+    fn apply(&self, recorded: &ThreadSettings) -> ThreadSettings {
+        let mut s = recorded.clone();
+        if let Some(model) = &self.model {
+            s.model.clone_from(model);
+        }
+        if let Some(effort) = self.reasoning_effort {
+            s.reasoning_effort = Some(effort);
+        }
+        if let Some(instructions) = &self.instructions {
+            s.instructions.clone_from(instructions);
+        }
+        s
+    }
+}
+
+/// A kernel that replays sessions, one after another.
+pub struct Replayer {
+    manager: Arc<ThreadManager>,
+    model: Arc<ReplayModel>,
+    outputs: Arc<RecordedOutputs>,
+    mcp: Option<Arc<rein_mcp::McpManager>>,
+    adjust: Adjust,
+}
+
+impl Replayer {
+    pub fn new(
+        options: ReplayOptions,
+        env: &dyn Fn(&str) -> Option<String>,
+    ) -> Result<Self, BootstrapError> {
+        let load = |profile: Option<String>, overrides: Vec<String>| {
+            config::load(
+                &LoadOptions {
+                    home: options.home.clone(),
+                    profile,
+                    overrides,
+                },
+                env,
+            )
+        };
+        let base = load(None, Vec::new())?;
+        let config = load(options.profile.clone(), options.overrides.clone())?;
+        let adjust = Adjust {
+            model: (config.model != base.model).then(|| config.model.clone()),
+            reasoning_effort: config
+                .reasoning_effort
+                .filter(|_| config.reasoning_effort != base.reasoning_effort),
+            instructions: config.instructions.clone(),
+        };
+        let model = Arc::new(ReplayModel::default());
+        let outputs = Arc::new(RecordedOutputs::default());
+        let mut kernel_config = crate::kernel_config(Default::default(), Some(&config));
+        // The advisor's verdicts are not replayed: its requests are not steps.
+        kernel_config.advisor = Default::default();
+        let manager = ThreadManager::builder(Arc::new(ReplayCatalog(Arc::clone(&model))))
+            .tools(
+                builtin_tools(options.tools)
+                    .into_iter()
+                    .map(|t| tools::wrap(t, &outputs)),
+            )
+            .config(kernel_config)
+            .agents(crate::agents_config(Some(&config.agents)))
+            .build_shared();
+        let mcp = crate::mcp_manager(&config)?;
+        if let Some(mcp) = &mcp {
+            manager.add_thread_tool_source(Arc::new(ReplayThreadSource {
+                inner: Arc::clone(mcp) as _,
+                outputs: Arc::clone(&outputs),
+            }));
+        }
+        Ok(Self {
+            manager,
+            model,
+            outputs,
+            mcp,
+            adjust,
+        })
+    }
+
+    /// Replay `recording`, stopping at the first step that differs.
+    pub async fn replay(&self, recording: &Recording) -> Result<Report, ReplayError> {
+        let mut thread: Option<(ThreadHandle, EventStream)> = None;
+        let result = self.replay_turns(recording, &mut thread).await;
+        if let Some((handle, _)) = thread {
+            let _ = handle.shutdown().await;
+        }
+        result
+    }
+
+    async fn replay_turns(
+        &self,
+        recording: &Recording,
+        thread: &mut Option<(ThreadHandle, EventStream)>,
+    ) -> Result<Report, ReplayError> {
+        let mut report = Report {
+            turns: recording.turns.len(),
+            steps: 0,
+            fingerprinted: recording.fingerprinted(),
+            difference: None,
+        };
+        for (t, turn) in recording.turns.iter().enumerate() {
+            self.model.load(turn.steps.iter().map(|s| s.answer.clone()));
+            self.model.take_requests();
+            self.outputs.load(
+                turn.steps
+                    .iter()
+                    .flat_map(|s| &s.calls)
+                    .filter_map(|c| c.result.clone().map(|r| (c.call_id.clone(), r))),
+            );
+            let settings = self.adjust.apply(&turn.settings);
+            let change = match thread {
+                Some(_) => change_to(&settings),
+                None => {
+                    let new = self
+                        .manager
+                        .create_thread(ThreadOptions::new(settings.clone()))
+                        .map_err(|e| ReplayError::Kernel(e.to_string()))?;
+                    if let Some(mcp) = &self.mcp {
+                        mcp.wait_required(&settings.cwd)
+                            .await
+                            .map_err(ReplayError::Kernel)?;
+                    }
+                    *thread = Some((new.handle, new.events));
+                    SettingsChange::default()
+                }
+            };
+            let Some((handle, events)) = thread.as_mut() else {
+                return Err(ReplayError::Kernel("no thread".into()));
+            };
+            let outcome = handle
+                .submit(Op::UserInput {
+                    items: turn.input.clone(),
+                    mode: InputMode::StartIfIdle,
+                    settings: change,
+                    output_schema: turn.output_schema.clone(),
+                })
+                .await
+                .map_err(|e| ReplayError::Kernel(e.to_string()))?;
+            if !matches!(outcome, OpResult::Input(InputOutcome::Started { .. })) {
+                return Err(ReplayError::Kernel(format!(
+                    "turn {} was not started: {outcome:?}",
+                    t + 1
+                )));
+            }
+            let mut observed = tokio::time::timeout(TURN_TIMEOUT, observe_turn(events))
+                .await
+                .map_err(|_| ReplayError::Timeout { turn: t + 1 })?;
+            for (step, request) in observed.iter_mut().zip(self.model.take_requests()) {
+                step.request = Some(request);
+            }
+            let longest = turn.steps.len().max(observed.len());
+            let mut inputs = TurnInputs::default();
+            for i in 0..longest {
+                let found = match (turn.steps.get(i), observed.get(i)) {
+                    (Some(recorded), Some(replayed)) => compare_step(
+                        recording,
+                        &turn.settings.instructions,
+                        recorded,
+                        replayed,
+                        &mut inputs,
+                    ),
+                    (Some(_), None) => Some((
+                        Part::Steps,
+                        format!(
+                            "- the recorded turn has {} steps\n+ the replayed turn ended after {}\n",
+                            turn.steps.len(),
+                            observed.len()
+                        ),
+                    )),
+                    _ => Some((
+                        Part::Steps,
+                        format!(
+                            "- the recorded turn ended after {} steps\n+ the replayed turn took step {}\n",
+                            turn.steps.len(),
+                            i + 1
+                        ),
+                    )),
+                };
+                if let Some((part, diff)) = found {
+                    report.steps += i + 1;
+                    report.difference = Some(Difference {
+                        step: report.steps,
+                        turn: t + 1,
+                        step_in_turn: i + 1,
+                        part,
+                        diff,
+                    });
+                    return Ok(report);
+                }
+            }
+            report.steps += turn.steps.len();
+        }
+        Ok(report)
+    }
+
+    /// Shut the replay kernel down (its threads, its MCP servers).
+    pub async fn shutdown(&self) {
+        self.manager.shutdown_all().await;
+        if let Some(mcp) = &self.mcp {
+            mcp.shutdown().await;
+        }
+    }
+}
+
+/// A later turn's recorded settings as a change (instructions are a thread's own and
+/// cannot change between turns).
+fn change_to(s: &ThreadSettings) -> SettingsChange {
+    SettingsChange {
+        model: Some(s.model.clone()),
+        cwd: Some(s.cwd.clone()),
+        approval_policy: Some(s.approval_policy),
+        sandbox_policy: Some(s.sandbox_policy),
+        sandbox_options: s.sandbox_options.clone().map(Box::new),
+        reasoning_effort: s.reasoning_effort,
+        budget: Some(s.budget.clone()),
+    }
+}
+
+/// The steps of the turn just started, as its events tell them, until it ends.
+async fn observe_turn(events: &mut EventStream) -> Vec<ObservedStep> {
+    let mut steps: Vec<ObservedStep> = Vec::new();
+    let mut calls: Vec<(usize, String)> = Vec::new();
+    while let Some(event) = events.recv().await {
+        match &event.msg {
+            EventMsg::StepRequested { fingerprint } => steps.push(ObservedStep {
+                fingerprint: Some(fingerprint.clone()),
+                ..ObservedStep::default()
+            }),
+            EventMsg::ItemCompleted {
+                item:
+                    Item::ToolCall {
+                        call_id,
+                        name,
+                        arguments,
+                        ..
+                    },
+            } => {
+                let last = steps.len().saturating_sub(1);
+                if let Some(step) = steps.last_mut() {
+                    calls.push((last, call_id.clone()));
+                    step.calls.push(ObservedCall {
+                        name: name.clone(),
+                        arguments: arguments.clone(),
+                        success: false,
+                    });
+                }
+            }
+            EventMsg::ItemCompleted {
+                item: Item::ToolOutput {
+                    call_id, success, ..
+                },
+            } => {
+                if let Some(at) = calls.iter().rposition(|(_, id)| id == call_id) {
+                    let (step, _) = calls[at];
+                    let index = calls[..at].iter().filter(|(s, _)| *s == step).count();
+                    if let Some(call) = steps.get_mut(step).and_then(|s| s.calls.get_mut(index)) {
+                        call.success = *success;
+                    }
+                }
+            }
+            EventMsg::TurnCompleted { .. }
+            | EventMsg::TurnFailed { .. }
+            | EventMsg::TurnAborted { .. } => break,
+            _ => {}
+        }
+    }
+    steps
+}
