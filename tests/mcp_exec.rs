@@ -162,3 +162,41 @@ fn bad_mcp_configuration_is_an_error_naming_the_server_and_the_key() {
         "{stderr}"
     );
 }
+
+#[test]
+#[cfg_attr(
+    not(rein_has_node),
+    ignore = "needs node and npm (scripts/test-setup.sh installs server-everything with them)"
+)]
+fn exec_declines_an_elicitation_nobody_can_answer() {
+    let entry = everything();
+    let mock = MockModel::start(json!({"replies": [
+        {"tool_calls": [{"call_id": "call_1", "name": "mcp__everything__trigger_elicitation_request", "arguments": {}}]},
+        {"text": "Done."}
+    ]}));
+    let home = Home::new(&mock, "responses");
+    add_config(
+        &home,
+        &format!(
+            "\n[mcp_servers.everything]\ncommand = \"node\"\nargs = [{}, \"stdio\"]\nrequired = true\n",
+            serde_json::to_string(&entry.to_string_lossy()).unwrap()
+        ),
+    );
+    let work = tempfile::tempdir().unwrap();
+    let work_dir = work.path().canonicalize().unwrap();
+    let out = home.exec_ok(&["--json", "-C", work_dir.to_str().unwrap(), "Ask me."]);
+    let events = json_lines(&out.stdout);
+    let completed = events
+        .iter()
+        .find(|e| e["type"] == "item.completed" && e["item"]["type"] == "mcp_tool_call")
+        .unwrap();
+    assert_eq!(completed["item"]["status"], "completed");
+    let text = completed["item"]["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap();
+    assert!(
+        text.starts_with("❌ User declined to provide the requested information."),
+        "{text}"
+    );
+    assert_eq!(processes_in(&work_dir), Vec::<String>::new());
+}

@@ -47,7 +47,7 @@ pub fn request_for(
             let files: Vec<String> = files.iter().map(|f| f.display().to_string()).collect();
             (format!("Write {}", files.join(", ")), reason)
         }
-        ClientRequest::Question { .. } => return None,
+        ClientRequest::Question { .. } | ClientRequest::Elicitation { .. } => return None,
     };
     let mut fields = ToolCallUpdateFields::new()
         .status(ToolCallStatus::Pending)
@@ -95,13 +95,6 @@ pub fn decision_of(answer: Option<&RequestPermissionResponse>) -> ApprovalDecisi
         }
         // Outcomes a later protocol version may add, or no answer: refuse.
         Some(_) | None => ApprovalDecision::Deny,
-    }
-}
-
-/// What a question gets from a client that cannot ask one: no answers.
-pub fn unanswered() -> ClientResponse {
-    ClientResponse::Answers {
-        answers: Default::default(),
     }
 }
 

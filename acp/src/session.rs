@@ -330,7 +330,7 @@ impl Pump {
             self.projector.open_action(call_id),
             request,
         ) else {
-            tokio::spawn(respond(handle, request_id, permission::unanswered()));
+            tokio::spawn(respond(handle, request_id, request.unanswered()));
             return;
         };
         let (stop, stopped) = oneshot::channel();

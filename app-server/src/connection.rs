@@ -132,11 +132,14 @@ pub async fn run(
         Ok(kernel) => kernel,
         Err(why) => return refuse_all(&why, pending_first, inbound, &out).await,
     };
-    // MCP servers' status changes reach every connection while it is open.
-    let mcp_status = kernel
-        .mcp
-        .clone()
-        .map(|mcp| tokio::spawn(crate::handlers::mcp::forward_status(mcp, out.clone())));
+    // MCP servers' status changes reach every connection while it is open (subscribed
+    // here, not in the task, so a server started by the first request is not missed).
+    let mcp_status = kernel.mcp.as_ref().map(|mcp| {
+        tokio::spawn(crate::handlers::mcp::forward_status(
+            mcp.subscribe(),
+            out.clone(),
+        ))
+    });
     let state = Arc::new(ServerState::new(kernel, hub, out.clone()));
     if let Some(experimental) = early {
         state.set_experimental(experimental);

@@ -8,15 +8,19 @@
 
 use std::collections::HashMap;
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
 use std::time::{Duration, Instant};
 
-use rein_core::tools::{Tool, ToolSet, ToolSource};
+use rein_core::tools::{Ask, Tool, ToolContext, ToolSet, ToolSource};
+use rein_protocol::{ClientRequest, ClientResponse};
 use rmcp::model::{
-    ClientCapabilities, ClientConfig, Implementation, ProgressNotificationParam, ProgressToken,
+    ClientCapabilities, ClientConfig, ElicitRequestParams, ElicitResult, ElicitationAction,
+    ElicitationCapability, FormElicitationCapability, Implementation, ProgressNotificationParam,
+    ProgressToken,
 };
 use rmcp::service::{
-    NotificationContext, Peer, QuitReason, RoleClient, RunningService,
+    NotificationContext, Peer, QuitReason, RequestContext, RoleClient, RunningService,
     RunningServiceCancellationToken,
 };
 use rmcp::{ClientHandler, ServiceExt};
@@ -76,6 +80,9 @@ pub(crate) struct Shared {
     tools_changed: Notify,
     /// A call found the connection unusable (an HTTP server that went away).
     pub(crate) lost: Notify,
+    /// The calls under way, oldest first: an elicitation goes to the user of the latest.
+    pub(crate) calls: Mutex<Vec<(u64, ToolContext)>>,
+    next_call: AtomicU64,
     /// Bumped each time the tools are listed, so waiters see a new list.
     listings: watch::Sender<u64>,
     stop: CancellationToken,
@@ -96,6 +103,23 @@ impl Shared {
             status: status.clone(),
         });
         self.status.send_replace(status);
+    }
+
+    /// Note a call under way until the guard is dropped.
+    pub(crate) fn call_started(&self, ctx: &ToolContext) -> CallGuard<'_> {
+        let id = self.next_call.fetch_add(1, Ordering::Relaxed);
+        self.calls
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push((id, ctx.clone()));
+        CallGuard { shared: self, id }
+    }
+
+    /// The call an elicitation belongs to. MCP does not say which request a server's
+    /// request is about, so it is taken to be the latest call under way.
+    fn current_call(&self) -> Option<ToolContext> {
+        let calls = self.calls.lock().unwrap_or_else(PoisonError::into_inner);
+        calls.last().map(|(_, ctx)| ctx.clone())
     }
 
     /// The connection to call through, if the server is up.
@@ -119,6 +143,21 @@ impl Shared {
                 format!("MCP server '{}' is stopped: {reason}", self.name)
             }
         })
+    }
+}
+
+pub(crate) struct CallGuard<'a> {
+    shared: &'a Shared,
+    id: u64,
+}
+
+impl Drop for CallGuard<'_> {
+    fn drop(&mut self) {
+        self.shared
+            .calls
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .retain(|(id, _)| *id != self.id);
     }
 }
 
@@ -151,6 +190,8 @@ impl Server {
             progress: Mutex::default(),
             tools_changed: Notify::new(),
             lost: Notify::new(),
+            calls: Mutex::default(),
+            next_call: AtomicU64::new(0),
             listings: watch::channel(0).0,
             stop: CancellationToken::new(),
             updates,
@@ -297,9 +338,61 @@ impl ClientHandler for Handler {
         }
     }
 
+    /// A form for the user, asked through the client of the call under way; declined
+    /// when there is none (or the server asks for a URL to be opened: not offered).
+    async fn create_elicitation(
+        &self,
+        request: ElicitRequestParams,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<ElicitResult, rmcp::ErrorData> {
+        let ElicitRequestParams::FormElicitationParams {
+            message,
+            requested_schema,
+            ..
+        } = request
+        else {
+            return Ok(ElicitResult::new(ElicitationAction::Decline));
+        };
+        let Some(ctx) = self.shared.current_call() else {
+            tracing::info!(server = %self.shared.name, "MCP elicitation outside a tool call: declined");
+            return Ok(ElicitResult::new(ElicitationAction::Decline));
+        };
+        let request = ClientRequest::Elicitation {
+            server: self.shared.name.clone(),
+            message,
+            requested_schema: serde_json::to_value(&requested_schema).unwrap_or_default(),
+        };
+        let answer = ctx
+            .ask(Ask {
+                request,
+                session_grant: None,
+            })
+            .await;
+        Ok(match answer {
+            Ok(ClientResponse::Elicitation { action, content }) => {
+                let result = ElicitResult::new(match action {
+                    rein_protocol::ElicitationAction::Accept => ElicitationAction::Accept,
+                    rein_protocol::ElicitationAction::Decline => ElicitationAction::Decline,
+                    rein_protocol::ElicitationAction::Cancel => ElicitationAction::Cancel,
+                });
+                match content {
+                    Some(content) if action == rein_protocol::ElicitationAction::Accept => {
+                        result.with_content(content)
+                    }
+                    _ => result,
+                }
+            }
+            // The turn ended first.
+            _ => ElicitResult::new(ElicitationAction::Cancel),
+        })
+    }
+
     fn get_info(&self) -> ClientConfig {
+        let mut capabilities = ClientCapabilities::default();
+        capabilities.elicitation =
+            Some(ElicitationCapability::new().with_form(FormElicitationCapability::default()));
         ClientConfig::new(
-            ClientCapabilities::default(),
+            capabilities,
             Implementation::new("rein", env!("CARGO_PKG_VERSION")),
         )
     }

@@ -150,7 +150,7 @@ impl McpTool {
             Ok(ClientResponse::Decision { decision }) => {
                 decision != rein_protocol::ApprovalDecision::Deny
             }
-            Err(_) => false,
+            Ok(ClientResponse::Elicitation { .. }) | Err(_) => false,
         };
         if allowed {
             Ok(())
@@ -179,6 +179,7 @@ impl McpTool {
             params = params.with_arguments(arguments);
         }
         let request = rmcp::model::ClientRequest::CallToolRequest(CallToolRequest::new(params));
+        let _under_way = self.server.call_started(&ctx);
         let timeout = self.server.config.tool_timeout;
         let handle = match peer
             .send_cancellable_request(request, PeerRequestOptions::with_timeout(timeout))
@@ -204,11 +205,7 @@ impl McpTool {
         let result = loop {
             tokio::select! {
                 result = &mut response => break result,
-                Some(p) = progress_rx.recv() => {
-                    let total = p.total.map(|t| format!("/{t}")).unwrap_or_default();
-                    let message = p.message.map(|m| format!(" {m}")).unwrap_or_default();
-                    ctx.output_delta(format!("progress {}{total}{message}\n", p.progress));
-                }
+                Some(p) = progress_rx.recv() => ctx.output_delta(progress_line(&p)),
                 () = ctx.cancel.cancelled() => {
                     let notice = rmcp::model::CancelledNotification::new(
                         rmcp::model::CancelledNotificationParam::new(
@@ -221,6 +218,12 @@ impl McpTool {
                 }
             }
         };
+        // Progress the server sent before its answer may still be on its way (rmcp hands
+        // each notification to a task of its own): give those a turn, then take them.
+        tokio::task::yield_now().await;
+        while let Ok(p) = progress_rx.try_recv() {
+            ctx.output_delta(progress_line(&p));
+        }
         match result {
             Ok(ServerResult::CallToolResult(result)) => to_tool_result(result),
             Ok(_) => ToolResult::err(format!(
@@ -275,6 +278,16 @@ impl Drop for Unregister<'_> {
 
 /// The model's text of a result: text blocks as they are, other blocks as JSON, the
 /// structured content when there is nothing else; cut in the middle past [`OUTPUT_CAP`].
+fn progress_line(p: &rmcp::model::ProgressNotificationParam) -> String {
+    let total = p.total.map(|t| format!("/{t}")).unwrap_or_default();
+    let message = p
+        .message
+        .as_ref()
+        .map(|m| format!(" {m}"))
+        .unwrap_or_default();
+    format!("progress {}{total}{message}\n", p.progress)
+}
+
 fn to_tool_result(result: CallToolResult) -> ToolResult {
     let mut parts: Vec<String> = Vec::new();
     for block in &result.content {

@@ -26,6 +26,14 @@ pub enum ClientRequest {
     Patch { files: Vec<PathBuf>, reason: String },
     /// Questions for the user; the answer is an `answers` response.
     Question { questions: Vec<Question> },
+    /// An MCP server asks the user to fill in a form (`elicitation/create`) while one of
+    /// its tools runs; the answer is an `elicitation` response.
+    Elicitation {
+        server: String,
+        message: String,
+        /// The form: a JSON schema of an object with primitive-typed properties.
+        requested_schema: serde_json::Value,
+    },
 }
 
 impl ClientRequest {
@@ -35,6 +43,42 @@ impl ClientRequest {
             self,
             ClientRequest::Command { .. } | ClientRequest::Patch { .. }
         )
+    }
+
+    /// Whether `response` is the kind of answer this request asks for.
+    pub fn answered_by(&self, response: &ClientResponse) -> bool {
+        matches!(
+            (self, response),
+            (
+                ClientRequest::Command { .. } | ClientRequest::Patch { .. },
+                ClientResponse::Decision { .. }
+            ) | (
+                ClientRequest::Question { .. },
+                ClientResponse::Answers { .. }
+            ) | (
+                ClientRequest::Elicitation { .. },
+                ClientResponse::Elicitation { .. }
+            )
+        )
+    }
+
+    /// The answer when nobody can give one (headless, no client attached): no approval,
+    /// no answers, the form declined.
+    pub fn unanswered(&self) -> ClientResponse {
+        match self {
+            ClientRequest::Command { .. } | ClientRequest::Patch { .. } => {
+                ClientResponse::Decision {
+                    decision: ApprovalDecision::Deny,
+                }
+            }
+            ClientRequest::Question { .. } => ClientResponse::Answers {
+                answers: BTreeMap::new(),
+            },
+            ClientRequest::Elicitation { .. } => ClientResponse::Elicitation {
+                action: ElicitationAction::Decline,
+                content: None,
+            },
+        }
     }
 }
 
@@ -70,6 +114,24 @@ pub enum ClientResponse {
     Answers {
         answers: BTreeMap<String, Vec<String>>,
     },
+    /// The answer to an elicitation: the form's values when accepted.
+    Elicitation {
+        action: ElicitationAction,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        content: Option<serde_json::Value>,
+    },
+}
+
+/// What the user did with an MCP server's form (MCP's own three answers).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ElicitationAction {
+    /// Filled in and sent.
+    Accept,
+    /// Refused to give the information; the tool goes on without it.
+    Decline,
+    /// Dismissed without choosing.
+    Cancel,
 }
 
 /// What "approve for this session" let through, recorded with the answer so that the

@@ -23,7 +23,9 @@ pub mod trajectory;
 
 pub use advisor::{AdvisorFailure, AdvisorRisk, AdvisorVerdict, ReviewedCall};
 pub use agents::{AgentOp, AgentOrigin, AgentReport, AgentReportStatus, ChildAgent};
-pub use client_request::{ClientRequest, ClientResponse, Question, QuestionOption, SessionGrant};
+pub use client_request::{
+    ClientRequest, ClientResponse, ElicitationAction, Question, QuestionOption, SessionGrant,
+};
 pub use event::{
     ApprovalOutcome, CompactionTrigger, ErrorCode, Event, EventMsg, FileChangeKind, FileDiff,
     ItemKind, PlanStep, PlanStepStatus, TaskKind, TurnAbortReason,

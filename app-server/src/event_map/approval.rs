@@ -1,5 +1,6 @@
 //! A client request as Codex clients receive it: a server → client request whose method
-//! says what is asked (a command or a file change to approve, questions for the user).
+//! says what is asked (a command or a file change to approve, questions for the user, an MCP server's
+//! form).
 
 use rein_app_server_protocol::{
     CommandExecutionRequestApprovalParams, FileChangeRequestApprovalParams,
@@ -11,6 +12,8 @@ use super::Outgoing;
 
 /// The method of Codex's questions for the user.
 pub const QUESTION_METHOD: &str = "item/tool/requestUserInput";
+/// The method of an MCP server's form for the user.
+pub const ELICITATION_METHOD: &str = "mcpServer/elicitation/request";
 
 pub(super) fn ask(
     thread_id: &str,
@@ -53,6 +56,21 @@ pub(super) fn ask(
                         serde_json::json!({"label": o.label, "description": o.description})
                     }).collect::<Vec<_>>()),
                 })).collect::<Vec<_>>(),
+            })),
+        ),
+        ClientRequest::Elicitation {
+            server,
+            message,
+            requested_schema,
+        } => (
+            ELICITATION_METHOD,
+            Ok(serde_json::json!({
+                "threadId": thread_id,
+                "turnId": turn_id.to_string(),
+                "serverName": server,
+                "mode": "form",
+                "message": message,
+                "requestedSchema": requested_schema,
             })),
         ),
         ClientRequest::Patch { reason, .. } => (

@@ -115,9 +115,11 @@ pub fn startup_notification(update: &StatusUpdate) -> ServerNotification {
     })
 }
 
-/// Forward every status change of `mcp`'s servers to the connection until it closes.
-pub async fn forward_status(mcp: std::sync::Arc<McpManager>, out: Outbound) {
-    let mut updates = mcp.subscribe();
+/// Forward every status change of the servers to the connection until it closes.
+pub async fn forward_status(
+    mut updates: tokio::sync::broadcast::Receiver<StatusUpdate>,
+    out: Outbound,
+) {
     loop {
         match updates.recv().await {
             Ok(update) => out.notify(startup_notification(&update)).await,

@@ -18,15 +18,15 @@ use rein_app_server_protocol::{
 };
 use rein_core::{EventStream, ThreadError};
 use rein_protocol::{
-    ApprovalDecision, ClientResponse, Event, EventMsg, InputMode, InputOutcome, Op, OpResult,
-    RejectReason, SettingsChange, SubmissionId, TurnId,
+    ApprovalDecision, ClientResponse, ElicitationAction, Event, EventMsg, InputMode, InputOutcome,
+    Op, OpResult, RejectReason, SettingsChange, SubmissionId, TurnId,
 };
 use serde_json::Value;
 use tokio::sync::mpsc;
 use tokio::time::{sleep_until, Instant};
 
 use crate::error::RpcError;
-use crate::event_map::{EventMapper, Outgoing, QUESTION_METHOD};
+use crate::event_map::{EventMapper, Outgoing, ELICITATION_METHOD, QUESTION_METHOD};
 use crate::loaded::{LoadedThread, LoadedThreads};
 use crate::outbound::{now_secs, Outbound};
 use crate::subscribers::Subscriber;
@@ -505,6 +505,26 @@ fn pending_turn(turn_id: TurnId) -> Turn {
 
 /// The kernel's answer for a client's answer to `method`.
 fn response_of(method: &str, outcome: &Result<Value, Value>) -> ClientResponse {
+    if method == ELICITATION_METHOD {
+        // An error or an answer rein cannot read declines the form.
+        let action = match outcome {
+            Ok(result) => serde_json::from_value(result["action"].clone()).ok(),
+            Err(_) => None,
+        };
+        return match (action, outcome) {
+            (Some(action), Ok(result)) => ClientResponse::Elicitation {
+                action,
+                content: result
+                    .get("content")
+                    .filter(|c| !c.is_null() && action == ElicitationAction::Accept)
+                    .cloned(),
+            },
+            _ => ClientResponse::Elicitation {
+                action: ElicitationAction::Decline,
+                content: None,
+            },
+        };
+    }
     if method == QUESTION_METHOD {
         let answers = match outcome {
             Ok(result) => result["answers"]
@@ -533,8 +553,14 @@ fn response_of(method: &str, outcome: &Result<Value, Value>) -> ClientResponse {
     }
 }
 
-/// What a request nobody can answer gets: no approval, no answers.
+/// What a request nobody can answer gets: no approval, no answers, the form declined.
 fn unanswered(method: &str) -> ClientResponse {
+    if method == ELICITATION_METHOD {
+        return ClientResponse::Elicitation {
+            action: ElicitationAction::Decline,
+            content: None,
+        };
+    }
     if method == QUESTION_METHOD {
         ClientResponse::Answers {
             answers: Default::default(),

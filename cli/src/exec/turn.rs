@@ -13,8 +13,7 @@ use super::events::ExecEvent;
 use anyhow::{bail, Context};
 use rein_core::NewThread;
 use rein_protocol::{
-    ApprovalDecision, ClientResponse, EventMsg, InputMode, InputOutcome, InputPart, Item, Op,
-    OpResult, SettingsChange, ThreadId,
+    EventMsg, InputMode, InputOutcome, InputPart, Item, Op, OpResult, SettingsChange, ThreadId,
 };
 use tokio::signal::unix::{signal, SignalKind};
 
@@ -158,14 +157,9 @@ pub async fn drive(
                     }
                     // Headless: nobody can approve or answer.
                     EventMsg::ClientRequested { request_id, request, .. } => {
-                        let response = if request.is_approval() {
-                            ClientResponse::Decision { decision: ApprovalDecision::Deny }
-                        } else {
-                            ClientResponse::Answers { answers: Default::default() }
-                        };
                         handle.submit(Op::Respond {
                             request_id: request_id.clone(),
-                            response,
+                            response: request.unanswered(),
                         }).await?;
                     }
                     EventMsg::TurnCompleted { last_agent_message } => {

@@ -308,7 +308,9 @@ impl ToolContext {
             .await?;
         Ok(match response {
             ClientResponse::Decision { decision } => decision,
-            ClientResponse::Answers { .. } => ApprovalDecision::Deny,
+            ClientResponse::Answers { .. } | ClientResponse::Elicitation { .. } => {
+                ApprovalDecision::Deny
+            }
         })
     }
 }

@@ -4,7 +4,8 @@
 //! the reducer folds into the thread's grants; the calls see them before the asker wakes.
 
 use rein_protocol::{
-    ApprovalDecision, ApprovalOutcome, ClientResponse, EventMsg, OpResult, TurnAbortReason, TurnId,
+    ApprovalDecision, ApprovalOutcome, ClientRequest, ClientResponse, EventMsg, OpResult,
+    TurnAbortReason, TurnId,
 };
 
 use super::SubmissionLoop;
@@ -41,25 +42,27 @@ impl SubmissionLoop {
                 message: format!("no pending client request with id {request_id}"),
             };
         };
-        let outcome = match (&response, parked.request.is_approval()) {
-            (ClientResponse::Decision { decision }, true) => match decision {
+        if !parked.request.answered_by(&response) {
+            return OpResult::Refused {
+                message: format!(
+                    "request {request_id} asks for {}",
+                    match parked.request {
+                        ClientRequest::Command { .. } | ClientRequest::Patch { .. } => "a decision",
+                        ClientRequest::Question { .. } => "answers",
+                        ClientRequest::Elicitation { .. } => "an elicitation answer",
+                    }
+                ),
+            };
+        }
+        let outcome = match &response {
+            ClientResponse::Decision { decision } => match decision {
                 ApprovalDecision::Approve => ApprovalOutcome::Approved,
                 ApprovalDecision::ApproveForSession => ApprovalOutcome::ApprovedForSession,
                 ApprovalDecision::Deny => ApprovalOutcome::Denied,
                 ApprovalDecision::Abort => ApprovalOutcome::Aborted,
             },
-            (ClientResponse::Answers { .. }, false) => ApprovalOutcome::Answered,
-            _ => {
-                return OpResult::Refused {
-                    message: format!(
-                        "request {request_id} asks for {}",
-                        if parked.request.is_approval() {
-                            "a decision"
-                        } else {
-                            "answers"
-                        }
-                    ),
-                }
+            ClientResponse::Answers { .. } | ClientResponse::Elicitation { .. } => {
+                ApprovalOutcome::Answered
             }
         };
         let Some(parked) = self.requests.remove(request_id) else {
