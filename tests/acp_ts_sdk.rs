@@ -2,50 +2,26 @@
 //! validates every message it receives against the protocol's schema; installed by
 //! `scripts/test-setup.sh`): a plain turn, a permission round trip, `session/list`, and
 //! `session/load` in a second process with the history replayed before the answer.
-//! Skipped, with the reason printed, only when node or npm is missing (never in CI).
+//! Ignored, with the reason, where node or npm is missing (never in CI: see
+//! scripts/test_prereqs.rs).
 #![allow(clippy::unwrap_used)]
 
 #[path = "support/acp.rs"]
 mod support;
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::Command;
 
 use pretty_assertions::assert_eq;
 use serde_json::{json, Value};
+use support::node::{self, repo_root};
 use support::{home_for, MockModel};
-
-fn repo_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .unwrap()
-        .to_owned()
-}
-
-fn has(tool: &str) -> bool {
-    Command::new(tool)
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.status.success())
-}
 
 /// The node_modules holding the SDK, installing it first if needed; `None` when node or
 /// npm is missing.
 fn node_modules() -> Option<PathBuf> {
-    if !has("node") || !has("npm") {
-        return None;
-    }
-    let root = repo_root();
-    let modules = root.join("target/e2e-node/node_modules");
-    let entry = modules.join("@agentclientprotocol/sdk/dist/v1/stable/acp.js");
-    if !entry.exists() {
-        let status = Command::new(root.join("scripts/test-setup.sh"))
-            .status()
-            .unwrap();
-        assert!(status.success(), "scripts/test-setup.sh failed");
-    }
-    assert!(entry.exists(), "the ACP SDK was not installed");
-    Some(modules)
+    node::installed("target/e2e-node/node_modules/@agentclientprotocol/sdk/dist/v1/stable/acp.js")?;
+    Some(repo_root().join("target/e2e-node/node_modules"))
 }
 
 fn without_message_ids(mut v: Value) -> Value {
@@ -56,6 +32,10 @@ fn without_message_ids(mut v: Value) -> Value {
 }
 
 #[test]
+#[cfg_attr(
+    not(rein_has_node),
+    ignore = "needs node and npm (scripts/test-setup.sh installs the SDK with them)"
+)]
 fn the_official_typescript_client_drives_a_turn_a_permission_and_a_load() {
     let Some(modules) = node_modules() else {
         assert!(

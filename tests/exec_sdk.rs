@@ -1,63 +1,34 @@
 //! `rein exec` driven by the official `@openai/codex-sdk` npm package (installed by
 //! `scripts/test-setup.sh` without its optional dependencies, so no Codex binary exists):
 //! `startThread().run()`, `runStreamed()`, `outputSchema` and `resumeThread()` against a
-//! real mock model server. Skipped, with the reason printed, only when node or npm is
-//! missing.
+//! real mock model server. Ignored, with the reason, where node or npm is missing (never
+//! in CI: see scripts/test_prereqs.rs).
 #![allow(clippy::unwrap_used)]
 
 mod support;
+#[path = "support/test_setup.rs"]
+mod test_setup;
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::Command;
 
 use serde_json::{json, Value};
 use support::MockModel;
+use test_setup::{installed, repo_root};
 
-fn repo_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .unwrap()
-        .to_owned()
-}
-
-fn has(tool: &str) -> bool {
-    Command::new(tool)
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.status.success())
-}
-
-/// The SDK package directory, installing it first if needed; `None` when npm is missing.
-fn sdk_dir() -> Option<PathBuf> {
-    if !has("node") || !has("npm") {
-        return None;
-    }
-    let root = repo_root();
-    let dir = root.join("target/e2e-node/node_modules/@openai/codex-sdk");
-    if !dir.join("dist/index.js").exists() {
-        let status = Command::new(root.join("scripts/test-setup.sh"))
-            .status()
-            .unwrap();
-        assert!(status.success(), "scripts/test-setup.sh failed");
-    }
-    assert!(
-        dir.join("dist/index.js").exists(),
-        "the SDK was not installed"
-    );
-    Some(dir)
+/// The SDK package directory.
+fn sdk_dir() -> PathBuf {
+    let entry = installed("target/e2e-node/node_modules/@openai/codex-sdk/dist/index.js");
+    entry.parent().unwrap().parent().unwrap().to_owned()
 }
 
 #[test]
+#[cfg_attr(
+    not(rein_has_node),
+    ignore = "needs node and npm (scripts/test-setup.sh installs the SDK with them)"
+)]
 fn the_codex_sdk_runs_streams_and_resumes_through_rein_exec() {
-    let Some(sdk) = sdk_dir() else {
-        // scripts/test-setup.sh installs node's SDK in CI: there its absence is a failure.
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "CI must have node and npm for the Codex SDK test (scripts/test-setup.sh)"
-        );
-        eprintln!("skipped: node and npm are needed to run the Codex SDK");
-        return;
-    };
+    let sdk = sdk_dir();
     let mock = MockModel::start(json!({"replies": [
         {"tool_calls": [{"name": "shell", "arguments": {"command": ["echo", "hello-from-sdk"]}}]},
         {"text": "Hello from the mock model.", "deltas": 3},

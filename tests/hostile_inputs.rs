@@ -5,13 +5,15 @@
 //! with the server still answering and exiting cleanly on stdin EOF.
 #![allow(clippy::unwrap_used)]
 
+#[path = "support/fs_events.rs"]
+mod fs_events;
 #[path = "support/app_server.rs"]
 mod support;
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
 use std::process::Stdio;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use pretty_assertions::assert_eq;
 use rein_core::tools::testing::{make_fifo, EndlessFifo};
@@ -374,11 +376,13 @@ fn a_stalled_client_costs_bounded_memory_and_loses_no_delta() {
     }
     // The stall: read nothing until every turn is complete in its rollout (the kernel
     // never waits for a client).
-    let deadline = Instant::now() + Duration::from_secs(600);
-    while completed_rollouts(&home.path().join("sessions")) < THREADS {
-        assert!(Instant::now() < deadline, "the turns did not complete");
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    let sessions = home.path().join("sessions");
+    assert!(
+        fs_events::wait_until_files_show(home.path(), Duration::from_secs(600), || {
+            completed_rollouts(&sessions) >= THREADS
+        }),
+        "the turns did not complete"
+    );
     let mut texts: std::collections::HashMap<String, String> = std::collections::HashMap::new();
     let mut completed = 0;
     let mut answered = 0;

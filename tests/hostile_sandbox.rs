@@ -9,12 +9,15 @@
 //! copy of the binaries, as `nobody`.
 #![allow(clippy::unwrap_used)]
 
+#[path = "support/processes.rs"]
+mod processes;
 #[path = "support/app_server.rs"]
 mod support;
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+use processes::{all_gone, kill_all, processes_with};
 use serde_json::{json, Value};
 use support::{home_for, method, AppServer, MockModel};
 
@@ -104,48 +107,17 @@ fn model_saw(model: &MockModel) -> String {
         .join("\n")
 }
 
-/// Pids of live processes whose command line contains `marker`.
-fn processes_with(marker: &str) -> Vec<i32> {
-    let mut pids = Vec::new();
-    for entry in std::fs::read_dir("/proc").unwrap().filter_map(Result::ok) {
-        let Some(pid) = entry
-            .file_name()
-            .to_str()
-            .and_then(|s| s.parse::<i32>().ok())
-        else {
-            continue;
-        };
-        let cmdline = std::fs::read(entry.path().join("cmdline")).unwrap_or_default();
-        let stat = std::fs::read_to_string(entry.path().join("stat")).unwrap_or_default();
-        let zombie = stat
-            .rsplit(')')
-            .next()
-            .is_some_and(|r| r.trim_start().starts_with('Z'));
-        if !zombie && String::from_utf8_lossy(&cmdline).contains(marker) {
-            pids.push(pid);
-        }
-    }
-    pids
-}
-
-/// Wait (bounded) until `pred` holds over the marked processes.
-fn wait_for(marker: &str, pred: impl Fn(usize) -> bool) -> bool {
+/// Wait (bounded) until at least `n` marked processes run. (Their deaths are waited for
+/// on pidfds: `processes::all_gone`.)
+fn wait_for_at_least(marker: &str, n: usize) -> bool {
     let deadline = Instant::now() + Duration::from_secs(15);
     while Instant::now() < deadline {
-        if pred(processes_with(marker).len()) {
+        if processes_with(marker).len() >= n {
             return true;
         }
         std::thread::sleep(Duration::from_millis(20));
     }
     false
-}
-
-fn kill_all(marker: &str) {
-    for pid in processes_with(marker) {
-        let _ = std::process::Command::new("kill")
-            .args(["-9", &pid.to_string()])
-            .status();
-    }
 }
 
 /// Leaves a `setsid` child and a double-forked daemon behind, each running once the
@@ -266,7 +238,7 @@ fn check_processes_die_with_their_call() {
         s.until_turn_completed();
         assert!(model_saw(&model).contains("STARTED_2"));
         assert!(
-            wait_for(&mark, |n| n == 0),
+            all_gone(&mark),
             "survivors under {sandbox}: {:?}",
             processes_with(&mark)
         );
@@ -282,9 +254,17 @@ fn check_processes_die_with_the_interrupt() {
     s.turn(json!({}));
     let started = s.server.until(|m| method(m) == "turn/started");
     let turn_id = started.last().unwrap()["params"]["turn"]["id"].clone();
+    // The command says its survivors run (its output streams live), then hangs.
+    let mut output = String::new();
+    s.server.until(|m| {
+        if method(m) == "item/commandExecution/outputDelta" {
+            output.push_str(m["params"]["delta"].as_str().unwrap_or_default());
+        }
+        output.contains("STARTED_2")
+    });
     assert!(
-        wait_for(&mark, |n| n >= 3),
-        "the command did not start: {:?}",
+        processes_with(&mark).len() >= 3,
+        "{:?}",
         processes_with(&mark)
     );
     s.server.call(
@@ -293,7 +273,7 @@ fn check_processes_die_with_the_interrupt() {
     );
     s.until_turn_completed();
     assert!(
-        wait_for(&mark, |n| n == 0),
+        all_gone(&mark),
         "survivors of the interrupt: {:?}",
         processes_with(&mark)
     );
@@ -308,7 +288,7 @@ fn busy_server(sandbox: &str, mark: &str) -> (Session, MockModel) {
     let mut s = session(&model, sandbox, &[]);
     s.turn(json!({}));
     assert!(
-        wait_for(mark, |n| n >= 6),
+        wait_for_at_least(mark, 6),
         "the commands did not start: {:?}",
         processes_with(mark)
     );
@@ -323,7 +303,7 @@ fn check_sigterm_and_sigint_stop_everything_and_exit_0() {
         let status = s.server.wait_exit();
         assert_eq!(status.code(), Some(0), "SIG{sig}: {status}");
         assert!(
-            wait_for(&mark, |n| n == 0),
+            all_gone(&mark),
             "survivors of SIG{sig}: {:?}",
             processes_with(&mark)
         );
@@ -347,14 +327,17 @@ fn check_sigkill_of_the_server_takes_its_commands_along() {
     signal(s.server.pid(), "KILL");
     s.server.wait_exit();
     assert!(
-        wait_for(&mark, |n| n == 0),
+        all_gone(&mark),
         "survivors of SIGKILL: {:?}",
         processes_with(&mark)
     );
 }
 
 fn check_sandbox_policy_fields_are_honoured_or_refused() {
-    let base = PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
+    // Outside the temp dirs, which workspace-write leaves writable (as `nobody`, a
+    // directory made for it).
+    let base = std::env::var_os("REIN_E2E_OUTSIDE")
+        .map_or_else(|| PathBuf::from(env!("CARGO_TARGET_TMPDIR")), PathBuf::from);
     let extra = tempfile::tempdir_in(&base).unwrap();
     let mark = marker();
     let slash_tmp = format!("/tmp/rein-hostile-{mark}");
@@ -431,6 +414,7 @@ fn sigterm_and_sigint_stop_everything_and_exit_0() {
 #[test]
 fn sigkill_of_the_server_takes_its_commands_along() {
     check_sigkill_of_the_server_takes_its_commands_along();
+    check_sandbox_policy_fields_are_honoured_or_refused();
 }
 
 #[test]
@@ -441,6 +425,10 @@ fn sandbox_policy_fields_are_honoured_or_refused() {
 /// When the suite runs as root, run it again as `nobody`, through copies of the test
 /// binary, the `rein` binary and the schema fixtures that `nobody` can reach.
 #[test]
+#[cfg_attr(
+    not(rein_is_root),
+    ignore = "run as root, it reruns the suite as nobody (run as a user, the other tests are that run)"
+)]
 fn the_suite_holds_as_an_unprivileged_user() {
     if !is_root() {
         eprintln!("running as a user already: the other tests are the unprivileged run");
@@ -448,8 +436,10 @@ fn the_suite_holds_as_an_unprivileged_user() {
     }
     let base = tempfile::tempdir_in("/var/tmp").unwrap();
     let tmp = base.path().join("tmp");
+    let outside = base.path().join("outside");
     let fixtures = base.path().join("fixtures");
     std::fs::create_dir_all(&tmp).unwrap();
+    std::fs::create_dir_all(&outside).unwrap();
     let copy = std::process::Command::new("cp")
         .arg("-r")
         .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures"))
@@ -480,6 +470,7 @@ fn the_suite_holds_as_an_unprivileged_user() {
         .env("HOME", &tmp)
         .env("REIN_E2E_BIN", &rein)
         .env("REIN_E2E_FIXTURES", &fixtures)
+        .env("REIN_E2E_OUTSIDE", &outside)
         .status()
         .unwrap();
     assert!(
@@ -499,4 +490,5 @@ fn as_an_unprivileged_user() {
     check_processes_die_with_the_interrupt();
     check_sigterm_and_sigint_stop_everything_and_exit_0();
     check_sigkill_of_the_server_takes_its_commands_along();
+    check_sandbox_policy_fields_are_honoured_or_refused();
 }

@@ -5,6 +5,8 @@
 //! `/proc`. `REIN_IDLE_THREADS` sets the count (10,000 for the full run).
 #![allow(clippy::unwrap_used)]
 
+#[path = "support/fs_events.rs"]
+mod fs_events;
 #[path = "support/app_server.rs"]
 mod support;
 
@@ -114,10 +116,9 @@ fn load_idle_threads(ulimit: &str, n: usize) -> ((usize, u64), (usize, u64), u64
     let listed = answer(&rx, n + 2);
     assert!(listed["result"]["nextCursor"].is_string());
     // The store closes a file a moment after its last write: wait for that (bounded).
-    let deadline = std::time::Instant::now() + Duration::from_secs(20);
-    while open_fds(pid) > before.0 + 8 && std::time::Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    fs_events::wait_until_files_show(home.path(), Duration::from_secs(20), || {
+        open_fds(pid) <= before.0 + 8
+    });
     let after = (open_fds(pid), status_kib(pid, "VmRSS:"));
     drop(stdin);
     let _ = child.wait();

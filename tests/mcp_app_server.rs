@@ -6,47 +6,33 @@
 //! reference one from npm, installed by scripts/test-setup.sh under target/.
 #![allow(clippy::unwrap_used)]
 
+#[path = "support/processes.rs"]
+mod processes;
 #[path = "support/app_server.rs"]
 mod support;
+#[path = "support/test_setup.rs"]
+mod test_setup;
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use pretty_assertions::assert_eq;
+use processes::processes_in;
 use serde_json::{json, Value};
 use support::{home_for, method, AppServer, MockModel};
+use test_setup::installed;
 
-fn everything() -> Option<PathBuf> {
-    let entry = Path::new(env!("CARGO_MANIFEST_DIR")).join(
-        "../target/mcp-node/node_modules/@modelcontextprotocol/server-everything/dist/index.js",
-    );
-    if entry.exists() {
-        return Some(entry);
-    }
-    assert!(
-        std::env::var_os("CI").is_none(),
-        "CI must have @modelcontextprotocol/server-everything (scripts/test-setup.sh)"
-    );
-    eprintln!("SKIPPED: @modelcontextprotocol/server-everything is not installed; run scripts/test-setup.sh");
-    None
-}
-
-fn processes_in(dir: &Path) -> Vec<String> {
-    std::fs::read_dir("/proc")
-        .unwrap()
-        .filter_map(Result::ok)
-        .filter(|e| e.file_name().to_string_lossy().parse::<u32>().is_ok())
-        .filter(|e| std::fs::read_link(e.path().join("cwd")).is_ok_and(|cwd| cwd == dir))
-        .map(|e| {
-            std::fs::read_to_string(e.path().join("cmdline"))
-                .unwrap_or_default()
-                .replace('\0', " ")
-        })
-        .collect()
+/// The entry point of `@modelcontextprotocol/server-everything`.
+fn everything() -> PathBuf {
+    installed("target/mcp-node/node_modules/@modelcontextprotocol/server-everything/dist/index.js")
 }
 
 #[test]
+#[cfg_attr(
+    not(rein_has_node),
+    ignore = "needs node and npm (scripts/test-setup.sh installs server-everything with them)"
+)]
 fn app_server_lists_servers_calls_their_tools_as_mcp_tool_call_items_and_stops_them() {
-    let Some(entry) = everything() else { return };
+    let entry = everything();
     let model = MockModel::start(json!({"replies": [
         {"tool_calls": [{"call_id": "call_progress", "name": "mcp__everything__trigger_long_running_operation",
                          "arguments": {"duration": 0.2, "steps": 2}}]},

@@ -5,33 +5,23 @@
 //! scripts/test-setup.sh under target/.
 #![allow(clippy::unwrap_used)]
 
+#[path = "support/processes.rs"]
+mod processes;
 mod support;
+#[path = "support/test_setup.rs"]
+mod test_setup;
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use pretty_assertions::assert_eq;
+use processes::processes_in;
 use serde_json::json;
 use support::{json_lines, Home, MockModel};
+use test_setup::installed;
 
-fn repo_root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .unwrap()
-        .to_owned()
-}
-
-fn everything() -> Option<PathBuf> {
-    let entry = repo_root()
-        .join("target/mcp-node/node_modules/@modelcontextprotocol/server-everything/dist/index.js");
-    if entry.exists() {
-        return Some(entry);
-    }
-    assert!(
-        std::env::var_os("CI").is_none(),
-        "CI must have @modelcontextprotocol/server-everything (scripts/test-setup.sh)"
-    );
-    eprintln!("SKIPPED: @modelcontextprotocol/server-everything is not installed; run scripts/test-setup.sh");
-    None
+/// The entry point of `@modelcontextprotocol/server-everything`.
+fn everything() -> PathBuf {
+    installed("target/mcp-node/node_modules/@modelcontextprotocol/server-everything/dist/index.js")
 }
 
 fn add_config(home: &Home, text: &str) {
@@ -41,24 +31,13 @@ fn add_config(home: &Home, text: &str) {
     std::fs::write(path, config).unwrap();
 }
 
-/// Processes whose working directory is `dir`.
-fn processes_in(dir: &Path) -> Vec<String> {
-    std::fs::read_dir("/proc")
-        .unwrap()
-        .filter_map(Result::ok)
-        .filter(|e| e.file_name().to_string_lossy().parse::<u32>().is_ok())
-        .filter(|e| std::fs::read_link(e.path().join("cwd")).is_ok_and(|cwd| cwd == dir))
-        .map(|e| {
-            std::fs::read_to_string(e.path().join("cmdline"))
-                .unwrap_or_default()
-                .replace('\0', " ")
-        })
-        .collect()
-}
-
 #[test]
+#[cfg_attr(
+    not(rein_has_node),
+    ignore = "needs node and npm (scripts/test-setup.sh installs server-everything with them)"
+)]
 fn exec_calls_a_server_everything_tool_and_reports_an_mcp_tool_call_item() {
-    let Some(entry) = everything() else { return };
+    let entry = everything();
     let mock = MockModel::start(json!({"replies": [
         {"tool_calls": [{"call_id": "call_1", "name": "mcp__everything__echo", "arguments": {"message": "hi"}}]},
         {"tool_calls": [{"call_id": "call_2", "name": "mcp__everything__get_sum", "arguments": {"a": "x"}}]},

@@ -12,12 +12,13 @@ use agent_client_protocol::v1::schema::{
     AgentCapabilities, AvailableCommandsUpdate, ClientCapabilities, CloseSessionRequest,
     CloseSessionResponse, ContentBlock, ContentChunk, ForkSessionRequest, ForkSessionResponse,
     Implementation, InitializeRequest, InitializeResponse, ListSessionsRequest,
-    ListSessionsResponse, LoadSessionRequest, LoadSessionResponse, McpCapabilities,
+    ListSessionsResponse, LoadSessionRequest, LoadSessionResponse, McpCapabilities, McpServer,
     NewSessionRequest, NewSessionResponse, PromptCapabilities, PromptRequest, PromptResponse,
     ResumeSessionRequest, ResumeSessionResponse, SessionCapabilities, SessionCloseCapabilities,
-    SessionForkCapabilities, SessionId, SessionInfo, SessionInfoUpdate, SessionListCapabilities,
-    SessionNotification, SessionResumeCapabilities, SessionUpdate, SetSessionConfigOptionRequest,
-    SetSessionConfigOptionResponse, SetSessionModeRequest, SetSessionModeResponse, StopReason,
+    SessionConfigOption, SessionForkCapabilities, SessionId, SessionInfo, SessionInfoUpdate,
+    SessionListCapabilities, SessionModeState, SessionNotification, SessionResumeCapabilities,
+    SessionUpdate, SetSessionConfigOptionRequest, SetSessionConfigOptionResponse,
+    SetSessionModeRequest, SetSessionModeResponse, StopReason,
 };
 use agent_client_protocol::v1::{ConnectionTo, Responder};
 use agent_client_protocol::{Client, Error, ErrorCode};
@@ -30,9 +31,11 @@ use rein_protocol::{
 };
 
 use crate::config::{Choices, MODEL};
+use crate::mcp::ClientServers;
 use crate::project::{one_line, Mode, Projector};
 use crate::prompt::{self, Command};
-use crate::session::{answer, Ending, PumpCmd, Session};
+use crate::session::{answer, Ending, PumpCmd, Session, Ticket};
+use crate::steering::{self, SteeringOutcome, SteeringRequest, SteeringResponse};
 use crate::tool_calls::TerminalDisplay;
 
 /// How many sessions a `session/list` page holds.
@@ -75,7 +78,8 @@ impl Agent {
             );
         Ok(InitializeResponse::new(request.protocol_version)
             .agent_capabilities(capabilities)
-            .agent_info(Implementation::new("rein", env!("CARGO_PKG_VERSION")).title("rein")))
+            .agent_info(Implementation::new("rein", env!("CARGO_PKG_VERSION")).title("rein"))
+            .meta(steering::advertised()))
     }
 
     fn ready(&self) -> Result<(), Error> {
@@ -107,19 +111,27 @@ impl Agent {
             .collect()
     }
 
-    /// Register a thread as a session and start its pump.
-    async fn open(&self, new: NewThread, cx: &ConnectionTo<Client>) -> Result<Arc<Session>, Error> {
+    /// Register a thread as a session, with the client's MCP servers, and start its pump.
+    async fn open(
+        &self,
+        new: NewThread,
+        servers: ClientServers,
+        cx: &ConnectionTo<Client>,
+    ) -> Result<Arc<Session>, Error> {
         let state = new.handle.state().await.map_err(internal)?;
         let settings = state
             .settings
             .clone()
             .ok_or_else(|| internal("the thread has no settings"))?;
+        let mcp = servers.attach(&new.handle, &settings).await;
         let session = Session::start(
             new.handle,
             new.events,
             Choices::of(&settings),
             cx.clone(),
             self.display(),
+            mcp,
+            self.kernel.manager.subscribe_created(),
         );
         lock(&self.sessions).insert(session.thread, Arc::clone(&session));
         Ok(session)
@@ -139,15 +151,34 @@ impl Agent {
         }
     }
 
-    fn config_of(
-        &self,
-        session: &Session,
-    ) -> (
-        Vec<agent_client_protocol::v1::schema::SessionConfigOption>,
-        agent_client_protocol::v1::schema::SessionModeState,
-    ) {
+    fn config_of(&self, session: &Session) -> (Vec<SessionConfigOption>, SessionModeState) {
         let choices = lock(&session.choices);
         (choices.options(&self.models()), choices.modes())
+    }
+
+    /// Answer a request that opened a session (new, load, resume, fork) with the response
+    /// `build` makes of its configuration; then tell the client the session's commands and
+    /// (`titled`) its title, after the answer as clients require.
+    async fn answer_opened<T: agent_client_protocol::JsonRpcResponse>(
+        &self,
+        opened: Result<Arc<Session>, Error>,
+        responder: Responder<T>,
+        titled: bool,
+        build: impl FnOnce(&Session, Vec<SessionConfigOption>, SessionModeState) -> T,
+    ) {
+        let session = match opened {
+            Ok(session) => session,
+            Err(e) => return reply(responder, Err(e)),
+        };
+        let (options, modes) = self.config_of(&session);
+        if responder.respond(build(&session, options, modes)).is_ok() {
+            let title = if titled {
+                self.title_of(&session).await
+            } else {
+                None
+            };
+            self.announce(&session, title);
+        }
     }
 
     pub async fn new_session(
@@ -170,32 +201,21 @@ impl Agent {
                     ..SandboxOptions::default()
                 });
             }
-            if !request.mcp_servers.is_empty() {
-                tracing::warn!(
-                    "session/new: {} MCP server(s) ignored: rein acp does not run client MCP servers yet",
-                    request.mcp_servers.len()
-                );
-            }
+            let servers = ClientServers::of(&request.mcp_servers)?;
             let new = self
                 .kernel
                 .start_thread(settings, Persistence::Rollout)
                 .await
                 .map_err(|e| invalid_params(&e.to_string()))?;
-            self.open(new, &cx).await
+            self.open(new, servers, &cx).await
         }
         .await;
-        match opened {
-            Ok(session) => {
-                let (options, modes) = self.config_of(&session);
-                let response = NewSessionResponse::new(session.acp_id.clone())
-                    .config_options(options)
-                    .modes(modes);
-                if responder.respond(response).is_ok() {
-                    self.announce(&session, None);
-                }
-            }
-            Err(e) => reply(responder, Err(e)),
-        }
+        self.answer_opened(opened, responder, false, |session, options, modes| {
+            NewSessionResponse::new(session.acp_id.clone())
+                .config_options(options)
+                .modes(modes)
+        })
+        .await;
     }
 
     /// `session/load` (`replay`) and `session/resume`: the thread continues here; a load
@@ -204,10 +224,12 @@ impl Agent {
         &self,
         id: &SessionId,
         replay: bool,
+        servers: &[McpServer],
         cx: &ConnectionTo<Client>,
     ) -> Result<Arc<Session>, Error> {
         self.ready()?;
         let thread = thread_id(id)?;
+        let servers = ClientServers::of(servers)?;
         if lock(&self.sessions).contains_key(&thread) {
             return Err(invalid_request(
                 "the session is open on this connection already",
@@ -236,7 +258,7 @@ impl Agent {
                 }
             }
         }
-        self.open(resumed.thread, cx).await
+        self.open(resumed.thread, servers, cx).await
     }
 
     async fn title_of(&self, session: &Session) -> Option<String> {
@@ -255,19 +277,15 @@ impl Agent {
         responder: Responder<LoadSessionResponse>,
         cx: ConnectionTo<Client>,
     ) {
-        match self.reopen(&request.session_id, true, &cx).await {
-            Ok(session) => {
-                let (options, modes) = self.config_of(&session);
-                let response = LoadSessionResponse::new()
-                    .config_options(options)
-                    .modes(modes);
-                if responder.respond(response).is_ok() {
-                    let title = self.title_of(&session).await;
-                    self.announce(&session, title);
-                }
-            }
-            Err(e) => reply(responder, Err(e)),
-        }
+        let opened = self
+            .reopen(&request.session_id, true, &request.mcp_servers, &cx)
+            .await;
+        self.answer_opened(opened, responder, true, |_, options, modes| {
+            LoadSessionResponse::new()
+                .config_options(options)
+                .modes(modes)
+        })
+        .await;
     }
 
     pub async fn resume_session(
@@ -276,19 +294,15 @@ impl Agent {
         responder: Responder<ResumeSessionResponse>,
         cx: ConnectionTo<Client>,
     ) {
-        match self.reopen(&request.session_id, false, &cx).await {
-            Ok(session) => {
-                let (options, modes) = self.config_of(&session);
-                let response = ResumeSessionResponse::new()
-                    .config_options(options)
-                    .modes(modes);
-                if responder.respond(response).is_ok() {
-                    let title = self.title_of(&session).await;
-                    self.announce(&session, title);
-                }
-            }
-            Err(e) => reply(responder, Err(e)),
-        }
+        let opened = self
+            .reopen(&request.session_id, false, &request.mcp_servers, &cx)
+            .await;
+        self.answer_opened(opened, responder, true, |_, options, modes| {
+            ResumeSessionResponse::new()
+                .config_options(options)
+                .modes(modes)
+        })
+        .await;
     }
 
     pub async fn fork_session(
@@ -300,27 +314,21 @@ impl Agent {
         let forked = async {
             self.ready()?;
             let parent = thread_id(&request.session_id)?;
+            let servers = ClientServers::of(&request.mcp_servers)?;
             let new = self
                 .kernel
                 .fork_thread(parent, None)
                 .await
                 .map_err(|e| invalid_request(&e.to_string()))?;
-            self.open(new, &cx).await
+            self.open(new, servers, &cx).await
         }
         .await;
-        match forked {
-            Ok(session) => {
-                let (options, modes) = self.config_of(&session);
-                let response = ForkSessionResponse::new(session.acp_id.clone())
-                    .config_options(options)
-                    .modes(modes);
-                if responder.respond(response).is_ok() {
-                    let title = self.title_of(&session).await;
-                    self.announce(&session, title);
-                }
-            }
-            Err(e) => reply(responder, Err(e)),
-        }
+        self.answer_opened(forked, responder, true, |session, options, modes| {
+            ForkSessionResponse::new(session.acp_id.clone())
+                .config_options(options)
+                .modes(modes)
+        })
+        .await;
     }
 
     pub async fn list_sessions(
@@ -400,6 +408,19 @@ impl Agent {
         Ok(SetSessionModeResponse::new())
     }
 
+    /// Where a prompt for session `id` arriving now joins its line (see [`Session::ticket`]).
+    pub fn ticket(&self, id: &SessionId) -> Option<Ticket> {
+        self.session(id).ok().map(|s| s.ticket())
+    }
+
+    /// The first half of `session/cancel`, run by the dispatch loop as the notification
+    /// arrives (before any later prompt is read): the prompts waiting in line are cancelled.
+    pub fn cancel_waiting(&self, id: &SessionId) {
+        if let Ok(session) = self.session(id) {
+            session.cancel_waiting();
+        }
+    }
+
     /// `session/cancel`: interrupt the session's turn; its prompt answers `cancelled` when
     /// the turn has stopped, and its open permission requests are withdrawn.
     pub async fn cancel(&self, id: &SessionId) {
@@ -413,36 +434,48 @@ impl Agent {
         }
     }
 
-    pub async fn prompt(&self, request: PromptRequest, responder: Responder<PromptResponse>) {
+    /// `session/prompt`: once the turns ahead of it have ended, start a turn with it; the
+    /// pump answers when that turn ends.
+    pub async fn prompt(
+        &self,
+        request: PromptRequest,
+        responder: Responder<PromptResponse>,
+        ticket: Option<Ticket>,
+    ) {
         let session = match self.session(&request.session_id) {
             Ok(s) => s,
             Err(e) => return reply(responder, Err(e)),
         };
         if let Some(command) = prompt::command_of(&request.prompt) {
-            return self.command(&session, command, responder).await;
+            return self.command(&session, command, responder, ticket).await;
         }
         let items = match prompt::input_of(&request.prompt) {
             Ok(items) => items,
             Err(m) => return reply(responder, Err(invalid_params(&m))),
         };
-        let settings = match session.handle.state().await {
-            Ok(state) => state.settings,
-            Err(e) => return reply(responder, Err(internal(e))),
+        let Some(place) = session.wait_in_line(ticket).await else {
+            return answer(responder, &Ending::Stopped(StopReason::Cancelled));
         };
-        let change = settings
-            .map(|s| lock(&session.choices).change_from(&s))
-            .unwrap_or_default();
+        let settings = match self.change_for(&session).await {
+            Ok(change) => change,
+            Err(e) => return reply(responder, Err(e)),
+        };
         let submission = SubmissionId::new();
         let turn = TurnId::from(submission);
-        session.send(PumpCmd::Await { turn, responder });
+        session.send(PumpCmd::Await {
+            turn,
+            responder,
+            place: Some(place),
+        });
         let op = Op::UserInput {
             items,
             mode: InputMode::StartOrSteer,
-            settings: change,
+            settings,
             output_schema: None,
         };
         match session.handle.submit_with_id(submission, op).await {
             Ok(OpResult::Input(InputOutcome::Started { .. } | InputOutcome::Queued { .. })) => {}
+            // A turn the line does not know of (one a steering request started).
             Ok(OpResult::Input(InputOutcome::Steered { turn_id })) => {
                 session.send(PumpCmd::Moved {
                     from: turn,
@@ -466,6 +499,49 @@ impl Agent {
         }
     }
 
+    /// `_session/steering`: the input joins the running turn, or starts one.
+    pub async fn steer(&self, request: SteeringRequest) -> Result<SteeringResponse, Error> {
+        let session = self.session(&request.session_id)?;
+        if prompt::command_of(&request.prompt).is_some() {
+            return Err(invalid_params(
+                "a slash command is a prompt of its own, it cannot steer a turn",
+            ));
+        }
+        let items = prompt::input_of(&request.prompt).map_err(|m| invalid_params(&m))?;
+        let settings = self.change_for(&session).await?;
+        let op = Op::UserInput {
+            items,
+            mode: InputMode::StartOrSteer,
+            settings,
+            output_schema: None,
+        };
+        let outcome = match session.handle.submit(op).await {
+            Ok(OpResult::Input(InputOutcome::Steered { .. })) => SteeringOutcome::Injected,
+            Ok(OpResult::Input(InputOutcome::Started { .. } | InputOutcome::Queued { .. })) => {
+                SteeringOutcome::StartedNewTurn
+            }
+            Ok(OpResult::Input(InputOutcome::Rejected { reason })) => {
+                return Err(invalid_request(&reason.to_string()))
+            }
+            Ok(other) => {
+                return Err(internal(format!(
+                    "unexpected answer from the thread: {other:?}"
+                )))
+            }
+            Err(e) => return Err(invalid_request(&e.to_string())),
+        };
+        Ok(SteeringResponse { outcome })
+    }
+
+    /// What the client chose since the thread last ran, to send with the next input.
+    async fn change_for(&self, session: &Session) -> Result<rein_protocol::SettingsChange, Error> {
+        let state = session.handle.state().await.map_err(internal)?;
+        Ok(state
+            .settings
+            .map(|s| lock(&session.choices).change_from(&s))
+            .unwrap_or_default())
+    }
+
     /// A slash command: a compaction or review is a turn the prompt waits for; the others
     /// answer at once.
     async fn command(
@@ -473,6 +549,7 @@ impl Agent {
         session: &Session,
         command: Command,
         responder: Responder<PromptResponse>,
+        ticket: Option<Ticket>,
     ) {
         let say = |text: String| {
             session.send(PumpCmd::Update(Box::new(SessionUpdate::AgentMessageChunk(
@@ -508,9 +585,16 @@ impl Agent {
                 return answer(responder, &Ending::Stopped(StopReason::EndTurn));
             }
         };
+        let Some(place) = session.wait_in_line(ticket).await else {
+            return answer(responder, &Ending::Stopped(StopReason::Cancelled));
+        };
         let submission = SubmissionId::new();
         let turn = TurnId::from(submission);
-        session.send(PumpCmd::Await { turn, responder });
+        session.send(PumpCmd::Await {
+            turn,
+            responder,
+            place: Some(place),
+        });
         match session.handle.submit_with_id(submission, op).await {
             Ok(OpResult::Accepted) => {}
             Ok(OpResult::Refused { message }) => session.send(PumpCmd::Refused {

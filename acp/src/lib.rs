@@ -17,11 +17,14 @@
 #![cfg_attr(test, allow(clippy::unwrap_used))]
 
 mod agent;
+mod cards;
 mod config;
+mod mcp;
 mod permission;
 mod project;
 mod prompt;
 mod session;
+mod steering;
 mod tool_calls;
 
 use std::sync::Arc;
@@ -181,7 +184,25 @@ fn connection(
                 let agent = Arc::clone(&agent);
                 async move |request: PromptRequest, responder, cx: ConnectionTo<Client>| {
                     let agent = Arc::clone(&agent);
-                    spawn(&cx, async move { agent.prompt(request, responder).await })
+                    let ticket = agent.ticket(&request.session_id);
+                    spawn(&cx, async move {
+                        agent.prompt(request, responder, ticket).await
+                    })
+                }
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_request(
+            {
+                let agent = Arc::clone(&agent);
+                async move |request: steering::SteeringRequest,
+                            responder,
+                            cx: ConnectionTo<Client>| {
+                    let agent = Arc::clone(&agent);
+                    spawn(
+                        &cx,
+                        async move { reply(responder, agent.steer(request).await) },
+                    )
                 }
             },
             agent_client_protocol::on_receive_request!(),
@@ -190,6 +211,9 @@ fn connection(
             {
                 let agent = Arc::clone(&agent);
                 async move |notification: CancelNotification, cx: ConnectionTo<Client>| {
+                    // In order with the prompts: a prompt sent after the cancel is not
+                    // cancelled by it.
+                    agent.cancel_waiting(&notification.session_id);
                     let agent = Arc::clone(&agent);
                     spawn(
                         &cx,

@@ -17,9 +17,11 @@ use agent_client_protocol::v1::schema::{
     ToolCallUpdateFields, ToolKind, UsageUpdate,
 };
 use rein_protocol::{
-    Event, EventMsg, InputPart, Item, ItemId, PlanStep, PlanStepStatus, ToolAction, ToolOutcome,
+    Event, EventMsg, InputPart, Item, ItemId, PlanStep, PlanStepStatus, ThreadId, ToolAction,
+    ToolOutcome,
 };
 
+use crate::cards::{self, Agents};
 use crate::tool_calls::{self, TerminalDisplay};
 
 /// Whether the events are a turn happening now or a history read back.
@@ -39,6 +41,8 @@ pub struct Projector {
     open: HashMap<String, ToolAction>,
     /// Items whose text arrived as deltas (so their completion repeats nothing).
     streamed: HashSet<ItemId>,
+    /// The cards of the thread's sub-agents.
+    agents: Agents,
 }
 
 impl Projector {
@@ -48,6 +52,7 @@ impl Projector {
             display,
             open: HashMap::new(),
             streamed: HashSet::new(),
+            agents: Agents::default(),
         }
     }
 
@@ -132,6 +137,28 @@ impl Projector {
                     fields,
                 ))]
             }
+            EventMsg::AgentSpawned {
+                thread_id,
+                nickname,
+                role,
+                task,
+            } => vec![self.agents.spawned(
+                *thread_id,
+                nickname.as_deref(),
+                role.as_deref(),
+                task,
+            )],
+            EventMsg::AgentTasked { thread_id, task } => self.agents.tasked(*thread_id, task),
+            EventMsg::AgentClosed { thread_id } => self.agents.closed(*thread_id),
+            EventMsg::AdvisorReviewStarted {
+                review_id,
+                risk,
+                calls,
+                ..
+            } => vec![cards::review_started(review_id, *risk, calls)],
+            EventMsg::AdvisorReviewCompleted {
+                review_id, verdict, ..
+            } => vec![cards::review_completed(review_id, verdict)],
             EventMsg::TokenCount { .. }
             | EventMsg::ThreadConfigured { .. }
             | EventMsg::SettingsChanged { .. }
@@ -152,16 +179,15 @@ impl Projector {
             | EventMsg::RolledBack { .. }
             | EventMsg::Warning { .. }
             | EventMsg::Error { .. }
-            // Sub-agent edges and advisor reviews have no ACP projection yet (no child
-            // sessions, no review cards); the calls they concern are still shown.
+            // This thread is itself a sub-agent: its parent's session shows it.
             | EventMsg::AgentOrigin { .. }
-            | EventMsg::AgentSpawned { .. }
-            | EventMsg::AgentTasked { .. }
-            | EventMsg::AgentClosed { .. }
-            | EventMsg::AdvisorReviewStarted { .. }
-            | EventMsg::AdvisorReviewCompleted { .. }
             | EventMsg::ShutdownComplete => Vec::new(),
         }
+    }
+
+    /// An event of sub-agent `child` of this thread, for its card.
+    pub fn project_child(&mut self, child: ThreadId, msg: &EventMsg) -> Vec<SessionUpdate> {
+        self.agents.child_event(child, msg)
     }
 
     /// The action of a call that is running, for a permission request about it.

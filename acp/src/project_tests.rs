@@ -154,3 +154,69 @@ fn tool_calls_plans_usage_and_titles() {
         "failed"
     );
 }
+
+#[test]
+fn a_sub_agent_card_follows_its_task_its_answers_and_its_close() {
+    let mut live = Projector::new(Mode::Live, TerminalDisplay::Text);
+    let child = ThreadId::new();
+    let card = format!("agent-{child}");
+    let opened = project(
+        &mut live,
+        vec![EventMsg::AgentSpawned {
+            thread_id: child,
+            nickname: Some("Ada".into()),
+            role: None,
+            task: "Count\nthe files.".into(),
+        }],
+    );
+    assert_eq!(
+        opened,
+        vec![json!({
+            "sessionUpdate": "tool_call", "toolCallId": card, "title": "Sub-agent Ada: Count the files.",
+            "status": "in_progress",
+            "rawInput": { "threadId": child, "nickname": "Ada", "role": null, "task": "Count\nthe files." },
+            "_meta": { "rein": { "subagent": { "threadId": child } } }
+        })]
+    );
+    let answer = agent_message("c1", "Three.");
+    let followed: Vec<Value> = [answer.clone(), answer]
+        .iter()
+        .flat_map(|m| live.project_child(child, m))
+        .map(|u| serde_json::to_value(u).unwrap())
+        .collect();
+    assert_eq!(
+        followed,
+        vec![json!({
+            "sessionUpdate": "tool_call_update", "toolCallId": card,
+            "content": [{ "type": "content", "content": { "type": "text", "text": "Three." } }]
+        })],
+        "an answer seen twice (state and stream) shows once"
+    );
+    let rest = project(
+        &mut live,
+        vec![
+            EventMsg::AgentTasked {
+                thread_id: child,
+                task: "Again.".into(),
+            },
+            EventMsg::AgentClosed { thread_id: child },
+            EventMsg::AgentTasked {
+                thread_id: child,
+                task: "Closed already.".into(),
+            },
+        ],
+    );
+    assert_eq!(
+        rest,
+        vec![
+            json!({ "sessionUpdate": "tool_call_update", "toolCallId": card,
+                    "title": "Sub-agent Ada: Again.", "status": "in_progress" }),
+            json!({ "sessionUpdate": "tool_call_update", "toolCallId": card, "status": "completed" }),
+        ]
+    );
+    // A thread that is no child of this one has no card.
+    assert_eq!(
+        live.project_child(ThreadId::new(), &agent_message("x", "?")),
+        Vec::new()
+    );
+}

@@ -9,8 +9,15 @@
 //! pump takes commands before events, so no turn can end unseen by its prompt. A prompt
 //! that steered a running turn is moved to that turn; one whose turn already ended is
 //! answered from the few endings the pump remembers.
+//!
+//! Prompts take turns: a prompt holds the session's *line* from its submission until its
+//! turn ends (the pump lets go of it after the answer), so one that arrives while a turn
+//! runs waits for that turn and then starts its own. A `session/cancel` (or the close of
+//! the session) cancels the running turn and every prompt still waiting in line. Adding to
+//! the running turn is the `_session/steering` extension's job, not the prompt's.
 
 use std::collections::{HashMap, VecDeque};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use agent_client_protocol::v1::schema::{
@@ -18,9 +25,10 @@ use agent_client_protocol::v1::schema::{
 };
 use agent_client_protocol::v1::{ConnectionTo, Responder};
 use agent_client_protocol::Client;
-use rein_core::{EventStream, ThreadHandle};
+use rein_core::{EventStream, ThreadCreated, ThreadHandle, ThreadOrigin};
+use rein_mcp::McpManager;
 use rein_protocol::{Event, EventMsg, Op, ThreadId, TurnAbortReason, TurnId};
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::{broadcast, mpsc, oneshot, OwnedMutexGuard};
 
 use crate::config::Choices;
 use crate::permission;
@@ -38,6 +46,22 @@ pub struct Session {
     /// What the client chose; applied with the next prompt.
     pub choices: Mutex<Choices>,
     pump: mpsc::UnboundedSender<PumpCmd>,
+    /// The MCP servers the client gave this session; they stop with it.
+    mcp: Option<Arc<McpManager>>,
+    /// Held by the prompt whose turn runs (see the module's doc).
+    line: Arc<tokio::sync::Mutex<()>>,
+    /// Bumped by each cancel and by the close: a prompt that waited in line across one
+    /// is answered `cancelled` instead of starting.
+    cancels: AtomicU64,
+}
+
+/// The count of cancels a prompt arrived after.
+#[derive(Clone, Copy, Debug)]
+pub struct Ticket(u64);
+
+/// A place in a session's line: the prompt may start its turn.
+pub struct Turn {
+    _held: OwnedMutexGuard<()>,
 }
 
 /// How a turn ended, as a prompt is answered.
@@ -48,10 +72,11 @@ pub enum Ending {
 }
 
 pub enum PumpCmd {
-    /// Answer `responder` when `turn` ends.
+    /// Answer `responder` when `turn` ends, then leave the line (`place`).
     Await {
         turn: TurnId,
         responder: Responder<PromptResponse>,
+        place: Option<Turn>,
     },
     /// The prompt registered under `from` steered `to` instead.
     Moved { from: TurnId, to: TurnId },
@@ -75,6 +100,8 @@ impl Session {
         choices: Choices,
         cx: ConnectionTo<Client>,
         display: TerminalDisplay,
+        mcp: Option<Arc<McpManager>>,
+        created: broadcast::Receiver<ThreadCreated>,
     ) -> Arc<Self> {
         let thread = handle.id();
         let acp_id = SessionId::new(thread.to_string());
@@ -87,15 +114,38 @@ impl Session {
             waiting: HashMap::new(),
             ended: VecDeque::new(),
             asks: HashMap::new(),
+            thread,
         };
-        tokio::spawn(pump.run(events, rx));
+        tokio::spawn(pump.run(events, rx, created));
         Arc::new(Self {
             thread,
             acp_id,
             handle,
             choices: Mutex::new(choices),
             pump: tx,
+            mcp,
+            line: Arc::default(),
+            cancels: AtomicU64::new(0),
         })
+    }
+
+    /// Where a prompt joins the line: taken by the dispatch loop as the prompt arrives, so
+    /// a cancel sent after it (and only such a cancel) cancels it.
+    pub fn ticket(&self) -> Ticket {
+        Ticket(self.cancels.load(Ordering::SeqCst))
+    }
+
+    /// Wait for the turns ahead of the prompt of `ticket`; `None` when a cancel (or the
+    /// close) came since, so the prompt is answered `cancelled` and starts nothing.
+    pub async fn wait_in_line(&self, ticket: Option<Ticket>) -> Option<Turn> {
+        let seen = ticket.unwrap_or_else(|| self.ticket()).0;
+        let place = Arc::clone(&self.line).lock_owned().await;
+        (self.cancels.load(Ordering::SeqCst) == seen).then_some(Turn { _held: place })
+    }
+
+    /// Cancel the prompts waiting in line (the running turn is the caller's to interrupt).
+    pub fn cancel_waiting(&self) {
+        self.cancels.fetch_add(1, Ordering::SeqCst);
     }
 
     pub fn send(&self, cmd: PumpCmd) {
@@ -104,11 +154,28 @@ impl Session {
         }
     }
 
-    /// Stop the pump once every waiting prompt is answered (cancelled).
+    /// Stop the pump once every waiting prompt is answered (cancelled), then the client's
+    /// MCP servers.
     pub async fn close(&self) {
+        self.cancel_waiting();
         let (tx, rx) = oneshot::channel();
         self.send(PumpCmd::Close(tx));
         let _ = rx.await;
+        if let Some(mcp) = &self.mcp {
+            mcp.shutdown().await;
+        }
+    }
+}
+
+/// A prompt waiting for its turn's end, and its place in line, let go once it is answered.
+struct Waiter {
+    responder: Responder<PromptResponse>,
+    _place: Option<Turn>,
+}
+
+impl Waiter {
+    fn answer(self, ending: &Ending) {
+        answer(self.responder, ending);
     }
 }
 
@@ -117,15 +184,26 @@ struct Pump {
     handle: ThreadHandle,
     cx: ConnectionTo<Client>,
     projector: Projector,
-    waiting: HashMap<TurnId, Vec<Responder<PromptResponse>>>,
+    waiting: HashMap<TurnId, Vec<Waiter>>,
     ended: VecDeque<(TurnId, Ending)>,
     /// Permission requests in flight, by the kernel's request id: dropping the sender stops
     /// waiting for the client (and cancels its request).
     asks: HashMap<String, oneshot::Sender<()>>,
+    thread: ThreadId,
 }
 
+/// An event of a sub-agent of the session's thread.
+type ChildNews = (ThreadId, EventMsg);
+
 impl Pump {
-    async fn run(mut self, mut events: EventStream, mut cmds: mpsc::UnboundedReceiver<PumpCmd>) {
+    async fn run(
+        mut self,
+        mut events: EventStream,
+        mut cmds: mpsc::UnboundedReceiver<PumpCmd>,
+        created: broadcast::Receiver<ThreadCreated>,
+    ) {
+        let mut created = Some(created);
+        let (news_tx, mut news) = mpsc::unbounded_channel::<ChildNews>();
         let closed = loop {
             tokio::select! {
                 biased;
@@ -138,11 +216,27 @@ impl Pump {
                     Some(event) => self.on_event(&event),
                     None => break None,
                 },
+                Some((child, msg)) = news.recv() => {
+                    for update in self.projector.project_child(child, &msg) {
+                        self.send(update);
+                    }
+                }
+                thread = next_created(&mut created) => match thread {
+                    Ok(thread) => {
+                        if matches!(thread.origin, ThreadOrigin::Spawned { parent } if parent == self.thread) {
+                            tokio::spawn(follow(thread.handle, news_tx.clone()));
+                        }
+                    }
+                    Err(broadcast::error::RecvError::Lagged(n)) => {
+                        tracing::warn!("session {}: {n} thread creations missed", self.session);
+                    }
+                    Err(broadcast::error::RecvError::Closed) => created = None,
+                },
             }
         };
-        for (_, responders) in self.waiting.drain() {
-            for responder in responders {
-                answer(responder, &Ending::Stopped(StopReason::Cancelled));
+        for (_, waiters) in self.waiting.drain() {
+            for waiter in waiters {
+                waiter.answer(&Ending::Stopped(StopReason::Cancelled));
             }
         }
         if let Some(done) = closed {
@@ -152,15 +246,25 @@ impl Pump {
 
     fn on_cmd(&mut self, cmd: PumpCmd) {
         match cmd {
-            PumpCmd::Await { turn, responder } => self.wait(turn, responder),
+            PumpCmd::Await {
+                turn,
+                responder,
+                place,
+            } => self.wait(
+                turn,
+                Waiter {
+                    responder,
+                    _place: place,
+                },
+            ),
             PumpCmd::Moved { from, to } => {
-                for responder in self.waiting.remove(&from).unwrap_or_default() {
-                    self.wait(to, responder);
+                for waiter in self.waiting.remove(&from).unwrap_or_default() {
+                    self.wait(to, waiter);
                 }
             }
             PumpCmd::Refused { turn, error } => {
-                for responder in self.waiting.remove(&turn).unwrap_or_default() {
-                    if let Err(e) = responder.respond_with_error(error.clone()) {
+                for waiter in self.waiting.remove(&turn).unwrap_or_default() {
+                    if let Err(e) = waiter.responder.respond_with_error(error.clone()) {
                         tracing::debug!("prompt answer not sent: {e:?}");
                     }
                 }
@@ -170,10 +274,10 @@ impl Pump {
         }
     }
 
-    fn wait(&mut self, turn: TurnId, responder: Responder<PromptResponse>) {
+    fn wait(&mut self, turn: TurnId, waiter: Waiter) {
         match self.ended.iter().find(|(t, _)| *t == turn) {
-            Some((_, ending)) => answer(responder, ending),
-            None => self.waiting.entry(turn).or_default().push(responder),
+            Some((_, ending)) => waiter.answer(ending),
+            None => self.waiting.entry(turn).or_default().push(waiter),
         }
     }
 
@@ -206,8 +310,8 @@ impl Pump {
         let Some(turn) = event.turn_id else {
             return;
         };
-        for responder in self.waiting.remove(&turn).unwrap_or_default() {
-            answer(responder, &ending);
+        for waiter in self.waiting.remove(&turn).unwrap_or_default() {
+            waiter.answer(&ending);
         }
         if self.ended.len() == ENDINGS_KEPT {
             self.ended.pop_front();
@@ -251,6 +355,37 @@ impl Pump {
         let notification = SessionNotification::new(self.session.clone(), update);
         if let Err(e) = self.cx.send_notification(notification) {
             tracing::debug!("session {}: update not sent: {e:?}", self.session);
+        }
+    }
+}
+
+async fn next_created(
+    created: &mut Option<broadcast::Receiver<ThreadCreated>>,
+) -> Result<ThreadCreated, broadcast::error::RecvError> {
+    match created {
+        Some(rx) => rx.recv().await,
+        None => std::future::pending().await,
+    }
+}
+
+/// Forward what sub-agent `child` says to the pump, from its beginning: the answers it
+/// gave before the subscription are read from its state (the card drops repeats).
+async fn follow(child: ThreadHandle, news: mpsc::UnboundedSender<ChildNews>) {
+    let id = child.id();
+    let mut events = child.subscribe();
+    if let Ok(state) = child.state().await {
+        for item in &state.history {
+            let msg = EventMsg::ItemCompleted {
+                item: item.as_ref().clone(),
+            };
+            if news.send((id, msg)).is_err() {
+                return;
+            }
+        }
+    }
+    while let Some(event) = events.recv().await {
+        if news.send((id, event.msg.clone())).is_err() {
+            return;
         }
     }
 }

@@ -140,6 +140,7 @@ fn outcome_content(action: Option<&ToolAction>, outcome: &ToolOutcome) -> Vec<To
             };
             vec![text_content(shown)]
         }
+        ToolOutcome::Agents { text, .. } => vec![text_content(text.clone())],
         ToolOutcome::Declined { reason, .. } => vec![text_content(reason.clone())],
         ToolOutcome::Failed { message } => vec![text_content(message.clone())],
         ToolOutcome::Interrupted { .. } => {
@@ -168,6 +169,10 @@ pub fn title(tool: &str, action: &ToolAction) -> String {
         ToolAction::Search { query, path } => format!("Search {query:?} in {}", path.display()),
         ToolAction::Plan { .. } => "Update the plan".to_owned(),
         ToolAction::Mcp { server, tool, .. } => format!("{server}/{tool}"),
+        ToolAction::Agent { op, prompt, .. } => match prompt {
+            Some(prompt) => format!("{tool}: {prompt}"),
+            None => format!("{tool} ({op:?})"),
+        },
         ToolAction::Other { tool, .. } => tool.clone(),
     };
     one_line(&full)
@@ -212,7 +217,9 @@ pub fn kind(action: &ToolAction) -> ToolKind {
         ToolAction::Read { .. } | ToolAction::List { .. } => ToolKind::Read,
         ToolAction::Search { .. } => ToolKind::Search,
         ToolAction::Plan { .. } => ToolKind::Think,
-        ToolAction::Mcp { .. } | ToolAction::Other { .. } => ToolKind::Other,
+        ToolAction::Mcp { .. } | ToolAction::Agent { .. } | ToolAction::Other { .. } => {
+            ToolKind::Other
+        }
     }
 }
 
@@ -236,6 +243,7 @@ fn locations(action: &ToolAction) -> Vec<ToolCallLocation> {
         ToolAction::Stdin { .. }
         | ToolAction::Plan { .. }
         | ToolAction::Mcp { .. }
+        | ToolAction::Agent { .. }
         | ToolAction::Other { .. } => Vec::new(),
     };
     paths

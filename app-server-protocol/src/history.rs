@@ -47,6 +47,10 @@ pub struct ThreadListParams {
     pub cwd: Option<serde_json::Value>,
     #[serde(default)]
     pub search_term: Option<String>,
+    /// Codex's `ThreadSourceKind`s to list; omitted or empty: interactive threads only
+    /// (sub-agents hidden).
+    #[serde(default)]
+    pub source_kinds: Option<Vec<String>>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]

@@ -66,6 +66,21 @@ pub enum ThreadItem {
         success: Option<bool>,
         duration_ms: Option<i64>,
     },
+    /// A call of a sub-agent tool (Codex's collab tools).
+    #[serde(rename_all = "camelCase")]
+    CollabAgentToolCall {
+        id: String,
+        tool: CollabAgentTool,
+        status: CollabAgentToolCallStatus,
+        sender_thread_id: String,
+        /// The agents addressed; for a spawn, the new agent.
+        receiver_thread_ids: Vec<String>,
+        prompt: Option<String>,
+        model: Option<String>,
+        reasoning_effort: Option<String>,
+        /// By thread id: the status the call left each agent in.
+        agents_states: std::collections::BTreeMap<String, CollabAgentState>,
+    },
     Plan {
         id: String,
         text: String,
@@ -95,6 +110,7 @@ impl ThreadItem {
             | ThreadItem::FileChange { id, .. }
             | ThreadItem::McpToolCall { id, .. }
             | ThreadItem::DynamicToolCall { id, .. }
+            | ThreadItem::CollabAgentToolCall { id, .. }
             | ThreadItem::Plan { id, .. }
             | ThreadItem::ContextCompaction { id }
             | ThreadItem::EnteredReviewMode { id, .. }
@@ -120,6 +136,45 @@ pub enum ToolCallStatus {
     InProgress,
     Completed,
     Failed,
+}
+
+/// Codex's `CollabAgentTool`: the sub-agent tools rein has.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub enum CollabAgentTool {
+    SpawnAgent,
+    SendInput,
+    ResumeAgent,
+    Wait,
+    CloseAgent,
+    ListAgents,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub enum CollabAgentToolCallStatus {
+    InProgress,
+    Completed,
+    Failed,
+    Interrupted,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct CollabAgentState {
+    pub status: CollabAgentStatus,
+    pub message: Option<String>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub enum CollabAgentStatus {
+    PendingInit,
+    Running,
+    Interrupted,
+    Completed,
+    Errored,
+    Shutdown,
+    NotFound,
 }
 
 /// Codex's `CommandAction`: what a command does, read from it.

@@ -30,8 +30,9 @@ pub struct Thread {
     pub cwd: String,
     pub cli_version: String,
     pub originator: Option<String>,
-    /// Codex's `SessionSource`; rein reports what Codex's app-server reports (`vscode`).
-    pub source: String,
+    /// Codex's `SessionSource`: `"vscode"` (what Codex's app-server reports for its own
+    /// threads), or `{"subAgent": {"thread_spawn": {...}}}` for a sub-agent.
+    pub source: serde_json::Value,
     pub thread_source: Option<String>,
     pub agent_nickname: Option<String>,
     pub agent_role: Option<String>,

@@ -50,6 +50,7 @@ enum AfterAnswer {
 
 impl ServerState {
     pub fn new(kernel: Arc<Kernel>, hub: Arc<Hub>, out: Outbound) -> Self {
+        crate::children::install(&hub, &kernel);
         Self {
             kernel,
             threads: Arc::clone(&hub.threads),

@@ -15,6 +15,8 @@
 
 #![cfg_attr(test, allow(clippy::unwrap_used))]
 
+pub mod children;
+pub mod collab_items;
 pub mod connection;
 pub mod convert;
 pub mod deferred;

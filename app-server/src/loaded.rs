@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use rein_app_server_protocol::{Thread, ThreadHistoryMode, ThreadStatus};
 use rein_core::ThreadHandle;
-use rein_protocol::{ThreadId, ThreadSettings};
+use rein_protocol::{AgentOrigin, ThreadId, ThreadSettings};
 use tokio::sync::mpsc;
 
 use crate::convert::effort_to_wire;
@@ -28,6 +28,8 @@ pub struct ThreadMeta {
     /// The rollout file, for persisted threads.
     pub path: Option<String>,
     pub forked_from: Option<String>,
+    /// Where a sub-agent comes from.
+    pub agent: Option<AgentOrigin>,
 }
 
 impl ThreadMeta {
@@ -36,7 +38,7 @@ impl ThreadMeta {
             id: self.id.to_string(),
             session_id: self.id.to_string(),
             forked_from_id: self.forked_from.clone(),
-            parent_thread_id: None,
+            parent_thread_id: self.agent.as_ref().map(|a| a.parent_thread_id.to_string()),
             preview: self.preview.clone(),
             ephemeral: self.ephemeral,
             project_id: None,
@@ -55,10 +57,19 @@ impl ThreadMeta {
             cwd: self.settings.cwd.display().to_string(),
             cli_version: env!("CARGO_PKG_VERSION").into(),
             originator: Some("rein".into()),
-            source: "vscode".into(),
-            thread_source: None,
-            agent_nickname: None,
-            agent_role: None,
+            source: match &self.agent {
+                None => "vscode".into(),
+                Some(a) => serde_json::json!({"subAgent": {"thread_spawn": {
+                    "parent_thread_id": a.parent_thread_id.to_string(),
+                    "depth": a.depth,
+                    "agent_path": null,
+                    "agent_nickname": a.nickname,
+                    "agent_role": a.role,
+                }}}),
+            },
+            thread_source: self.agent.as_ref().map(|_| "subagent".to_owned()),
+            agent_nickname: self.agent.as_ref().and_then(|a| a.nickname.clone()),
+            agent_role: self.agent.as_ref().and_then(|a| a.role.clone()),
             git_info: None,
             name: self.name.clone(),
             turns: Vec::new(),

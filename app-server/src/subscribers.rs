@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use rein_app_server_protocol::ServerNotification;
 
+use crate::children::SubAgents;
 use crate::loaded::LoadedThreads;
 use crate::outbound::Outbound;
 use crate::pump::PendingRequests;
@@ -23,6 +24,7 @@ pub struct Hub {
     pub threads: Arc<LoadedThreads>,
     pub idle_unload: Duration,
     next_connection: AtomicU64,
+    pub sub_agents: SubAgents,
 }
 
 impl Hub {
@@ -31,6 +33,7 @@ impl Hub {
             threads: Arc::new(LoadedThreads::default()),
             idle_unload,
             next_connection: AtomicU64::new(0),
+            sub_agents: SubAgents::default(),
         }
     }
 

@@ -17,6 +17,7 @@ use rein_app_server_protocol::{
 };
 use rein_protocol::{CommandAction, ToolAction, ToolOutcome};
 
+use crate::collab_items::{collab_item, AgentCall};
 use crate::convert::file_change_to_wire;
 
 /// How a finished call ended.
@@ -26,9 +27,11 @@ pub struct Ended<'a> {
     pub duration_ms: u64,
 }
 
-/// The item of call `call_id` (of the tool `tool`, shown where a command line is made up
-/// for a call that is not a command), in progress while `ended` is `None`.
+/// The item of call `call_id` made by thread `sender` (of the tool `tool`, shown where a
+/// command line is made up for a call that is not a command), in progress while `ended` is
+/// `None`.
 pub fn tool_item(
+    sender: &str,
     call_id: &str,
     tool: &str,
     action: &ToolAction,
@@ -149,6 +152,24 @@ pub fn tool_item(
                 .map(|message| McpToolCallError { message }),
             duration_ms,
         },
+        ToolAction::Agent {
+            op,
+            targets,
+            prompt,
+            model,
+            reasoning_effort,
+        } => collab_item(
+            id,
+            sender,
+            AgentCall {
+                op: *op,
+                targets,
+                prompt: prompt.as_deref(),
+                model: model.as_deref(),
+                reasoning_effort: *reasoning_effort,
+            },
+            outcome,
+        ),
         ToolAction::Other { tool, arguments } => ThreadItem::DynamicToolCall {
             id,
             tool: tool.clone(),
@@ -281,6 +302,7 @@ mod tests {
             output: "partial\n".into(),
         };
         let item = tool_item(
+            "t",
             "c1",
             "shell",
             &exec("cat a.txt"),
@@ -316,6 +338,7 @@ mod tests {
             reason: "no".into(),
         };
         let Some(ThreadItem::CommandExecution { status, .. }) = tool_item(
+            "t",
             "c",
             "shell",
             &exec("rm x"),
@@ -328,7 +351,13 @@ mod tests {
         };
         assert_eq!(status, ExecutionStatus::Declined);
         assert_eq!(
-            tool_item("p", "update_plan", &ToolAction::Plan { plan: vec![] }, None),
+            tool_item(
+                "t",
+                "p",
+                "update_plan",
+                &ToolAction::Plan { plan: vec![] },
+                None
+            ),
             None
         );
     }

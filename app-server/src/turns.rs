@@ -13,6 +13,7 @@ use crate::event_map::{review, turn_error_of};
 use crate::tool_items::{tool_item, Ended};
 
 pub fn turns_from_state(state: &ThreadState) -> Vec<Turn> {
+    let sender = state.thread_id.map(|id| id.to_string()).unwrap_or_default();
     let mut turns = Vec::with_capacity(state.turns.len());
     for (i, record) in state.turns.iter().enumerate() {
         let end = state
@@ -30,7 +31,7 @@ pub fn turns_from_state(state: &ThreadState) -> Vec<Turn> {
             | KernelTurnStatus::Aborted(_) => TurnStatus::Interrupted,
             KernelTurnStatus::Failed => TurnStatus::Failed,
         };
-        let mut items = items_of(slice.iter().map(AsRef::as_ref));
+        let mut items = items_of(&sender, slice.iter().map(AsRef::as_ref));
         if record.kind == TaskKind::Review {
             as_review(
                 &mut items,
@@ -94,7 +95,7 @@ fn ms(value: u64) -> i64 {
 /// was made, built from the facts its output keeps), other items convert one to one.
 /// Calls without facts (rollouts written before tools reported them, or a call still
 /// running) have no item.
-fn items_of<'a>(history: impl Iterator<Item = &'a Item>) -> Vec<ThreadItem> {
+fn items_of<'a>(sender: &str, history: impl Iterator<Item = &'a Item>) -> Vec<ThreadItem> {
     let mut items: Vec<Option<ThreadItem>> = Vec::new();
     // Tool calls wait here for their outputs: their slot and tool.
     let mut calls: HashMap<&str, (usize, &str)> = HashMap::new();
@@ -116,7 +117,7 @@ fn items_of<'a>(history: impl Iterator<Item = &'a Item>) -> Vec<ThreadItem> {
                     outcome: &facts.outcome,
                     duration_ms: facts.duration_ms,
                 };
-                items[slot] = tool_item(call_id, tool, &facts.action, Some(ended));
+                items[slot] = tool_item(sender, call_id, tool, &facts.action, Some(ended));
             }
             other => items.push(item_to_wire(other)),
         }

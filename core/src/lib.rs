@@ -19,7 +19,7 @@ pub mod turn;
 pub use error::{KernelError, ThreadError};
 pub use kernel_config::KernelConfig;
 pub use manager::{
-    KernelServices, NewThread, ThreadCreated, ThreadManager, ThreadOptions, ThreadOrigin,
-    ThreadStart,
+    CreationObserver, KernelServices, NewThread, ThreadCreated, ThreadManager, ThreadOptions,
+    ThreadOrigin, ThreadStart,
 };
 pub use thread::{EventStream, ThreadHandle};

@@ -129,7 +129,14 @@ pub struct NewThread {
 pub struct ThreadCreated {
     pub handle: ThreadHandle,
     pub origin: ThreadOrigin,
+    /// Set for a sub-agent (spawned now, or resumed).
+    pub agent: Option<AgentOrigin>,
 }
+
+/// Told of every thread as it is created, with a stream of its events subscribed before
+/// the first one (a front end that must not miss a sub-agent's first events). Runs inside
+/// `create_thread`: it must only hand the stream on, never wait.
+pub type CreationObserver = Arc<dyn Fn(ThreadCreated, EventStream) + Send + Sync>;
 
 type Registry = Mutex<HashMap<ThreadId, ThreadHandle>>;
 
@@ -140,6 +147,7 @@ pub struct ThreadManager {
     created: broadcast::Sender<ThreadCreated>,
     /// Sources that give each new or resumed thread tools of its own (MCP servers).
     thread_sources: RwLock<Vec<Arc<dyn ThreadToolSource>>>,
+    observers: RwLock<Vec<CreationObserver>>,
 }
 
 impl ThreadManager {
@@ -154,6 +162,7 @@ impl ThreadManager {
             threads: Arc::new(Mutex::new(HashMap::new())),
             created: broadcast::channel(256).0,
             thread_sources: RwLock::default(),
+            observers: RwLock::default(),
         }
     }
 
@@ -183,7 +192,14 @@ impl ThreadManager {
         self.store.as_ref()
     }
 
-    /// Every thread created from now on, as it is created.
+    /// Hand every thread created from now on to `observer`, with its events from the first.
+    pub fn observe_created(&self, observer: CreationObserver) {
+        self.observers
+            .write()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push(observer);
+    }
+
     /// Ask `source` for tools of every thread created or resumed from now on.
     pub fn add_thread_tool_source(&self, source: Arc<dyn ThreadToolSource>) {
         self.thread_sources
@@ -192,6 +208,7 @@ impl ThreadManager {
             .push(source);
     }
 
+    /// Every thread created from now on, as it is created.
     pub fn subscribe_created(&self) -> broadcast::Receiver<ThreadCreated> {
         self.created.subscribe()
     }
@@ -226,6 +243,13 @@ impl ThreadManager {
         }
         let bus = Arc::new(EventBus::default());
         let events = bus.subscribe();
+        let observers: Vec<(CreationObserver, EventStream)> = self
+            .observers
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .iter()
+            .map(|o| (Arc::clone(o), bus.subscribe()))
+            .collect();
         let emitter = Emitter::new(thread_id, Arc::clone(&bus), options.recorder);
         let (tx, rx) = async_channel::bounded(self.services.config.op_queue_capacity.max(1));
         let mut state = state;
@@ -239,6 +263,11 @@ impl ThreadManager {
             sources.extend(thread_sources.iter().filter_map(|s| s.for_thread(settings)));
         }
         let tools = Arc::new(ThreadTools::new(ToolSources::new(sources)));
+        let agent = options
+            .agent
+            .as_ref()
+            .map(|a| a.origin.clone())
+            .or_else(|| state.agent.clone());
         if let Some(agents) = &self.services.agents {
             let depth = match (&options.agent, &state.agent) {
                 (Some(spawned), _) => spawned.origin.depth,
@@ -302,11 +331,16 @@ impl ThreadManager {
             }
         }));
         self.threads().insert(thread_id, handle.clone());
-        tokio::spawn(submission_loop.run());
-        let _ = self.created.send(ThreadCreated {
+        let created = ThreadCreated {
             handle: handle.clone(),
             origin: options.origin,
-        });
+            agent,
+        };
+        for (observer, stream) in observers {
+            observer(created.clone(), stream);
+        }
+        tokio::spawn(submission_loop.run());
+        let _ = self.created.send(created);
         Ok(NewThread {
             handle,
             events,

@@ -149,6 +149,8 @@ mod attacks;
 use attacks::{attacks, py, Bystander, Control};
 #[path = "tools_sandbox/lifetimes.rs"]
 mod lifetimes;
+#[path = "../../tests/support/processes.rs"]
+mod processes;
 use lifetimes::{survivors_die, tree_dies_on_timeout_and_cancel};
 
 async fn escapes_fail(sandbox: Sandbox) {

@@ -151,7 +151,7 @@ async fn background_terminal_survives_cancel_takes_input_and_dies_on_clean() {
     }
     assert!(seen.contains("got:hello"));
     // What the loop does on clean-background-terminals.
-    s.host.thread_tools(s.thread).terminals.kill_all();
+    s.host.thread_tools(s.thread).clean_background();
     assert_dies(pid);
     let (ok, body) = s
         .call(
@@ -291,5 +291,5 @@ async fn a_write_to_a_terminal_that_does_not_read_returns_on_cancel() {
         .await;
     assert!(ok, "{body}");
     assert_eq!(body["running"], true);
-    s.host.thread_tools(s.thread).terminals.kill_all();
+    s.host.thread_tools(s.thread).clean_background();
 }

@@ -172,6 +172,28 @@ enum EnvVar {
     },
 }
 
+/// A configured header must be a valid name the transport does not set itself.
+fn check_header(server: &str, key: &str, header: &str) -> Result<(), ConfigError> {
+    if reqwest::header::HeaderName::from_bytes(header.as_bytes()).is_err() {
+        return Err(ConfigError::new(
+            server,
+            Some(key),
+            format!("`{header}` is not a valid header name"),
+        ));
+    }
+    if crate::http::RESERVED_HEADERS
+        .iter()
+        .any(|r| r.eq_ignore_ascii_case(header))
+    {
+        return Err(ConfigError::new(
+            server,
+            Some(key),
+            format!("`{header}` is set by the transport (use bearer_token_env_var for a token)"),
+        ));
+    }
+    Ok(())
+}
+
 /// Read the `[mcp_servers]` table. Every server is checked, disabled ones too.
 pub fn parse(table: &toml::Table) -> Result<Vec<McpServerConfig>, ConfigError> {
     table
@@ -280,11 +302,30 @@ fn parse_server(name: &str, value: &toml::Value) -> Result<McpServerConfig, Conf
                     format!("`{url}` is not an http:// or https:// URL"),
                 ));
             }
+            let http_headers = raw.http_headers.unwrap_or_default();
+            let env_http_headers = raw.env_http_headers.unwrap_or_default();
+            for (key, names) in [
+                ("http_headers", &http_headers),
+                ("env_http_headers", &env_http_headers),
+            ] {
+                for header in names.keys() {
+                    check_header(name, key, header)?;
+                }
+            }
+            for (header, value) in &http_headers {
+                if reqwest::header::HeaderValue::from_str(value).is_err() {
+                    return Err(ConfigError::new(
+                        name,
+                        Some("http_headers"),
+                        format!("the value of `{header}` is not a valid header value"),
+                    ));
+                }
+            }
             Transport::StreamableHttp {
                 url,
                 bearer_token_env_var: raw.bearer_token_env_var,
-                http_headers: raw.http_headers.unwrap_or_default(),
-                env_http_headers: raw.env_http_headers.unwrap_or_default(),
+                http_headers,
+                env_http_headers,
             }
         }
         (None, None) => {
@@ -409,6 +450,18 @@ mod tests {
             (
                 "[mcp_servers.a]\nurl = \"http://h/mcp\"\nbearer_token = \"s3cret\"",
                 "[mcp_servers.a] bearer_token: inline tokens are not accepted: put the token in an environment variable and name it with bearer_token_env_var",
+            ),
+            (
+                "[mcp_servers.a]\nurl = \"http://h/mcp\"\nhttp_headers = { \"Mcp-Session-Id\" = \"x\" }",
+                "[mcp_servers.a] http_headers: `Mcp-Session-Id` is set by the transport (use bearer_token_env_var for a token)",
+            ),
+            (
+                "[mcp_servers.a]\nurl = \"http://h/mcp\"\nenv_http_headers = { \"X Team\" = \"TEAM\" }",
+                "[mcp_servers.a] env_http_headers: `X Team` is not a valid header name",
+            ),
+            (
+                "[mcp_servers.a]\nurl = \"http://h/mcp\"\nhttp_headers = { \"X-Team\" = \"a\\nb\" }",
+                "[mcp_servers.a] http_headers: the value of `X-Team` is not a valid header value",
             ),
             (
                 "[mcp_servers.a]\nargs = []",

@@ -74,6 +74,8 @@ pub(crate) struct Shared {
     pid: watch::Sender<Option<u32>>,
     pub(crate) progress: ProgressMap,
     tools_changed: Notify,
+    /// A call found the connection unusable (an HTTP server that went away).
+    pub(crate) lost: Notify,
     /// Bumped each time the tools are listed, so waiters see a new list.
     listings: watch::Sender<u64>,
     stop: CancellationToken,
@@ -148,6 +150,7 @@ impl Server {
             pid: watch::channel(None).0,
             progress: Mutex::default(),
             tools_changed: Notify::new(),
+            lost: Notify::new(),
             listings: watch::channel(0).0,
             stop: CancellationToken::new(),
             updates,
@@ -454,6 +457,9 @@ async fn serve(shared: &Arc<Shared>, connection: &mut Connection) -> Ended {
             _ = &mut connection.quit => {
                 return Ended::Died("the server closed the connection (it exited?)".into());
             }
+            () = shared.lost.notified() => {
+                return Ended::Died("the server could not be reached".into());
+            }
         }
     }
 }
@@ -492,8 +498,27 @@ async fn connect(
                 Err(e) => return Err(format!("initialize failed: {e}")),
             }
         }
-        Transport::StreamableHttp { .. } => {
-            return Err("streamable HTTP servers are not supported yet".into());
+        Transport::StreamableHttp {
+            url,
+            bearer_token_env_var,
+            http_headers,
+            env_http_headers,
+        } => {
+            let transport = crate::http::transport(
+                &shared.name,
+                url,
+                bearer_token_env_var.as_deref(),
+                http_headers,
+                env_http_headers,
+                env,
+            )?;
+            match handler.serve(transport).await {
+                Ok(service) => service,
+                Err(e) => {
+                    let cause = crate::http::root_cause(&e);
+                    return Err(format!("initialize at {url} failed: {cause}"));
+                }
+            }
         }
     };
     let connection = Connection::new(service, None);

@@ -238,10 +238,20 @@ impl McpTool {
                 timeout.as_secs_f64(),
                 self.server.name
             ),
-            ServiceError::TransportClosed | ServiceError::TransportSend(_) => format!(
+            ServiceError::TransportClosed => format!(
                 "tool call error: MCP server '{}' closed the connection during the call",
                 self.server.name
             ),
+            ServiceError::TransportSend(e) => {
+                // An HTTP server that went away is only seen when something is sent to it:
+                // the supervisor connects again.
+                self.server.lost.notify_one();
+                format!(
+                    "tool call error: the call could not be sent to MCP server '{}': {}",
+                    self.server.name,
+                    crate::http::root_cause(e)
+                )
+            }
             ServiceError::McpError(e) => format!("tool call error: {}", e.message),
             other => format!("tool call error: {other}"),
         }

@@ -34,3 +34,40 @@ pub struct ChildAgent {
     /// `false` once closed: a resumed parent does not bring it back.
     pub open: bool,
 }
+
+/// Which sub-agent operation a tool call is (the facts of the sub-agent tools).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum AgentOp {
+    Spawn,
+    Send,
+    Wait,
+    Close,
+    Resume,
+    List,
+}
+
+/// An agent's status as a front end shows it (the kind of the model-facing status).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum AgentReportStatus {
+    PendingInit,
+    Running,
+    Interrupted,
+    Completed,
+    Errored,
+    Shutdown,
+    NotFound,
+}
+
+/// One agent's status as a sub-agent tool call left it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct AgentReport {
+    pub thread_id: ThreadId,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nickname: Option<String>,
+    pub status: AgentReportStatus,
+    /// A completed agent's final answer, an errored one's error.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+}

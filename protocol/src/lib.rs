@@ -22,7 +22,7 @@ pub mod tool_facts;
 pub mod trajectory;
 
 pub use advisor::{AdvisorFailure, AdvisorRisk, AdvisorVerdict, ReviewedCall};
-pub use agents::{AgentOrigin, ChildAgent};
+pub use agents::{AgentOp, AgentOrigin, AgentReport, AgentReportStatus, ChildAgent};
 pub use client_request::{ClientRequest, ClientResponse, Question, QuestionOption, SessionGrant};
 pub use event::{
     ApprovalOutcome, CompactionTrigger, ErrorCode, Event, EventMsg, FileChangeKind, FileDiff,

@@ -9,7 +9,10 @@ use std::path::PathBuf;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use crate::agents::{AgentOp, AgentReport};
 use crate::event::{FileDiff, PlanStep};
+use crate::ids::ThreadId;
+use crate::settings::ReasoningEffort;
 
 /// What a call is about to do, described by its tool before it runs.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
@@ -56,6 +59,21 @@ pub enum ToolAction {
         tool: String,
         arguments: serde_json::Value,
     },
+    /// Talk to sub-agents: spawn one, mail it, wait on, close, reopen or list them.
+    Agent {
+        op: AgentOp,
+        /// The agents addressed (a spawn's new agent is in the outcome).
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        targets: Vec<ThreadId>,
+        /// The task or message sent.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        prompt: Option<String>,
+        /// The model and effort a spawn asked for.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        model: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        reasoning_effort: Option<ReasoningEffort>,
+    },
     /// Anything else: a tool the kernel knows nothing more about.
     Other {
         tool: String,
@@ -90,6 +108,7 @@ impl ToolAction {
             ToolAction::Edit { .. }
             | ToolAction::Plan { .. }
             | ToolAction::Mcp { .. }
+            | ToolAction::Agent { .. }
             | ToolAction::Other { .. } => None,
         }
     }
@@ -154,6 +173,12 @@ pub enum ToolOutcome {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         structured: Option<serde_json::Value>,
     },
+    /// A sub-agent tool answered; `agents` are the agents it concerned, with the status
+    /// it left them in (a spawn: the new agent).
+    Agents {
+        text: String,
+        agents: Vec<AgentReport>,
+    },
     /// It did not run: the user or the policy said no.
     Declined { by: Decliner, reason: String },
     /// The tool could not do it (bad arguments, an I/O error, an unknown tool).
@@ -176,7 +201,8 @@ impl ToolOutcome {
             ToolOutcome::Exited { exit, .. } => exit.success(),
             ToolOutcome::Running { .. }
             | ToolOutcome::Patched { .. }
-            | ToolOutcome::Returned { .. } => true,
+            | ToolOutcome::Returned { .. }
+            | ToolOutcome::Agents { .. } => true,
             ToolOutcome::Declined { .. }
             | ToolOutcome::Failed { .. }
             | ToolOutcome::Interrupted { .. } => false,
@@ -190,7 +216,7 @@ impl ToolOutcome {
             ToolOutcome::Exited { output, .. } | ToolOutcome::Running { output, .. } => {
                 Some(output)
             }
-            ToolOutcome::Returned { text, .. } => Some(text),
+            ToolOutcome::Returned { text, .. } | ToolOutcome::Agents { text, .. } => Some(text),
             ToolOutcome::Declined { reason, .. } => Some(reason),
             ToolOutcome::Failed { message } => Some(message),
             ToolOutcome::Patched { .. } | ToolOutcome::Interrupted { .. } => None,
@@ -212,7 +238,7 @@ impl ToolOutcome {
             ToolOutcome::Exited { output, .. } | ToolOutcome::Running { output, .. } => {
                 vec![output]
             }
-            ToolOutcome::Returned { text, .. } => vec![text],
+            ToolOutcome::Returned { text, .. } | ToolOutcome::Agents { text, .. } => vec![text],
             ToolOutcome::Patched { changes } => changes.iter().map(|c| &c.unified_diff).collect(),
             ToolOutcome::Declined { .. }
             | ToolOutcome::Failed { .. }
@@ -226,7 +252,7 @@ impl ToolOutcome {
             ToolOutcome::Exited { output, .. } | ToolOutcome::Running { output, .. } => {
                 vec![output]
             }
-            ToolOutcome::Returned { text, .. } => vec![text],
+            ToolOutcome::Returned { text, .. } | ToolOutcome::Agents { text, .. } => vec![text],
             ToolOutcome::Patched { changes } => {
                 changes.iter_mut().map(|c| &mut c.unified_diff).collect()
             }

@@ -191,6 +191,7 @@ fn bench_list(c: &mut Criterion, dir: &Path) {
             name: None,
             archived: n % 10 == 0,
             forked_from: None,
+            parent_thread_id: None,
         })
         .collect();
     index.replace_all(&entries).unwrap();

@@ -85,19 +85,7 @@ impl BlobStore {
     /// Whether writing `msg` would move any field into the store.
     pub fn would_externalize(&self, msg: &EventMsg) -> bool {
         let mut any = false;
-        let mut probe = |s: &String, field| any |= self.wants(s, field);
-        match msg {
-            EventMsg::ItemCompleted { item } => item_fields(item, &mut probe),
-            EventMsg::ToolCallBegin { arguments, .. } => probe(arguments, Field::Text),
-            EventMsg::ToolCallEnd {
-                outcome: Some(outcome),
-                ..
-            } => outcome
-                .bulk()
-                .into_iter()
-                .for_each(|s| probe(s, Field::Text)),
-            _ => {}
-        }
+        msg_fields(msg, &mut |s: &String, field| any |= self.wants(s, field));
         any
     }
 
@@ -119,18 +107,7 @@ impl BlobStore {
                 }
             }
         };
-        match &mut copy.msg {
-            EventMsg::ItemCompleted { item } => item_fields_mut(item, &mut store),
-            EventMsg::ToolCallBegin { arguments, .. } => store(arguments, Field::Text),
-            EventMsg::ToolCallEnd {
-                outcome: Some(outcome),
-                ..
-            } => outcome
-                .bulk_mut()
-                .into_iter()
-                .for_each(|s| store(s, Field::Text)),
-            _ => {}
-        }
+        msg_fields_mut(&mut copy.msg, &mut store);
         result.map(|()| copy)
     }
 
@@ -180,18 +157,7 @@ impl BlobStore {
                 }
             }
         };
-        match &mut event.msg {
-            EventMsg::ItemCompleted { item } => item_fields_mut(item, &mut load),
-            EventMsg::ToolCallBegin { arguments, .. } => load(arguments, Field::Text),
-            EventMsg::ToolCallEnd {
-                outcome: Some(outcome),
-                ..
-            } => outcome
-                .bulk_mut()
-                .into_iter()
-                .for_each(|s| load(s, Field::Text)),
-            _ => {}
-        }
+        msg_fields_mut(&mut event.msg, &mut load);
         result
     }
 
@@ -242,55 +208,52 @@ enum Field {
     Image,
 }
 
-fn item_fields(item: &Item, f: &mut impl FnMut(&String, Field)) {
-    match item {
-        Item::ToolOutput { output, facts, .. } => {
-            f(output, Field::Text);
-            if let Some(facts) = facts {
-                facts
-                    .outcome
-                    .bulk()
-                    .into_iter()
-                    .for_each(|s| f(s, Field::Text));
+/// The walk over the fields of an event line that may go to the blob store, written once
+/// for both borrows: `msg_fields` (is anything large?) and `msg_fields_mut` (replace them
+/// by references, or put them back).
+macro_rules! field_walkers {
+    ($name:ident, $item:ident, $bulk:ident, $iter:ident $(, $mutability:tt)?) => {
+        fn $name(msg: &$($mutability)? EventMsg, f: &mut impl FnMut(&$($mutability)? String, Field)) {
+            match msg {
+                EventMsg::ItemCompleted { item } => $item(item, f),
+                EventMsg::ToolCallBegin { arguments, .. } => f(arguments, Field::Text),
+                EventMsg::ToolCallEnd {
+                    outcome: Some(outcome),
+                    ..
+                } => outcome.$bulk().into_iter().for_each(|s| f(s, Field::Text)),
+                _ => {}
             }
         }
-        Item::ToolCall { arguments, .. } => f(arguments, Field::Text),
-        Item::UserMessage { content, .. } => content.iter().for_each(|part| {
-            if let InputPart::Image { url } = part {
-                f(url, Field::Image);
+
+        fn $item(item: &$($mutability)? Item, f: &mut impl FnMut(&$($mutability)? String, Field)) {
+            match item {
+                Item::ToolOutput { output, facts, .. } => {
+                    f(output, Field::Text);
+                    if let Some(facts) = facts {
+                        facts
+                            .outcome
+                            .$bulk()
+                            .into_iter()
+                            .for_each(|s| f(s, Field::Text));
+                    }
+                }
+                Item::ToolCall { arguments, .. } => f(arguments, Field::Text),
+                Item::UserMessage { content, .. } => content.$iter().for_each(|part| {
+                    if let InputPart::Image { url } = part {
+                        f(url, Field::Image);
+                    }
+                }),
+                Item::AgentMessage { .. }
+                | Item::Reasoning { .. }
+                | Item::DeveloperMessage { .. }
+                | Item::Interruption { .. } => {}
             }
-        }),
-        Item::AgentMessage { .. }
-        | Item::Reasoning { .. }
-        | Item::DeveloperMessage { .. }
-        | Item::Interruption { .. } => {}
-    }
+        }
+    };
 }
 
-fn item_fields_mut(item: &mut Item, f: &mut impl FnMut(&mut String, Field)) {
-    match item {
-        Item::ToolOutput { output, facts, .. } => {
-            f(output, Field::Text);
-            if let Some(facts) = facts {
-                facts
-                    .outcome
-                    .bulk_mut()
-                    .into_iter()
-                    .for_each(|s| f(s, Field::Text));
-            }
-        }
-        Item::ToolCall { arguments, .. } => f(arguments, Field::Text),
-        Item::UserMessage { content, .. } => content.iter_mut().for_each(|part| {
-            if let InputPart::Image { url } = part {
-                f(url, Field::Image);
-            }
-        }),
-        Item::AgentMessage { .. }
-        | Item::Reasoning { .. }
-        | Item::DeveloperMessage { .. }
-        | Item::Interruption { .. } => {}
-    }
-}
+field_walkers!(msg_fields, item_fields, bulk, iter);
+field_walkers!(msg_fields_mut, item_fields_mut, bulk_mut, iter_mut, mut);
 
 fn hex(bytes: &[u8]) -> String {
     const DIGITS: &[u8; 16] = b"0123456789abcdef";

@@ -13,7 +13,7 @@ use std::time::Duration;
 use rein_protocol::ThreadId;
 use rusqlite::{params, Connection, OptionalExtension};
 
-pub use rein_core::store::{ListQuery, SortKey, ThreadEntry, ThreadPage};
+pub use rein_core::store::{ListQuery, SortKey, ThreadEntry, ThreadKinds, ThreadPage};
 
 use super::RolloutError;
 
@@ -31,7 +31,8 @@ CREATE TABLE IF NOT EXISTS threads (
     title       TEXT,
     archived    INTEGER NOT NULL DEFAULT 0,
     forked_from TEXT,
-    name        TEXT
+    name        TEXT,
+    parent_thread_id TEXT
 );
 CREATE TABLE IF NOT EXISTS index_state (
     key   TEXT PRIMARY KEY,
@@ -136,7 +137,7 @@ impl RolloutIndex {
     pub fn get(&self, thread: ThreadId) -> Result<Option<ThreadEntry>, RolloutError> {
         self.conn
             .query_row(
-                "SELECT thread_id, path, created_ms, updated_ms, cwd, model, title, archived, forked_from, name
+                "SELECT thread_id, path, created_ms, updated_ms, cwd, model, title, archived, forked_from, name, parent_thread_id
                  FROM threads WHERE thread_id = ?1",
                 params![thread.to_string()],
                 row_to_entry,
@@ -220,13 +221,18 @@ impl RolloutIndex {
             SortKey::Updated => "updated_ms",
         };
         let mut sql = String::from(
-            "SELECT thread_id, path, created_ms, updated_ms, cwd, model, title, archived, forked_from, name
+            "SELECT thread_id, path, created_ms, updated_ms, cwd, model, title, archived, forked_from, name, parent_thread_id
              FROM threads WHERE archived = ?1",
         );
         let mut args: Vec<rusqlite::types::Value> = vec![i64::from(query.archived).into()];
         if let Some(cwd) = &query.cwd {
             args.push(cwd.to_string_lossy().into_owned().into());
             sql.push_str(&format!(" AND cwd = ?{}", args.len()));
+        }
+        match query.kinds {
+            ThreadKinds::Roots => sql.push_str(" AND parent_thread_id IS NULL"),
+            ThreadKinds::SubAgents => sql.push_str(" AND parent_thread_id IS NOT NULL"),
+            ThreadKinds::All => {}
         }
         if let Some(search) = &query.search {
             args.push(format!("%{}%", escape_like(search)).into());
@@ -278,8 +284,9 @@ impl RolloutIndex {
 fn upsert_on(conn: &Connection, entry: &ThreadEntry) -> rusqlite::Result<()> {
     conn.prepare_cached(
         "INSERT OR REPLACE INTO threads
-         (thread_id, path, created_ms, updated_ms, cwd, model, title, archived, forked_from, name)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+         (thread_id, path, created_ms, updated_ms, cwd, model, title, archived, forked_from, name,
+          parent_thread_id)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
     )?
     .execute(params![
         entry.thread_id.to_string(),
@@ -292,6 +299,7 @@ fn upsert_on(conn: &Connection, entry: &ThreadEntry) -> rusqlite::Result<()> {
         entry.archived,
         entry.forked_from.map(|t| t.to_string()),
         entry.name.as_deref().map(preview),
+        entry.parent_thread_id.map(|t| t.to_string()),
     ])
     .map(drop)
 }
@@ -316,6 +324,10 @@ fn row_to_entry(row: &rusqlite::Row<'_>) -> rusqlite::Result<ThreadEntry> {
             .map(|t| parse_id(8, t))
             .transpose()?,
         name: row.get(9)?,
+        parent_thread_id: row
+            .get::<_, Option<String>>(10)?
+            .map(|t| parse_id(10, t))
+            .transpose()?,
     })
 }
 
@@ -328,6 +340,14 @@ fn add_missing_columns(conn: &Connection) -> rusqlite::Result<()> {
     )?;
     if !has_name {
         conn.execute("ALTER TABLE threads ADD COLUMN name TEXT", [])?;
+    }
+    let has_parent: bool = conn.query_row(
+        "SELECT count(*) > 0 FROM pragma_table_info('threads') WHERE name = 'parent_thread_id'",
+        [],
+        |r| r.get(0),
+    )?;
+    if !has_parent {
+        conn.execute("ALTER TABLE threads ADD COLUMN parent_thread_id TEXT", [])?;
     }
     Ok(())
 }

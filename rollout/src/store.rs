@@ -151,6 +151,7 @@ impl RolloutStore {
         for dir in layout::dirs_changed_since(&self.home, since)
             .map_err(RolloutError::io("scanning", &self.home))?
         {
+            remove_stale_staging(&dir);
             files.extend(
                 layout::rollout_files_in(&dir).map_err(RolloutError::io("scanning", &dir))?,
             );
@@ -311,6 +312,11 @@ impl RolloutStore {
         let mut entries: Vec<ThreadEntry> = Vec::new();
         let mut seen: HashMap<ThreadId, usize> = HashMap::new();
         let mut duplicates: HashMap<ThreadId, Vec<PathBuf>> = HashMap::new();
+        for dir in layout::dirs_changed_since(&self.home, 0)
+            .map_err(RolloutError::io("scanning", &self.home))?
+        {
+            remove_stale_staging(&dir);
+        }
         for dir in [
             layout::sessions_dir(&self.home),
             layout::archived_dir(&self.home),
@@ -368,6 +374,7 @@ impl RolloutStore {
             name: read_last_name(path)?,
             archived: path.starts_with(layout::archived_dir(&self.home)),
             forked_from: head.meta.forked_from,
+            parent_thread_id: head.meta.parent_thread_id,
         })
     }
 
@@ -488,6 +495,45 @@ impl RolloutStore {
 /// Appended to a rollout's name while it is being written whole (see
 /// [`RolloutStore::write_whole`]).
 pub const STAGING_SUFFIX: &str = ".staging";
+
+/// How old a staging file must be before a scan deletes it: far older than a fork takes
+/// to write one, so a fork another process is writing now keeps its file.
+pub const STALE_STAGING: std::time::Duration = std::time::Duration::from_secs(60);
+
+/// Deletes the staging files in `dir` that a process killed mid-fork left behind: no
+/// listing takes them and no fork comes back for them. Runs where the index is
+/// reconciled with the directories (a changed directory, a reindex); a failure only
+/// costs the file staying until the next time.
+fn remove_stale_staging(dir: &Path) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    let now = std::time::SystemTime::now();
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let staging = name
+            .to_str()
+            .is_some_and(|n| n.starts_with("rollout-") && n.ends_with(STAGING_SUFFIX));
+        // The entry's own time (a link is not followed).
+        let stale = || {
+            entry
+                .metadata()
+                .and_then(|m| m.modified())
+                .is_ok_and(|t| now.duration_since(t).is_ok_and(|age| age >= STALE_STAGING))
+        };
+        if staging && stale() {
+            let path = entry.path();
+            match std::fs::remove_file(&path) {
+                Ok(()) => {
+                    tracing::info!(path = %path.display(), "removed an abandoned fork's staging file")
+                }
+                Err(e) => {
+                    tracing::warn!(path = %path.display(), error = %e, "could not remove a staging file")
+                }
+            }
+        }
+    }
+}
 
 /// The file found for `expected` must be that thread's.
 fn check_requested(

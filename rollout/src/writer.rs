@@ -211,6 +211,7 @@ impl RolloutWriter {
                 name: None,
                 archived: false,
                 forked_from: meta.forked_from,
+                parent_thread_id: meta.parent_thread_id,
             });
         }
         Ok(writer)

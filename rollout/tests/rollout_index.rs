@@ -291,3 +291,52 @@ fn an_update_the_index_missed_is_reconciled_at_the_next_listing() {
     assert_eq!(ids(&store, &ListQuery::default()), vec![stray, a]);
     assert!(!home.path().join("index.stale").exists());
 }
+
+/// A fork killed before its rename leaves a staging file, which no listing takes: the
+/// next process's reconciliation deletes it once it is older than any fork in progress,
+/// and keeps a young one (another process may be forking into that directory right now).
+#[test]
+fn a_killed_forks_staging_file_is_removed_once_stale() {
+    use rein_rollout::store::{STAGING_SUFFIX, STALE_STAGING};
+
+    let home = tempfile::tempdir().unwrap();
+    let store = open(home.path());
+    let a = thread(&store, "/a", "first");
+    let rollout = store.find(a).unwrap();
+    drop(store);
+    // What `write_whole` leaves when the process dies between writing and renaming: a
+    // complete rollout under the staging name (the forked thread's own name), once stale,
+    // and one being written now.
+    let staging = |id: ThreadId| {
+        let name = layout::file_name(id, 0).replace("1970-01-01T00-00-00", "2026-12-01T10-00-00");
+        rollout.with_file_name(format!("{name}{STAGING_SUFFIX}"))
+    };
+    let (old, young) = (staging(ThreadId::new()), staging(ThreadId::new()));
+    for path in [&old, &young] {
+        std::fs::copy(&rollout, path).unwrap();
+    }
+    let long_ago = std::time::SystemTime::now() - STALE_STAGING - std::time::Duration::from_secs(5);
+    std::fs::File::options()
+        .write(true)
+        .open(&old)
+        .unwrap()
+        .set_modified(long_ago)
+        .unwrap();
+
+    let store = open(home.path());
+    assert_eq!(ids(&store, &ListQuery::default()), vec![a]);
+    assert!(!old.exists(), "the stale staging file was left");
+    assert!(young.exists(), "a fork in progress lost its staging file");
+    assert!(rollout.exists());
+
+    // A reindex sweeps every directory the same way.
+    std::fs::File::options()
+        .write(true)
+        .open(&young)
+        .unwrap()
+        .set_modified(long_ago)
+        .unwrap();
+    assert_eq!(store.reindex().unwrap().threads, 1);
+    assert!(!young.exists());
+    assert_eq!(ids(&store, &ListQuery::default()), vec![a]);
+}

@@ -19,21 +19,7 @@ pub const PATIENCE: Duration = Duration::from_secs(20);
 
 #[path = "mock_model.rs"]
 mod mock_model;
-pub use mock_model::{rein, MockModel};
-
-/// A temporary `REIN_HOME` whose config points at the mock model server.
-pub fn home_for(model: &MockModel) -> tempfile::TempDir {
-    let home = tempfile::tempdir().unwrap();
-    std::fs::write(
-        home.path().join("config.toml"),
-        format!(
-            "model = \"mock\"\nmodel_provider = \"mock\"\n\n[model_providers.mock]\nbase_url = \"{}\"\nwire_api = \"responses\"\nenv_key = \"MOCK_API_KEY\"\n",
-            model.base_url
-        ),
-    )
-    .unwrap();
-    home
-}
+pub use mock_model::{home_for, rein, MockModel};
 
 /// A running `rein app-server`; every line it prints is checked against Codex's schema.
 pub struct AppServer {

@@ -65,3 +65,17 @@ impl Drop for MockModel {
         let _ = self.child.wait();
     }
 }
+
+/// A temporary `REIN_HOME` whose config points at the mock model server.
+pub fn home_for(model: &MockModel) -> tempfile::TempDir {
+    let home = tempfile::tempdir().unwrap();
+    std::fs::write(
+        home.path().join("config.toml"),
+        format!(
+            "model = \"mock\"\nmodel_provider = \"mock\"\n\n[model_providers.mock]\nbase_url = \"{}\"\nwire_api = \"responses\"\nenv_key = \"MOCK_API_KEY\"\n",
+            model.base_url
+        ),
+    )
+    .unwrap();
+    home
+}

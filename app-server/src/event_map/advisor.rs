@@ -222,6 +222,7 @@ fn action(review_id: &str, cwd: &str, tool: &str, action: &ToolAction) -> AutoAp
         | ToolAction::List { .. }
         | ToolAction::Search { .. }
         | ToolAction::Plan { .. }
+        | ToolAction::Agent { .. }
         | ToolAction::Other { .. } => {
             let line = action.command_line(tool).unwrap_or_else(|| match action {
                 ToolAction::Other { arguments, .. } => format!("{tool} {arguments}"),

@@ -39,7 +39,13 @@ impl EventMapper {
         let Some(track) = self.tools.remove(call_id) else {
             return;
         };
-        let Some(item) = tool_item(call_id, &track.tool, &track.action, Some(ended)) else {
+        let Some(item) = tool_item(
+            &self.thread_id,
+            call_id,
+            &track.tool,
+            &track.action,
+            Some(ended),
+        ) else {
             return;
         };
         out.push(Outgoing::Notify(ServerNotification::ItemCompleted(

@@ -214,9 +214,10 @@ impl EventMapper {
                 action: Some(action),
                 ..
             } => {
-                if let (Some(turn_id), Some(item)) =
-                    (turn_id, tool_item(call_id, name, action, None))
-                {
+                if let (Some(turn_id), Some(item)) = (
+                    turn_id,
+                    tool_item(&self.thread_id, call_id, name, action, None),
+                ) {
                     self.tools.insert(
                         call_id.clone(),
                         ToolTrack {

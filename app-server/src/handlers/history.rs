@@ -14,8 +14,8 @@ use rein_app_server_protocol::{
 use rein_core::recorder::RecorderError;
 use rein_core::thread::state::ThreadState;
 use rein_core::NewThread;
-use rein_protocol::{Item, ThreadId, TurnId};
-use rein_rollout::index::{ListQuery, ThreadEntry};
+use rein_protocol::{AgentOrigin, Item, ThreadId, TurnId};
+use rein_rollout::index::{ListQuery, ThreadEntry, ThreadKinds};
 use rein_rollout::reader::Diagnostic;
 use rein_rollout::resume::fold_owned;
 use rein_rollout::RolloutError;
@@ -68,8 +68,31 @@ fn stored_thread(state: &ServerState, e: &ThreadEntry) -> Thread {
         status: ThreadStatus::NotLoaded,
         path: Some(e.path.display().to_string()),
         forked_from: e.forked_from.map(|f| f.to_string()),
+        // The index knows the parent only; depth, nickname and role are in the rollout.
+        agent: e.parent_thread_id.map(|parent| AgentOrigin {
+            parent_thread_id: parent,
+            depth: 1,
+            nickname: None,
+            role: None,
+        }),
     }
     .to_wire()
+}
+
+/// Which threads `sourceKinds` asks for: interactive ones unless it names sub-agents.
+fn kinds_of(source_kinds: Option<&[String]>) -> ThreadKinds {
+    let Some(kinds) = source_kinds.filter(|k| !k.is_empty()) else {
+        return ThreadKinds::Roots;
+    };
+    let sub = kinds
+        .iter()
+        .any(|k| matches!(k.as_str(), "subAgent" | "subAgentThreadSpawn"));
+    let roots = kinds.iter().any(|k| !k.starts_with("subAgent"));
+    match (roots, sub) {
+        (true, true) => ThreadKinds::All,
+        (false, true) => ThreadKinds::SubAgents,
+        _ => ThreadKinds::Roots,
+    }
 }
 
 /// Register a resumed or forked thread; its meta comes from its folded state.
@@ -104,6 +127,7 @@ async fn load(
             .or(indexed.as_ref().map(|e| &e.path))
             .map(|p| p.display().to_string()),
         forked_from,
+        agent: folded.agent.clone(),
     };
     let turns = turns_from_state(&folded);
     let (response, thread) = register(state, new, meta);
@@ -260,6 +284,7 @@ pub async fn list(state: &ServerState, raw: Value) -> Result<Value, RpcError> {
         cwd,
         archived: p.archived.unwrap_or(false),
         search: p.search_term.clone(),
+        kinds: kinds_of(p.source_kinds.as_deref()),
         ..ListQuery::default()
     };
     let page = state

@@ -17,6 +17,8 @@ use rein_protocol::ThreadSettings;
 use rein_rollout::RolloutError;
 use serde_json::Value;
 use tokio::sync::mpsc;
+
+use crate::children::PUMP_QUEUE;
 use tokio::sync::mpsc::error::TrySendError;
 
 use super::meta::page;
@@ -36,7 +38,6 @@ use crate::pump::{Pump, PumpCmd, PumpRequest};
 use crate::subscribers::{Left, Subscribers};
 
 /// How many requests may wait for one thread's pump before the server says "overloaded".
-const PUMP_QUEUE: usize = 64;
 
 pub async fn start(state: &ServerState, raw: Value) -> Result<Value, RpcError> {
     let p: ThreadStartParams = params(raw)?;
@@ -116,6 +117,7 @@ async fn start_thread(
         status: ThreadStatus::Idle,
         path,
         forked_from: None,
+        agent: None,
     };
     let (response, thread) = register(state, new, meta);
     Ok((response, thread))
@@ -182,13 +184,8 @@ pub fn register(
         subscribers,
     };
     state.threads.insert(entry.clone());
-    let context_window = kernel
-        .models
-        .models()
-        .into_iter()
-        .find(|m| m.id == settings.model)
-        .and_then(|m| m.context_window)
-        .and_then(|w| i64::try_from(w).ok());
+    let context_window = crate::children::context_window(kernel, &settings.model);
+    let id = entry.handle.id();
     let pump = Pump {
         mapper: EventMapper::new(thread.id.clone(), context_window),
         thread: entry,
@@ -196,8 +193,10 @@ pub fn register(
         cmds: rx,
         threads: Arc::clone(&state.threads),
         idle_unload: state.hub.idle_unload,
+        sub_agent: false,
     };
     tokio::spawn(pump.run());
+    crate::children::adopt(&state.hub, kernel, id);
     (answer(state, &settings, thread.clone()), thread)
 }
 

@@ -54,6 +54,9 @@ pub struct Pump {
     pub threads: Arc<LoadedThreads>,
     /// How long the thread stays loaded, idle, once nobody subscribes.
     pub idle_unload: Duration,
+    /// A sub-agent's pump: it shares its root's subscribers, so it never unloads the
+    /// thread on its own (the kernel ends the subtree with its root) nor forgets them.
+    pub sub_agent: bool,
 }
 
 impl Pump {
@@ -96,12 +99,17 @@ impl Pump {
         for (subscriber, request_id) in asked.values().flat_map(|q| &q.askees) {
             subscriber.pending.take(request_id);
         }
-        self.thread.subscribers.clear();
+        if !self.sub_agent {
+            self.thread.subscribers.clear();
+        }
     }
 
     /// When to unload the thread if nobody subscribes by then; none while a turn runs
     /// (its end asks again).
     async fn idle_deadline(&self) -> Option<Instant> {
+        if self.sub_agent {
+            return None;
+        }
         let idle = self.is_idle().await;
         idle.then(|| Instant::now() + self.idle_unload)
     }
@@ -158,7 +166,10 @@ impl Pump {
                     } else {
                         self.thread.subscribers.current()
                     };
-                    for subscriber in to.iter().filter(|s| s.is_news(event.seq, &n)) {
+                    // A subscriber's join snapshot is of the root: a sub-agent's events are
+                    // all news.
+                    let news = |s: &&Subscriber| self.sub_agent || s.is_news(event.seq, &n);
+                    for subscriber in to.iter().filter(news) {
                         subscriber.out.notify(n.clone()).await;
                     }
                 }

@@ -82,11 +82,48 @@ pub enum ExecItemDetails {
         error: Option<ExecError>,
         status: McpToolStatus,
     },
+    /// A call of a sub-agent tool, as Codex prints it.
+    CollabToolCall {
+        tool: CollabTool,
+        sender_thread_id: String,
+        /// The agents addressed; for a spawn, the new agent.
+        receiver_thread_ids: Vec<String>,
+        prompt: Option<String>,
+        agents_states: std::collections::BTreeMap<String, CollabAgentState>,
+        status: CollabToolStatus,
+    },
     /// The agent's plan: started on the first plan, updated on each change, completed when
     /// the turn ends.
     TodoList { items: Vec<TodoItem> },
     /// A non-fatal problem (a warning, a retried stream).
     Error { message: String },
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum CollabTool {
+    SpawnAgent,
+    SendInput,
+    Wait,
+    CloseAgent,
+    ResumeAgent,
+    ListAgents,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum CollabToolStatus {
+    InProgress,
+    Completed,
+    Failed,
+}
+
+/// An agent's status: `rein_protocol::AgentReportStatus` in snake case.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct CollabAgentState {
+    pub status: rein_protocol::AgentReportStatus,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]

@@ -7,8 +7,8 @@ use std::io::Write;
 use std::time::Instant;
 
 use rein_protocol::{
-    AdvisorVerdict, Event, EventMsg, FileChangeKind, FileDiff, PlanStepStatus, ThreadId,
-    TokenUsage, ToolAction, ToolOutcome,
+    AdvisorVerdict, AgentOp, AgentReport, Event, EventMsg, FileChangeKind, FileDiff,
+    PlanStepStatus, ThreadId, TokenUsage, ToolAction, ToolOutcome,
 };
 
 use super::jsonl::abort_text;
@@ -193,6 +193,9 @@ impl<W: Write> HumanProgress<W> {
                 if let Some(ToolOutcome::Patched { changes }) = outcome {
                     self.files(changes)?;
                 }
+                if let Some(ToolOutcome::Agents { agents, .. }) = outcome {
+                    self.agents(agents)?;
+                }
             }
             EventMsg::StreamRetry {
                 attempt,
@@ -295,6 +298,26 @@ impl<W: Write> HumanProgress<W> {
     }
 
     /// The files a patch changed, one line each.
+    /// The agents a sub-agent call concerned, one indented line each with its status.
+    fn agents(&mut self, agents: &[AgentReport]) -> std::io::Result<()> {
+        for agent in agents {
+            let name = agent
+                .nickname
+                .clone()
+                .unwrap_or_else(|| agent.thread_id.to_string());
+            let status = serde_json::to_value(agent.status)
+                .ok()
+                .and_then(|v| v.as_str().map(str::to_owned))
+                .unwrap_or_default();
+            let mut text = format!("  └ {name} [{}] {status}", agent.thread_id);
+            if let Some(message) = &agent.message {
+                text = format!("{text}: {}", clipped(message));
+            }
+            self.line(&text)?;
+        }
+        Ok(())
+    }
+
     fn files(&mut self, changes: &[FileDiff]) -> std::io::Result<()> {
         for change in changes {
             let mark = match change.kind {
@@ -336,6 +359,30 @@ fn call_summary(tool: &str, action: &ToolAction) -> String {
             tool,
             arguments,
         } => format!("{server}.{tool} {arguments}"),
+        ToolAction::Agent {
+            op,
+            targets,
+            prompt,
+            ..
+        } => {
+            let verb = match op {
+                AgentOp::Spawn => "spawn an agent",
+                AgentOp::Send => "message",
+                AgentOp::Wait => "wait for",
+                AgentOp::Close => "close",
+                AgentOp::Resume => "reopen",
+                AgentOp::List => "list the agents",
+            };
+            let who: Vec<String> = targets.iter().map(ToString::to_string).collect();
+            let mut text = verb.to_owned();
+            if !who.is_empty() {
+                text = format!("{text} {}", who.join(", "));
+            }
+            match prompt {
+                Some(prompt) => format!("{text}: {prompt}"),
+                None => text,
+            }
+        }
         ToolAction::Other { arguments, .. } => format!("{tool} {arguments}"),
     };
     clipped(&text)

@@ -10,12 +10,13 @@
 use std::collections::HashMap;
 
 use super::events::{
-    CommandStatus, ExecError, ExecEvent, ExecItem, ExecItemDetails, ExecUsage, FileUpdateChange,
-    McpToolResult, McpToolStatus, PatchChangeKind, PatchStatus, TodoItem,
+    CollabAgentState, CollabTool, CollabToolStatus, CommandStatus, ExecError, ExecEvent, ExecItem,
+    ExecItemDetails, ExecUsage, FileUpdateChange, McpToolResult, McpToolStatus, PatchChangeKind,
+    PatchStatus, TodoItem,
 };
 use rein_protocol::{
-    AdvisorVerdict, Event, EventMsg, FileChangeKind, FileDiff, Item, PlanStep, PlanStepStatus,
-    TokenUsage, ToolAction, ToolOutcome,
+    AdvisorVerdict, AgentOp, Event, EventMsg, FileChangeKind, FileDiff, Item, PlanStep,
+    PlanStepStatus, ThreadId, TokenUsage, ToolAction, ToolOutcome,
 };
 
 /// A tool call whose item is open, by call id.
@@ -93,7 +94,7 @@ impl JsonlMapper {
                 name,
                 action: Some(action),
                 ..
-            } => self.call_began(call_id, name, action),
+            } => self.call_began(event.thread_id, call_id, name, action),
             EventMsg::ToolCallEnd {
                 call_id,
                 outcome: Some(outcome),
@@ -216,7 +217,13 @@ impl JsonlMapper {
         }
     }
 
-    fn call_began(&mut self, call_id: &str, tool: &str, action: &ToolAction) -> Vec<ExecEvent> {
+    fn call_began(
+        &mut self,
+        sender: ThreadId,
+        call_id: &str,
+        tool: &str,
+        action: &ToolAction,
+    ) -> Vec<ExecEvent> {
         let details = match action {
             ToolAction::Edit { changes } => ExecItemDetails::FileChange {
                 changes: file_changes(changes),
@@ -233,6 +240,19 @@ impl JsonlMapper {
                 result: None,
                 error: None,
                 status: McpToolStatus::InProgress,
+            },
+            ToolAction::Agent {
+                op,
+                targets,
+                prompt,
+                ..
+            } => ExecItemDetails::CollabToolCall {
+                tool: collab_tool(*op),
+                sender_thread_id: sender.to_string(),
+                receiver_thread_ids: targets.iter().map(ToString::to_string).collect(),
+                prompt: prompt.clone(),
+                agents_states: Default::default(),
+                status: CollabToolStatus::InProgress,
             },
             // The plan reaches clients through `PlanUpdated`.
             ToolAction::Plan { .. } | ToolAction::Other { .. } => return Vec::new(),
@@ -351,10 +371,48 @@ fn finish(details: &mut ExecItemDetails, outcome: &ToolOutcome) {
                 *status = McpToolStatus::Failed;
             }
         }
+        ExecItemDetails::CollabToolCall {
+            receiver_thread_ids,
+            agents_states,
+            status,
+            ..
+        } => {
+            if let ToolOutcome::Agents { agents, .. } = outcome {
+                for report in agents {
+                    let id = report.thread_id.to_string();
+                    if !receiver_thread_ids.contains(&id) {
+                        receiver_thread_ids.push(id.clone());
+                    }
+                    agents_states.insert(
+                        id,
+                        CollabAgentState {
+                            status: report.status,
+                            message: report.message.clone(),
+                        },
+                    );
+                }
+            }
+            *status = if succeeded {
+                CollabToolStatus::Completed
+            } else {
+                CollabToolStatus::Failed
+            };
+        }
         ExecItemDetails::AgentMessage { .. }
         | ExecItemDetails::Reasoning { .. }
         | ExecItemDetails::TodoList { .. }
         | ExecItemDetails::Error { .. } => {}
+    }
+}
+
+fn collab_tool(op: AgentOp) -> CollabTool {
+    match op {
+        AgentOp::Spawn => CollabTool::SpawnAgent,
+        AgentOp::Send => CollabTool::SendInput,
+        AgentOp::Wait => CollabTool::Wait,
+        AgentOp::Close => CollabTool::CloseAgent,
+        AgentOp::Resume => CollabTool::ResumeAgent,
+        AgentOp::List => CollabTool::ListAgents,
     }
 }
 

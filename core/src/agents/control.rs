@@ -184,6 +184,15 @@ impl AgentControl {
             .map_or(AgentState::NotFound, |n| n.state.clone())
     }
 
+    /// Agent `id`'s status as front ends show it.
+    pub fn report_of(&self, id: ThreadId) -> rein_protocol::AgentReport {
+        let reg = self.lock();
+        match reg.nodes.get(&id) {
+            Some(n) => n.state.report(id, n.nickname.clone()),
+            None => AgentState::NotFound.report(id, None),
+        }
+    }
+
     /// Make `thread` known as a root (the first time it spawns), watching its events.
     pub(super) fn ensure_registered(self: &Arc<Self>, thread: ThreadId) -> Result<(), String> {
         if self.lock().nodes.contains_key(&thread) {

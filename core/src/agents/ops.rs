@@ -67,7 +67,7 @@ fn forked_history(history: &[Arc<Item>]) -> Vec<Item> {
 
 impl AgentControl {
     /// The thread `target` names (an id or a nickname) in `caller`'s tree.
-    fn resolve(&self, caller: ThreadId, target: &str) -> Result<ThreadId, String> {
+    pub(super) fn resolve(&self, caller: ThreadId, target: &str) -> Result<ThreadId, String> {
         let reg = self.lock();
         let root = reg.nodes.get(&caller).map_or(caller, |n| n.root);
         let found = match target.parse::<ThreadId>() {

@@ -1,7 +1,7 @@
 //! An agent's status as the model reads it (Codex's `AgentStatus` shape: a string, or
 //! `{"completed": message}` / `{"errored": message}`), and the mail a finished child sends.
 
-use rein_protocol::ThreadId;
+use rein_protocol::{AgentReport, AgentReportStatus, ThreadId};
 use serde_json::{json, Value};
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -34,6 +34,25 @@ impl AgentState {
             AgentState::Errored(message) => json!({ "errored": message }),
             AgentState::Shutdown => json!("shutdown"),
             AgentState::NotFound => json!("not_found"),
+        }
+    }
+
+    /// Its status as front ends show it.
+    pub fn report(&self, thread_id: ThreadId, nickname: Option<String>) -> AgentReport {
+        let status = match self {
+            AgentState::PendingInit => AgentReportStatus::PendingInit,
+            AgentState::Running => AgentReportStatus::Running,
+            AgentState::Interrupted => AgentReportStatus::Interrupted,
+            AgentState::Completed(_) => AgentReportStatus::Completed,
+            AgentState::Errored(_) => AgentReportStatus::Errored,
+            AgentState::Shutdown => AgentReportStatus::Shutdown,
+            AgentState::NotFound => AgentReportStatus::NotFound,
+        };
+        AgentReport {
+            thread_id,
+            nickname,
+            status,
+            message: self.message().map(str::to_owned),
         }
     }
 

@@ -5,7 +5,7 @@ use std::sync::{Arc, Weak};
 
 use futures::future::BoxFuture;
 use futures::FutureExt;
-use rein_protocol::{InputPart, ReasoningEffort, ToolOutcome};
+use rein_protocol::{AgentOp, InputPart, ReasoningEffort, ThreadId, ToolAction, ToolOutcome};
 use serde::Deserialize;
 use serde_json::{json, Value};
 
@@ -182,11 +182,107 @@ impl AgentTool {
         }
     }
 
-    async fn call(&self, call: &ToolCall, ctx: &ToolContext) -> Result<Value, String> {
+    fn op(&self) -> AgentOp {
+        match self.kind {
+            Kind::Spawn => AgentOp::Spawn,
+            Kind::Send => AgentOp::Send,
+            Kind::Wait => AgentOp::Wait,
+            Kind::Close => AgentOp::Close,
+            Kind::Resume => AgentOp::Resume,
+            Kind::List => AgentOp::List,
+        }
+    }
+
+    /// The facts of a call, from its arguments (unreadable arguments: nothing addressed).
+    fn action(&self, call: &ToolCall, ctx: &ToolContext) -> ToolAction {
+        let args: Value = serde_json::from_str(&call.arguments).unwrap_or(Value::Null);
+        let text = |key: &str| args.get(key).and_then(Value::as_str).map(str::to_owned);
+        let named: Vec<String> = match self.kind {
+            Kind::Send | Kind::Close => text("target").or_else(|| text("id")).into_iter().collect(),
+            Kind::Resume => text("id").or_else(|| text("target")).into_iter().collect(),
+            Kind::Wait => args
+                .get("targets")
+                .and_then(Value::as_array)
+                .map(|t| {
+                    t.iter()
+                        .filter_map(|v| v.as_str().map(str::to_owned))
+                        .collect()
+                })
+                .unwrap_or_default(),
+            Kind::Spawn | Kind::List => Vec::new(),
+        };
+        let targets = self.control.upgrade().map_or_else(Vec::new, |control| {
+            named
+                .iter()
+                .filter_map(|t| {
+                    control
+                        .resolve(ctx.thread_id, t)
+                        .ok()
+                        .or_else(|| t.parse().ok())
+                })
+                .collect()
+        });
+        let prompt = match self.kind {
+            Kind::Spawn | Kind::Send => text("message").or_else(|| {
+                let items = args.get("items")?.as_array()?;
+                let texts: Vec<&str> = items
+                    .iter()
+                    .filter_map(|i| i.get("text").and_then(Value::as_str))
+                    .collect();
+                (!texts.is_empty()).then(|| texts.join("\n"))
+            }),
+            _ => None,
+        };
+        let (model, reasoning_effort) = match self.kind {
+            Kind::Spawn => (
+                text("model"),
+                args.get("reasoning_effort")
+                    .and_then(|e| serde_json::from_value(e.clone()).ok()),
+            ),
+            _ => (None, None),
+        };
+        ToolAction::Agent {
+            op: self.op(),
+            targets,
+            prompt,
+            model,
+            reasoning_effort,
+        }
+    }
+
+    /// Run the call; returns the answer and the agents it concerned.
+    async fn call(
+        &self,
+        call: &ToolCall,
+        ctx: &ToolContext,
+    ) -> Result<(Value, Vec<ThreadId>), String> {
         let control = self
             .control
             .upgrade()
             .ok_or("sub-agents are unavailable: the kernel is shutting down")?;
+        let targets = match self.action(call, ctx) {
+            ToolAction::Agent { targets, .. } => targets,
+            _ => Vec::new(),
+        };
+        let value = self.dispatch(&control, call, ctx).await?;
+        let concerned = match self.kind {
+            Kind::Spawn => value["agent_id"]
+                .as_str()
+                .and_then(|id| id.parse().ok())
+                .into_iter()
+                .collect(),
+            Kind::List => Vec::new(),
+            _ => targets,
+        };
+        Ok((value, concerned))
+    }
+
+    async fn dispatch(
+        &self,
+        control: &Arc<AgentControl>,
+        call: &ToolCall,
+        ctx: &ToolContext,
+    ) -> Result<Value, String> {
         let args = if call.arguments.trim().is_empty() {
             "{}"
         } else {
@@ -320,19 +416,19 @@ impl Tool for AgentTool {
         }
     }
 
+    fn describe(&self, call: &ToolCall, ctx: &ToolContext) -> ToolAction {
+        self.action(call, ctx)
+    }
+
     fn run<'a>(&'a self, call: ToolCall, ctx: ToolContext) -> BoxFuture<'a, ToolResult> {
         async move {
             match self.call(&call, &ctx).await {
-                Ok(value) => {
+                Ok((value, concerned)) => {
                     let text = value.to_string();
-                    ToolResult::new(
-                        text.clone(),
-                        true,
-                        ToolOutcome::Returned {
-                            text,
-                            structured: Some(value),
-                        },
-                    )
+                    let agents = self.control.upgrade().map_or_else(Vec::new, |control| {
+                        concerned.iter().map(|id| control.report_of(*id)).collect()
+                    });
+                    ToolResult::new(text.clone(), true, ToolOutcome::Agents { text, agents })
                 }
                 Err(message) => ToolResult::err(message),
             }

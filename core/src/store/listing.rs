@@ -18,6 +18,8 @@ pub struct ThreadEntry {
     pub name: Option<String>,
     pub archived: bool,
     pub forked_from: Option<ThreadId>,
+    /// The thread that spawned it, for a sub-agent.
+    pub parent_thread_id: Option<ThreadId>,
 }
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -38,6 +40,17 @@ pub struct ListQuery {
     pub archived: bool,
     /// Substring of the title (first user message) or the name, case-insensitive for ASCII.
     pub search: Option<String>,
+    /// Which of root threads and sub-agents to list.
+    pub kinds: ThreadKinds,
+}
+
+/// Root threads (started by a client), sub-agents (spawned by a model), or both.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum ThreadKinds {
+    #[default]
+    Roots,
+    SubAgents,
+    All,
 }
 
 impl Default for ListQuery {
@@ -49,6 +62,7 @@ impl Default for ListQuery {
             cwd: None,
             archived: false,
             search: None,
+            kinds: ThreadKinds::default(),
         }
     }
 }

@@ -24,7 +24,7 @@ mod meta;
 pub mod time;
 
 pub use error::{ForkError, RolloutError};
-pub use listing::{ListQuery, SortKey, ThreadEntry, ThreadPage};
+pub use listing::{ListQuery, SortKey, ThreadEntry, ThreadKinds, ThreadPage};
 pub use loaded::{first_user_text, Diagnostic, DiagnosticKind, LoadedRollout};
 pub use meta::{SessionMeta, FORMAT_VERSION};
 

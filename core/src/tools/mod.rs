@@ -24,7 +24,7 @@ pub mod thread_tools;
 
 pub use builtin::{builtin_tools, BuiltinConfig};
 pub use sources::{StaticTools, ThreadToolSource, ToolSlot, ToolSource, ToolSources};
-pub use thread_tools::ThreadTools;
+pub use thread_tools::{ThreadToolState, ThreadTools};
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -230,7 +230,7 @@ pub struct ToolContext {
     /// Whether what the user approved "for this session" counts. Not in a review turn,
     /// which must stay read-only whatever was granted to the conversation.
     pub session_grants: bool,
-    /// What the tools keep for this thread (background terminals, session grants).
+    /// What the tools keep for this thread (session grants, each tool's per-thread state).
     pub thread: Arc<ThreadTools>,
     host: Arc<dyn ToolHost>,
 }

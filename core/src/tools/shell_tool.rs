@@ -17,6 +17,7 @@ use super::shell::{
     exec_action, format_outcome, parse_args, prepare, run_command, run_unsandboxed, shell_spec,
     PreparedCommand, ShellConfig,
 };
+use super::terminals::BackgroundTerminals;
 use super::{Tool, ToolCall, ToolContext, ToolResult, ToolSpec};
 
 /// What sandbox denials print; a failed sandboxed command showing one of these may have
@@ -53,7 +54,7 @@ impl ShellTool {
         command: tokio::process::Command,
         shown_as: String,
     ) -> ToolResult {
-        let terminals = &ctx.thread.terminals;
+        let terminals = ctx.thread.state::<BackgroundTerminals>();
         let started = match terminals.start(command, shown_as) {
             Ok(started) => started,
             Err(e) => return ToolResult::err(e.to_string()),

@@ -77,7 +77,7 @@ impl RecordingHost {
     pub fn forget_thread(&self, thread: ThreadId) {
         let removed = self.lock().threads.remove(&thread);
         if let Some(tools) = removed {
-            tools.terminals.kill_all();
+            tools.shutdown();
         }
     }
 

@@ -12,7 +12,7 @@ use futures::future::BoxFuture;
 use futures::FutureExt;
 use rein_core::model::scripted::ScriptedModel;
 use rein_core::model::{ModelClient, ModelInfo, StaticCatalog};
-use rein_core::tools::{Tool, ToolCall, ToolContext, ToolResult, ToolSpec};
+use rein_core::tools::{ThreadToolState, Tool, ToolCall, ToolContext, ToolResult, ToolSpec};
 use rein_core::{EventStream, KernelConfig, NewThread, ThreadManager, ThreadOptions};
 use rein_protocol::{
     ApprovalPolicy, ClientRequest, Event, EventMsg, Item, SandboxPolicy, ThreadSettings, TurnBudget,
@@ -164,10 +164,23 @@ impl Tool for OrderTool {
     }
 }
 
+/// Background processes a tool keeps for its thread, as the built-in shell keeps its
+/// terminals: killed when the thread cleans its background work or shuts down.
+#[derive(Default)]
+pub struct BackgroundSleeps(pub Mutex<Vec<tokio::process::Child>>);
+
+impl ThreadToolState for BackgroundSleeps {
+    fn clean_background(&self) {
+        for mut child in std::mem::take(&mut *self.0.lock().unwrap()) {
+            let _ = child.start_kill();
+        }
+    }
+}
+
 /// `stubborn` tool: ignores cancellation entirely. Records when it starts and when its
 /// future is dropped (which only a hard abort does). It first starts a background
-/// terminal of its thread (`sleep`), whose pid it keeps, so tests can see the thread's
-/// processes end with the thread.
+/// process of its thread (`sleep`, in its per-thread state), whose pid it keeps, so tests
+/// can see the thread's processes end with the thread.
 #[derive(Default)]
 pub struct StubbornTool {
     pub started: Notify,
@@ -190,14 +203,17 @@ impl Tool for StubbornTool {
     fn run<'a>(&'a self, _call: ToolCall, ctx: ToolContext) -> BoxFuture<'a, ToolResult> {
         async move {
             let _flag = DropFlag(Arc::clone(&self.dropped));
-            let mut sleep = tokio::process::Command::new("sleep");
-            sleep.arg("600");
-            let started = ctx
-                .thread
-                .terminals
-                .start(sleep, "sleep 600".into())
+            let sleep = tokio::process::Command::new("sleep")
+                .arg("600")
+                .spawn()
                 .unwrap();
-            *self.background_pid.lock().unwrap() = started.pid;
+            *self.background_pid.lock().unwrap() = sleep.id();
+            ctx.thread
+                .state::<BackgroundSleeps>()
+                .0
+                .lock()
+                .unwrap()
+                .push(sleep);
             self.started.notify_one();
             std::future::pending::<()>().await;
             ToolResult::ok("unreachable")

@@ -2,50 +2,8 @@
 //! with the command, on timeout and on cancel; the control (danger-full-access) shows they
 //! would survive otherwise.
 
+use super::processes::{all_gone, kill_all, processes_with};
 use super::*;
-
-/// Pids (in this namespace) of live processes whose command line contains `marker`.
-fn processes_with(marker: &str) -> Vec<i32> {
-    let mut pids = Vec::new();
-    for entry in fs::read_dir("/proc").unwrap().filter_map(Result::ok) {
-        let Some(pid) = entry
-            .file_name()
-            .to_str()
-            .and_then(|s| s.parse::<i32>().ok())
-        else {
-            continue;
-        };
-        let cmdline = fs::read(entry.path().join("cmdline")).unwrap_or_default();
-        let stat = fs::read_to_string(entry.path().join("stat")).unwrap_or_default();
-        let zombie = stat
-            .rsplit(')')
-            .next()
-            .is_some_and(|r| r.trim_start().starts_with('Z'));
-        if !zombie && String::from_utf8_lossy(&cmdline).contains(marker) {
-            pids.push(pid);
-        }
-    }
-    pids
-}
-
-/// Wait (bounded) until no process carries `marker`.
-fn all_gone(marker: &str) -> bool {
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-    while std::time::Instant::now() < deadline {
-        if processes_with(marker).is_empty() {
-            return true;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
-    false
-}
-
-fn kill_all(marker: &str) {
-    for pid in processes_with(marker) {
-        // SAFETY: a signal to a process this test started.
-        unsafe { libc::kill(pid, libc::SIGKILL) };
-    }
-}
 
 /// A script that leaves a `setsid` child and a double-forked daemon behind, each running
 /// once the script ends (each says so through a pipe before it goes quiet).

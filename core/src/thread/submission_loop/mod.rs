@@ -213,7 +213,7 @@ impl SubmissionLoop {
                 return Flow::Exit;
             }
             Op::CleanBackgroundTerminals => {
-                self.tools.terminals.kill_all();
+                self.tools.clean_background();
                 (OpResult::Accepted, Flow::Continue)
             }
             Op::SetName { name } => (self.on_set_name(name), Flow::Continue),
@@ -548,9 +548,9 @@ impl SubmissionLoop {
     /// From any state: abort what runs, release everything, say goodbye, stop taking Ops.
     async fn shut_down(&mut self) {
         self.abort_turn(TurnAbortReason::Interrupted).await;
-        // The thread's processes end with it (calls still holding its tool state get an
-        // empty table).
-        self.tools.terminals.kill_all();
+        // The thread's processes end with it (calls still holding its tool state find it
+        // empty).
+        self.tools.shutdown();
         self.emit(None, EventMsg::ShutdownComplete);
         self.emitter.close().await;
         self.emitter.bus().close();

@@ -16,6 +16,7 @@ use tokio_util::sync::CancellationToken;
 use crate::tools::process::capture::HeadTailBuffer;
 use crate::tools::process::exec::ExitKind;
 use crate::tools::process::group::{kill_group, ProcessGroupGuard};
+use crate::tools::ThreadToolState;
 
 /// Unread output kept per terminal between reads (head + tail).
 const UNREAD_CAP: usize = 64 * 1024;
@@ -297,6 +298,13 @@ impl BackgroundTerminals {
         let removed = std::mem::take(&mut *self.table());
         // Dropped outside the lock: each drop kills a process group.
         drop(removed);
+    }
+}
+
+/// A thread's terminals are its background work: cleaned on request, killed at shutdown.
+impl ThreadToolState for BackgroundTerminals {
+    fn clean_background(&self) {
+        self.kill_all();
     }
 }
 

@@ -8,6 +8,7 @@ use rein_protocol::ToolAction;
 use serde::Deserialize;
 use serde_json::json;
 
+use super::BackgroundTerminals;
 use crate::tools::{Tool, ToolCall, ToolContext, ToolResult, ToolSpec};
 
 const DEFAULT_WAIT_MS: u64 = 500;
@@ -51,7 +52,11 @@ impl Tool for WriteStdinTool {
     fn describe(&self, call: &ToolCall, ctx: &ToolContext) -> ToolAction {
         match serde_json::from_str::<Args>(&call.arguments) {
             Ok(args) => {
-                let (command, cwd) = match ctx.thread.terminals.command_of(&args.terminal_id) {
+                let (command, cwd) = match ctx
+                    .thread
+                    .state::<BackgroundTerminals>()
+                    .command_of(&args.terminal_id)
+                {
                     Some((command, cwd)) => (Some(command), cwd),
                     None => (None, None),
                 };
@@ -72,7 +77,7 @@ impl Tool for WriteStdinTool {
                 Ok(a) => a,
                 Err(e) => return ToolResult::err(format!("invalid write_stdin arguments: {e}")),
             };
-            let terminals = &ctx.thread.terminals;
+            let terminals = ctx.thread.state::<BackgroundTerminals>();
             let wait =
                 Duration::from_millis(args.wait_ms.unwrap_or(DEFAULT_WAIT_MS).min(MAX_WAIT_MS));
             // A command that does not read its stdin fills the pipe; the write must not

@@ -57,6 +57,8 @@ pub(crate) fn high_risk(action: &ToolAction, settings: &ThreadSettings) -> Optio
         | ToolAction::List { .. }
         | ToolAction::Search { .. }
         | ToolAction::Plan { .. }
+        // A sub-agent runs under the parent's policy; its own calls are judged as they come.
+        | ToolAction::Agent { .. }
         | ToolAction::Other { .. } => None,
     }
 }

@@ -1,0 +1,151 @@
+//! MCP servers the ACP client names in `session/new` (and load/resume): the reference
+//! server from npm (`@modelcontextprotocol/server-everything`, installed by
+//! scripts/test-setup.sh) joins the session's tools, the model calls one of its tools, the
+//! call is a tool call like any other, and the server stops with the session. An HTTP
+//! server, which rein acp does not advertise, is refused before any session exists.
+#![allow(clippy::unwrap_used)]
+
+#[path = "support/acp.rs"]
+mod support;
+
+use std::path::{Path, PathBuf};
+
+use pretty_assertions::assert_eq;
+use serde_json::{json, Value};
+use support::{home_for, node, update_kind, updates, Acp, MockModel};
+
+fn everything() -> Option<PathBuf> {
+    let entry = node::installed(
+        "target/mcp-node/node_modules/@modelcontextprotocol/server-everything/dist/index.js",
+    );
+    if entry.is_none() {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "CI must have @modelcontextprotocol/server-everything (scripts/test-setup.sh)"
+        );
+        eprintln!("SKIPPED: node and npm are needed for @modelcontextprotocol/server-everything");
+    }
+    entry
+}
+
+/// Processes whose working directory is `dir`.
+fn processes_in(dir: &Path) -> Vec<String> {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .filter_map(Result::ok)
+        .filter(|e| e.file_name().to_string_lossy().parse::<u32>().is_ok())
+        .filter(|e| std::fs::read_link(e.path().join("cwd")).is_ok_and(|cwd| cwd == dir))
+        .map(|e| {
+            std::fs::read_to_string(e.path().join("cmdline"))
+                .unwrap_or_default()
+                .replace('\0', " ")
+        })
+        .collect()
+}
+
+fn tool_names(request: &Value) -> Vec<String> {
+    request["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|t| t["name"].as_str().map(str::to_owned))
+        .collect()
+}
+
+#[test]
+fn a_client_mcp_server_joins_the_session_and_stops_with_it() {
+    let Some(entry) = everything() else { return };
+    let node = node::which("node").unwrap();
+    let model = MockModel::start(json!({
+        "replies": [
+            { "tool_calls": [{ "call_id": "call_echo", "name": "mcp__everything__echo",
+                               "arguments": { "message": "hi" } }] },
+            { "text": "Echoed." }
+        ],
+        "when_exhausted": "echo"
+    }));
+    let home = home_for(&model);
+    let cwd = tempfile::tempdir().unwrap();
+    let cwd_path = cwd.path().canonicalize().unwrap();
+    let mut acp = Acp::start(home.path());
+    acp.initialize();
+    let (before, answer) = acp.call(
+        "session/new",
+        json!({ "cwd": cwd_path, "mcpServers": [{
+            "name": "everything", "command": node, "args": [entry, "stdio"], "env": []
+        }] }),
+    );
+    assert_eq!(before, Vec::<Value>::new());
+    let session = answer["result"]["sessionId"].as_str().unwrap().to_owned();
+    assert_eq!(update_kind(&acp.recv()), "available_commands_update");
+    // The session answers once its servers are up, so the first prompt sees their tools.
+    assert!(
+        !processes_in(&cwd_path).is_empty(),
+        "the server runs in the session's cwd"
+    );
+
+    let id = acp.prompt(&session, "Echo hi.");
+    let (before, answer) = acp.answer_to(&id);
+    assert_eq!(answer["result"], json!({ "stopReason": "end_turn" }));
+    let calls: Vec<Value> = updates(&before)
+        .into_iter()
+        .filter(|u| u["sessionUpdate"] == "tool_call" || u["sessionUpdate"] == "tool_call_update")
+        .collect();
+    assert_eq!(
+        calls,
+        vec![
+            json!({
+                "sessionUpdate": "tool_call", "toolCallId": "call_echo",
+                "title": "everything/echo", "status": "in_progress",
+                "rawInput": { "message": "hi" }
+            }),
+            json!({
+                "sessionUpdate": "tool_call_update", "toolCallId": "call_echo",
+                "status": "completed",
+                "content": [{ "type": "content", "content": { "type": "text", "text": "Echo: hi" } }],
+                "rawOutput": { "type": "returned", "text": "Echo: hi" }
+            }),
+        ]
+    );
+    let requests = model.requests();
+    assert!(
+        tool_names(&requests[0]).contains(&"mcp__everything__echo".to_owned()),
+        "{:?}",
+        tool_names(&requests[0])
+    );
+
+    let (_, closed) = acp.call("session/close", json!({ "sessionId": session }));
+    assert_eq!(closed["result"], json!({}));
+    assert_eq!(processes_in(&cwd_path), Vec::<String>::new());
+
+    // A resume takes servers too; the end of the connection stops them.
+    let (_, resumed) = acp.call(
+        "session/resume",
+        json!({ "sessionId": session, "cwd": cwd_path, "mcpServers": [{
+            "name": "everything", "command": node, "args": [entry, "stdio"], "env": []
+        }] }),
+    );
+    assert!(resumed.get("result").is_some(), "{resumed}");
+    assert!(!processes_in(&cwd_path).is_empty());
+    acp.finish();
+    assert_eq!(processes_in(&cwd_path), Vec::<String>::new());
+}
+
+#[test]
+fn an_http_mcp_server_is_refused_and_no_session_is_made() {
+    let model = MockModel::start(json!({ "replies": [], "when_exhausted": "echo" }));
+    let home = home_for(&model);
+    let cwd = tempfile::tempdir().unwrap();
+    let mut acp = Acp::start(home.path());
+    acp.initialize();
+    let (_, answer) = acp.call(
+        "session/new",
+        json!({ "cwd": cwd.path(), "mcpServers": [{
+            "type": "http", "name": "web", "url": "http://127.0.0.1:9/mcp", "headers": []
+        }] }),
+    );
+    assert_eq!(answer["error"]["code"], json!(-32602), "{answer}");
+    let (_, listed) = acp.call("session/list", json!({}));
+    assert_eq!(listed["result"]["sessions"], json!([]));
+    acp.finish();
+}
