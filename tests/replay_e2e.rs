@@ -35,6 +35,11 @@ fn rein_in(home: &Path, args: &[&str]) -> (i32, String, String) {
 
 /// Record one `rein exec` session in `cwd`; returns its id.
 fn record(home: &Path, cwd: &Path, extra: &[&str], prompt: &str) -> String {
+    record_ending(home, cwd, extra, prompt, 0)
+}
+
+/// As [`record`], for a run that exits with `expected`.
+fn record_ending(home: &Path, cwd: &Path, extra: &[&str], prompt: &str, expected: i32) -> String {
     let mut args = vec![
         "exec",
         "--json",
@@ -45,7 +50,7 @@ fn record(home: &Path, cwd: &Path, extra: &[&str], prompt: &str) -> String {
     args.extend_from_slice(extra);
     args.push(prompt);
     let (code, stdout, stderr) = rein_in(home, &args);
-    assert_eq!(code, 0, "rein exec: {stderr}");
+    assert_eq!(code, expected, "rein exec: {stderr}");
     let first: Value = serde_json::from_str(stdout.lines().next().unwrap()).unwrap();
     first["thread_id"].as_str().unwrap().to_owned()
 }
@@ -235,7 +240,8 @@ fn replay_all_summarises_a_mixed_set_of_sessions() {
     let mock = MockModel::start(json!({ "replies": [
         { "tool_calls": [call("call_a", "shell", json!({ "command": ["echo", "a"] }))] },
         { "text": "A done." },
-        { "text": "B done." }
+        { "text": "B done." },
+        { "fault": { "type": "http_error", "status": 400, "message": "bad input" } }
     ] }));
     let home = home_for(&mock);
     let dir = tempfile::tempdir().unwrap();
@@ -248,6 +254,8 @@ fn replay_all_summarises_a_mixed_set_of_sessions() {
         &["-c", "features.multi_agent=false"],
         "Do B.",
     );
+    // A turn that failed replays too: its model fails the same way at the same step.
+    let failed = record_ending(home.path(), &cwd, &[], "Do C.", 1);
     let unfinished = unfinished_copy(&rollout_of(home.path(), &same), &same);
     // A session written before rein recorded request fingerprints.
     let old = "01a2310d-b683-7557-9fe5-ac24f87e20a9";
@@ -268,7 +276,12 @@ fn replay_all_summarises_a_mixed_set_of_sessions() {
             .cloned()
             .unwrap_or_else(|| panic!("{id} missing from {rows:#?}"))
     };
-    assert_eq!(rows.len(), 4, "{rows:#?}");
+    assert_eq!(rows.len(), 5, "{rows:#?}");
+    assert_eq!(
+        by_id(&failed),
+        json!({ "session": failed, "result": "identical",
+                "report": { "turns": 1, "steps": 1, "fingerprinted": true, "difference": null } })
+    );
     assert_eq!(
         by_id(&same),
         json!({ "session": same, "result": "identical",
