@@ -395,7 +395,11 @@ fn cancel_also_cancels_the_prompts_waiting_in_line_but_not_later_ones() {
     let (_, answer) = acp.answer_to(&third);
     assert_eq!(answer["result"], json!({ "stopReason": "end_turn" }));
     let requests: Vec<String> = model.requests().iter().map(Value::to_string).collect();
-    assert_eq!(requests.len(), 2, "the second prompt never reached the model");
+    assert_eq!(
+        requests.len(),
+        2,
+        "the second prompt never reached the model"
+    );
     assert!(!requests[1].contains("Then this."));
     acp.finish();
 }

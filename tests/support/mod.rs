@@ -10,9 +10,6 @@ use std::process::{Command, Stdio};
 mod mock_model;
 pub use mock_model::{rein, MockModel};
 
-#[path = "node.rs"]
-pub mod node;
-
 /// A temporary `REIN_HOME` whose config selects the mock server.
 pub struct Home {
     pub dir: tempfile::TempDir,
