@@ -189,13 +189,13 @@ fn a_child_is_announced_first_routed_to_the_root_and_approved_there() {
             .map(|t| t["id"].as_str().unwrap().to_owned())
             .collect()
     };
-    assert_eq!(ids(&mut server, json!({})), [parent.clone()]);
+    assert_eq!(ids(&mut server, json!({})), std::slice::from_ref(&parent));
     assert_eq!(
         ids(
             &mut server,
             json!({ "sourceKinds": ["subAgentThreadSpawn"] })
         ),
-        [child.clone()]
+        std::slice::from_ref(&child)
     );
     let mut both = ids(
         &mut server,

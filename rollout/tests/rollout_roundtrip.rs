@@ -48,6 +48,7 @@ fn variant(msg: &EventMsg) -> &'static str {
         EventMsg::PlanUpdated { .. } => "PlanUpdated",
         EventMsg::PatchApplied { .. } => "PatchApplied",
         EventMsg::TurnDiff { .. } => "TurnDiff",
+        EventMsg::StepRequested { .. } => "StepRequested",
         EventMsg::StreamRetry { .. } => "StreamRetry",
         EventMsg::ModelRerouted { .. } => "ModelRerouted",
         EventMsg::CompactionStarted { .. } => "CompactionStarted",
@@ -60,7 +61,7 @@ fn variant(msg: &EventMsg) -> &'static str {
     }
 }
 
-const ALL_VARIANTS: usize = 35;
+const ALL_VARIANTS: usize = 36;
 
 fn meta_for(thread: ThreadId) -> SessionMeta {
     SessionMeta::new(

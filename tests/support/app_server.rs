@@ -19,6 +19,7 @@ pub const PATIENCE: Duration = Duration::from_secs(20);
 
 #[path = "mock_model.rs"]
 mod mock_model;
+#[allow(unused_imports)] // not every test binary uses each of them
 pub use mock_model::{home_for, rein, MockModel};
 
 /// A running `rein app-server`; every line it prints is checked against Codex's schema.

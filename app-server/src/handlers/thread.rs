@@ -37,8 +37,6 @@ use crate::outbound::now_secs;
 use crate::pump::{Pump, PumpCmd, PumpRequest};
 use crate::subscribers::{Left, Subscribers};
 
-/// How many requests may wait for one thread's pump before the server says "overloaded".
-
 pub async fn start(state: &ServerState, raw: Value) -> Result<Value, RpcError> {
     let p: ThreadStartParams = params(raw)?;
     if let Some(model) = &p.model {

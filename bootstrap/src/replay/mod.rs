@@ -306,7 +306,7 @@ fn change_to(s: &ThreadSettings) -> SettingsChange {
         sandbox_policy: Some(s.sandbox_policy),
         sandbox_options: s.sandbox_options.clone().map(Box::new),
         reasoning_effort: s.reasoning_effort,
-        budget: Some(s.budget.clone()),
+        budget: Some(s.budget),
     }
 }
 

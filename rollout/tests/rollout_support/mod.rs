@@ -276,6 +276,19 @@ pub fn every_variant_thread() -> ThreadScript {
             unified_diff: "--- a/src/a.rs\n+++ b/src/b.rs\n@@ -1 +1 @@\n-a\n+b\n".into(),
         }],
     });
+    s.push(EventMsg::StepRequested {
+        fingerprint: rein_protocol::RequestFingerprint {
+            model: "gpt-test".into(),
+            instructions: "sha256:instructions".into(),
+            tools: vec![rein_protocol::ToolFingerprint {
+                name: "shell".into(),
+                hash: "sha256:shell".into(),
+            }],
+            input_reused: 1,
+            input: vec!["sha256:item".into()],
+            reasoning_effort: None,
+        },
+    });
     s.push(EventMsg::TurnDiff {
         unified_diff: "--- a/src/a.rs\n+++ b/src/b.rs\n@@ -1 +1 @@\n-a\n+b\n".into(),
     });
