@@ -5,42 +5,32 @@
 //! server, which rein acp does not advertise, is refused before any session exists.
 #![allow(clippy::unwrap_used)]
 
+#[path = "support/processes.rs"]
+mod processes;
 #[path = "support/acp.rs"]
 mod support;
+#[path = "support/test_setup.rs"]
+mod test_setup;
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use pretty_assertions::assert_eq;
+use processes::processes_in;
 use serde_json::{json, Value};
-use support::{home_for, node, update_kind, updates, Acp, MockModel};
+use support::{home_for, update_kind, updates, Acp, MockModel};
+use test_setup::installed;
 
-fn everything() -> Option<PathBuf> {
-    let entry = node::installed(
-        "target/mcp-node/node_modules/@modelcontextprotocol/server-everything/dist/index.js",
-    );
-    if entry.is_none() {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "CI must have @modelcontextprotocol/server-everything (scripts/test-setup.sh)"
-        );
-        eprintln!("SKIPPED: node and npm are needed for @modelcontextprotocol/server-everything");
-    }
-    entry
+/// The entry point of `@modelcontextprotocol/server-everything`.
+fn everything() -> PathBuf {
+    installed("target/mcp-node/node_modules/@modelcontextprotocol/server-everything/dist/index.js")
 }
 
-/// Processes whose working directory is `dir`.
-fn processes_in(dir: &Path) -> Vec<String> {
-    std::fs::read_dir("/proc")
-        .unwrap()
-        .filter_map(Result::ok)
-        .filter(|e| e.file_name().to_string_lossy().parse::<u32>().is_ok())
-        .filter(|e| std::fs::read_link(e.path().join("cwd")).is_ok_and(|cwd| cwd == dir))
-        .map(|e| {
-            std::fs::read_to_string(e.path().join("cmdline"))
-                .unwrap_or_default()
-                .replace('\0', " ")
-        })
-        .collect()
+/// `node`'s absolute path (ACP wants an absolute server command).
+fn node() -> PathBuf {
+    std::env::split_paths(&std::env::var_os("PATH").unwrap())
+        .map(|dir| dir.join("node"))
+        .find(|path| path.is_file())
+        .expect("node is on PATH")
 }
 
 fn tool_names(request: &Value) -> Vec<String> {
@@ -53,9 +43,13 @@ fn tool_names(request: &Value) -> Vec<String> {
 }
 
 #[test]
+#[cfg_attr(
+    not(rein_has_node),
+    ignore = "needs node and npm (scripts/test-setup.sh installs server-everything with them)"
+)]
 fn a_client_mcp_server_joins_the_session_and_stops_with_it() {
-    let Some(entry) = everything() else { return };
-    let node = node::which("node").unwrap();
+    let entry = everything();
+    let node = node();
     let model = MockModel::start(json!({
         "replies": [
             { "tool_calls": [{ "call_id": "call_echo", "name": "mcp__everything__echo",

@@ -8,20 +8,21 @@
 
 #[path = "support/acp.rs"]
 mod support;
+#[path = "support/test_setup.rs"]
+mod test_setup;
 
 use std::path::PathBuf;
 use std::process::Command;
 
 use pretty_assertions::assert_eq;
 use serde_json::{json, Value};
-use support::node::{self, repo_root};
 use support::{home_for, MockModel};
+use test_setup::{installed, repo_root};
 
-/// The node_modules holding the SDK, installing it first if needed; `None` when node or
-/// npm is missing.
-fn node_modules() -> Option<PathBuf> {
-    node::installed("target/e2e-node/node_modules/@agentclientprotocol/sdk/dist/v1/stable/acp.js")?;
-    Some(repo_root().join("target/e2e-node/node_modules"))
+/// The node_modules holding the SDK.
+fn node_modules() -> PathBuf {
+    installed("target/e2e-node/node_modules/@agentclientprotocol/sdk/dist/v1/stable/acp.js");
+    repo_root().join("target/e2e-node/node_modules")
 }
 
 fn without_message_ids(mut v: Value) -> Value {
@@ -37,14 +38,7 @@ fn without_message_ids(mut v: Value) -> Value {
     ignore = "needs node and npm (scripts/test-setup.sh installs the SDK with them)"
 )]
 fn the_official_typescript_client_drives_a_turn_a_permission_and_a_load() {
-    let Some(modules) = node_modules() else {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "CI must have node and npm for the ACP SDK test (scripts/test-setup.sh)"
-        );
-        eprintln!("skipped: node and npm are needed to run the ACP TypeScript SDK");
-        return;
-    };
+    let modules = node_modules();
     let model = MockModel::start(json!({
         "replies": [
             { "text": "Hello there.", "deltas": 2 },

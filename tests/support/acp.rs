@@ -21,9 +21,6 @@ pub const PATIENCE: Duration = Duration::from_secs(30);
 mod mock_model;
 pub use mock_model::{home_for, rein, MockModel};
 
-#[path = "node.rs"]
-pub mod node;
-
 /// A running `rein acp`.
 pub struct Acp {
     child: Child,

@@ -12,9 +12,6 @@ mod mock_model;
 #[allow(unused_imports)]
 pub use mock_model::{json_lines, rein, rein_in, rein_ok, MockModel};
 
-#[path = "node.rs"]
-pub mod node;
-
 /// A temporary `REIN_HOME` whose config selects the mock server.
 pub struct Home {
     pub dir: tempfile::TempDir,
