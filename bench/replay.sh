@@ -35,9 +35,10 @@ printf 'model = "mock"\nmodel_provider = "mock"\n[model_providers.mock]\nname = 
 export MOCK_API_KEY=bench REIN_HOME="$work/home"
 cd "$work/cwd"
 
-id=$("$rein" exec --json --dangerously-bypass-approvals-and-sandbox 'Run true many times.' </dev/null 2>/dev/null \
-    | head -n1 | python3 -c 'import json,sys; print(json.load(sys.stdin)["thread_id"])')
-"$rein" replay "$id" >&2
+# Into a file, not through `head`: with pipefail, exec's SIGPIPE would end the script.
+"$rein" exec --json --dangerously-bypass-approvals-and-sandbox 'Run true many times.' </dev/null 2>/dev/null >"$work/events.jsonl"
+id=$(head -n1 "$work/events.jsonl" | python3 -c 'import json,sys; print(json.load(sys.stdin)["thread_id"])')
+"$rein" replay "$id" >&2 || { echo "replay of the recording failed" >&2; exit 1; }
 
 times=()
 for _ in $(seq "$runs"); do
