@@ -31,28 +31,33 @@ fn add_config(home: &Home, text: &str) {
     std::fs::write(path, config).unwrap();
 }
 
+/// A home whose config names server-everything as a `required` server: the run waits for
+/// it before its turn, so the first request offers its tools (an optional server joins
+/// whenever it is ready).
+fn home_with_everything(mock: &MockModel) -> Home {
+    let home = Home::new(mock, "responses");
+    add_config(
+        &home,
+        &format!(
+            "\n[mcp_servers.everything]\ncommand = \"node\"\nargs = [{}, \"stdio\"]\nrequired = true\n",
+            serde_json::to_string(&everything().to_string_lossy()).unwrap()
+        ),
+    );
+    home
+}
+
 #[test]
 #[cfg_attr(
     not(rein_has_node),
     ignore = "needs node and npm (scripts/test-setup.sh installs server-everything with them)"
 )]
 fn exec_calls_a_server_everything_tool_and_reports_an_mcp_tool_call_item() {
-    let entry = everything();
     let mock = MockModel::start(json!({"replies": [
         {"tool_calls": [{"call_id": "call_1", "name": "mcp__everything__echo", "arguments": {"message": "hi"}}]},
         {"tool_calls": [{"call_id": "call_2", "name": "mcp__everything__get_sum", "arguments": {"a": "x"}}]},
         {"text": "Done."}
     ]}));
-    let home = Home::new(&mock, "responses");
-    // `required`: the run waits for the server before its turn, so the first request
-    // offers its tools (an optional server joins whenever it is ready).
-    add_config(
-        &home,
-        &format!(
-            "\n[mcp_servers.everything]\ncommand = \"node\"\nargs = [{}, \"stdio\"]\nrequired = true\n",
-            serde_json::to_string(&entry.to_string_lossy()).unwrap()
-        ),
-    );
+    let home = home_with_everything(&mock);
     let work = tempfile::tempdir().unwrap();
     let work_dir = work.path().canonicalize().unwrap();
     let out = home.exec_ok(&["--json", "-C", work_dir.to_str().unwrap(), "Echo hi."]);
@@ -169,19 +174,11 @@ fn bad_mcp_configuration_is_an_error_naming_the_server_and_the_key() {
     ignore = "needs node and npm (scripts/test-setup.sh installs server-everything with them)"
 )]
 fn exec_declines_an_elicitation_nobody_can_answer() {
-    let entry = everything();
     let mock = MockModel::start(json!({"replies": [
         {"tool_calls": [{"call_id": "call_1", "name": "mcp__everything__trigger_elicitation_request", "arguments": {}}]},
         {"text": "Done."}
     ]}));
-    let home = Home::new(&mock, "responses");
-    add_config(
-        &home,
-        &format!(
-            "\n[mcp_servers.everything]\ncommand = \"node\"\nargs = [{}, \"stdio\"]\nrequired = true\n",
-            serde_json::to_string(&entry.to_string_lossy()).unwrap()
-        ),
-    );
+    let home = home_with_everything(&mock);
     let work = tempfile::tempdir().unwrap();
     let work_dir = work.path().canonicalize().unwrap();
     let out = home.exec_ok(&["--json", "-C", work_dir.to_str().unwrap(), "Ask me."]);
