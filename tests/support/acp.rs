@@ -5,7 +5,7 @@
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
 
 use std::io::{BufRead, BufReader, Write};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Stdio};
 use std::sync::mpsc;
 use std::time::Duration;
@@ -20,6 +20,21 @@ pub const PATIENCE: Duration = Duration::from_secs(30);
 #[path = "mock_model.rs"]
 mod mock_model;
 pub use mock_model::{home_for, rein, MockModel};
+
+/// What a test over one session holds: the home and the working directory (keep both
+/// bound for the test's length), the directory's canonical path, the agent, the session id.
+pub type Opened = (tempfile::TempDir, tempfile::TempDir, PathBuf, Acp, String);
+
+/// `rein acp` over `model`, initialized, with one session in a fresh working directory.
+pub fn open_session(model: &MockModel) -> Opened {
+    let home = home_for(model);
+    let cwd = tempfile::tempdir().unwrap();
+    let cwd_path = cwd.path().canonicalize().unwrap();
+    let mut acp = Acp::start(home.path());
+    acp.initialize();
+    let session = acp.new_session(&cwd_path);
+    (home, cwd, cwd_path, acp, session)
+}
 
 /// A running `rein acp`.
 pub struct Acp {
