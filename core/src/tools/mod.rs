@@ -14,7 +14,7 @@ pub mod testing;
 pub mod thread_tools;
 
 pub use capture::HeadTailBuffer;
-pub use grants::SessionApprovals;
+pub use grants::{SessionApprovals, SessionDenials};
 pub use sources::{StaticTools, ThreadToolSource, ToolSlot, ToolSource, ToolSources};
 pub use thread_tools::{ThreadToolState, ThreadTools};
 
