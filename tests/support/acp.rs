@@ -4,10 +4,7 @@
 //! protocol fails the test).
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
 
-use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStdin, Stdio};
-use std::sync::mpsc;
 use std::time::Duration;
 
 use agent_client_protocol::v1::schema as acp;
@@ -17,8 +14,11 @@ use serde_json::{json, Value};
 /// hangs, never a synchronisation point).
 pub const PATIENCE: Duration = Duration::from_secs(30);
 
+#[path = "line_peer.rs"]
+mod line_peer;
 #[path = "mock_model.rs"]
 mod mock_model;
+use line_peer::LinePeer;
 pub use mock_model::{home_for, rein, MockModel};
 
 /// What a test over one session holds: the home and the working directory (keep both
@@ -38,9 +38,7 @@ pub fn open_session(model: &MockModel) -> Opened {
 
 /// A running `rein acp`.
 pub struct Acp {
-    child: Child,
-    stdin: Option<ChildStdin>,
-    lines: mpsc::Receiver<String>,
+    peer: LinePeer,
     next_id: i64,
     /// Every message received, in order.
     pub transcript: Vec<Value>,
@@ -48,45 +46,24 @@ pub struct Acp {
 
 impl Acp {
     pub fn start(home: &Path) -> Self {
-        let mut child = rein()
-            .arg("acp")
+        let mut cmd = rein();
+        cmd.arg("acp")
             .env("REIN_HOME", home)
             .env("MOCK_API_KEY", "test-key")
-            .env_remove("RUST_LOG")
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .unwrap();
-        let stdout = child.stdout.take().unwrap();
-        let (tx, rx) = mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines() {
-                let Ok(line) = line else { break };
-                if tx.send(line).is_err() {
-                    break;
-                }
-            }
-        });
+            .env_remove("RUST_LOG");
         Self {
-            stdin: child.stdin.take(),
-            child,
-            lines: rx,
+            peer: LinePeer::spawn(cmd),
             next_id: 1,
             transcript: Vec::new(),
         }
     }
 
     pub fn send_raw(&mut self, bytes: &[u8]) {
-        let stdin = self.stdin.as_mut().unwrap();
-        stdin.write_all(bytes).unwrap();
-        stdin.flush().unwrap();
+        self.peer.send_raw(bytes);
     }
 
     pub fn send(&mut self, message: &Value) {
-        let mut line = message.to_string();
-        line.push('\n');
-        self.send_raw(line.as_bytes());
+        self.peer.send(message);
     }
 
     /// Send a request; returns its id.
@@ -103,7 +80,7 @@ impl Acp {
 
     /// The next message, checked against the protocol's types.
     pub fn recv(&mut self) -> Value {
-        let line = self.lines.recv_timeout(PATIENCE).unwrap_or_else(|e| {
+        let line = self.peer.recv_line(PATIENCE).unwrap_or_else(|e| {
             panic!(
                 "no message from rein acp: {e}; so far: {:#?}",
                 self.transcript
@@ -175,16 +152,9 @@ impl Acp {
 
     /// Close stdin and wait for the process: it must exit cleanly.
     pub fn finish(mut self) {
-        drop(self.stdin.take());
-        let status = self.child.wait().unwrap();
+        self.peer.close_stdin();
+        let status = self.peer.wait();
         assert!(status.success(), "rein acp exited with {status}");
-    }
-}
-
-impl Drop for Acp {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
     }
 }
 

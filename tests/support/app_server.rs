@@ -5,10 +5,7 @@
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
 
 use std::collections::HashMap;
-use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
-use std::process::{Child, ChildStdin, Stdio};
-use std::sync::mpsc;
 use std::time::Duration;
 
 use serde_json::{json, Value};
@@ -17,16 +14,17 @@ use serde_json::{json, Value};
 /// hangs, never a synchronisation point).
 pub const PATIENCE: Duration = Duration::from_secs(20);
 
+#[path = "line_peer.rs"]
+mod line_peer;
 #[path = "mock_model.rs"]
 mod mock_model;
+use line_peer::LinePeer;
 #[allow(unused_imports)] // not every test binary uses each of them
 pub use mock_model::{home_for, json_lines, rein, rein_in, rein_ok, MockModel};
 
 /// A running `rein app-server`; every line it prints is checked against Codex's schema.
 pub struct AppServer {
-    child: Child,
-    stdin: Option<ChildStdin>,
-    lines: mpsc::Receiver<String>,
+    peer: LinePeer,
     next_id: i64,
     /// Methods of the requests in flight, by id, to pick the schema of their answers.
     methods: HashMap<String, String>,
@@ -42,31 +40,14 @@ impl AppServer {
 
     /// As [`AppServer::start`], with more environment variables.
     pub fn start_with_env(home: &Path, extra_args: &[&str], env: &[(&str, &str)]) -> Self {
-        let mut child = rein()
-            .arg("app-server")
+        let mut cmd = rein();
+        cmd.arg("app-server")
             .args(extra_args)
             .envs(env.iter().copied())
             .env("REIN_HOME", home)
-            .env("MOCK_API_KEY", "test-key")
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .unwrap();
-        let stdout = child.stdout.take().unwrap();
-        let (tx, rx) = mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines() {
-                let Ok(line) = line else { break };
-                if tx.send(line).is_err() {
-                    break;
-                }
-            }
-        });
+            .env("MOCK_API_KEY", "test-key");
         Self {
-            stdin: child.stdin.take(),
-            child,
-            lines: rx,
+            peer: LinePeer::spawn(cmd),
             next_id: 1,
             methods: HashMap::new(),
             schema: CodexSchema::load(),
@@ -75,15 +56,11 @@ impl AppServer {
     }
 
     pub fn send_raw(&mut self, bytes: &[u8]) {
-        let stdin = self.stdin.as_mut().unwrap();
-        stdin.write_all(bytes).unwrap();
-        stdin.flush().unwrap();
+        self.peer.send_raw(bytes);
     }
 
     pub fn send(&mut self, message: &Value) {
-        let mut line = message.to_string();
-        line.push('\n');
-        self.send_raw(line.as_bytes());
+        self.peer.send(message);
     }
 
     /// Send a request; returns its id.
@@ -103,7 +80,7 @@ impl AppServer {
 
     /// The next message, validated.
     pub fn recv(&mut self) -> Value {
-        let line = self.lines.recv_timeout(PATIENCE).unwrap_or_else(|e| {
+        let line = self.peer.recv_line(PATIENCE).unwrap_or_else(|e| {
             panic!(
                 "no message from the app-server: {e}; so far: {:#?}",
                 self.transcript
@@ -159,48 +136,35 @@ impl AppServer {
 
     /// SIGKILL the server, as a crash would, and wait for it to be gone.
     pub fn kill(mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-        drop(self.stdin.take());
+        self.peer.kill();
     }
 
     /// SIGKILL the server and return what it had printed that was not read yet (an
     /// answer that may or may not have left before the kill).
     pub fn kill_and_read(mut self) -> Vec<Value> {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-        drop(self.stdin.take());
-        let mut unread = Vec::new();
-        while let Ok(line) = self.lines.recv_timeout(PATIENCE) {
-            if let Ok(message) = serde_json::from_str(&line) {
-                unread.push(message);
-            }
-        }
-        unread
+        self.peer.kill();
+        self.peer
+            .drain(PATIENCE)
+            .iter()
+            .filter_map(|line| serde_json::from_str(line).ok())
+            .collect()
     }
 
     pub fn pid(&self) -> u32 {
-        self.child.id()
+        self.peer.pid()
     }
 
     /// Wait for the process to exit (after a signal), reading what it still prints.
     pub fn wait_exit(&mut self) -> std::process::ExitStatus {
-        while self.lines.recv_timeout(PATIENCE).is_ok() {}
-        self.child.wait().unwrap()
+        self.peer.drain(PATIENCE);
+        self.peer.wait()
     }
 
     /// Close stdin and wait for the process to exit on its own.
     pub fn finish(mut self) -> std::process::ExitStatus {
-        drop(self.stdin.take());
-        while self.lines.recv_timeout(PATIENCE).is_ok() {}
-        self.child.wait().unwrap()
-    }
-}
-
-impl Drop for AppServer {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        self.peer.close_stdin();
+        self.peer.drain(PATIENCE);
+        self.peer.wait()
     }
 }
 

@@ -9,33 +9,25 @@ use std::time::{Duration, Instant};
 use rustix::event::{poll, PollFd, PollFlags, Timespec};
 use rustix::process::{pidfd_open, Pid, PidfdFlags};
 
+/// The pids of the processes in this PID namespace.
+fn pids() -> impl Iterator<Item = i32> {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .filter_map(Result::ok)
+        .filter_map(|entry| entry.file_name().to_str()?.parse::<i32>().ok())
+}
+
 /// Pids (in this PID namespace) of live processes whose command line contains `marker`.
 pub fn processes_with(marker: &str) -> Vec<i32> {
-    let mut pids = Vec::new();
-    for entry in std::fs::read_dir("/proc").unwrap().filter_map(Result::ok) {
-        let Some(pid) = entry
-            .file_name()
-            .to_str()
-            .and_then(|s| s.parse::<i32>().ok())
-        else {
-            continue;
-        };
-        if is_marked(pid, marker) {
-            pids.push(pid);
-        }
-    }
-    pids
+    pids().filter(|&pid| is_marked(pid, marker)).collect()
 }
 
 /// The command lines of the processes whose working directory is `dir`.
 pub fn processes_in(dir: &std::path::Path) -> Vec<String> {
-    std::fs::read_dir("/proc")
-        .unwrap()
-        .filter_map(Result::ok)
-        .filter(|e| e.file_name().to_string_lossy().parse::<u32>().is_ok())
-        .filter(|e| std::fs::read_link(e.path().join("cwd")).is_ok_and(|cwd| cwd == dir))
-        .map(|e| {
-            std::fs::read_to_string(e.path().join("cmdline"))
+    pids()
+        .filter(|pid| std::fs::read_link(format!("/proc/{pid}/cwd")).is_ok_and(|cwd| cwd == dir))
+        .map(|pid| {
+            std::fs::read_to_string(format!("/proc/{pid}/cmdline"))
                 .unwrap_or_default()
                 .replace('\0', " ")
         })
