@@ -9,6 +9,7 @@
 //! it from the kernel's facts.
 
 pub mod config;
+mod handler;
 pub mod http;
 pub mod launch;
 pub mod manager;
