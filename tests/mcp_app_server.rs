@@ -244,3 +244,110 @@ fn app_server_asks_the_client_for_an_elicitation_and_for_a_prompted_tool() {
     assert!(server.finish().success());
     assert_eq!(processes_in(&dir), Vec::<String>::new());
 }
+
+/// `home` with server-everything configured (`extra` lines added to its table).
+fn home_with_everything(model: &MockModel, extra: &str) -> tempfile::TempDir {
+    let home = home_for(model);
+    let config_path = home.path().join("config.toml");
+    let mut config = std::fs::read_to_string(&config_path).unwrap();
+    config.push_str(&format!(
+        "\n[mcp_servers.everything]\ncommand = \"node\"\nargs = [{}, \"stdio\"]\n{extra}\n",
+        serde_json::to_string(&everything().to_string_lossy()).unwrap()
+    ));
+    std::fs::write(&config_path, config).unwrap();
+    home
+}
+
+#[test]
+#[cfg_attr(
+    not(rein_has_node),
+    ignore = "needs node and npm (scripts/test-setup.sh installs server-everything with them)"
+)]
+fn app_server_calls_a_tool_of_a_thread_server_for_the_client() {
+    let model = MockModel::start(json!({"replies": []}));
+    let home = home_with_everything(&model, "disabled_tools = [\"get-env\"]");
+    let cwd = tempfile::tempdir().unwrap();
+    let dir = cwd.path().canonicalize().unwrap();
+    let mut server = AppServer::start(home.path(), &[]);
+    server.initialize();
+    // Not `required`: the call itself waits for the server's startup.
+    let thread = server.start_thread(json!({ "cwd": dir, "sandbox": "read-only" }));
+    let call = |server: &mut AppServer, tool: &str, arguments: Value| {
+        let id = server.request(
+            "mcpServer/tool/call",
+            json!({"threadId": thread, "server": "everything", "tool": tool, "arguments": arguments}),
+        );
+        let seen = server.until(|m| m.get("id") == Some(&id) && m.get("method").is_none());
+        // A call of the client's own is no part of the conversation: no item, no turn.
+        let items: Vec<&Value> = seen
+            .iter()
+            .filter(|m| method(m).starts_with("item/") || method(m).starts_with("turn/"))
+            .collect();
+        assert_eq!(items, Vec::<&Value>::new());
+        seen.last().unwrap().clone()
+    };
+
+    let echo = call(&mut server, "echo", json!({"message": "direct"}));
+    assert_eq!(
+        echo["result"],
+        json!({"content": [{"type": "text", "text": "Echo: direct"}]})
+    );
+    let structured = call(
+        &mut server,
+        "get-structured-content",
+        json!({"location": "Chicago"}),
+    );
+    assert_eq!(
+        structured["result"]["structuredContent"],
+        json!({"temperature": 36, "conditions": "Light rain / drizzle", "humidity": 82})
+    );
+    // The server's own failure is a result with isError, passed on as it is.
+    let invalid = call(&mut server, "echo", json!({}));
+    assert_eq!(invalid["result"]["isError"], true, "{invalid:#}");
+    assert!(
+        invalid["result"]["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .contains("Invalid arguments for tool echo"),
+        "{invalid:#}"
+    );
+    // Other content blocks as the server sent them.
+    let image = call(&mut server, "get-tiny-image", json!({}));
+    let blocks = image["result"]["content"].as_array().unwrap();
+    assert_eq!(blocks[1]["type"], "image");
+    assert_eq!(blocks[1]["mimeType"], "image/png");
+    assert!(blocks[1]["data"].as_str().unwrap().starts_with("iVBOR"));
+
+    let errors: Vec<Value> = [
+        ("everything", "get-env", json!({})),
+        ("everything", "no-such-tool", json!({})),
+        ("everything", "echo", json!(["not", "an", "object"])),
+        ("nowhere", "echo", json!({})),
+    ]
+    .into_iter()
+    .map(|(name, tool, arguments)| {
+        let answer = server.call(
+            "mcpServer/tool/call",
+            json!({"threadId": thread, "server": name, "tool": tool, "arguments": arguments}),
+        );
+        answer["error"].clone()
+    })
+    .collect();
+    assert_eq!(
+        errors,
+        vec![
+            json!({"code": -32600, "message": "tool 'get-env' is disabled for MCP server 'everything'"}),
+            json!({"code": -32600, "message": "MCP server 'everything' has no tool 'no-such-tool'"}),
+            json!({"code": -32600, "message": "the arguments must be a JSON object, not [\"not\",\"an\",\"object\"]"}),
+            json!({"code": -32600, "message": "no enabled MCP server 'nowhere' is configured"}),
+        ]
+    );
+    let unknown = server.call(
+        "mcpServer/tool/call",
+        json!({"threadId": "00000000-0000-7000-8000-000000000000", "server": "everything", "tool": "echo"}),
+    );
+    assert_eq!(unknown["error"]["code"], -32600, "{unknown:#}");
+
+    assert!(server.finish().success());
+    assert_eq!(processes_in(&dir), Vec::<String>::new());
+}

@@ -9,6 +9,7 @@
 //! it from the kernel's facts.
 
 pub mod config;
+mod direct;
 mod handler;
 pub mod http;
 pub mod launch;
@@ -18,6 +19,7 @@ pub mod server;
 mod tool;
 
 pub use config::{ConfigError, McpServerConfig, Transport};
+pub use direct::CallError;
 pub use launch::Env;
 pub use manager::McpManager;
 pub use server::{Server, ServerStatus, StatusUpdate};

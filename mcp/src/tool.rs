@@ -186,7 +186,7 @@ impl McpTool {
             .await
         {
             Ok(handle) => handle,
-            Err(e) => return ToolResult::err(self.transport_error(&e, timeout)),
+            Err(e) => return ToolResult::err(transport_error(&self.server, &e, timeout)),
         };
         let token = handle.progress_token.clone();
         let (progress_tx, mut progress_rx) = mpsc::unbounded_channel();
@@ -230,34 +230,35 @@ impl McpTool {
                 "MCP server '{}' answered tools/call with something else than a tool result",
                 self.server.name
             )),
-            Err(e) => ToolResult::err(self.transport_error(&e, timeout)),
+            Err(e) => ToolResult::err(transport_error(&self.server, &e, timeout)),
         }
     }
+}
 
-    fn transport_error(&self, e: &ServiceError, timeout: Duration) -> String {
-        match e {
-            ServiceError::Timeout { .. } => format!(
-                "tool call error: timed out awaiting tools/call after {}s (tool_timeout_sec of MCP server '{}')",
-                timeout.as_secs_f64(),
-                self.server.name
-            ),
-            ServiceError::TransportClosed => format!(
-                "tool call error: MCP server '{}' closed the connection during the call",
-                self.server.name
-            ),
-            ServiceError::TransportSend(e) => {
-                // An HTTP server that went away is only seen when something is sent to it:
-                // the supervisor connects again.
-                self.server.lost.notify_one();
-                format!(
-                    "tool call error: the call could not be sent to MCP server '{}': {}",
-                    self.server.name,
-                    crate::http::root_cause(e)
-                )
-            }
-            ServiceError::McpError(e) => format!("tool call error: {}", e.message),
-            other => format!("tool call error: {other}"),
+/// A call that got no tool result, as the model or the client reads it.
+pub(crate) fn transport_error(server: &Shared, e: &ServiceError, timeout: Duration) -> String {
+    match e {
+        ServiceError::Timeout { .. } => format!(
+            "tool call error: timed out awaiting tools/call after {}s (tool_timeout_sec of MCP server '{}')",
+            timeout.as_secs_f64(),
+            server.name
+        ),
+        ServiceError::TransportClosed => format!(
+            "tool call error: MCP server '{}' closed the connection during the call",
+            server.name
+        ),
+        ServiceError::TransportSend(e) => {
+            // An HTTP server that went away is only seen when something is sent to it:
+            // the supervisor connects again.
+            server.lost.notify_one();
+            format!(
+                "tool call error: the call could not be sent to MCP server '{}': {}",
+                server.name,
+                crate::http::root_cause(e)
+            )
         }
+        ServiceError::McpError(e) => format!("tool call error: {}", e.message),
+        other => format!("tool call error: {other}"),
     }
 }
 
