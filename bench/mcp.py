@@ -14,7 +14,9 @@ over `--calls` calls after 5 of warm-up:
   `item/started` to the `item/completed` notification of the `mcpToolCall` item as the
   app-server's client reads them. That span holds the call's start (its ToolCallBegin
   written to the rollout first), the argument check, the MCP round trip, the result
-  recorded and both notifications.
+  recorded and both notifications;
+- next to it, the same span for a built-in `read_file` of a one-line file: what any call
+  costs the kernel without MCP.
 
 Then, for each N of `--threads`, a fresh app-server whose N threads (one working
 directory) each run one turn that calls the server: rein's RSS and the number of
@@ -125,9 +127,9 @@ INIT = {"clientInfo": {"name": "bench", "title": None, "version": "0.0.1"},
         "capabilities": {"experimentalApi": True}}
 
 
-def start_mock(rein, work, turns, work_ms):
-    call = {"name": "mcp__scripted__timed", "arguments": {"ms": work_ms}}
-    path = os.path.join(work, f"script-{turns}.json")
+def start_mock(rein, work, turns, work_ms, call=None):
+    call = call or {"name": "mcp__scripted__timed", "arguments": {"ms": work_ms}}
+    path = os.path.join(work, f"script-{turns}-{call['name']}.json")
     with open(path, "w") as f:
         json.dump({"replies": [r for _ in range(turns)
                                for r in ({"tool_calls": [call]}, {"text": "done"})]}, f)
@@ -148,20 +150,20 @@ def home(work, name, url, python, script):
     return path
 
 
-def mcp_turn(s, tid, i):
-    """Run one turn that calls the tool: (started -> completed µs, inside-the-tool µs)."""
+def mcp_turn(s, tid, i, kind="mcpToolCall"):
+    """Run one turn that calls the tool: (started -> completed µs, the server's own µs)."""
     s.request("turn/start", {"threadId": tid, "input": [{"type": "text", "text": f"call {i}"}]})
     started = None
     while True:
         m = s.read()
         method = m.get("method")
         item = m.get("params", {}).get("item", {})
-        if method == "item/started" and item.get("type") == "mcpToolCall":
+        if method == "item/started" and item.get("type") == kind:
             started = time.perf_counter()
-        elif method == "item/completed" and item.get("type") == "mcpToolCall":
+        elif method == "item/completed" and item.get("type") == kind:
             span = (time.perf_counter() - started) * 1e6
             assert item["status"] == "completed", item
-            inside = handled_us(item["result"]["content"])
+            inside = handled_us(item["result"]["content"]) if kind == "mcpToolCall" else 0
         elif method == "turn/completed":
             assert m["params"]["turn"]["status"] == "completed", m
             return span, inside
@@ -188,6 +190,26 @@ def through_rein(rein, env, work, cwd, python, script, work_ms, calls):
                 inside.append(ins)
         s.close()
         return statistics.median(spans), statistics.median(inside)
+    finally:
+        mock.terminate()
+
+
+def builtin(rein, env, work, cwd, python, script, calls):
+    """The same span for a built-in `read_file` of a small file: the kernel's own cost of a
+    call (events recorded and projected), without MCP."""
+    with open(os.path.join(cwd, "small.txt"), "w") as f:
+        f.write("one line\n")
+    call = {"name": "read_file", "arguments": {"path": "small.txt"}}
+    mock, url = start_mock(rein, work, calls + 5, 0, call)
+    try:
+        h = home(work, "home-builtin", url, python, script)
+        s = Peer([rein, "app-server"], dict(env, REIN_HOME=h))
+        s.call("initialize", INIT)
+        s.send({"method": "initialized"})
+        tid = thread_start(s, cwd)
+        spans = [mcp_turn(s, tid, i, "commandExecution")[0] for i in range(calls + 5)][5:]
+        s.close()
+        return statistics.median(spans)
     finally:
         mock.terminate()
 
@@ -228,6 +250,7 @@ def main():
     trip, bare_inside = bare(python, script, a.work_ms, a.calls)
     span, rein_inside = through_rein(a.rein, env, work, cwd, python, script, a.work_ms,
                                      a.calls)
+    read = builtin(a.rein, env, work, cwd, python, script, a.calls)
     print(f"MCP call over stdio, tool busy {a.work_ms:g} ms, medians of {a.calls} calls:")
     print(f"  the server's own time                    {bare_inside:9.1f} µs")
     print(f"  bare stdio client round trip             {trip:9.1f} µs")
@@ -235,6 +258,7 @@ def main():
           f"  (server's own {rein_inside:.1f} µs)")
     print(f"  rein's overhead over the server's own time {span - rein_inside:9.1f} µs,"
           f" over the bare client {span - trip:9.1f} µs")
+    print(f"  built-in read_file, same span             {read:9.1f} µs (the kernel's per-call cost)")
     for n in [int(x) for x in a.threads.split(",")]:
         rss, procs, server_rss = threads_sharing(a.rein, env, work, cwd, python, script, n)
         print(f"  {n:3} threads sharing the server: rein RSS {rss / 1024:6.1f} MiB,"
