@@ -351,3 +351,106 @@ fn app_server_calls_a_tool_of_a_thread_server_for_the_client() {
     assert!(server.finish().success());
     assert_eq!(processes_in(&dir), Vec::<String>::new());
 }
+
+#[test]
+#[cfg_attr(
+    not(rein_has_node),
+    ignore = "needs node and npm (scripts/test-setup.sh installs server-everything with them)"
+)]
+fn app_server_shows_image_and_resource_blocks_as_the_server_sent_them_and_tells_the_model() {
+    let model = MockModel::start(json!({"replies": [
+        {"tool_calls": [{"call_id": "call_image", "name": "mcp__everything__get_tiny_image", "arguments": {}}]},
+        {"tool_calls": [{"call_id": "call_links", "name": "mcp__everything__get_resource_links",
+                         "arguments": {"count": 2}}]},
+        {"tool_calls": [{"call_id": "call_resource", "name": "mcp__everything__get_resource_reference",
+                         "arguments": {"resourceType": "Text", "resourceId": 1}}]},
+        {"text": "Done."}
+    ]}));
+    let home = home_with_everything(&model, "required = true");
+    let cwd = tempfile::tempdir().unwrap();
+    let dir = cwd.path().canonicalize().unwrap();
+    let mut server = AppServer::start(home.path(), &[]);
+    server.initialize();
+    let thread = server.start_thread(json!({ "cwd": dir, "sandbox": "read-only" }));
+    server.request(
+        "turn/start",
+        json!({ "threadId": thread, "input": [{ "type": "text", "text": "show me" }] }),
+    );
+    let turn = server.until(|m| method(m) == "turn/completed");
+    let content: Vec<Value> = turn
+        .iter()
+        .filter(|m| method(m) == "item/completed" && m["params"]["item"]["type"] == "mcpToolCall")
+        .map(|m| m["params"]["item"]["result"]["content"].clone())
+        .collect();
+    assert_eq!(content.len(), 3, "{turn:#?}");
+
+    let image = &content[0];
+    assert_eq!(
+        image[0],
+        json!({"type": "text", "text": "Here's the image you requested:"})
+    );
+    assert_eq!(image[1]["type"], "image");
+    assert_eq!(image[1]["mimeType"], "image/png");
+    let data = image[1]["data"].as_str().unwrap();
+    assert!(data.starts_with("iVBOR"), "{data}");
+    assert_eq!(
+        content[1],
+        json!([
+            {"type": "text", "text": "Here are 2 resource links to resources available in this server:"},
+            {"type": "resource_link", "name": "Blob Resource 1", "uri": "demo://resource/dynamic/blob/1",
+             "description": "Resource 1: plaintext resource", "mimeType": "text/plain"},
+            {"type": "resource_link", "name": "Text Resource 2", "uri": "demo://resource/dynamic/text/2",
+             "description": "Resource 2: plaintext resource", "mimeType": "text/plain"}
+        ])
+    );
+    let resource = &content[2];
+    assert_eq!(resource[1]["type"], "resource");
+    assert_eq!(
+        resource[1]["resource"]["uri"],
+        "demo://resource/dynamic/text/1"
+    );
+    let text = resource[1]["resource"]["text"].as_str().unwrap();
+    assert!(
+        text.starts_with("Resource 1: This is a plaintext resource"),
+        "{text}"
+    );
+
+    // What the model read of each call: text as it is, a line for each other block.
+    let requests: Vec<Value> = std::fs::read_to_string(&model.log)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let outputs: Vec<String> = requests.last().unwrap()["body"]["input"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|i| i["type"] == "function_call_output")
+        .map(|i| i["output"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(outputs.len(), 3, "{outputs:#?}");
+    let bytes = data.trim_end_matches('=').len() * 3 / 4;
+    assert_eq!(
+        outputs[0],
+        format!(
+            "Here's the image you requested:\n[image: image/png, {bytes} bytes]\n{}",
+            image[2]["text"].as_str().unwrap()
+        )
+    );
+    assert_eq!(
+        outputs[1],
+        "Here are 2 resource links to resources available in this server:\n\
+         [resource link: Blob Resource 1 <demo://resource/dynamic/blob/1> (text/plain): Resource 1: plaintext resource]\n\
+         [resource link: Text Resource 2 <demo://resource/dynamic/text/2> (text/plain): Resource 2: plaintext resource]"
+    );
+    assert_eq!(
+        outputs[2],
+        format!(
+            "Returning resource reference for Resource 1:\n\
+             [resource demo://resource/dynamic/text/1 (text/plain)]\n{text}\n\
+             You can access this resource using the URI: demo://resource/dynamic/text/1"
+        )
+    );
+    assert!(server.finish().success());
+    assert_eq!(processes_in(&dir), Vec::<String>::new());
+}

@@ -9,6 +9,7 @@
 //! it from the kernel's facts.
 
 pub mod config;
+mod content;
 mod direct;
 mod handler;
 pub mod http;

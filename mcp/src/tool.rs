@@ -277,8 +277,6 @@ impl Drop for Unregister<'_> {
     }
 }
 
-/// The model's text of a result: text blocks as they are, other blocks as JSON, the
-/// structured content when there is nothing else; cut in the middle past [`OUTPUT_CAP`].
 fn progress_line(p: &rmcp::model::ProgressNotificationParam) -> String {
     let total = p.total.map(|t| format!("/{t}")).unwrap_or_default();
     let message = p
@@ -289,35 +287,23 @@ fn progress_line(p: &rmcp::model::ProgressNotificationParam) -> String {
     format!("progress {}{total}{message}\n", p.progress)
 }
 
+/// The model's text of a result (see [`crate::content`]), the structured content when
+/// there is nothing else, cut in the middle past [`OUTPUT_CAP`]; the blocks themselves are
+/// kept for front ends.
 fn to_tool_result(result: CallToolResult) -> ToolResult {
-    let mut parts: Vec<String> = Vec::new();
-    for block in &result.content {
-        let value = serde_json::to_value(block).unwrap_or(Value::Null);
-        match value.get("type").and_then(Value::as_str) {
-            Some("text") => parts.push(
-                value
-                    .get("text")
-                    .and_then(Value::as_str)
-                    .unwrap_or_default()
-                    .to_owned(),
-            ),
-            Some("image") => parts.push(format!(
-                "[image content: {}]",
-                value
-                    .get("mimeType")
-                    .and_then(Value::as_str)
-                    .unwrap_or("unknown type")
-            )),
-            _ => parts.push(value.to_string()),
-        }
-    }
-    if parts.is_empty() {
+    let blocks: Vec<Value> = result
+        .content
+        .iter()
+        .map(|block| serde_json::to_value(block).unwrap_or(Value::Null))
+        .collect();
+    let mut text = crate::content::model_text(&blocks);
+    if blocks.is_empty() {
         if let Some(structured) = &result.structured_content {
-            parts.push(structured.to_string());
+            text = structured.to_string();
         }
     }
     let mut buffer = HeadTailBuffer::new(OUTPUT_CAP);
-    buffer.push(parts.join("\n").as_bytes());
+    buffer.push(text.as_bytes());
     let text = buffer.render();
     if result.is_error == Some(true) {
         return ToolResult::err(text);
@@ -328,6 +314,7 @@ fn to_tool_result(result: CallToolResult) -> ToolResult {
         ToolOutcome::Returned {
             text,
             structured: result.structured_content,
+            content: crate::content::shown_blocks(blocks),
         },
     )
 }

@@ -153,6 +153,7 @@ async fn an_http_server_gets_the_token_and_headers_and_its_results_reach_the_mod
                 ToolOutcome::Returned {
                     text: "counted to 2".into(),
                     structured: Some(json!({ "result": "counted to 2" })),
+                    content: Vec::new(),
                 }
             ),
         ]
@@ -213,10 +214,12 @@ async fn server_everything_over_http_answers_through_the_kernel() {
             ToolOutcome::Returned {
                 text: "Echo: over http".into(),
                 structured: None,
+                content: Vec::new(),
             },
             ToolOutcome::Returned {
                 text: "The sum of 2 and 3 is 5.".into(),
                 structured: None,
+                content: Vec::new(),
             },
         ]
     );
@@ -287,6 +290,7 @@ async fn an_http_server_that_goes_away_fails_calls_at_once_and_is_connected_agai
         ToolOutcome::Returned {
             text: "counted to 1".into(),
             structured: Some(json!({ "result": "counted to 1" })),
+            content: Vec::new(),
         }
     );
     mcp.shutdown().await;

@@ -83,6 +83,7 @@ async fn server_everything_tools_reach_the_model_and_results_come_back() {
             ToolOutcome::Returned {
                 text: "Echo: hello".into(),
                 structured: None,
+                content: Vec::new(),
             }
         )
     );
@@ -103,6 +104,7 @@ async fn server_everything_tools_reach_the_model_and_results_come_back() {
             ToolOutcome::Returned {
                 text: "The sum of 2 and 3 is 5.".into(),
                 structured: None,
+                content: Vec::new(),
             }
         )
     );
@@ -271,7 +273,8 @@ async fn a_server_killed_mid_call_fails_the_call_at_once_and_comes_back() {
         calls.last().unwrap().1,
         ToolOutcome::Returned {
             text: "Echo: back".into(),
-            structured: None
+            structured: None,
+            content: Vec::new(),
         }
     );
     mcp.shutdown().await;
@@ -320,6 +323,7 @@ async fn a_changed_tool_list_is_offered_at_the_next_step_and_errors_reach_the_mo
         ToolOutcome::Returned {
             text: "added a tool".into(),
             structured: Some(json!({ "result": "added a tool" })),
+            content: Vec::new(),
         }
     );
     assert_eq!(

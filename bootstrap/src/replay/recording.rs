@@ -308,6 +308,7 @@ impl Reader {
                     None if *success => ToolOutcome::Returned {
                         text: output.clone(),
                         structured: None,
+                        content: Vec::new(),
                     },
                     None => ToolOutcome::failed(output.clone()),
                 };
