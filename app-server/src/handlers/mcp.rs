@@ -80,7 +80,7 @@ pub async fn tool_call(state: &ServerState, raw: Value) -> Result<Value, RpcErro
         is_error: result.is_error,
         meta: result
             .meta
-            .map(|m| serde_json::to_value(m))
+            .map(serde_json::to_value)
             .transpose()
             .map_err(RpcError::internal)?,
     })
