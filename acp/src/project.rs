@@ -273,6 +273,7 @@ fn unreported(success: bool) -> ToolOutcome {
         ToolOutcome::Returned {
             text: String::new(),
             structured: None,
+            content: Vec::new(),
         }
     } else {
         ToolOutcome::failed("the call failed")

@@ -66,6 +66,7 @@ impl ToolResult {
             outcome: ToolOutcome::Returned {
                 text: output.clone(),
                 structured: None,
+                content: Vec::new(),
             },
             output,
             success: true,
