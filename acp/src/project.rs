@@ -162,6 +162,8 @@ impl Projector {
             EventMsg::TokenCount { .. }
             | EventMsg::ThreadConfigured { .. }
             | EventMsg::SettingsChanged { .. }
+            | EventMsg::MailQueued { .. }
+            | EventMsg::MailTaken { .. }
             | EventMsg::TurnStarted { .. }
             | EventMsg::TurnCompleted { .. }
             | EventMsg::TurnAborted { .. }

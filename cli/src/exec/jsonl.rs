@@ -180,6 +180,8 @@ impl JsonlMapper {
             | EventMsg::AgentSpawned { .. }
             | EventMsg::AgentTasked { .. }
             | EventMsg::AgentClosed { .. }
+            | EventMsg::MailQueued { .. }
+            | EventMsg::MailTaken { .. }
             | EventMsg::ThreadNamed { .. }
             | EventMsg::ItemStarted { .. }
             | EventMsg::AgentMessageDelta { .. }
