@@ -25,6 +25,7 @@ pub mod policy;
 pub mod process;
 pub mod sandbox;
 pub mod shell;
+pub mod shell_client;
 pub mod shell_tool;
 pub mod terminals;
 
