@@ -244,3 +244,70 @@ pub enum SessionGrant {
     /// everything under them.
     Paths { paths: Vec<PathBuf> },
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pretty_assertions::assert_eq;
+
+    #[test]
+    fn client_work_is_answered_by_its_result_or_a_failure_and_nothing_else() {
+        let read = ClientRequest::ReadTextFile {
+            path: PathBuf::from("/w/a.txt"),
+            line: None,
+            limit: None,
+        };
+        let write = ClientRequest::WriteTextFile {
+            path: PathBuf::from("/w/a.txt"),
+            content: String::new(),
+        };
+        let terminal = ClientRequest::Terminal {
+            command: vec!["ls".to_owned()],
+            cwd: PathBuf::from("/w"),
+            env: BTreeMap::new(),
+            timeout_ms: 1,
+            output_byte_limit: 1,
+        };
+        let text = ClientResponse::Text {
+            content: String::new(),
+        };
+        let exited = ClientResponse::TerminalExited {
+            output: String::new(),
+            truncated: false,
+            exit_code: Some(0),
+            signal: None,
+            timed_out: false,
+        };
+        let failed = ClientResponse::Failed {
+            message: "no".to_owned(),
+        };
+        let decision = ClientResponse::Decision {
+            decision: ApprovalDecision::Approve,
+        };
+        let answers = [&text, &ClientResponse::Written, &exited, &failed, &decision];
+        let matrix: Vec<Vec<bool>> = [&read, &write, &terminal]
+            .iter()
+            .map(|request| answers.iter().map(|a| request.answered_by(a)).collect())
+            .collect();
+        assert_eq!(
+            matrix,
+            vec![
+                vec![true, false, false, true, false],
+                vec![false, true, false, true, false],
+                vec![false, false, true, true, false],
+            ]
+        );
+        // Nor does a failure answer an approval.
+        let command = ClientRequest::Command {
+            command: vec!["ls".to_owned()],
+            cwd: PathBuf::from("/w"),
+            reason: String::new(),
+        };
+        assert!(!command.answered_by(&failed));
+        assert!(!command.is_client_work() && read.is_client_work());
+        assert!(matches!(
+            terminal.unanswered(),
+            ClientResponse::Failed { .. }
+        ));
+    }
+}
