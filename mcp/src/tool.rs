@@ -150,7 +150,7 @@ impl McpTool {
             Ok(ClientResponse::Decision { decision }) => {
                 decision != rein_protocol::ApprovalDecision::Deny
             }
-            Ok(ClientResponse::Elicitation { .. }) | Err(_) => false,
+            Ok(_) | Err(_) => false,
         };
         if allowed {
             Ok(())

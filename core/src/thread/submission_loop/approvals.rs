@@ -4,8 +4,7 @@
 //! the reducer folds into the thread's grants; the calls see them before the asker wakes.
 
 use rein_protocol::{
-    ApprovalDecision, ApprovalOutcome, ClientRequest, ClientResponse, EventMsg, OpResult,
-    TurnAbortReason, TurnId,
+    ApprovalDecision, ApprovalOutcome, ClientResponse, EventMsg, OpResult, TurnAbortReason, TurnId,
 };
 
 use super::SubmissionLoop;
@@ -46,11 +45,7 @@ impl SubmissionLoop {
             return OpResult::Refused {
                 message: format!(
                     "request {request_id} asks for {}",
-                    match parked.request {
-                        ClientRequest::Command { .. } | ClientRequest::Patch { .. } => "a decision",
-                        ClientRequest::Question { .. } => "answers",
-                        ClientRequest::Elicitation { .. } => "an elicitation answer",
-                    }
+                    parked.request.expected_answer()
                 ),
             };
         }
@@ -61,9 +56,12 @@ impl SubmissionLoop {
                 ApprovalDecision::Deny => ApprovalOutcome::Denied,
                 ApprovalDecision::Abort => ApprovalOutcome::Aborted,
             },
-            ClientResponse::Answers { .. } | ClientResponse::Elicitation { .. } => {
-                ApprovalOutcome::Answered
-            }
+            ClientResponse::Answers { .. }
+            | ClientResponse::Elicitation { .. }
+            | ClientResponse::Text { .. }
+            | ClientResponse::Written
+            | ClientResponse::TerminalExited { .. }
+            | ClientResponse::Failed { .. } => ApprovalOutcome::Answered,
         };
         let Some(parked) = self.requests.remove(request_id) else {
             return OpResult::Accepted;
