@@ -49,7 +49,11 @@ pub fn request_for(
             let files: Vec<String> = files.iter().map(|f| f.display().to_string()).collect();
             (format!("Write {}", files.join(", ")), reason)
         }
-        ClientRequest::Question { .. } | ClientRequest::Elicitation { .. } => return None,
+        ClientRequest::Question { .. }
+        | ClientRequest::Elicitation { .. }
+        | ClientRequest::ReadTextFile { .. }
+        | ClientRequest::WriteTextFile { .. }
+        | ClientRequest::Terminal { .. } => return None,
     };
     let mut fields = ToolCallUpdateFields::new()
         .status(ToolCallStatus::Pending)

@@ -10,8 +10,8 @@ use std::sync::Arc;
 
 use rein_protocol::{
     AgentOrigin, AgentStatus, ApprovalOutcome, ChildAgent, ClientRequest, ErrorCode, Event,
-    EventMsg, Item, SessionId, TaskKind, ThreadId, ThreadSettings, TokenUsage, TurnAbortReason,
-    TurnId,
+    EventMsg, InputPart, Item, SessionId, SubmissionId, TaskKind, ThreadId, ThreadSettings,
+    TokenUsage, TurnAbortReason, TurnId,
 };
 
 use crate::tools::{SessionApprovals, SessionDenials};
@@ -64,6 +64,14 @@ pub struct RecoverableTurn {
     pub output_schema: Option<Arc<serde_json::Value>>,
 }
 
+/// Mail waiting in a thread's mailbox (see [`EventMsg::MailQueued`]).
+#[derive(Clone, Debug, PartialEq)]
+pub struct PendingMail {
+    pub submission_id: SubmissionId,
+    pub from: ThreadId,
+    pub items: Vec<InputPart>,
+}
+
 #[derive(Clone, Debug, PartialEq, Default)]
 pub struct ThreadState {
     pub thread_id: Option<ThreadId>,
@@ -95,6 +103,9 @@ pub struct ThreadState {
     pub agent: Option<AgentOrigin>,
     /// The sub-agents this thread spawned, in order (closed ones stay, marked closed).
     pub children: Vec<ChildAgent>,
+    /// Mail accepted into the mailbox and not yet in the history, in order: what a
+    /// restore delivers again.
+    pub pending_mail: Vec<PendingMail>,
     /// Sequence number of the last event applied.
     pub last_seq: Option<u64>,
 }
@@ -179,6 +190,22 @@ impl ThreadState {
                     child.last_task.clone_from(task);
                 }
             }
+            EventMsg::MailQueued {
+                submission_id,
+                from,
+                items,
+            } => {
+                self.pending_mail
+                    .retain(|m| m.submission_id != *submission_id);
+                self.pending_mail.push(PendingMail {
+                    submission_id: *submission_id,
+                    from: *from,
+                    items: items.clone(),
+                });
+            }
+            EventMsg::MailTaken { submission_ids } => self
+                .pending_mail
+                .retain(|m| !submission_ids.contains(&m.submission_id)),
             EventMsg::AgentClosed { thread_id } => {
                 if let Some(child) = self.children.iter_mut().find(|c| c.thread_id == *thread_id) {
                     child.open = false;

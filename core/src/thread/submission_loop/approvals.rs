@@ -6,8 +6,7 @@
 //! the loop refuses the same request from then on without asking.
 
 use rein_protocol::{
-    ApprovalDecision, ApprovalOutcome, ClientRequest, ClientResponse, EventMsg, OpResult,
-    TurnAbortReason, TurnId,
+    ApprovalDecision, ApprovalOutcome, ClientResponse, EventMsg, OpResult, TurnAbortReason, TurnId,
 };
 
 use super::SubmissionLoop;
@@ -48,11 +47,7 @@ impl SubmissionLoop {
             return OpResult::Refused {
                 message: format!(
                     "request {request_id} asks for {}",
-                    match parked.request {
-                        ClientRequest::Command { .. } | ClientRequest::Patch { .. } => "a decision",
-                        ClientRequest::Question { .. } => "answers",
-                        ClientRequest::Elicitation { .. } => "an elicitation answer",
-                    }
+                    parked.request.expected_answer()
                 ),
             };
         }
@@ -64,9 +59,12 @@ impl SubmissionLoop {
                 ApprovalDecision::DenyForSession => ApprovalOutcome::DeniedForSession,
                 ApprovalDecision::Abort => ApprovalOutcome::Aborted,
             },
-            ClientResponse::Answers { .. } | ClientResponse::Elicitation { .. } => {
-                ApprovalOutcome::Answered
-            }
+            ClientResponse::Answers { .. }
+            | ClientResponse::Elicitation { .. }
+            | ClientResponse::Text { .. }
+            | ClientResponse::Written
+            | ClientResponse::TerminalExited { .. }
+            | ClientResponse::Failed { .. } => ApprovalOutcome::Answered,
         };
         let Some(parked) = self.requests.remove(request_id) else {
             return OpResult::Accepted;
