@@ -147,9 +147,13 @@ impl McpTool {
             Ok(ClientResponse::Answers { answers }) => answers
                 .get(&id)
                 .is_some_and(|a| a.iter().any(|v| v == "Allow")),
-            Ok(ClientResponse::Decision { decision }) => {
-                decision != rein_protocol::ApprovalDecision::Deny
-            }
+            // Only an approval allows the call: abort and the session-wide denial refuse
+            // it as a plain denial does.
+            Ok(ClientResponse::Decision { decision }) => matches!(
+                decision,
+                rein_protocol::ApprovalDecision::Approve
+                    | rein_protocol::ApprovalDecision::ApproveForSession
+            ),
             Ok(_) | Err(_) => false,
         };
         if allowed {
