@@ -330,6 +330,8 @@ pub enum ApprovalOutcome {
     Approved,
     ApprovedForSession,
     Denied,
+    /// Denied, and so is the same request for the rest of the thread.
+    DeniedForSession,
     Aborted,
     /// The turn ended (interrupt, shutdown) before an answer came.
     Cancelled,

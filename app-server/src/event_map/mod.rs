@@ -304,6 +304,9 @@ impl EventMapper {
                 },
             ),
             EventMsg::ToolCallEnd { outcome: None, .. } => {}
+            // Work for a client that can read files or run terminals for rein: Codex
+            // clients declare no such capability, so their threads never ask it.
+            EventMsg::ClientRequested { request, .. } if request.is_client_work() => {}
             EventMsg::ClientRequested {
                 request_id: approval_id,
                 call_id,

@@ -360,9 +360,18 @@ fn finish(details: &mut ExecItemDetails, outcome: &ToolOutcome) {
             status,
             ..
         } => {
-            if let ToolOutcome::Returned { text, structured } = outcome {
+            if let ToolOutcome::Returned {
+                text,
+                structured,
+                content,
+            } = outcome
+            {
                 *result = Some(McpToolResult {
-                    content: vec![serde_json::json!({"type": "text", "text": text})],
+                    content: if content.is_empty() {
+                        vec![serde_json::json!({"type": "text", "text": text})]
+                    } else {
+                        content.clone()
+                    },
                     structured_content: structured.clone(),
                 });
                 *status = McpToolStatus::Completed;

@@ -5,14 +5,16 @@
 //! Architecture invariant: nothing else mutates a `ThreadState`. Status, history, the
 //! active turn, settings and usage change only here, in response to an event.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use rein_protocol::{
-    AgentOrigin, AgentStatus, ChildAgent, ErrorCode, Event, EventMsg, InputPart, Item, SessionId,
-    SubmissionId, TaskKind, ThreadId, ThreadSettings, TokenUsage, TurnAbortReason, TurnId,
+    AgentOrigin, AgentStatus, ApprovalOutcome, ChildAgent, ClientRequest, ErrorCode, Event,
+    EventMsg, InputPart, Item, SessionId, SubmissionId, TaskKind, ThreadId, ThreadSettings,
+    TokenUsage, TurnAbortReason, TurnId,
 };
 
-use crate::tools::SessionApprovals;
+use crate::tools::{SessionApprovals, SessionDenials};
 
 /// One turn as history sees it: where its items begin.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -93,6 +95,10 @@ pub struct ThreadState {
     pub rollback_floor: usize,
     /// What the user approved "for this session" (folded from the answers' grants).
     pub session_grants: SessionApprovals,
+    /// What the user denied "for this session" (folded from the requests so answered).
+    pub session_denials: SessionDenials,
+    /// The client requests not answered yet, by id: what a "deny for this session" denies.
+    pub open_requests: HashMap<String, ClientRequest>,
     /// Where this thread comes from, when it is a sub-agent.
     pub agent: Option<AgentOrigin>,
     /// The sub-agents this thread spawned, in order (closed ones stay, marked closed).
@@ -305,9 +311,27 @@ impl ThreadState {
                 }
             }
             EventMsg::RolledBack { turns } => self.roll_back(*turns as usize),
+            EventMsg::ClientRequested {
+                request_id,
+                request,
+                ..
+            } => {
+                self.open_requests
+                    .insert(request_id.clone(), request.clone());
+            }
             EventMsg::ClientRequestResolved {
-                grant: Some(grant), ..
-            } => self.session_grants.grant(grant),
+                request_id,
+                outcome,
+                grant,
+            } => {
+                let request = self.open_requests.remove(request_id);
+                if let Some(grant) = grant {
+                    self.session_grants.grant(grant);
+                }
+                if let (ApprovalOutcome::DeniedForSession, Some(request)) = (outcome, request) {
+                    self.session_denials.deny(&request);
+                }
+            }
             EventMsg::ShutdownComplete => {
                 self.active_turn = None;
                 self.status = AgentStatus::Shutdown;
@@ -320,8 +344,6 @@ impl ThreadState {
             | EventMsg::AdvisorReviewCompleted { .. }
             | EventMsg::ToolOutputDelta { .. }
             | EventMsg::ToolCallEnd { .. }
-            | EventMsg::ClientRequested { .. }
-            | EventMsg::ClientRequestResolved { grant: None, .. }
             | EventMsg::PlanUpdated { .. }
             | EventMsg::PatchApplied { .. }
             | EventMsg::TurnDiff { .. }
