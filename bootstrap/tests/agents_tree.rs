@@ -142,7 +142,11 @@ async fn send_input_list_close_and_resume_an_agent_through_the_tools() {
         ScriptedReply::text("first answer"),
         ScriptedReply::text("second answer"),
     ]);
+    // Each answer comes once the parent waits for it, so the waits take the results.
+    let first = child.hold_reply(0);
+    let second = child.hold_reply(1);
     let k = kernel(home.path(), &[(MODEL, &root), ("child", &child)]);
+    let agents = Arc::clone(k.manager.agents().unwrap());
     let mut created = k.manager.subscribe_created();
     let mut t = k
         .start_thread(settings(), Persistence::Rollout)
@@ -151,6 +155,11 @@ async fn send_input_list_close_and_resume_an_agent_through_the_tools() {
     t.handle.submit(Op::user_text("go")).await.unwrap();
     let kid = next_child(&mut created).await.handle;
     let mut kid_events = kid.subscribe();
+    agents.until_waiting(t.handle.id()).await;
+    first.open();
+    child.wait_for_requests(2).await;
+    agents.until_waiting(t.handle.id()).await;
+    second.open();
     completed(&mut t.events).await;
     let id = kid.id().to_string();
 

@@ -34,6 +34,8 @@ async fn a_child_gets_its_task_as_a_user_message_and_wait_returns_its_answer() {
         ScriptedReply::text("all done"),
     ]);
     let child = ScriptedModel::replies(vec![ScriptedReply::text("there are 3 files")]);
+    // The child answers only once the parent waits: the wait takes the result.
+    let held = child.hold_reply(0);
     let m = manager(
         &[(MODEL, &root), ("child", &child)],
         AgentsConfig::default(),
@@ -45,6 +47,8 @@ async fn a_child_gets_its_task_as_a_user_message_and_wait_returns_its_answer() {
         .await
         .unwrap();
     let spawned = next_child(&mut created).await;
+    m.agents().unwrap().until_waiting(t.handle.id()).await;
+    held.open();
     completed(&mut t.events).await;
 
     let child_id = spawned.handle.id();
@@ -70,6 +74,14 @@ async fn a_child_gets_its_task_as_a_user_message_and_wait_returns_its_answer() {
             json!({"agent_id": child_id.to_string(), "nickname": "Ada"}),
             json!({"status": {child_id.to_string(): {"completed": "there are 3 files"}}, "timed_out": false}),
         ]
+    );
+    // Exactly once: the wait had it, so no notification was mailed as well.
+    assert!(
+        !support::request_user_texts(&last)
+            .iter()
+            .any(|t| t.contains("subagent_notification")),
+        "{:?}",
+        support::request_user_texts(&last)
     );
     // The child's rollout-to-be says where it comes from, and shares the root's session.
     let state = spawned.handle.state().await.unwrap();
@@ -121,6 +133,55 @@ async fn a_finished_child_wakes_its_idle_parent_with_a_v4_turn() {
     assert!(note.starts_with("<subagent_notification>"), "{note}");
     assert!(note.contains(r#""completed":"found a README""#), "{note}");
     assert!(note.contains(r#""nickname":"Ada""#), "{note}");
+}
+
+#[tokio::test]
+async fn a_result_mailed_before_the_wait_reaches_the_parent_once() {
+    let root = ScriptedModel::replies(vec![
+        spawn("child", "count the files"),
+        wait(&["Ada"]),
+        ScriptedReply::text("all done"),
+    ]);
+    // The parent's wait call is held until the child's result is in its mailbox.
+    let held = root.hold_reply(1);
+    let child = ScriptedModel::replies(vec![ScriptedReply::text("there are 3 files")]);
+    let m = manager(
+        &[(MODEL, &root), ("child", &child)],
+        AgentsConfig::default(),
+    );
+    let mut created = m.subscribe_created();
+    let mut t = m.create_thread(ThreadOptions::new(settings())).unwrap();
+    t.handle.submit(Op::user_text("go")).await.unwrap();
+    let child_id = next_child(&mut created).await.handle.id();
+    until(
+        &mut t.events,
+        |e| matches!(&e.msg, EventMsg::MailQueued { from, .. } if *from == child_id),
+    )
+    .await;
+    held.open();
+    completed(&mut t.events).await;
+
+    let last = root.requests().pop().unwrap();
+    assert_eq!(
+        tool_outputs(&last),
+        vec![
+            json!({"agent_id": child_id.to_string(), "nickname": "Ada"}),
+            json!({
+                "status": {child_id.to_string(): {"completed": null}},
+                "timed_out": false,
+                "already_delivered": [child_id.to_string()],
+            }),
+        ]
+    );
+    let notes: Vec<String> = support::request_user_texts(&last)
+        .into_iter()
+        .filter(|t| t.contains("subagent_notification"))
+        .collect();
+    assert_eq!(notes.len(), 1, "{notes:?}");
+    assert!(
+        notes[0].contains(r#""completed":"there are 3 files""#),
+        "{notes:?}"
+    );
 }
 
 /// Holds the first final answer of a turn at the stop hooks until the test lets go.

@@ -90,6 +90,27 @@ impl AgentControl {
         }
     }
 
+    /// Whether `thread` is blocked in a `wait_agent` right now.
+    pub fn is_waiting(&self, thread: ThreadId) -> bool {
+        self.lock()
+            .nodes
+            .get(&thread)
+            .is_some_and(|n| n.waiting_on.is_some())
+    }
+
+    /// Resolves once `thread` is blocked in a `wait_agent`.
+    pub async fn until_waiting(&self, thread: ThreadId) {
+        loop {
+            let changed = self.changed.notified();
+            tokio::pin!(changed);
+            changed.as_mut().enable();
+            if self.is_waiting(thread) {
+                return;
+            }
+            changed.await;
+        }
+    }
+
     /// Make `thread` known as a root (the first time it spawns), watching its events.
     pub(super) fn ensure_registered(self: &Arc<Self>, thread: ThreadId) -> Result<(), String> {
         if self.lock().nodes.contains_key(&thread) {

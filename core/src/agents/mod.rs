@@ -16,6 +16,7 @@
 //! [`AgentControl::restore`] brings the open children back with their statuses.
 
 mod control;
+mod delivery;
 mod ops;
 mod registry;
 mod state;

@@ -12,6 +12,7 @@ use rein_protocol::{
 };
 use serde_json::{json, Value};
 
+use super::delivery::WaitAnswer;
 use super::registry::{Mail, Node};
 use super::state::AgentState;
 use super::AgentControl;
@@ -349,36 +350,32 @@ impl AgentControl {
         }
         let watched: HashSet<ThreadId> = ids.iter().copied().collect();
         self.set_waiting(ctx.thread_id, Some(watched));
+        // Whatever ends the wait without an answer (interrupt, a dropped turn) mails what
+        // it held: see `delivery`.
+        let mut guard = WaitGuard {
+            control: Arc::clone(self),
+            waiter: ctx.thread_id,
+            armed: true,
+        };
         let deadline = tokio::time::Instant::now() + Duration::from_millis(timeout);
-        let outcome = loop {
+        loop {
             let changed = self.changed.notified();
             tokio::pin!(changed);
             changed.as_mut().enable();
-            let finished: BTreeMap<String, Value> = {
-                let reg = self.lock();
-                ids.iter()
-                    .filter_map(|id| {
-                        let state = reg
-                            .nodes
-                            .get(id)
-                            .map_or(AgentState::NotFound, |n| n.state.clone());
-                        state.is_final().then(|| (id.to_string(), state.to_json()))
-                    })
-                    .collect()
-            };
-            if !finished.is_empty() {
-                break Ok(json!({ "status": finished, "timed_out": false }));
+            if let Some(answer) = guard.finish(&ids, false) {
+                return Ok(answer.to_json());
             }
             tokio::select! {
                 () = &mut changed => {}
                 () = tokio::time::sleep_until(deadline) => {
-                    break Ok(json!({ "status": {}, "timed_out": true }));
+                    return Ok(guard.finish(&ids, true).map_or_else(
+                        || json!({ "status": {}, "timed_out": true }),
+                        |answer| answer.to_json(),
+                    ));
                 }
-                () = ctx.cancel.cancelled() => break Err("the wait was interrupted".to_owned()),
+                () = ctx.cancel.cancelled() => return Err("the wait was interrupted".to_owned()),
             }
-        };
-        self.set_waiting(ctx.thread_id, None);
-        outcome
+        }
     }
 
     pub(super) async fn close(
@@ -566,6 +563,45 @@ impl AgentControl {
                 to: id,
                 items: vec![InputPart::text(task)],
             });
+        }
+    }
+}
+
+/// A `wait_agent` in progress: ends the wait in the registry exactly once.
+struct WaitGuard {
+    control: Arc<AgentControl>,
+    waiter: ThreadId,
+    armed: bool,
+}
+
+impl WaitGuard {
+    /// The wait's answer if a target is final (or, with `end`, the wait ends regardless).
+    fn finish(&mut self, targets: &[ThreadId], end: bool) -> Option<WaitAnswer> {
+        let (answer, follow) = {
+            let mut reg = self.control.lock();
+            reg.finish_wait(self.waiter, targets, end, &self.control.config)
+        };
+        if answer.is_some() || end {
+            self.armed = false;
+            self.control.follow_up(follow);
+        }
+        answer
+    }
+}
+
+impl Drop for WaitGuard {
+    fn drop(&mut self) {
+        if !self.armed {
+            return;
+        }
+        let follow = {
+            let mut reg = self.control.lock();
+            reg.abandon_wait(self.waiter, &self.control.config)
+        };
+        // Carrying it out spawns tasks: only where a runtime runs (it always does, but a
+        // drop must not panic).
+        if tokio::runtime::Handle::try_current().is_ok() {
+            self.control.follow_up(follow);
         }
     }
 }

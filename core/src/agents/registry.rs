@@ -7,6 +7,7 @@ use std::collections::{HashMap, HashSet, VecDeque};
 
 use rein_protocol::{EventMsg, InputOutcome, InputPart, OpResult, SubmissionId, ThreadId};
 
+use super::delivery::Delivery;
 use super::state::{result_mail, AgentState};
 use super::AgentsConfig;
 use crate::thread::state::ThreadState;
@@ -44,6 +45,8 @@ pub(super) struct Node {
     pub(super) waiting_on: Option<HashSet<ThreadId>>,
     /// Its wait is subtracted from the tree's running turns.
     pub(super) waiting_counted: bool,
+    /// Where its last result stands with its parent.
+    pub(super) delivery: Delivery,
 }
 
 impl Node {
@@ -61,6 +64,7 @@ impl Node {
             inflight: false,
             waiting_on: None,
             waiting_counted: false,
+            delivery: Delivery::Nothing,
         }
     }
 }
@@ -145,6 +149,13 @@ impl Registry {
         config: &AgentsConfig,
     ) -> FollowUp {
         let mut f = FollowUp::default();
+        // A result a wait held and did not take yet is not overwritten by what comes next.
+        if matches!(
+            msg,
+            EventMsg::TurnStarted { .. } | EventMsg::ShutdownComplete
+        ) {
+            self.flush_held(id, &mut f);
+        }
         let Some(node) = self.nodes.get_mut(&id) else {
             return f;
         };
@@ -238,6 +249,11 @@ impl Registry {
             node.open && matches!(state, AgentState::Completed(_) | AgentState::Errored(_));
         let nickname = node.nickname.clone();
         node.state = state.clone();
+        node.delivery = if report {
+            Delivery::Delivered
+        } else {
+            Delivery::Nothing
+        };
         f.changed = true;
         let tree = self.trees.entry(root).or_default();
         if was_running {
@@ -249,14 +265,18 @@ impl Registry {
         if !report {
             return;
         }
-        // A wait of the parent on this child takes the result; otherwise it is mail, which
-        // wakes an idle parent.
+        // A wait of the parent on this child takes the result (it is held for the wait's
+        // answer, see `finish_wait`); otherwise it is mail, which wakes an idle parent.
         let taken = self
             .nodes
             .get(&parent)
             .and_then(|p| p.waiting_on.as_ref())
             .is_some_and(|targets| targets.contains(&id));
-        if !taken {
+        if taken {
+            if let Some(n) = self.nodes.get_mut(&id) {
+                n.delivery = Delivery::Held;
+            }
+        } else {
             let mail = Mail {
                 id: SubmissionId::new(),
                 from: id,
@@ -287,7 +307,7 @@ impl Registry {
         f
     }
 
-    fn route_one(&mut self, mail: Mail) -> Option<Mail> {
+    pub(super) fn route_one(&mut self, mail: Mail) -> Option<Mail> {
         let Some(node) = self.nodes.get_mut(&mail.to) else {
             return Some(mail); // not a tree member: its loop answers
         };
@@ -383,6 +403,7 @@ impl Registry {
         let counted = targets.is_some() && node.running && node.parent.is_some();
         let was_counted = std::mem::replace(&mut node.waiting_counted, counted);
         node.waiting_on = targets;
+        f.changed = true;
         if let Some(tree) = self.trees.get_mut(&root) {
             if counted && !was_counted {
                 tree.waiting += 1;

@@ -56,6 +56,16 @@ impl AgentState {
         }
     }
 
+    /// The same status without its final answer or error: what a wait tells of a result
+    /// the parent already has.
+    pub fn without_message(&self) -> AgentState {
+        match self {
+            AgentState::Completed(_) => AgentState::Completed(None),
+            AgentState::Errored(_) => AgentState::Errored(String::new()),
+            other => other.clone(),
+        }
+    }
+
     /// The final answer or error, for clients.
     pub fn message(&self) -> Option<&str> {
         match self {

@@ -372,7 +372,9 @@ impl Tool for AgentTool {
             Kind::Wait => (
                 "Wait until any of the given agents finishes (completed, errored, interrupted \
                  or shut down), or until the timeout. Returns the finished agents' statuses; a \
-                 completed status carries the agent's final answer."
+                 completed status carries the agent's final answer, once: an answer you \
+                 already received as a subagent_notification message is not repeated (its \
+                 status has no message and its id is in already_delivered)."
                     .to_owned(),
                 json!({
                     "type": "object",
