@@ -5,83 +5,15 @@
 //! differing, recorded without fingerprints, not replayable).
 #![allow(clippy::unwrap_used)]
 
-#[path = "support/app_server.rs"]
-mod app_support;
+#[path = "support/replay.rs"]
+mod support;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use pretty_assertions::assert_eq;
 use serde_json::{json, Value};
 
-use app_support::{home_for, rein, MockModel};
-
-fn rein_in(home: &Path, args: &[&str]) -> (i32, String, String) {
-    let out = rein()
-        .args(args)
-        .env("REIN_HOME", home)
-        .env("MOCK_API_KEY", "test-key")
-        .env_remove("OPENAI_API_KEY")
-        .env_remove("RUST_LOG")
-        .env_remove("RUST_BACKTRACE")
-        .stdin(std::process::Stdio::null())
-        .output()
-        .unwrap();
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8(out.stdout).unwrap(),
-        String::from_utf8(out.stderr).unwrap(),
-    )
-}
-
-/// Record one `rein exec` session in `cwd`; returns its id.
-fn record(home: &Path, cwd: &Path, extra: &[&str], prompt: &str) -> String {
-    record_ending(home, cwd, extra, prompt, 0)
-}
-
-/// As [`record`], for a run that exits with `expected`.
-fn record_ending(home: &Path, cwd: &Path, extra: &[&str], prompt: &str, expected: i32) -> String {
-    let mut args = vec![
-        "exec",
-        "--json",
-        "--dangerously-bypass-approvals-and-sandbox",
-        "-C",
-        cwd.to_str().unwrap(),
-    ];
-    args.extend_from_slice(extra);
-    args.push(prompt);
-    let (code, stdout, stderr) = rein_in(home, &args);
-    assert_eq!(code, expected, "rein exec: {stderr}");
-    let first: Value = serde_json::from_str(stdout.lines().next().unwrap()).unwrap();
-    first["thread_id"].as_str().unwrap().to_owned()
-}
-
-fn call(id: &str, name: &str, arguments: Value) -> Value {
-    json!({ "call_id": id, "name": name, "arguments": arguments })
-}
-
-fn rollout_files(home: &Path) -> Vec<PathBuf> {
-    let mut files = Vec::new();
-    let mut dirs = vec![home.join("sessions")];
-    while let Some(dir) = dirs.pop() {
-        for entry in std::fs::read_dir(&dir).unwrap() {
-            let path = entry.unwrap().path();
-            if path.is_dir() {
-                dirs.push(path);
-            } else if path.extension().is_some_and(|e| e == "jsonl") {
-                files.push(path);
-            }
-        }
-    }
-    files.sort();
-    files
-}
-
-fn rollout_of(home: &Path, id: &str) -> PathBuf {
-    rollout_files(home)
-        .into_iter()
-        .find(|p| p.to_string_lossy().contains(id))
-        .unwrap()
-}
+use support::{call, home_for, record, record_ending, rollout_of, run as rein_in, MockModel};
 
 #[test]
 fn a_replay_is_identical_until_the_model_the_instructions_or_the_tools_change() {

@@ -172,6 +172,8 @@ impl Projector {
             EventMsg::TokenCount { .. }
             | EventMsg::ThreadConfigured { .. }
             | EventMsg::SettingsChanged { .. }
+            | EventMsg::MailQueued { .. }
+            | EventMsg::MailTaken { .. }
             | EventMsg::TurnStarted { .. }
             | EventMsg::TurnCompleted { .. }
             | EventMsg::TurnAborted { .. }
@@ -296,6 +298,7 @@ fn unreported(success: bool) -> ToolOutcome {
         ToolOutcome::Returned {
             text: String::new(),
             structured: None,
+            content: Vec::new(),
         }
     } else {
         ToolOutcome::failed("the call failed")

@@ -11,7 +11,7 @@ use std::sync::Arc;
 
 use anyhow::{bail, Context};
 use clap::Args;
-use rein_bootstrap::replay::{Recording, ReplayOptions, Replayer, Report};
+use rein_bootstrap::replay::{LiveWorkspace, Recording, ReplayOptions, Replayer, Report};
 use rein_core::store::{LoadedRollout, ThreadEntry};
 use rein_protocol::ThreadId;
 use rein_rollout::index::ListQuery;
@@ -41,9 +41,29 @@ pub struct ReplayArgs {
     /// The model to replay with (as `-c model=...`).
     #[arg(short = 'm', long)]
     model: Option<String>,
+    /// What the tools do: `recorded` returns each call's recorded result (nothing runs);
+    /// `live` runs them for real and compares what each did with the recording. Live, they
+    /// run in a scratch copy of the recorded workspace (removed afterwards, the original
+    /// left untouched) unless --in-place is given. Commands run under the session's
+    /// recorded sandbox and approval policies; approvals are answered as recorded.
+    #[arg(long, value_enum, default_value = "recorded", value_name = "MODE")]
+    tools: ToolsMode,
+    /// With --tools live: run in a scratch copy of the recorded workspace (the default).
+    #[arg(long, conflicts_with = "in_place")]
+    scratch: bool,
+    /// With --tools live: run in the recorded workspace itself. Its files are changed by
+    /// what the session's commands and patches do again.
+    #[arg(long)]
+    in_place: bool,
     /// Print the result as JSON.
     #[arg(long)]
     json: bool,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+enum ToolsMode {
+    Recorded,
+    Live,
 }
 
 /// One line of `--all`.
@@ -82,6 +102,12 @@ async fn run_replay(args: ReplayArgs) -> anyhow::Result<i32> {
     for warning in &opts.warnings {
         eprintln!("warning: {warning}");
     }
+    let live = match (args.tools, args.in_place || args.scratch) {
+        (ToolsMode::Recorded, true) => bail!("--scratch and --in-place go with --tools live"),
+        (ToolsMode::Recorded, false) => None,
+        (ToolsMode::Live, _) if args.in_place => Some(LiveWorkspace::InPlace),
+        (ToolsMode::Live, _) => Some(LiveWorkspace::Scratch),
+    };
     let store = Arc::new(RolloutStore::new(home.clone()));
     let replayer = Replayer::new(
         ReplayOptions {
@@ -92,6 +118,7 @@ async fn run_replay(args: ReplayArgs) -> anyhow::Result<i32> {
                 network_access: opts.network_access,
                 ..BuiltinConfig::default()
             },
+            live,
         },
         &env,
     )

@@ -11,6 +11,7 @@ pub mod kernel_config;
 pub mod manager;
 pub mod model;
 pub mod recorder;
+pub mod shell_words;
 pub mod store;
 pub mod thread;
 pub mod tools;

@@ -92,6 +92,37 @@ impl ClientRequest {
         )
     }
 
+    /// Whether `other` asks for the same permission, whatever reason it gives: the same
+    /// command in the same directory, or a patch of the same files. What a "deny for this
+    /// session" refuses from then on without asking.
+    pub fn same_ask(&self, other: &ClientRequest) -> bool {
+        match (self, other) {
+            (
+                ClientRequest::Command { command, cwd, .. },
+                ClientRequest::Command {
+                    command: other_command,
+                    cwd: other_cwd,
+                    ..
+                },
+            ) => command == other_command && cwd == other_cwd,
+            (
+                ClientRequest::Patch { files, .. },
+                ClientRequest::Patch {
+                    files: other_files, ..
+                },
+            ) => {
+                let mut a: Vec<&PathBuf> = files.iter().collect();
+                let mut b: Vec<&PathBuf> = other_files.iter().collect();
+                a.sort();
+                a.dedup();
+                b.sort();
+                b.dedup();
+                a == b
+            }
+            _ => false,
+        }
+    }
+
     /// Whether `response` is the kind of answer this request asks for.
     pub fn answered_by(&self, response: &ClientResponse) -> bool {
         if self.is_client_work() && matches!(response, ClientResponse::Failed { .. }) {

@@ -124,7 +124,9 @@ impl EventMapper {
             | EventMsg::AgentOrigin { .. }
             | EventMsg::AgentSpawned { .. }
             | EventMsg::AgentTasked { .. }
-            | EventMsg::AgentClosed { .. } => {}
+            | EventMsg::AgentClosed { .. }
+            | EventMsg::MailQueued { .. }
+            | EventMsg::MailTaken { .. } => {}
             EventMsg::ThreadNamed { name } => {
                 out.push(Outgoing::Notify(ServerNotification::ThreadNameUpdated(
                     ThreadNameUpdatedNotification {

@@ -1,13 +1,16 @@
 //! Comparing one replayed step with its recording: the request fingerprint part by part
-//! (model, instructions, tools, reasoning effort, input items), then the tool calls. The
-//! first part that differs is reported with a readable diff of it.
+//! (model, instructions, tools, reasoning effort, input items), then the tool calls and,
+//! when the tools ran live, what each call did. The first part that differs is reported
+//! with a readable diff of it.
 
 use rein_core::model::fingerprint::{item_hash, model_view, text_hash, tool_hash};
 use rein_core::model::ModelRequest;
-use rein_protocol::{Item, RequestFingerprint};
+use rein_core::tools::ToolResult;
+use rein_protocol::{ExitStatus, Item, RequestFingerprint, ToolOutcome};
 use serde::Serialize;
 
 use super::recording::{RecordedStep, Recording};
+use super::tools::same_outcome;
 
 /// Which part of a step differs.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -20,6 +23,9 @@ pub enum Part {
     /// Input item `k` (0-based) differs, or is there on one side only.
     InputItem(usize),
     ToolCalls,
+    /// What call `k` (0-based, in its step) did when run live: its exit code, output,
+    /// changes.
+    ToolOutcome(usize),
     /// The replay took a step the recording does not have, or stopped before one it has.
     Steps,
 }
@@ -33,6 +39,7 @@ impl std::fmt::Display for Part {
             Part::ReasoningEffort => f.write_str("reasoning effort"),
             Part::InputItem(k) => write!(f, "input item {k}"),
             Part::ToolCalls => f.write_str("tool calls"),
+            Part::ToolOutcome(k) => write!(f, "tool outcome of call {k}"),
             Part::Steps => f.write_str("steps"),
         }
     }
@@ -52,6 +59,8 @@ pub struct ObservedCall {
     pub name: String,
     pub arguments: String,
     pub success: bool,
+    /// What the call's output item says it did (absent until it ended).
+    pub result: Option<ToolResult>,
 }
 
 /// Every input hash of a turn's last request, on both sides: a fingerprint names only
@@ -69,6 +78,7 @@ pub fn compare_step(
     recorded: &RecordedStep,
     replayed: &ObservedStep,
     inputs: &mut TurnInputs,
+    live: bool,
 ) -> Option<(Part, String)> {
     if let (Some(rec), Some(rep)) = (&recorded.fingerprint, &replayed.fingerprint) {
         // A recording that reuses more items than its previous step had is damaged:
@@ -94,13 +104,27 @@ pub fn compare_step(
             name: c.name.clone(),
             arguments: c.arguments.clone(),
             success: c.result.as_ref().is_some_and(|r| r.success),
+            result: c.result.clone(),
         })
         .collect();
-    if recorded_calls != replayed.calls {
+    // Live, a call's success is part of what it did, compared (and shown) with the rest
+    // of its outcome; replayed, it is the recorded one unless the call went astray.
+    let same_call = |a: &ObservedCall, b: &ObservedCall| {
+        a.name == b.name && a.arguments == b.arguments && (live || a.success == b.success)
+    };
+    let same_calls = recorded_calls.len() == replayed.calls.len()
+        && recorded_calls
+            .iter()
+            .zip(&replayed.calls)
+            .all(|(a, b)| same_call(a, b));
+    if !same_calls {
         let show = |calls: &[ObservedCall]| -> String {
             calls
                 .iter()
                 .map(|c| {
+                    if live {
+                        return format!("{} {}\n", c.name, c.arguments);
+                    }
                     let status = if c.success { "ok" } else { "failed" };
                     format!("{} {} → {status}\n", c.name, c.arguments)
                 })
@@ -111,7 +135,57 @@ pub fn compare_step(
             text_diff(&show(&recorded_calls), &show(&replayed.calls)),
         ));
     }
+    if live {
+        for (k, (rec, rep)) in recorded_calls.iter().zip(&replayed.calls).enumerate() {
+            let (Some(old), Some(new)) = (&rec.result, &rep.result) else {
+                continue;
+            };
+            if !same_outcome(old, new) {
+                return Some((
+                    Part::ToolOutcome(k),
+                    text_diff(&show_outcome(old), &show_outcome(new)),
+                ));
+            }
+        }
+    }
     None
+}
+
+/// A call's outcome as lines to diff: a command's exit and output, a patch's files and
+/// their diffs, a tool's text or why it failed.
+fn show_outcome(result: &ToolResult) -> String {
+    let lines = |text: &str| {
+        let mut text = text.to_owned();
+        if !text.is_empty() && !text.ends_with('\n') {
+            text.push('\n');
+        }
+        text
+    };
+    match &result.outcome {
+        ToolOutcome::Exited { exit, output } => {
+            let exit = match exit {
+                ExitStatus::Code { code } => format!("exit code {code}"),
+                ExitStatus::Signal { signal } => format!("killed by signal {signal}"),
+                ExitStatus::TimedOut { after_ms } => format!("timed out after {after_ms} ms"),
+                ExitStatus::Cancelled => "cancelled".to_owned(),
+            };
+            format!("{exit}\n{}", lines(output))
+        }
+        ToolOutcome::Patched { changes } => changes
+            .iter()
+            .map(|c| {
+                let kind = format!("{:?}", c.kind).to_lowercase();
+                format!("{kind} {}\n{}", c.path.display(), lines(&c.unified_diff))
+            })
+            .collect(),
+        ToolOutcome::Returned { text, .. } => format!("returned\n{}", lines(text)),
+        ToolOutcome::Failed { message } => format!("failed\n{}", lines(message)),
+        ToolOutcome::Declined { by, reason } => {
+            let by = format!("{by:?}").to_lowercase();
+            format!("declined by {by}\n{}", lines(reason))
+        }
+        other => lines(&serde_json::to_string_pretty(other).unwrap_or_default()),
+    }
 }
 
 fn compare_fingerprints(

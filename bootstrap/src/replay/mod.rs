@@ -6,14 +6,22 @@
 //! shows where it would change what an agent does. Nothing is written: the replayed
 //! thread has no session store, and the recording is only read.
 //!
+//! Live (`ReplayOptions::live`), the tools run for real instead, by default in a scratch
+//! copy of the recorded workspace (the recorded workspace itself only when asked), with
+//! approvals answered as the recording answered them; what each call did is compared with
+//! what it did when recorded.
+//!
 //! Map: `recording` (events → turns and steps), `model` (the answering model), `tools`
-//! (replayed tool sources), `compare` (one step against its recording).
+//! (replayed or live tool sources), `workspace` (the scratch copy and the path rewrite),
+//! `compare` (one step against its recording).
 
 pub mod compare;
 pub mod model;
 pub mod recording;
 pub mod tools;
+pub mod workspace;
 
+use std::collections::{HashMap, VecDeque};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
@@ -21,9 +29,10 @@ use std::time::Duration;
 use rein_config::{self as config, LoadOptions};
 use rein_core::manager::{ThreadManager, ThreadOptions};
 use rein_core::thread::{EventStream, ThreadHandle};
+use rein_core::tools::ToolResult;
 use rein_protocol::{
-    EventMsg, InputMode, InputOutcome, Item, Op, OpResult, ReasoningEffort, SettingsChange,
-    ThreadSettings,
+    ApprovalDecision, ApprovalOutcome, ClientResponse, EventMsg, InputMode, InputOutcome, Item, Op,
+    OpResult, ReasoningEffort, SettingsChange, ThreadSettings, ToolOutcome,
 };
 use rein_tools::{builtin_tools, BuiltinConfig};
 use serde::Serialize;
@@ -31,8 +40,11 @@ use serde::Serialize;
 use crate::BootstrapError;
 use compare::{compare_step, ObservedCall, ObservedStep, Part, TurnInputs};
 use model::{ReplayCatalog, ReplayModel};
+use recording::RecordedTurn;
 pub use recording::{NotReplayable, Recording};
 use tools::{RecordedOutputs, ReplayThreadSource};
+pub use workspace::LiveWorkspace;
+use workspace::{Rewrite, Scratch};
 
 /// How long one replayed turn may take: its model and tools answer at once, so only a
 /// replay that went wrong comes near this.
@@ -46,6 +58,8 @@ pub struct ReplayOptions {
     /// `-c key=value` overrides, as `rein exec` takes them.
     pub overrides: Vec<String>,
     pub tools: BuiltinConfig,
+    /// Run the tools for real, and where (`None`: they return their recorded results).
+    pub live: Option<LiveWorkspace>,
 }
 
 /// How a replay went.
@@ -80,6 +94,9 @@ pub enum ReplayError {
     Kernel(String),
     #[error("turn {turn} of the replay did not end within {TURN_TIMEOUT:?}")]
     Timeout { turn: usize },
+    /// The workspace a live replay needs cannot be had.
+    #[error("{0}")]
+    Workspace(String),
 }
 
 /// What today's configuration changes in a recorded turn's settings: the model and the
@@ -115,6 +132,7 @@ pub struct Replayer {
     outputs: Arc<RecordedOutputs>,
     mcp: Option<Arc<rein_mcp::McpManager>>,
     adjust: Adjust,
+    live: Option<LiveWorkspace>,
 }
 
 impl Replayer {
@@ -142,7 +160,10 @@ impl Replayer {
             instructions: config.instructions.clone(),
         };
         let model = Arc::new(ReplayModel::default());
-        let outputs = Arc::new(RecordedOutputs::default());
+        let outputs = Arc::new(match options.live {
+            Some(_) => RecordedOutputs::live(),
+            None => RecordedOutputs::default(),
+        });
         let mut kernel_config = crate::kernel_config(Default::default(), Some(&config));
         // The advisor's verdicts are not replayed: its requests are not steps.
         kernel_config.advisor = Default::default();
@@ -168,15 +189,29 @@ impl Replayer {
             outputs,
             mcp,
             adjust,
+            live: options.live,
         })
     }
 
     /// Replay `recording`, stopping at the first step that differs.
     pub async fn replay(&self, recording: &Recording) -> Result<Report, ReplayError> {
+        let scratch = match self.live {
+            Some(LiveWorkspace::Scratch) => Some(scratch_for(recording).await?),
+            _ => None,
+        };
+        let rewrite = scratch.as_ref().map(|s| s.rewrite.clone());
+        self.outputs.set_rewrite(rewrite.clone());
         let mut thread: Option<(ThreadHandle, EventStream)> = None;
-        let result = self.replay_turns(recording, &mut thread).await;
+        let result = self
+            .replay_turns(recording, &mut thread, rewrite.as_ref())
+            .await;
         if let Some((handle, _)) = thread {
             let _ = handle.shutdown().await;
+        }
+        self.outputs.set_rewrite(None);
+        if let Some(scratch) = scratch {
+            // Removing the copy is blocking I/O.
+            let _ = tokio::task::spawn_blocking(move || drop(scratch)).await;
         }
         result
     }
@@ -185,6 +220,7 @@ impl Replayer {
         &self,
         recording: &Recording,
         thread: &mut Option<(ThreadHandle, EventStream)>,
+        rewrite: Option<&Rewrite>,
     ) -> Result<Report, ReplayError> {
         let mut report = Report {
             turns: recording.turns.len(),
@@ -201,7 +237,10 @@ impl Replayer {
                     .flat_map(|s| &s.calls)
                     .filter_map(|c| c.result.clone().map(|r| (c.call_id.clone(), r))),
             );
-            let settings = self.adjust.apply(&turn.settings);
+            let mut settings = self.adjust.apply(&turn.settings);
+            if let Some(rewrite) = rewrite {
+                settings = in_scratch(settings, rewrite, t + 1)?;
+            }
             let change = match thread {
                 Some(_) => change_to(&settings),
                 None => {
@@ -236,9 +275,11 @@ impl Replayer {
                     t + 1
                 )));
             }
-            let mut observed = tokio::time::timeout(TURN_TIMEOUT, observe_turn(events))
-                .await
-                .map_err(|_| ReplayError::Timeout { turn: t + 1 })?;
+            let answers = recorded_answers(turn);
+            let mut observed =
+                tokio::time::timeout(TURN_TIMEOUT, observe_turn(handle, events, answers))
+                    .await
+                    .map_err(|_| ReplayError::Timeout { turn: t + 1 })?;
             for (step, request) in observed.iter_mut().zip(self.model.take_requests()) {
                 step.request = Some(request);
             }
@@ -252,6 +293,7 @@ impl Replayer {
                         recorded,
                         replayed,
                         &mut inputs,
+                        self.live.is_some(),
                     ),
                     (Some(_), None) => Some((
                         Part::Steps,
@@ -310,12 +352,90 @@ fn change_to(s: &ThreadSettings) -> SettingsChange {
     }
 }
 
-/// The steps of the turn just started, as its events tell them, until it ends.
-async fn observe_turn(events: &mut EventStream) -> Vec<ObservedStep> {
+/// A scratch copy of the workspace the session started in.
+async fn scratch_for(recording: &Recording) -> Result<Scratch, ReplayError> {
+    let Some(first) = recording.turns.first() else {
+        return Err(ReplayError::Workspace("the session has no turn".into()));
+    };
+    let workspace = first.settings.cwd.clone();
+    tokio::task::spawn_blocking(move || Scratch::copy_of(&workspace))
+        .await
+        .map_err(|e| ReplayError::Kernel(e.to_string()))?
+        .map_err(ReplayError::Workspace)
+}
+
+/// A turn's settings with its directories in the scratch copy.
+fn in_scratch(
+    mut settings: ThreadSettings,
+    rewrite: &Rewrite,
+    turn: usize,
+) -> Result<ThreadSettings, ReplayError> {
+    settings.cwd = rewrite.path_to_scratch(&settings.cwd).ok_or_else(|| {
+        ReplayError::Workspace(format!(
+            "turn {turn} ran in {}, outside the workspace the session started in (only that \
+             one is copied)",
+            settings.cwd.display()
+        ))
+    })?;
+    if let Some(options) = settings.sandbox_options.as_mut() {
+        for root in &mut options.writable_roots {
+            if let Some(copy) = rewrite.path_to_scratch(root) {
+                *root = copy;
+            }
+        }
+    }
+    Ok(settings)
+}
+
+/// How the client answered each call of the turn, by call id, in order.
+fn recorded_answers(turn: &RecordedTurn) -> HashMap<String, VecDeque<ApprovalOutcome>> {
+    turn.steps
+        .iter()
+        .flat_map(|s| &s.calls)
+        .filter(|c| !c.answers.is_empty())
+        .map(|c| (c.call_id.clone(), c.answers.iter().copied().collect()))
+        .collect()
+}
+
+/// The recorded answer as a decision; a question (whose answers a rollout does not keep)
+/// or a request the recording never saw is denied.
+fn decision(outcome: Option<ApprovalOutcome>) -> ApprovalDecision {
+    match outcome {
+        Some(ApprovalOutcome::Approved) => ApprovalDecision::Approve,
+        Some(ApprovalOutcome::ApprovedForSession) => ApprovalDecision::ApproveForSession,
+        Some(ApprovalOutcome::Aborted) => ApprovalDecision::Abort,
+        Some(ApprovalOutcome::Denied | ApprovalOutcome::Cancelled | ApprovalOutcome::Answered)
+        | None => ApprovalDecision::Deny,
+    }
+}
+
+/// The steps of the turn just started, as its events tell them, until it ends. What a
+/// live call asks is answered as recorded.
+async fn observe_turn(
+    handle: &ThreadHandle,
+    events: &mut EventStream,
+    mut answers: HashMap<String, VecDeque<ApprovalOutcome>>,
+) -> Vec<ObservedStep> {
     let mut steps: Vec<ObservedStep> = Vec::new();
     let mut calls: Vec<(usize, String)> = Vec::new();
     while let Some(event) = events.recv().await {
         match &event.msg {
+            EventMsg::ClientRequested {
+                request_id,
+                call_id,
+                ..
+            } => {
+                let answer = answers.get_mut(call_id).and_then(VecDeque::pop_front);
+                // A refused answer leaves the call waiting, and the turn's timeout says so.
+                let _ = handle
+                    .submit(Op::Respond {
+                        request_id: request_id.clone(),
+                        response: ClientResponse::Decision {
+                            decision: decision(answer),
+                        },
+                    })
+                    .await;
+            }
             EventMsg::StepRequested { fingerprint } => steps.push(ObservedStep {
                 fingerprint: Some(fingerprint.clone()),
                 ..ObservedStep::default()
@@ -336,19 +456,30 @@ async fn observe_turn(events: &mut EventStream) -> Vec<ObservedStep> {
                         name: name.clone(),
                         arguments: arguments.clone(),
                         success: false,
+                        result: None,
                     });
                 }
             }
             EventMsg::ItemCompleted {
-                item: Item::ToolOutput {
-                    call_id, success, ..
-                },
+                item:
+                    Item::ToolOutput {
+                        call_id,
+                        output,
+                        success,
+                        facts,
+                        ..
+                    },
             } => {
                 if let Some(at) = calls.iter().rposition(|(_, id)| id == call_id) {
                     let (step, _) = calls[at];
                     let index = calls[..at].iter().filter(|(s, _)| *s == step).count();
                     if let Some(call) = steps.get_mut(step).and_then(|s| s.calls.get_mut(index)) {
                         call.success = *success;
+                        let outcome = match facts {
+                            Some(facts) => facts.outcome.clone(),
+                            None => ToolOutcome::failed(output.clone()),
+                        };
+                        call.result = Some(ToolResult::new(output.clone(), *success, outcome));
                     }
                 }
             }

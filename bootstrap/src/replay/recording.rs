@@ -4,8 +4,8 @@
 
 use rein_core::tools::ToolResult;
 use rein_protocol::{
-    Event, EventMsg, InputPart, Item, RequestFingerprint, TaskKind, ThreadSettings, TokenUsage,
-    ToolOutcome, TurnAbortReason,
+    ApprovalOutcome, Event, EventMsg, InputPart, Item, RequestFingerprint, TaskKind,
+    ThreadSettings, TokenUsage, ToolOutcome, TurnAbortReason,
 };
 
 /// What a replay runs and compares against.
@@ -81,6 +81,9 @@ pub struct RecordedCall {
     /// What the call returned (absent if it never ended, which a replayable session rules
     /// out).
     pub result: Option<ToolResult>,
+    /// How the client answered what the call asked (approvals), in order: a live replay
+    /// answers the same.
+    pub answers: Vec<ApprovalOutcome>,
 }
 
 /// Why a session cannot be replayed.
@@ -127,6 +130,8 @@ struct Reader {
     history: Vec<Item>,
     /// The last step is still taking in its reply (no tool output or other item since).
     in_reply: bool,
+    /// The call each open client request came from, by request id.
+    asked: Vec<(String, String)>,
     /// No fingerprints, so only tool calls are compared: context a request carried
     /// besides the user's input (items before the first turn, and the extra user messages
     /// a Codex turn starts with, such as its environment context) need not be reproduced.
@@ -172,6 +177,30 @@ impl Reader {
                 self.in_reply = true;
             }
             EventMsg::ItemCompleted { item } => self.item(item)?,
+            EventMsg::ClientRequested {
+                request_id,
+                call_id,
+                ..
+            } => self.asked.push((request_id.clone(), call_id.clone())),
+            EventMsg::ClientRequestResolved {
+                request_id,
+                outcome,
+                ..
+            } => {
+                if let Some(at) = self.asked.iter().position(|(r, _)| r == request_id) {
+                    let (_, call_id) = self.asked.remove(at);
+                    let call = self
+                        .turn
+                        .as_mut()
+                        .into_iter()
+                        .flat_map(|t| t.steps.iter_mut().rev())
+                        .flat_map(|s| s.calls.iter_mut())
+                        .find(|c| c.call_id == call_id);
+                    if let Some(call) = call {
+                        call.answers.push(*outcome);
+                    }
+                }
+            }
             EventMsg::TokenCount { last, .. } => {
                 // A reply's usage comes before its items: without a fingerprint, it is
                 // the first sign of the step.
@@ -278,6 +307,7 @@ impl Reader {
                         name: name.clone(),
                         arguments: arguments.clone(),
                         result: None,
+                        answers: Vec::new(),
                     });
                 }
                 if let Answer::Reply { items, .. } = &mut step.answer {
@@ -308,6 +338,7 @@ impl Reader {
                     None if *success => ToolOutcome::Returned {
                         text: output.clone(),
                         structured: None,
+                        content: Vec::new(),
                     },
                     None => ToolOutcome::failed(output.clone()),
                 };

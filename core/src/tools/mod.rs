@@ -16,7 +16,7 @@ pub mod thread_tools;
 
 pub use capture::HeadTailBuffer;
 pub use client::{ClientCapabilities, ClientWorkError, TerminalCommand, TerminalExit};
-pub use grants::SessionApprovals;
+pub use grants::{SessionApprovals, SessionDenials};
 pub use sources::{StaticTools, ThreadToolSource, ToolSlot, ToolSource, ToolSources};
 pub use thread_tools::{ThreadToolState, ThreadTools};
 
@@ -68,6 +68,7 @@ impl ToolResult {
             outcome: ToolOutcome::Returned {
                 text: output.clone(),
                 structured: None,
+                content: Vec::new(),
             },
             output,
             success: true,

@@ -2,6 +2,8 @@
 //! asking. Conservative by design — anything not recognised, any redirection, command
 //! substitution or flag that can write or execute makes a command unsafe.
 
+use rein_core::shell_words::simple_commands;
+
 /// Programs that never write files or run other programs, whatever their arguments.
 const ALWAYS_SAFE: &[&str] = &[
     "basename", "cat", "cut", "date", "dirname", "echo", "false", "file", "head", "id", "ls", "nl",
@@ -106,52 +108,14 @@ fn is_safe_script(script: &str) -> bool {
     }) {
         return false;
     }
-    let normalised = script
-        .replace("&&", ";")
-        .replace("||", ";")
-        .replace('|', ";");
-    if normalised.contains('&') {
+    // A lone `&` (a background job), even one inside quotes: conservative.
+    if script.replace("&&", "").contains('&') {
         return false;
     }
-    normalised
-        .split(';')
-        .map(split_words)
-        .all(|words| matches!(words, Some(w) if !w.is_empty() && is_safe_argv(&w)))
-}
-
-/// Split on whitespace honouring simple single and double quotes.
-fn split_words(part: &str) -> Option<Vec<String>> {
-    let mut words = Vec::new();
-    let mut word = String::new();
-    let mut quote: Option<char> = None;
-    let mut in_word = false;
-    for c in part.chars() {
-        match (quote, c) {
-            (Some(q), c) if c == q => quote = None,
-            (Some(_), c) => word.push(c),
-            (None, '\'' | '"') => {
-                quote = Some(c);
-                in_word = true;
-            }
-            (None, c) if c.is_whitespace() => {
-                if in_word {
-                    words.push(std::mem::take(&mut word));
-                    in_word = false;
-                }
-            }
-            (None, c) => {
-                word.push(c);
-                in_word = true;
-            }
-        }
-    }
-    if quote.is_some() {
-        return None;
-    }
-    if in_word {
-        words.push(word);
-    }
-    Some(words)
+    let split = simple_commands(script);
+    !split.unterminated
+        && !split.commands.is_empty()
+        && split.commands.iter().all(|words| is_safe_argv(words))
 }
 
 #[cfg(test)]
@@ -173,6 +137,8 @@ mod tests {
             "-lc",
             "ls && cat 'a b' | wc -l"
         ])));
+        // A separator inside quotes is text.
+        assert!(is_known_safe(&argv(&["bash", "-c", "grep 'a;b|c' f"])));
     }
 
     #[test]
@@ -199,6 +165,9 @@ mod tests {
         assert!(!is_known_safe(&argv(&["bash", "-c", "cat $(rm x)"])));
         assert!(!is_known_safe(&argv(&["bash", "-c", "ls; rm x"])));
         assert!(!is_known_safe(&argv(&["bash", "-c", "ls & rm x"])));
+        assert!(!is_known_safe(&argv(&["bash", "-c", "ls 'open"])));
+        assert!(!is_known_safe(&argv(&["bash", "-c", "echo 'a;b' | rm x"])));
+        assert!(!is_known_safe(&argv(&["bash", "-c", ""])));
         assert!(!is_known_safe(&argv(&[])));
     }
 }

@@ -1,7 +1,9 @@
 //! Client requests parked in the loop: a call's request (an approval, a question) waits
 //! here for the client's answer Op; ending the turn resolves every request of its run as
 //! cancelled. An approval "for the session" records its grant in the answer's event, which
-//! the reducer folds into the thread's grants; the calls see them before the asker wakes.
+//! the reducer folds into the thread's grants; the calls see them before the asker wakes. A
+//! denial "for the session" is folded from the answer's outcome and the request it answers:
+//! the loop refuses the same request from then on without asking.
 
 use rein_protocol::{
     ApprovalDecision, ApprovalOutcome, ClientResponse, EventMsg, OpResult, TurnAbortReason, TurnId,
@@ -54,6 +56,7 @@ impl SubmissionLoop {
                 ApprovalDecision::Approve => ApprovalOutcome::Approved,
                 ApprovalDecision::ApproveForSession => ApprovalOutcome::ApprovedForSession,
                 ApprovalDecision::Deny => ApprovalOutcome::Denied,
+                ApprovalDecision::DenyForSession => ApprovalOutcome::DeniedForSession,
                 ApprovalDecision::Abort => ApprovalOutcome::Aborted,
             },
             ClientResponse::Answers { .. }
@@ -87,6 +90,15 @@ impl SubmissionLoop {
             // call and let the task start another step (a model request) before the abort.
             self.abort_turn(TurnAbortReason::Interrupted).await;
         }
+        // The tool hears a plain denial: what the session remembers is the loop's business.
+        let response = match response {
+            ClientResponse::Decision {
+                decision: ApprovalDecision::DenyForSession,
+            } => ClientResponse::Decision {
+                decision: ApprovalDecision::Deny,
+            },
+            response => response,
+        };
         let _ = parked.reply.send(response);
         OpResult::Accepted
     }

@@ -7,6 +7,8 @@ use std::path::{Component, Path, PathBuf};
 
 use rein_protocol::{SandboxPolicy, ThreadSettings, ToolAction};
 
+use crate::shell_words::simple_commands;
+
 /// Programs that delete, overwrite or take power (first word of a command).
 const DESTRUCTIVE: &[&str] = &[
     "rm", "rmdir", "shred", "dd", "truncate", "chmod", "chown", "chgrp", "kill", "pkill",
@@ -66,78 +68,39 @@ pub(crate) fn high_risk(action: &ToolAction, settings: &ThreadSettings) -> Optio
 /// The first risky word of a command line, each simple command judged by its first word
 /// (after `env`-style assignments) and its subcommand.
 fn command_risk(line: &str) -> Option<String> {
-    simple_commands(line).into_iter().find_map(|words| {
-        let mut words = words
-            .iter()
-            .map(String::as_str)
-            .skip_while(|w| w.contains('=') && !w.starts_with('-'));
-        let program = words.next()?;
-        let name = program.rsplit('/').next().unwrap_or(program);
-        if SHELLS.contains(&name) {
-            // `sh -c 'script'`: the script is what runs.
-            let mut rest = words.skip_while(|w| !(w.starts_with('-') && w.contains('c')));
-            return rest.nth(1).and_then(command_risk);
-        }
-        let sub = words.find(|w| !w.starts_with('-'));
-        if DESTRUCTIVE.contains(&name) || name.starts_with("mkfs.") {
-            return Some(format!("destructive command: {name}"));
-        }
-        if name == "git" && sub.is_some_and(|s| GIT_DESTRUCTIVE.contains(&s)) {
-            return Some(format!(
-                "destructive command: git {}",
-                sub.unwrap_or_default()
-            ));
-        }
-        if NETWORK.contains(&name) {
-            return Some(format!("uses the network: {name}"));
-        }
-        NETWORK_SUBCOMMANDS
-            .iter()
-            .find(|(p, subs)| *p == name && sub.is_some_and(|s| subs.contains(&s)))
-            .map(|(p, _)| format!("uses the network: {p} {}", sub.unwrap_or_default()))
-    })
-}
-
-/// A command line cut into simple commands (at `;`, `&`, `|`, newlines, `(`, `)` and
-/// backquotes outside quotes), each as its words with quotes removed.
-fn simple_commands(line: &str) -> Vec<Vec<String>> {
-    let mut commands = Vec::new();
-    let mut words: Vec<String> = Vec::new();
-    let mut word = String::new();
-    let mut quote: Option<char> = None;
-    let mut in_word = false;
-    let end_word = |word: &mut String, words: &mut Vec<String>, in_word: &mut bool| {
-        if *in_word {
-            words.push(std::mem::take(word));
-            *in_word = false;
-        }
-    };
-    for c in line.chars() {
-        match (quote, c) {
-            (Some(q), c) if c == q => quote = None,
-            (Some(_), c) => word.push(c),
-            (None, '\'' | '"') => {
-                quote = Some(c);
-                in_word = true;
+    simple_commands(line)
+        .commands
+        .into_iter()
+        .find_map(|words| {
+            let mut words = words
+                .iter()
+                .map(String::as_str)
+                .skip_while(|w| w.contains('=') && !w.starts_with('-'));
+            let program = words.next()?;
+            let name = program.rsplit('/').next().unwrap_or(program);
+            if SHELLS.contains(&name) {
+                // `sh -c 'script'`: the script is what runs.
+                let mut rest = words.skip_while(|w| !(w.starts_with('-') && w.contains('c')));
+                return rest.nth(1).and_then(command_risk);
             }
-            (None, ';' | '&' | '|' | '\n' | '(' | ')' | '`') => {
-                end_word(&mut word, &mut words, &mut in_word);
-                if !words.is_empty() {
-                    commands.push(std::mem::take(&mut words));
-                }
+            let sub = words.find(|w| !w.starts_with('-'));
+            if DESTRUCTIVE.contains(&name) || name.starts_with("mkfs.") {
+                return Some(format!("destructive command: {name}"));
             }
-            (None, c) if c.is_whitespace() => end_word(&mut word, &mut words, &mut in_word),
-            (None, c) => {
-                word.push(c);
-                in_word = true;
+            if name == "git" && sub.is_some_and(|s| GIT_DESTRUCTIVE.contains(&s)) {
+                return Some(format!(
+                    "destructive command: git {}",
+                    sub.unwrap_or_default()
+                ));
             }
-        }
-    }
-    end_word(&mut word, &mut words, &mut in_word);
-    if !words.is_empty() {
-        commands.push(words);
-    }
-    commands
+            if NETWORK.contains(&name) {
+                return Some(format!("uses the network: {name}"));
+            }
+            NETWORK_SUBCOMMANDS
+                .iter()
+                .find(|(p, subs)| *p == name && sub.is_some_and(|s| subs.contains(&s)))
+                .map(|(p, _)| format!("uses the network: {p} {}", sub.unwrap_or_default()))
+        })
 }
 
 /// Whether a write to `path` stays inside the thread's writable roots (the cwd, the
