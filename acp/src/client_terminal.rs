@@ -61,6 +61,8 @@ pub async fn run(
         },
         _ = &mut *stopped => return None,
     };
+    // Sent before the thread can hear the answer, and the pump takes commands before
+    // events: the card knows its terminal before the call's end reaches it.
     if let Some(pump) = pump.upgrade() {
         let _ = pump.send(PumpCmd::ClientTerminal {
             call_id: run.call_id.clone(),
