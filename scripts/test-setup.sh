@@ -68,6 +68,25 @@ elif [ ! -x "$mcp_venv/bin/mcp-server-time" ]; then
         && "$mcp_venv/bin/pip" install -q --disable-pip-version-check "mcp>=1.20,<2" mcp-server-time >&2) \
         || echo "test-setup: could not install mcp-server-time; its tests will be skipped" >&2
 fi
+# The PyPI ACP SDK (`agent-client-protocol`, pinned: its schema follows the protocol's
+# releases), for the test that drives `rein acp` through its client side; its own venv
+# under target/, marked installed per version so a new pin reinstalls.
+acp_venv="target/acp-venv"
+acp_py_pin="agent-client-protocol==0.12.1"
+if ! command -v python3 >/dev/null 2>&1; then
+    echo "test-setup: python3 not found; the ACP Python SDK test will be skipped" >&2
+elif [ ! -f "$acp_venv/installed-$acp_py_pin" ]; then
+    if ! python3 -c 'import ensurepip' >/dev/null 2>&1 \
+        && command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
+        (apt-get update -qq && apt-get install -y -qq python3-venv >/dev/null) \
+            || echo "test-setup: could not install python3-venv" >&2
+    fi
+    rm -rf "$acp_venv"
+    (python3 -m venv "$acp_venv" \
+        && "$acp_venv/bin/pip" install -q --disable-pip-version-check "$acp_py_pin" >&2 \
+        && touch "$acp_venv/installed-$acp_py_pin") \
+        || echo "test-setup: could not install $acp_py_pin" >&2
+fi
 # The official ACP TypeScript SDK (it checks every message against the protocol's schema),
 # for the test that drives `rein acp` through it; in the same directory, pinned.
 if command -v npm >/dev/null 2>&1 \

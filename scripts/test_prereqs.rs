@@ -14,6 +14,8 @@ type Probe = fn() -> bool;
 const PREREQUISITES: &[(&str, Probe)] = &[
     // `node` and `npm` (the SDK and MCP interop tests install their packages with them).
     ("rein_has_node", || runs("node") && runs("npm")),
+    // `python3` (the ACP Python SDK test installs its package into a venv with it).
+    ("rein_has_python", || runs("python3")),
     // bubblewrap, the sandbox fallback.
     ("rein_has_bwrap", || runs("bwrap")),
     // Building (and so, normally, testing) as root: mounting a tmpfs, rerunning a suite

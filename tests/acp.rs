@@ -41,7 +41,7 @@ fn initialize_says_what_rein_does() {
             "agentCapabilities": {
                 "loadSession": true,
                 "promptCapabilities": { "image": true, "audio": false, "embeddedContext": true },
-                "mcpCapabilities": { "http": false, "sse": false },
+                "mcpCapabilities": { "http": true, "sse": false },
                 "sessionCapabilities": { "list": {}, "fork": {}, "resume": {}, "close": {} },
                 "auth": {}
             },

@@ -107,7 +107,8 @@ fn the_official_typescript_client_drives_a_turn_a_permission_and_a_load() {
             "options": [
                 { "optionId": "allow_once", "name": "Allow once", "kind": "allow_once" },
                 { "optionId": "allow_always", "name": "Allow for this session", "kind": "allow_always" },
-                { "optionId": "reject_once", "name": "Reject", "kind": "reject_once" }
+                { "optionId": "reject_once", "name": "Reject", "kind": "reject_once" },
+                { "optionId": "reject_always", "name": "Reject for this session", "kind": "reject_always" }
             ]
         }])
     );

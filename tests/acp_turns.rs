@@ -44,7 +44,8 @@ fn a_permission_is_asked_on_the_calls_card_and_allow_once_runs_it() {
             "options": [
                 { "optionId": "allow_once", "name": "Allow once", "kind": "allow_once" },
                 { "optionId": "allow_always", "name": "Allow for this session", "kind": "allow_always" },
-                { "optionId": "reject_once", "name": "Reject", "kind": "reject_once" }
+                { "optionId": "reject_once", "name": "Reject", "kind": "reject_once" },
+                { "optionId": "reject_always", "name": "Reject for this session", "kind": "reject_always" }
             ]
         })
     );
@@ -91,6 +92,90 @@ fn cancel_during_a_permission_request_withdraws_it_and_the_prompt_is_cancelled()
     let id = acp.prompt(&session, "again");
     let (_, answer) = acp.answer_to(&id);
     assert_eq!(answer["result"], json!({ "stopReason": "end_turn" }));
+    acp.finish();
+}
+
+/// A call of `touch FILE` outside the sandbox, which asks for permission.
+fn touch(call_id: &str, file: &str) -> Value {
+    json!({ "tool_calls": [{ "call_id": call_id, "name": "shell", "arguments": {
+        "command": ["touch", file], "with_escalated_permissions": true,
+        "justification": "outside"
+    } }] })
+}
+
+/// Prompt and answer each permission request with `option` (`None`: expect none); returns
+/// the permission requests seen and the closing update of the turn's one call.
+fn touch_turn(acp: &mut Acp, session: &str, option: Option<&str>) -> (usize, Value) {
+    let id = acp.prompt(session, "Touch the file.");
+    let mut asked = 0;
+    let mut seen = acp.until(|m| {
+        if method(m) == "session/request_permission" {
+            asked += 1;
+        }
+        is_answer(m, &id) || method(m) == "session/request_permission"
+    });
+    if let Some(ask) = seen
+        .last()
+        .filter(|m| method(m) == "session/request_permission")
+    {
+        let option = option.expect("no permission request was expected");
+        acp.send(&json!({ "jsonrpc": "2.0", "id": ask["id"],
+                          "result": { "outcome": { "outcome": "selected", "optionId": option } } }));
+        let (rest, answer) = acp.answer_to(&id);
+        seen.extend(rest);
+        seen.push(answer);
+    }
+    assert_eq!(
+        seen.last().unwrap()["result"],
+        json!({ "stopReason": "end_turn" })
+    );
+    let closed = updates(&seen)
+        .into_iter()
+        .find(|u| u["sessionUpdate"] == "tool_call_update")
+        .unwrap();
+    (asked, closed)
+}
+
+#[test]
+fn reject_always_refuses_the_same_request_without_asking_even_after_a_resume() {
+    let model = MockModel::start(json!({
+        "replies": [
+            touch("call_1", "denied.txt"), { "text": "Refused." },
+            touch("call_2", "denied.txt"), { "text": "Refused again." },
+            touch("call_3", "denied.txt"), { "text": "Still refused." },
+            touch("call_4", "other.txt"), { "text": "Asked." }
+        ],
+        "when_exhausted": "echo"
+    }));
+    let (home, _cwd, cwd_path, mut acp, session) = open_session(&model);
+    let (asked, first) = touch_turn(&mut acp, &session, Some("reject_always"));
+    assert_eq!((asked, first["status"].clone()), (1, json!("failed")));
+    assert_eq!(
+        first["rawOutput"],
+        json!({ "type": "declined", "by": "user", "reason": "the user denied this action" })
+    );
+    // The same request again: refused at once, nobody is asked.
+    let (asked, again) = touch_turn(&mut acp, &session, None);
+    assert_eq!(asked, 0);
+    assert_eq!(again["rawOutput"], first["rawOutput"]);
+    acp.finish();
+
+    // The refusal is in the session's record: a new process that resumes it refuses too,
+    // and a different command is still asked about.
+    let mut acp = Acp::start(home.path());
+    acp.initialize();
+    let (_, resumed) = acp.call(
+        "session/resume",
+        json!({ "sessionId": session, "cwd": cwd_path, "mcpServers": [] }),
+    );
+    assert!(resumed["result"].is_object(), "{resumed}");
+    let (asked, resumed_call) = touch_turn(&mut acp, &session, None);
+    assert_eq!(asked, 0);
+    assert_eq!(resumed_call["status"], "failed");
+    let (asked, _) = touch_turn(&mut acp, &session, Some("reject_once"));
+    assert_eq!(asked, 1);
+    assert!(!cwd_path.join("denied.txt").exists());
+    assert!(!cwd_path.join("other.txt").exists());
     acp.finish();
 }
 

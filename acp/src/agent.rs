@@ -25,11 +25,13 @@ use agent_client_protocol::{Client, Error, ErrorCode};
 use rein_bootstrap::sessions::Persistence;
 use rein_bootstrap::Kernel;
 use rein_core::store::ListQuery;
+use rein_core::tools::ClientCapabilities as ClientWork;
 use rein_core::NewThread;
 use rein_protocol::{
     InputMode, InputOutcome, Op, OpResult, SandboxOptions, SubmissionId, ThreadId, TurnId,
 };
 
+use crate::client_fs;
 use crate::config::{Choices, MODEL};
 use crate::mcp::ClientServers;
 use crate::project::{one_line, Mode, Projector};
@@ -48,6 +50,8 @@ pub struct Agent {
     kernel: Arc<Kernel>,
     initialized: AtomicBool,
     display: Mutex<TerminalDisplay>,
+    /// What the client does for the tools of every session's thread.
+    client: Mutex<ClientWork>,
     sessions: Mutex<HashMap<ThreadId, Arc<Session>>>,
 }
 
@@ -57,6 +61,7 @@ impl Agent {
             kernel,
             initialized: AtomicBool::new(false),
             display: Mutex::new(TerminalDisplay::Text),
+            client: Mutex::new(ClientWork::default()),
             sessions: Mutex::new(HashMap::new()),
         })
     }
@@ -66,11 +71,23 @@ impl Agent {
         if self.initialized.swap(true, Ordering::SeqCst) {
             return Err(invalid_request("the connection is initialized already"));
         }
-        *lock(&self.display) = display_for(&request.client_capabilities);
+        let client_terminals = self
+            .kernel
+            .config
+            .as_ref()
+            .is_some_and(|c| c.acp.client_terminals);
+        let client = client_fs::capabilities_for(&request.client_capabilities, client_terminals);
+        *lock(&self.client) = client;
+        // Commands in the client's terminals are shown there, not as display-only terminals.
+        *lock(&self.display) = if client.terminal {
+            TerminalDisplay::Text
+        } else {
+            display_for(&request.client_capabilities)
+        };
         let capabilities = AgentCapabilities::new()
             .load_session(true)
             .prompt_capabilities(PromptCapabilities::new().image(true).embedded_context(true))
-            .mcp_capabilities(McpCapabilities::new())
+            .mcp_capabilities(McpCapabilities::new().http(true))
             .session_capabilities(
                 SessionCapabilities::new()
                     .list(SessionListCapabilities::new())
@@ -126,6 +143,7 @@ impl Agent {
             .clone()
             .ok_or_else(|| internal("the thread has no settings"))?;
         let mcp = servers.attach(&new.handle, &settings).await;
+        new.handle.set_client_capabilities(*lock(&self.client));
         let session = Session::start(
             new.handle,
             new.events,

@@ -18,6 +18,8 @@
 
 mod agent;
 mod cards;
+mod client_fs;
+mod client_terminal;
 mod config;
 mod mcp;
 mod permission;

@@ -5,13 +5,17 @@
 //! the client. Each session has its own manager: the servers live as long as the session
 //! and stop with it (close, or the end of the connection).
 //!
-//! Only stdio is offered (`mcpCapabilities` says so); an HTTP or SSE server is refused
-//! with the request, before any thread is touched.
+//! Stdio and streamable-HTTP servers are offered (`mcpCapabilities.http`); an SSE server
+//! (the transport MCP deprecated) is refused with the request, before any thread is
+//! touched. An HTTP server's headers are sent as given, except `Authorization: Bearer`,
+//! which goes through the transport's own token slot (rein-mcp sets that header itself and
+//! refuses it among the plain ones): the token is kept in this session's manager, never
+//! in rein's environment. Other headers the transport owns are refused.
 
 use std::collections::HashSet;
 use std::sync::Arc;
 
-use agent_client_protocol::v1::schema::McpServer;
+use agent_client_protocol::v1::schema::{McpServer, McpServerHttp, McpServerStdio};
 use agent_client_protocol::Error;
 use rein_core::tools::ThreadToolSource;
 use rein_core::ThreadHandle;
@@ -32,8 +36,16 @@ impl ClientServers {
         if servers.is_empty() {
             return Ok(Self { manager: None });
         }
-        let table = table_of(servers)?;
-        let env: rein_mcp::Env = Arc::new(|k: &str| std::env::var(k).ok());
+        let (table, tokens) = table_of(servers)?;
+        // The tokens of the client's servers, by the made-up variable each entry names;
+        // anything else is rein's environment, as for the servers of config.toml.
+        let env: rein_mcp::Env = Arc::new(move |k: &str| {
+            tokens
+                .iter()
+                .find(|(var, _)| var == k)
+                .map(|(_, token)| token.clone())
+                .or_else(|| std::env::var(k).ok())
+        });
         let manager = McpManager::new(&table, env)
             .map_err(|e| invalid_params(&format!("mcpServers: {e}")))?;
         Ok(Self {
@@ -66,62 +78,141 @@ impl ClientServers {
     }
 }
 
-/// `[mcp_servers]` as config.toml would say it, for the stdio servers of `servers`.
-fn table_of(servers: &[McpServer]) -> Result<toml::Table, Error> {
+/// The bearer tokens of HTTP servers, by the variable name their entry gives.
+type Tokens = Vec<(String, String)>;
+
+/// `[mcp_servers]` as config.toml would say it for `servers`, and the bearer tokens it
+/// refers to. Names are reduced to the characters rein's server names allow (ACP's are
+/// free text), and made unique.
+fn table_of(servers: &[McpServer]) -> Result<(toml::Table, Tokens), Error> {
     let mut table = toml::Table::new();
+    let mut tokens = Tokens::new();
     let mut taken = HashSet::new();
     for server in servers {
-        let McpServer::Stdio(stdio) = server else {
-            return Err(invalid_params(
-                "mcpServers: only stdio servers are supported (mcpCapabilities has neither http nor sse)",
-            ));
-        };
-        let Some(command) = stdio.command.to_str() else {
-            return Err(invalid_params(&format!(
-                "mcpServers: the command of {:?} is not UTF-8",
-                stdio.name
-            )));
-        };
-        let mut name = rein_mcp::naming::sanitize(&stdio.name);
-        let base = name.clone();
-        let mut n = 1;
-        while !taken.insert(name.clone()) {
-            n += 1;
-            name = format!("{base}_{n}");
+        match server {
+            McpServer::Stdio(stdio) => {
+                let name = unique(&stdio.name, &mut taken);
+                table.insert(name, toml::Value::Table(stdio_entry(stdio)?));
+            }
+            McpServer::Http(http) => {
+                let name = unique(&http.name, &mut taken);
+                // Named after the unique name, so two servers never share one; the `:`
+                // keeps it apart from any real environment variable.
+                let var = format!("acp-client-token:{name}");
+                let (entry, token) = http_entry(http, &var)?;
+                tokens.extend(token.map(|token| (var, token)));
+                table.insert(name, toml::Value::Table(entry));
+            }
+            _ => {
+                return Err(invalid_params(
+                    "mcpServers: only stdio and http servers are supported (mcpCapabilities has no sse)",
+                ))
+            }
         }
-        let env: toml::Table = stdio
-            .env
-            .iter()
-            .map(|v| (v.name.clone(), toml::Value::String(v.value.clone())))
-            .collect();
-        let mut entry = toml::Table::new();
-        entry.insert("command".into(), toml::Value::String(command.to_owned()));
-        entry.insert(
-            "args".into(),
-            toml::Value::Array(
-                stdio
-                    .args
-                    .iter()
-                    .cloned()
-                    .map(toml::Value::String)
-                    .collect(),
-            ),
-        );
-        entry.insert("env".into(), toml::Value::Table(env));
-        table.insert(name, toml::Value::Table(entry));
     }
-    Ok(table)
+    Ok((table, tokens))
+}
+
+fn unique(given: &str, taken: &mut HashSet<String>) -> String {
+    let base = rein_mcp::naming::sanitize(given);
+    let mut name = base.clone();
+    let mut n = 1;
+    while !taken.insert(name.clone()) {
+        n += 1;
+        name = format!("{base}_{n}");
+    }
+    name
+}
+
+fn stdio_entry(stdio: &McpServerStdio) -> Result<toml::Table, Error> {
+    let Some(command) = stdio.command.to_str() else {
+        return Err(invalid_params(&format!(
+            "mcpServers: the command of {:?} is not UTF-8",
+            stdio.name
+        )));
+    };
+    let env: toml::Table = stdio
+        .env
+        .iter()
+        .map(|v| (v.name.clone(), toml::Value::String(v.value.clone())))
+        .collect();
+    let mut entry = toml::Table::new();
+    entry.insert("command".into(), toml::Value::String(command.to_owned()));
+    entry.insert(
+        "args".into(),
+        toml::Value::Array(
+            stdio
+                .args
+                .iter()
+                .cloned()
+                .map(toml::Value::String)
+                .collect(),
+        ),
+    );
+    entry.insert("env".into(), toml::Value::Table(env));
+    Ok(entry)
+}
+
+/// The entry of an HTTP server, and its bearer token (which the entry names `token_var`).
+fn http_entry(
+    http: &McpServerHttp,
+    token_var: &str,
+) -> Result<(toml::Table, Option<String>), Error> {
+    let mut headers = toml::Table::new();
+    let mut token = None;
+    for header in &http.headers {
+        if header.name.eq_ignore_ascii_case("authorization") {
+            let bearer = header
+                .value
+                .trim()
+                .split_once(' ')
+                .filter(|(scheme, rest)| {
+                    scheme.eq_ignore_ascii_case("bearer") && !rest.trim().is_empty()
+                });
+            let Some((_, rest)) = bearer else {
+                return Err(invalid_params(&format!(
+                    "mcpServers: {:?}: only a Bearer token is supported in Authorization",
+                    http.name
+                )));
+            };
+            token = Some(rest.trim().to_owned());
+            continue;
+        }
+        if rein_mcp::http::RESERVED_HEADERS
+            .iter()
+            .any(|r| r.eq_ignore_ascii_case(&header.name))
+        {
+            return Err(invalid_params(&format!(
+                "mcpServers: {:?}: the header {} is set by rein's MCP transport",
+                http.name, header.name
+            )));
+        }
+        headers.insert(
+            header.name.clone(),
+            toml::Value::String(header.value.clone()),
+        );
+    }
+    let mut entry = toml::Table::new();
+    entry.insert("url".into(), toml::Value::String(http.url.clone()));
+    entry.insert("http_headers".into(), toml::Value::Table(headers));
+    if token.is_some() {
+        entry.insert(
+            "bearer_token_env_var".into(),
+            toml::Value::String(token_var.to_owned()),
+        );
+    }
+    Ok((entry, token))
 }
 
 #[cfg(test)]
 mod tests {
-    use agent_client_protocol::v1::schema::{EnvVariable, McpServerHttp, McpServerStdio};
+    use agent_client_protocol::v1::schema::{EnvVariable, HttpHeader, McpServerSse};
     use pretty_assertions::assert_eq;
 
     use super::*;
 
     #[test]
-    fn stdio_servers_become_config_entries_with_unique_names() {
+    fn stdio_and_http_servers_become_config_entries_with_unique_names() {
         let servers = vec![
             McpServer::Stdio(
                 McpServerStdio::new("My files", "/usr/bin/files")
@@ -129,8 +220,15 @@ mod tests {
                     .env(vec![EnvVariable::new("TOKEN", "t")]),
             ),
             McpServer::Stdio(McpServerStdio::new("My-files", "/usr/bin/other")),
+            McpServer::Http(
+                McpServerHttp::new("web", "http://127.0.0.1:1/mcp").headers(vec![
+                    HttpHeader::new("X-Team", "rein"),
+                    HttpHeader::new("authorization", "bearer  s3cret "),
+                ]),
+            ),
+            McpServer::Http(McpServerHttp::new("web", "https://example.test/mcp")),
         ];
-        let table = table_of(&servers).unwrap();
+        let (table, tokens) = table_of(&servers).unwrap();
         let expected: toml::Table = toml::from_str(
             r#"
             [My_files]
@@ -141,20 +239,48 @@ mod tests {
             command = "/usr/bin/other"
             args = []
             env = {}
+            [web]
+            url = "http://127.0.0.1:1/mcp"
+            http_headers = { X-Team = "rein" }
+            bearer_token_env_var = "acp-client-token:web"
+            [web_2]
+            url = "https://example.test/mcp"
+            http_headers = {}
             "#,
         )
         .unwrap();
         assert_eq!(table, expected);
+        assert_eq!(
+            tokens,
+            vec![("acp-client-token:web".to_owned(), "s3cret".to_owned())]
+        );
         assert!(ClientServers::of(&servers).is_ok());
     }
 
     #[test]
-    fn an_http_server_is_refused() {
-        let servers = vec![McpServer::Http(McpServerHttp::new(
+    fn sse_servers_and_headers_the_transport_owns_are_refused() {
+        let refused = |server: McpServer| {
+            let error = ClientServers::of(&[server]).err().unwrap();
+            assert_eq!(error.code, agent_client_protocol::ErrorCode::INVALID_PARAMS);
+            error.message
+        };
+        let http = |header: HttpHeader| {
+            McpServer::Http(
+                McpServerHttp::new("web", "http://127.0.0.1:1/mcp").headers(vec![header]),
+            )
+        };
+        refused(McpServer::Sse(McpServerSse::new(
+            "old",
+            "http://127.0.0.1:1/sse",
+        )));
+        refused(http(HttpHeader::new("Authorization", "Basic dXNlcg==")));
+        refused(http(HttpHeader::new("Authorization", "Bearer ")));
+        refused(http(HttpHeader::new("Mcp-Session-Id", "x")));
+        // What rein-mcp's own checks refuse reaches the client too.
+        refused(http(HttpHeader::new("bad header", "x")));
+        refused(McpServer::Http(McpServerHttp::new(
             "web",
-            "http://127.0.0.1:1/mcp",
-        ))];
-        let error = table_of(&servers).unwrap_err();
-        assert_eq!(error.code, agent_client_protocol::ErrorCode::INVALID_PARAMS);
+            "ftp://127.0.0.1/mcp",
+        )));
     }
 }

@@ -2,11 +2,12 @@
 //! `ClientRequested` event) becomes a permission request attached to the call's card, and
 //! the option the user picks becomes rein's decision (`Op::Respond`).
 //!
-//! Three options are offered, each meaning exactly one of rein's decisions: allow once
+//! Four options are offered, each meaning exactly one of rein's decisions: allow once
 //! (approve), allow always (approve for the session: the grant is recorded with the answer,
-//! so it survives a resume), reject (deny; the model is told and goes on). There is no
-//! "reject always": rein has no standing refusal to record. A `cancelled` outcome (the
-//! client cancels the turn) aborts the turn; an answer rein cannot read denies.
+//! so it survives a resume), reject (deny; the model is told and goes on), reject always
+//! (deny for the session: recorded the same way, and the same request is refused from then
+//! on without asking). A `cancelled` outcome (the client cancels the turn) aborts the turn;
+//! an answer rein cannot read denies.
 
 use agent_client_protocol::v1::schema::{
     Content, ContentBlock, PermissionOption, PermissionOptionKind, RequestPermissionOutcome,
@@ -20,6 +21,7 @@ use crate::tool_calls;
 const ALLOW_ONCE: &str = "allow_once";
 const ALLOW_ALWAYS: &str = "allow_always";
 const REJECT_ONCE: &str = "reject_once";
+const REJECT_ALWAYS: &str = "reject_always";
 
 /// The permission request for `request` of the call `call_id` (whose action, when the call
 /// is open, gives the card its title and kind), or `None` for what is not a permission
@@ -47,7 +49,11 @@ pub fn request_for(
             let files: Vec<String> = files.iter().map(|f| f.display().to_string()).collect();
             (format!("Write {}", files.join(", ")), reason)
         }
-        ClientRequest::Question { .. } | ClientRequest::Elicitation { .. } => return None,
+        ClientRequest::Question { .. }
+        | ClientRequest::Elicitation { .. }
+        | ClientRequest::ReadTextFile { .. }
+        | ClientRequest::WriteTextFile { .. }
+        | ClientRequest::Terminal { .. } => return None,
     };
     let mut fields = ToolCallUpdateFields::new()
         .status(ToolCallStatus::Pending)
@@ -78,6 +84,11 @@ pub fn options() -> Vec<PermissionOption> {
             PermissionOptionKind::AllowAlways,
         ),
         PermissionOption::new(REJECT_ONCE, "Reject", PermissionOptionKind::RejectOnce),
+        PermissionOption::new(
+            REJECT_ALWAYS,
+            "Reject for this session",
+            PermissionOptionKind::RejectAlways,
+        ),
     ]
 }
 
@@ -89,6 +100,7 @@ pub fn decision_of(answer: Option<&RequestPermissionResponse>) -> ApprovalDecisi
             match selected.option_id.0.as_ref() {
                 ALLOW_ONCE => ApprovalDecision::Approve,
                 ALLOW_ALWAYS => ApprovalDecision::ApproveForSession,
+                REJECT_ALWAYS => ApprovalDecision::DenyForSession,
                 // Anything rein did not offer is a refusal: never run unapproved.
                 _ => ApprovalDecision::Deny,
             }
@@ -122,7 +134,8 @@ mod tests {
         assert_eq!(pick(ALLOW_ONCE), ApprovalDecision::Approve);
         assert_eq!(pick(ALLOW_ALWAYS), ApprovalDecision::ApproveForSession);
         assert_eq!(pick(REJECT_ONCE), ApprovalDecision::Deny);
-        assert_eq!(pick("reject_always"), ApprovalDecision::Deny);
+        assert_eq!(pick(REJECT_ALWAYS), ApprovalDecision::DenyForSession);
+        assert_eq!(pick("reject_forever"), ApprovalDecision::Deny);
         assert_eq!(
             decision_of(Some(&RequestPermissionResponse::new(
                 RequestPermissionOutcome::Cancelled

@@ -13,8 +13,8 @@ use std::collections::{HashMap, HashSet};
 
 use agent_client_protocol::v1::schema::{
     ContentBlock, ContentChunk, ImageContent, MessageId, Plan, PlanEntry, PlanEntryPriority,
-    PlanEntryStatus, SessionInfoUpdate, SessionUpdate, ToolCall, ToolCallStatus, ToolCallUpdate,
-    ToolCallUpdateFields, ToolKind, UsageUpdate,
+    PlanEntryStatus, SessionInfoUpdate, SessionUpdate, Terminal, TerminalId, ToolCall,
+    ToolCallContent, ToolCallStatus, ToolCallUpdate, ToolCallUpdateFields, ToolKind, UsageUpdate,
 };
 use rein_protocol::{
     Event, EventMsg, InputPart, Item, ItemId, PlanStep, PlanStepStatus, ThreadId, ToolAction,
@@ -43,6 +43,8 @@ pub struct Projector {
     streamed: HashSet<ItemId>,
     /// The cards of the thread's sub-agents.
     agents: Agents,
+    /// Calls whose command runs in a terminal of the client: their card shows it to the end.
+    client_terminals: HashMap<String, TerminalId>,
 }
 
 impl Projector {
@@ -53,6 +55,7 @@ impl Projector {
             open: HashMap::new(),
             streamed: HashSet::new(),
             agents: Agents::default(),
+            client_terminals: HashMap::new(),
         }
     }
 
@@ -96,8 +99,15 @@ impl Projector {
             } => {
                 let action = self.open.remove(call_id);
                 let outcome = outcome.clone().unwrap_or_else(|| unreported(*success));
+                let terminal = self.client_terminals.remove(call_id);
                 tool_calls::closed(call_id, action.as_ref(), &outcome, self.display)
-                    .map(SessionUpdate::ToolCallUpdate)
+                    .map(|mut update| {
+                        if let Some(terminal) = terminal {
+                            update.fields.content =
+                                Some(vec![ToolCallContent::Terminal(Terminal::new(terminal))]);
+                        }
+                        SessionUpdate::ToolCallUpdate(update)
+                    })
                     .into_iter()
                     .collect()
             }
@@ -162,6 +172,8 @@ impl Projector {
             EventMsg::TokenCount { .. }
             | EventMsg::ThreadConfigured { .. }
             | EventMsg::SettingsChanged { .. }
+            | EventMsg::MailQueued { .. }
+            | EventMsg::MailTaken { .. }
             | EventMsg::TurnStarted { .. }
             | EventMsg::TurnCompleted { .. }
             | EventMsg::TurnAborted { .. }
@@ -188,6 +200,19 @@ impl Projector {
     /// An event of sub-agent `child` of this thread, for its card.
     pub fn project_child(&mut self, child: ThreadId, msg: &EventMsg) -> Vec<SessionUpdate> {
         self.agents.child_event(child, msg)
+    }
+
+    /// The command of the running call `call_id` runs in the client's `terminal`: the
+    /// update that puts it on the card, where it stays when the call ends (a replay, which
+    /// has no such terminal any more, shows the output as text).
+    pub fn client_terminal(&mut self, call_id: &str, terminal: TerminalId) -> ToolCallUpdate {
+        self.client_terminals
+            .insert(call_id.to_owned(), terminal.clone());
+        ToolCallUpdate::new(
+            call_id.to_owned(),
+            ToolCallUpdateFields::new()
+                .content(vec![ToolCallContent::Terminal(Terminal::new(terminal))]),
+        )
     }
 
     /// The action of a call that is running, for a permission request about it.
@@ -273,6 +298,7 @@ fn unreported(success: bool) -> ToolOutcome {
         ToolOutcome::Returned {
             text: String::new(),
             structured: None,
+            content: Vec::new(),
         }
     } else {
         ToolOutcome::failed("the call failed")

@@ -100,6 +100,7 @@ fn tool_calls_plans_usage_and_titles() {
                 outcome: Some(ToolOutcome::Returned {
                     text: "x".into(),
                     structured: None,
+                    content: Vec::new(),
                 }),
             },
             EventMsg::PlanUpdated {

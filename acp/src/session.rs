@@ -21,7 +21,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use agent_client_protocol::v1::schema::{
-    PromptResponse, SessionId, SessionNotification, SessionUpdate, StopReason,
+    PromptResponse, SessionId, SessionNotification, SessionUpdate, StopReason, TerminalId,
 };
 use agent_client_protocol::v1::{ConnectionTo, Responder};
 use agent_client_protocol::Client;
@@ -30,6 +30,7 @@ use rein_mcp::McpManager;
 use rein_protocol::{Event, EventMsg, Op, ThreadId, TurnAbortReason, TurnId};
 use tokio::sync::{broadcast, mpsc, oneshot, OwnedMutexGuard};
 
+use crate::client_fs;
 use crate::config::Choices;
 use crate::permission;
 use crate::project::{Mode, Projector};
@@ -87,6 +88,11 @@ pub enum PumpCmd {
     },
     /// Send this update (a command's answer) in order with the others.
     Update(Box<SessionUpdate>),
+    /// The command of call `call_id` runs in the client's `terminal`: show it on the card.
+    ClientTerminal {
+        call_id: String,
+        terminal: TerminalId,
+    },
     /// The session is closed: answer what waits as cancelled and send nothing more.
     Close(oneshot::Sender<()>),
 }
@@ -107,6 +113,7 @@ impl Session {
         let acp_id = SessionId::new(thread.to_string());
         let (tx, rx) = mpsc::unbounded_channel();
         let pump = Pump {
+            own: tx.downgrade(),
             session: acp_id.clone(),
             handle: handle.clone(),
             cx,
@@ -180,14 +187,17 @@ impl Waiter {
 }
 
 struct Pump {
+    /// The pump's own commands, for work it starts (weak: the session's sender is what
+    /// keeps it running).
+    own: mpsc::WeakUnboundedSender<PumpCmd>,
     session: SessionId,
     handle: ThreadHandle,
     cx: ConnectionTo<Client>,
     projector: Projector,
     waiting: HashMap<TurnId, Vec<Waiter>>,
     ended: VecDeque<(TurnId, Ending)>,
-    /// Permission requests in flight, by the kernel's request id: dropping the sender stops
-    /// waiting for the client (and cancels its request).
+    /// Permission requests and client work in flight, by the kernel's request id: dropping
+    /// the sender stops waiting for the client (and cancels its request).
     asks: HashMap<String, oneshot::Sender<()>>,
     thread: ThreadId,
 }
@@ -270,6 +280,10 @@ impl Pump {
                 }
             }
             PumpCmd::Update(update) => self.send(*update),
+            PumpCmd::ClientTerminal { call_id, terminal } => {
+                let update = self.projector.client_terminal(&call_id, terminal);
+                self.send(SessionUpdate::ToolCallUpdate(update));
+            }
             PumpCmd::Close(_) => {}
         }
     }
@@ -324,6 +338,21 @@ impl Pump {
     fn ask(&mut self, request_id: &str, call_id: &str, request: &rein_protocol::ClientRequest) {
         let handle = self.handle.clone();
         let request_id = request_id.to_owned();
+        if request.is_client_work() {
+            let (stop, stopped) = oneshot::channel();
+            self.asks.insert(request_id.clone(), stop);
+            let work = client_fs::Work {
+                session: self.session.clone(),
+                cx: self.cx.clone(),
+                handle,
+                request_id,
+                call_id: call_id.to_owned(),
+                pump: self.own.clone(),
+                stopped,
+            };
+            client_fs::start(work, request.clone());
+            return;
+        }
         let Some(asking) = permission::request_for(
             &self.session,
             call_id,

@@ -1,6 +1,6 @@
-//! MCP servers on the wire: `mcpServerStatus/list`, `config/mcpServer/reload`, the
-//! `mcpServer/startupStatus/updated` and `item/mcpToolCall/progress` notifications, in
-//! Codex 0.169's shapes.
+//! MCP servers on the wire: `mcpServerStatus/list`, `config/mcpServer/reload`,
+//! `mcpServer/tool/call`, the `mcpServer/startupStatus/updated` and
+//! `item/mcpToolCall/progress` notifications, in Codex 0.169's shapes.
 
 use std::collections::BTreeMap;
 
@@ -65,6 +65,33 @@ pub enum McpServerConnectionStatus {
     Failed,
     Cancelled,
     Disabled,
+}
+
+/// `mcpServer/tool/call`: the client calls a tool of the thread's server itself.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct McpServerToolCallParams {
+    pub thread_id: String,
+    pub server: String,
+    /// The tool's name as the server lists it (not the model's `mcp__` name).
+    pub tool: String,
+    #[serde(default)]
+    pub arguments: Option<serde_json::Value>,
+    #[serde(rename = "_meta", default)]
+    pub meta: Option<serde_json::Value>,
+}
+
+/// The server's `tools/call` result as it sent it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct McpServerToolCallResponse {
+    pub content: Vec<serde_json::Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub structured_content: Option<serde_json::Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub is_error: Option<bool>,
+    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    pub meta: Option<serde_json::Value>,
 }
 
 /// `config/mcpServer/reload`'s answer: an empty object.

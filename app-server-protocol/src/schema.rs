@@ -55,6 +55,14 @@ pub fn all() -> Vec<(&'static str, Schema)> {
             schema_for!(ListMcpServerStatusResponse),
         ),
         (
+            "McpServerToolCallParams.json",
+            schema_for!(McpServerToolCallParams),
+        ),
+        (
+            "McpServerToolCallResponse.json",
+            schema_for!(McpServerToolCallResponse),
+        ),
+        (
             "McpServerRefreshResponse.json",
             schema_for!(McpServerRefreshResponse),
         ),

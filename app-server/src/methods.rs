@@ -101,6 +101,9 @@ pub fn module(state: Arc<ServerState>) -> Result<Module, RegisterMethodError> {
     add(&mut m, "config/mcpServer/reload", |s, _| async move {
         mcp::reload(&s).await
     })?;
+    add(&mut m, "mcpServer/tool/call", |s, p| async move {
+        mcp::tool_call(&s, p).await
+    })?;
     Ok(m)
 }
 

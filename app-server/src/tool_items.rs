@@ -140,8 +140,16 @@ pub fn tool_item(
             arguments: arguments.clone(),
             status: call_status(outcome),
             result: match outcome {
-                Some(ToolOutcome::Returned { text, structured }) => Some(McpToolCallResult {
-                    content: vec![serde_json::json!({ "type": "text", "text": text })],
+                Some(ToolOutcome::Returned {
+                    text,
+                    structured,
+                    content,
+                }) => Some(McpToolCallResult {
+                    content: if content.is_empty() {
+                        vec![serde_json::json!({ "type": "text", "text": text })]
+                    } else {
+                        content.clone()
+                    },
                     structured_content: structured.clone(),
                 }),
                 _ => None,

@@ -32,6 +32,7 @@
 
 #![cfg_attr(test, allow(clippy::unwrap_used))]
 
+pub mod acp;
 pub mod advisor;
 pub mod agents;
 pub mod error;
@@ -44,6 +45,7 @@ use std::path::{Path, PathBuf};
 use rein_protocol::ReasoningEffort;
 use serde::Deserialize;
 
+pub use acp::{AcpSettings, AcpToml};
 pub use advisor::{AdvisorConfig, AdvisorMode, AdvisorToml};
 pub use error::{ConfigError, OverrideProblem};
 pub use overrides::Override;
@@ -75,6 +77,8 @@ pub struct ConfigToml {
     #[serde(default)]
     pub features: agents::FeaturesToml,
     pub advisor: Option<AdvisorToml>,
+    #[serde(default)]
+    pub acp: AcpToml,
     /// `[mcp_servers.NAME]`, kept as written: the MCP crate reads it.
     #[serde(default)]
     pub mcp_servers: toml::Table,
@@ -119,6 +123,8 @@ pub struct ModelConfig {
     /// Sub-agents: on or off, and the limits of a tree.
     pub agents: agents::AgentsSettings,
     pub advisor: AdvisorConfig,
+    /// `[acp]`: what `rein acp` asks of the editor.
+    pub acp: AcpSettings,
     /// `[mcp_servers]` as written (after overrides), for the MCP crate to check and use.
     pub mcp_servers: toml::Table,
 }
@@ -253,6 +259,7 @@ pub fn resolve(
         config_path: path.to_owned(),
         agents: agents::agents_settings(&file.agents, &file.features),
         advisor,
+        acp: file.acp.resolve(),
         mcp_servers: file.mcp_servers,
     })
 }

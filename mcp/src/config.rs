@@ -390,6 +390,28 @@ mod tests {
         parse(table["mcp_servers"].as_table().unwrap())
     }
 
+    /// The README's example configuration is one rein accepts, with what it says.
+    #[test]
+    fn the_readme_example_parses() {
+        let readme = include_str!("../../README.md");
+        let section = &readme[readme.find("## MCP servers").unwrap()..];
+        let start = section.find("```toml\n").unwrap() + "```toml\n".len();
+        let example = &section[start..start + section[start..].find("```").unwrap()];
+        let servers = parse_str(example).unwrap();
+        let names: Vec<&str> = servers.iter().map(|s| s.name.as_str()).collect();
+        assert_eq!(names, ["everything", "remote"]);
+        assert_eq!(servers[0].startup_timeout, Duration::from_secs(30));
+        assert_eq!(servers[0].tool_timeout, Duration::from_secs(300));
+        assert_eq!(
+            servers[0].tool_approval_modes.get("echo"),
+            Some(&ApprovalMode::Approve)
+        );
+        assert!(matches!(
+            servers[1].transport,
+            Transport::StreamableHttp { .. }
+        ));
+    }
+
     #[test]
     fn a_stdio_server_gets_codex_defaults() {
         let servers = parse_str(

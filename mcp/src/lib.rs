@@ -9,6 +9,9 @@
 //! it from the kernel's facts.
 
 pub mod config;
+mod content;
+mod direct;
+mod handler;
 pub mod http;
 pub mod launch;
 pub mod manager;
@@ -17,6 +20,7 @@ pub mod server;
 mod tool;
 
 pub use config::{ConfigError, McpServerConfig, Transport};
+pub use direct::CallError;
 pub use launch::Env;
 pub use manager::McpManager;
 pub use server::{Server, ServerStatus, StatusUpdate};

@@ -12,23 +12,18 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
 use std::time::{Duration, Instant};
 
-use rein_core::tools::{Ask, Tool, ToolContext, ToolSet, ToolSource};
-use rein_protocol::{ClientRequest, ClientResponse};
-use rmcp::model::{
-    ClientCapabilities, ClientConfig, ElicitRequestParams, ElicitResult, ElicitationAction,
-    ElicitationCapability, FormElicitationCapability, Implementation, ProgressNotificationParam,
-    ProgressToken,
-};
+use rein_core::tools::{Tool, ToolContext, ToolSet, ToolSource};
+use rmcp::model::{ProgressNotificationParam, ProgressToken};
 use rmcp::service::{
-    NotificationContext, Peer, QuitReason, RequestContext, RoleClient, RunningService,
-    RunningServiceCancellationToken,
+    Peer, QuitReason, RoleClient, RunningService, RunningServiceCancellationToken,
 };
-use rmcp::{ClientHandler, ServiceExt};
+use rmcp::ServiceExt;
 use serde::Serialize;
 use tokio::sync::{broadcast, mpsc, watch, Notify};
 use tokio_util::sync::CancellationToken;
 
 use crate::config::{McpServerConfig, Transport};
+use crate::handler::Handler;
 use crate::launch::{self, Env, StdioProcess, StdioSpec};
 use crate::tool::McpTool;
 
@@ -77,7 +72,7 @@ pub(crate) struct Shared {
     peer: RwLock<Option<Peer<RoleClient>>>,
     pid: watch::Sender<Option<u32>>,
     pub(crate) progress: ProgressMap,
-    tools_changed: Notify,
+    pub(crate) tools_changed: Notify,
     /// A call found the connection unusable (an HTTP server that went away).
     pub(crate) lost: Notify,
     /// The calls under way, oldest first: an elicitation goes to the user of the latest.
@@ -117,7 +112,7 @@ impl Shared {
 
     /// The call an elicitation belongs to. MCP does not say which request a server's
     /// request is about, so it is taken to be the latest call under way.
-    fn current_call(&self) -> Option<ToolContext> {
+    pub(crate) fn current_call(&self) -> Option<ToolContext> {
         let calls = self.calls.lock().unwrap_or_else(PoisonError::into_inner);
         calls.last().map(|(_, ctx)| ctx.clone())
     }
@@ -309,91 +304,6 @@ impl ToolSource for Server {
                 .tools
                 .read()
                 .unwrap_or_else(PoisonError::into_inner),
-        )
-    }
-}
-
-/// What the server tells rein while connected.
-struct Handler {
-    shared: Arc<Shared>,
-}
-
-impl ClientHandler for Handler {
-    async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
-        self.shared.tools_changed.notify_one();
-    }
-
-    async fn on_progress(
-        &self,
-        params: ProgressNotificationParam,
-        _context: NotificationContext<RoleClient>,
-    ) {
-        let progress = self
-            .shared
-            .progress
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
-        if let Some(tx) = progress.get(&params.progress_token) {
-            let _ = tx.send(params);
-        }
-    }
-
-    /// A form for the user, asked through the client of the call under way; declined
-    /// when there is none (or the server asks for a URL to be opened: not offered).
-    async fn create_elicitation(
-        &self,
-        request: ElicitRequestParams,
-        _context: RequestContext<RoleClient>,
-    ) -> Result<ElicitResult, rmcp::ErrorData> {
-        let ElicitRequestParams::FormElicitationParams {
-            message,
-            requested_schema,
-            ..
-        } = request
-        else {
-            return Ok(ElicitResult::new(ElicitationAction::Decline));
-        };
-        let Some(ctx) = self.shared.current_call() else {
-            tracing::info!(server = %self.shared.name, "MCP elicitation outside a tool call: declined");
-            return Ok(ElicitResult::new(ElicitationAction::Decline));
-        };
-        let request = ClientRequest::Elicitation {
-            server: self.shared.name.clone(),
-            message,
-            requested_schema: serde_json::to_value(&requested_schema).unwrap_or_default(),
-        };
-        let answer = ctx
-            .ask(Ask {
-                request,
-                session_grant: None,
-            })
-            .await;
-        Ok(match answer {
-            Ok(ClientResponse::Elicitation { action, content }) => {
-                let result = ElicitResult::new(match action {
-                    rein_protocol::ElicitationAction::Accept => ElicitationAction::Accept,
-                    rein_protocol::ElicitationAction::Decline => ElicitationAction::Decline,
-                    rein_protocol::ElicitationAction::Cancel => ElicitationAction::Cancel,
-                });
-                match content {
-                    Some(content) if action == rein_protocol::ElicitationAction::Accept => {
-                        result.with_content(content)
-                    }
-                    _ => result,
-                }
-            }
-            // The turn ended first.
-            _ => ElicitResult::new(ElicitationAction::Cancel),
-        })
-    }
-
-    fn get_info(&self) -> ClientConfig {
-        let mut capabilities = ClientCapabilities::default();
-        capabilities.elicitation =
-            Some(ElicitationCapability::new().with_form(FormElicitationCapability::default()));
-        ClientConfig::new(
-            capabilities,
-            Implementation::new("rein", env!("CARGO_PKG_VERSION")),
         )
     }
 }

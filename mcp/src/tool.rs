@@ -150,7 +150,7 @@ impl McpTool {
             Ok(ClientResponse::Decision { decision }) => {
                 decision != rein_protocol::ApprovalDecision::Deny
             }
-            Ok(ClientResponse::Elicitation { .. }) | Err(_) => false,
+            Ok(_) | Err(_) => false,
         };
         if allowed {
             Ok(())
@@ -186,7 +186,7 @@ impl McpTool {
             .await
         {
             Ok(handle) => handle,
-            Err(e) => return ToolResult::err(self.transport_error(&e, timeout)),
+            Err(e) => return ToolResult::err(transport_error(&self.server, &e, timeout)),
         };
         let token = handle.progress_token.clone();
         let (progress_tx, mut progress_rx) = mpsc::unbounded_channel();
@@ -230,34 +230,35 @@ impl McpTool {
                 "MCP server '{}' answered tools/call with something else than a tool result",
                 self.server.name
             )),
-            Err(e) => ToolResult::err(self.transport_error(&e, timeout)),
+            Err(e) => ToolResult::err(transport_error(&self.server, &e, timeout)),
         }
     }
+}
 
-    fn transport_error(&self, e: &ServiceError, timeout: Duration) -> String {
-        match e {
-            ServiceError::Timeout { .. } => format!(
-                "tool call error: timed out awaiting tools/call after {}s (tool_timeout_sec of MCP server '{}')",
-                timeout.as_secs_f64(),
-                self.server.name
-            ),
-            ServiceError::TransportClosed => format!(
-                "tool call error: MCP server '{}' closed the connection during the call",
-                self.server.name
-            ),
-            ServiceError::TransportSend(e) => {
-                // An HTTP server that went away is only seen when something is sent to it:
-                // the supervisor connects again.
-                self.server.lost.notify_one();
-                format!(
-                    "tool call error: the call could not be sent to MCP server '{}': {}",
-                    self.server.name,
-                    crate::http::root_cause(e)
-                )
-            }
-            ServiceError::McpError(e) => format!("tool call error: {}", e.message),
-            other => format!("tool call error: {other}"),
+/// A call that got no tool result, as the model or the client reads it.
+pub(crate) fn transport_error(server: &Shared, e: &ServiceError, timeout: Duration) -> String {
+    match e {
+        ServiceError::Timeout { .. } => format!(
+            "tool call error: timed out awaiting tools/call after {}s (tool_timeout_sec of MCP server '{}')",
+            timeout.as_secs_f64(),
+            server.name
+        ),
+        ServiceError::TransportClosed => format!(
+            "tool call error: MCP server '{}' closed the connection during the call",
+            server.name
+        ),
+        ServiceError::TransportSend(e) => {
+            // An HTTP server that went away is only seen when something is sent to it:
+            // the supervisor connects again.
+            server.lost.notify_one();
+            format!(
+                "tool call error: the call could not be sent to MCP server '{}': {}",
+                server.name,
+                crate::http::root_cause(e)
+            )
         }
+        ServiceError::McpError(e) => format!("tool call error: {}", e.message),
+        other => format!("tool call error: {other}"),
     }
 }
 
@@ -276,8 +277,6 @@ impl Drop for Unregister<'_> {
     }
 }
 
-/// The model's text of a result: text blocks as they are, other blocks as JSON, the
-/// structured content when there is nothing else; cut in the middle past [`OUTPUT_CAP`].
 fn progress_line(p: &rmcp::model::ProgressNotificationParam) -> String {
     let total = p.total.map(|t| format!("/{t}")).unwrap_or_default();
     let message = p
@@ -288,35 +287,23 @@ fn progress_line(p: &rmcp::model::ProgressNotificationParam) -> String {
     format!("progress {}{total}{message}\n", p.progress)
 }
 
+/// The model's text of a result (see [`crate::content`]), the structured content when
+/// there is nothing else, cut in the middle past [`OUTPUT_CAP`]; the blocks themselves are
+/// kept for front ends.
 fn to_tool_result(result: CallToolResult) -> ToolResult {
-    let mut parts: Vec<String> = Vec::new();
-    for block in &result.content {
-        let value = serde_json::to_value(block).unwrap_or(Value::Null);
-        match value.get("type").and_then(Value::as_str) {
-            Some("text") => parts.push(
-                value
-                    .get("text")
-                    .and_then(Value::as_str)
-                    .unwrap_or_default()
-                    .to_owned(),
-            ),
-            Some("image") => parts.push(format!(
-                "[image content: {}]",
-                value
-                    .get("mimeType")
-                    .and_then(Value::as_str)
-                    .unwrap_or("unknown type")
-            )),
-            _ => parts.push(value.to_string()),
-        }
-    }
-    if parts.is_empty() {
+    let blocks: Vec<Value> = result
+        .content
+        .iter()
+        .map(|block| serde_json::to_value(block).unwrap_or(Value::Null))
+        .collect();
+    let mut text = crate::content::model_text(&blocks);
+    if blocks.is_empty() {
         if let Some(structured) = &result.structured_content {
-            parts.push(structured.to_string());
+            text = structured.to_string();
         }
     }
     let mut buffer = HeadTailBuffer::new(OUTPUT_CAP);
-    buffer.push(parts.join("\n").as_bytes());
+    buffer.push(text.as_bytes());
     let text = buffer.render();
     if result.is_error == Some(true) {
         return ToolResult::err(text);
@@ -327,6 +314,7 @@ fn to_tool_result(result: CallToolResult) -> ToolResult {
         ToolOutcome::Returned {
             text,
             structured: result.structured_content,
+            content: crate::content::shown_blocks(blocks),
         },
     )
 }

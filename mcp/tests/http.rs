@@ -101,8 +101,12 @@ fn manager(config: &str, vars: &'static [(&'static str, &'static str)]) -> Arc<M
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    not(rein_has_python),
+    ignore = "needs python3 (scripts/test-setup.sh installs the MCP SDK and mcp-server-time into a venv with it)"
+)]
 async fn an_http_server_gets_the_token_and_headers_and_its_results_reach_the_model() {
-    let Some(python) = python() else { return };
+    let python = python();
     let http = scripted_http(&python, 0).await;
     let mcp = manager(
         &format!(
@@ -142,6 +146,7 @@ async fn an_http_server_gets_the_token_and_headers_and_its_results_reach_the_mod
                     structured: Some(json!({
                         "result": "authorization=Bearer s3cret x-team=rein x-env=from-env"
                     })),
+                    content: Vec::new(),
                 }
             ),
             (
@@ -153,6 +158,7 @@ async fn an_http_server_gets_the_token_and_headers_and_its_results_reach_the_mod
                 ToolOutcome::Returned {
                     text: "counted to 2".into(),
                     structured: Some(json!({ "result": "counted to 2" })),
+                    content: Vec::new(),
                 }
             ),
         ]
@@ -179,8 +185,12 @@ async fn a_missing_token_variable_fails_the_server_with_its_name() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    not(rein_has_node),
+    ignore = "needs node and npm (scripts/test-setup.sh installs server-everything with them)"
+)]
 async fn server_everything_over_http_answers_through_the_kernel() {
-    let Some(entry) = everything() else { return };
+    let entry = everything();
     let http = everything_http(&entry).await;
     let mcp = manager(
         &format!(
@@ -213,10 +223,12 @@ async fn server_everything_over_http_answers_through_the_kernel() {
             ToolOutcome::Returned {
                 text: "Echo: over http".into(),
                 structured: None,
+                content: Vec::new(),
             },
             ToolOutcome::Returned {
                 text: "The sum of 2 and 3 is 5.".into(),
                 structured: None,
+                content: Vec::new(),
             },
         ]
     );
@@ -225,8 +237,12 @@ async fn server_everything_over_http_answers_through_the_kernel() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    not(rein_has_python),
+    ignore = "needs python3 (scripts/test-setup.sh installs the MCP SDK and mcp-server-time into a venv with it)"
+)]
 async fn an_http_server_that_goes_away_fails_calls_at_once_and_is_connected_again() {
-    let Some(python) = python() else { return };
+    let python = python();
     let http = scripted_http(&python, 0).await;
     let port = http.port;
     let config = format!("[mcp_servers.remote]\nurl = {}\n", toml_string(&http.url()));
@@ -287,6 +303,7 @@ async fn an_http_server_that_goes_away_fails_calls_at_once_and_is_connected_agai
         ToolOutcome::Returned {
             text: "counted to 1".into(),
             structured: Some(json!({ "result": "counted to 1" })),
+            content: Vec::new(),
         }
     );
     mcp.shutdown().await;

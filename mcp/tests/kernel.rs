@@ -31,8 +31,12 @@ fn everything_config(entry: &std::path::Path, extra: &str) -> String {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    not(rein_has_node),
+    ignore = "needs node and npm (scripts/test-setup.sh installs server-everything with them)"
+)]
 async fn server_everything_tools_reach_the_model_and_results_come_back() {
-    let Some(entry) = everything() else { return };
+    let entry = everything();
     let mcp = mcp(&everything_config(&entry, "disabled_tools = [\"get-env\"]"));
     let cwd = tempfile::tempdir().unwrap();
     let model = ScriptedModel::replies(vec![
@@ -83,6 +87,7 @@ async fn server_everything_tools_reach_the_model_and_results_come_back() {
             ToolOutcome::Returned {
                 text: "Echo: hello".into(),
                 structured: None,
+                content: Vec::new(),
             }
         )
     );
@@ -103,6 +108,7 @@ async fn server_everything_tools_reach_the_model_and_results_come_back() {
             ToolOutcome::Returned {
                 text: "The sum of 2 and 3 is 5.".into(),
                 structured: None,
+                content: Vec::new(),
             }
         )
     );
@@ -190,8 +196,12 @@ async fn a_startup_timeout_fails_the_server_and_required_servers_are_awaited() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    not(rein_has_node),
+    ignore = "needs node and npm (scripts/test-setup.sh installs server-everything with them)"
+)]
 async fn a_server_killed_mid_call_fails_the_call_at_once_and_comes_back() {
-    let Some(entry) = everything() else { return };
+    let entry = everything();
     let mcp = mcp(&everything_config(&entry, ""));
     let cwd = tempfile::tempdir().unwrap();
     let model = ScriptedModel::replies(vec![
@@ -271,7 +281,8 @@ async fn a_server_killed_mid_call_fails_the_call_at_once_and_comes_back() {
         calls.last().unwrap().1,
         ToolOutcome::Returned {
             text: "Echo: back".into(),
-            structured: None
+            structured: None,
+            content: Vec::new(),
         }
     );
     mcp.shutdown().await;
@@ -279,8 +290,12 @@ async fn a_server_killed_mid_call_fails_the_call_at_once_and_comes_back() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    not(rein_has_python),
+    ignore = "needs python3 (scripts/test-setup.sh installs the MCP SDK and mcp-server-time into a venv with it)"
+)]
 async fn a_changed_tool_list_is_offered_at_the_next_step_and_errors_reach_the_model() {
-    let Some(python) = python() else { return };
+    let python = python();
     let config = format!(
         "[mcp_servers.scripted]\ncommand = {}\nargs = [{}]\n",
         toml_string(&python.to_string_lossy()),
@@ -320,6 +335,7 @@ async fn a_changed_tool_list_is_offered_at_the_next_step_and_errors_reach_the_mo
         ToolOutcome::Returned {
             text: "added a tool".into(),
             structured: Some(json!({ "result": "added a tool" })),
+            content: Vec::new(),
         }
     );
     assert_eq!(
@@ -332,8 +348,12 @@ async fn a_changed_tool_list_is_offered_at_the_next_step_and_errors_reach_the_mo
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    not(rein_has_python),
+    ignore = "needs python3 (scripts/test-setup.sh installs the MCP SDK and mcp-server-time into a venv with it)"
+)]
 async fn a_pypi_server_answers_through_the_kernel() {
-    let Some(python) = python() else { return };
+    let python = python();
     let config = format!(
         "[mcp_servers.time]\ncommand = {}\nargs = [\"-m\", \"mcp_server_time\", \"--local-timezone=UTC\"]\n",
         toml_string(&python.to_string_lossy())

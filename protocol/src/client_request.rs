@@ -34,6 +34,41 @@ pub enum ClientRequest {
         /// The form: a JSON schema of an object with primitive-typed properties.
         requested_schema: serde_json::Value,
     },
+    /// Read a text file as the client has it (an editor: with its unsaved changes). Asked
+    /// only of a front end that declared it can (`ClientCapabilities`); the answer is a
+    /// `text` response, or `failed`.
+    ReadTextFile {
+        /// Absolute.
+        path: PathBuf,
+        /// The first line to read (1-based); the whole file when absent.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        line: Option<u32>,
+        /// At most this many lines.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        limit: Option<u32>,
+    },
+    /// Write a text file through the client (an editor shows the change in its buffer).
+    /// The policy has allowed the write before it is asked; the answer is `written`, or
+    /// `failed`.
+    WriteTextFile {
+        /// Absolute.
+        path: PathBuf,
+        content: String,
+    },
+    /// Run a command in a terminal the client owns (and shows), outside rein's sandbox:
+    /// the policy has judged it as such before it is asked. The client kills it after
+    /// `timeout_ms`, or when the request is cancelled (the turn ended); the answer is
+    /// `terminal_exited`, or `failed`.
+    Terminal {
+        command: Vec<String>,
+        cwd: PathBuf,
+        /// Variables set on top of the client's environment.
+        #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+        env: BTreeMap<String, String>,
+        timeout_ms: u64,
+        /// Bytes of output kept (the client drops the beginning of longer output).
+        output_byte_limit: u64,
+    },
 }
 
 impl ClientRequest {
@@ -45,25 +80,81 @@ impl ClientRequest {
         )
     }
 
+    /// Whether the request asks the client to do something for a tool (read or write a
+    /// file, run a terminal) rather than ask its user. Only a front end that declared the
+    /// capability is asked.
+    pub fn is_client_work(&self) -> bool {
+        matches!(
+            self,
+            ClientRequest::ReadTextFile { .. }
+                | ClientRequest::WriteTextFile { .. }
+                | ClientRequest::Terminal { .. }
+        )
+    }
+
+    /// Whether `other` asks for the same permission, whatever reason it gives: the same
+    /// command in the same directory, or a patch of the same files. What a "deny for this
+    /// session" refuses from then on without asking.
+    pub fn same_ask(&self, other: &ClientRequest) -> bool {
+        match (self, other) {
+            (
+                ClientRequest::Command { command, cwd, .. },
+                ClientRequest::Command {
+                    command: other_command,
+                    cwd: other_cwd,
+                    ..
+                },
+            ) => command == other_command && cwd == other_cwd,
+            (
+                ClientRequest::Patch { files, .. },
+                ClientRequest::Patch {
+                    files: other_files, ..
+                },
+            ) => {
+                let mut a: Vec<&PathBuf> = files.iter().collect();
+                let mut b: Vec<&PathBuf> = other_files.iter().collect();
+                a.sort();
+                a.dedup();
+                b.sort();
+                b.dedup();
+                a == b
+            }
+            _ => false,
+        }
+    }
+
     /// Whether `response` is the kind of answer this request asks for.
     pub fn answered_by(&self, response: &ClientResponse) -> bool {
+        if self.is_client_work() && matches!(response, ClientResponse::Failed { .. }) {
+            return true;
+        }
         matches!(
             (self, response),
             (
-                ClientRequest::Command { .. } | ClientRequest::Patch { .. },
-                ClientResponse::Decision { .. }
-            ) | (
-                ClientRequest::Question { .. },
-                ClientResponse::Answers { .. }
-            ) | (
-                ClientRequest::Elicitation { .. },
-                ClientResponse::Elicitation { .. }
-            )
+                ClientRequest::ReadTextFile { .. },
+                ClientResponse::Text { .. }
+            ) | (ClientRequest::WriteTextFile { .. }, ClientResponse::Written)
+                | (
+                    ClientRequest::Terminal { .. },
+                    ClientResponse::TerminalExited { .. }
+                )
+                | (
+                    ClientRequest::Command { .. } | ClientRequest::Patch { .. },
+                    ClientResponse::Decision { .. }
+                )
+                | (
+                    ClientRequest::Question { .. },
+                    ClientResponse::Answers { .. }
+                )
+                | (
+                    ClientRequest::Elicitation { .. },
+                    ClientResponse::Elicitation { .. }
+                )
         )
     }
 
     /// The answer when nobody can give one (headless, no client attached): no approval,
-    /// no answers, the form declined.
+    /// no answers, the form declined, the work not done.
     pub fn unanswered(&self) -> ClientResponse {
         match self {
             ClientRequest::Command { .. } | ClientRequest::Patch { .. } => {
@@ -78,6 +169,23 @@ impl ClientRequest {
                 action: ElicitationAction::Decline,
                 content: None,
             },
+            ClientRequest::ReadTextFile { .. }
+            | ClientRequest::WriteTextFile { .. }
+            | ClientRequest::Terminal { .. } => ClientResponse::Failed {
+                message: "the client cannot do this".to_owned(),
+            },
+        }
+    }
+
+    /// What the request asks for, for an error message ("a decision", "answers", ...).
+    pub fn expected_answer(&self) -> &'static str {
+        match self {
+            ClientRequest::Command { .. } | ClientRequest::Patch { .. } => "a decision",
+            ClientRequest::Question { .. } => "answers",
+            ClientRequest::Elicitation { .. } => "an elicitation answer",
+            ClientRequest::ReadTextFile { .. } => "a file's text",
+            ClientRequest::WriteTextFile { .. } => "a written answer",
+            ClientRequest::Terminal { .. } => "a terminal's exit",
         }
     }
 }
@@ -120,6 +228,28 @@ pub enum ClientResponse {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         content: Option<serde_json::Value>,
     },
+    /// The answer to `read_text_file`: the text (of the lines asked for).
+    Text { content: String },
+    /// The answer to `write_text_file`: the file is written.
+    Written,
+    /// The answer to `terminal`: how the command ended and what it printed.
+    TerminalExited {
+        /// The output the client kept (its end, when `truncated`).
+        output: String,
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        truncated: bool,
+        /// Absent when a signal ended the command.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        exit_code: Option<u32>,
+        /// The signal's name as the client reports it (`SIGKILL`).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        signal: Option<String>,
+        /// The client killed it after `timeout_ms`.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        timed_out: bool,
+    },
+    /// The client could not do what a file or terminal request asked; `message` says why.
+    Failed { message: String },
 }
 
 /// What the user did with an MCP server's form (MCP's own three answers).
@@ -144,4 +274,71 @@ pub enum SessionGrant {
     /// Writes to these paths (resolved when granted, so a link cannot alias them) and
     /// everything under them.
     Paths { paths: Vec<PathBuf> },
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pretty_assertions::assert_eq;
+
+    #[test]
+    fn client_work_is_answered_by_its_result_or_a_failure_and_nothing_else() {
+        let read = ClientRequest::ReadTextFile {
+            path: PathBuf::from("/w/a.txt"),
+            line: None,
+            limit: None,
+        };
+        let write = ClientRequest::WriteTextFile {
+            path: PathBuf::from("/w/a.txt"),
+            content: String::new(),
+        };
+        let terminal = ClientRequest::Terminal {
+            command: vec!["ls".to_owned()],
+            cwd: PathBuf::from("/w"),
+            env: BTreeMap::new(),
+            timeout_ms: 1,
+            output_byte_limit: 1,
+        };
+        let text = ClientResponse::Text {
+            content: String::new(),
+        };
+        let exited = ClientResponse::TerminalExited {
+            output: String::new(),
+            truncated: false,
+            exit_code: Some(0),
+            signal: None,
+            timed_out: false,
+        };
+        let failed = ClientResponse::Failed {
+            message: "no".to_owned(),
+        };
+        let decision = ClientResponse::Decision {
+            decision: ApprovalDecision::Approve,
+        };
+        let answers = [&text, &ClientResponse::Written, &exited, &failed, &decision];
+        let matrix: Vec<Vec<bool>> = [&read, &write, &terminal]
+            .iter()
+            .map(|request| answers.iter().map(|a| request.answered_by(a)).collect())
+            .collect();
+        assert_eq!(
+            matrix,
+            vec![
+                vec![true, false, false, true, false],
+                vec![false, true, false, true, false],
+                vec![false, false, true, true, false],
+            ]
+        );
+        // Nor does a failure answer an approval.
+        let command = ClientRequest::Command {
+            command: vec!["ls".to_owned()],
+            cwd: PathBuf::from("/w"),
+            reason: String::new(),
+        };
+        assert!(!command.answered_by(&failed));
+        assert!(!command.is_client_work() && read.is_client_work());
+        assert!(matches!(
+            terminal.unanswered(),
+            ClientResponse::Failed { .. }
+        ));
+    }
 }

@@ -10,8 +10,8 @@ use crate::advisor::{AdvisorRisk, AdvisorVerdict, ReviewedCall};
 use crate::agents::AgentOrigin;
 use crate::client_request::{ClientRequest, SessionGrant};
 use crate::fingerprint::RequestFingerprint;
-use crate::ids::{ItemId, SessionId, ThreadId, TurnId};
-use crate::items::Item;
+use crate::ids::{ItemId, SessionId, SubmissionId, ThreadId, TurnId};
+use crate::items::{InputPart, Item};
 use crate::settings::ThreadSettings;
 use crate::status::TokenUsage;
 use crate::tool_facts::{ToolAction, ToolOutcome};
@@ -114,6 +114,18 @@ pub enum EventMsg {
     /// A sub-agent of this thread was closed (with its subtree): not resumed with it.
     AgentClosed {
         thread_id: ThreadId,
+    },
+    /// Mail from another thread of the tree waits in this thread's mailbox (a turn runs and
+    /// drains it at its next step): recorded so that mail a crash interrupts is delivered
+    /// when the thread is restored.
+    MailQueued {
+        submission_id: SubmissionId,
+        from: ThreadId,
+        items: Vec<InputPart>,
+    },
+    /// Mail left the mailbox: it is in the history now.
+    MailTaken {
+        submission_ids: Vec<SubmissionId>,
     },
     /// Settings changed (carried by an accepted input).
     SettingsChanged {
@@ -318,6 +330,8 @@ pub enum ApprovalOutcome {
     Approved,
     ApprovedForSession,
     Denied,
+    /// Denied, and so is the same request for the rest of the thread.
+    DeniedForSession,
     Aborted,
     /// The turn ended (interrupt, shutdown) before an answer came.
     Cancelled,

@@ -138,6 +138,9 @@ pub enum ApprovalDecision {
     /// Approve, and remember the approval for the rest of this thread.
     ApproveForSession,
     Deny,
+    /// Deny, and deny the same request (see `ClientRequest::same_ask`) for the rest of this
+    /// thread without asking again.
+    DenyForSession,
     /// Deny and interrupt the turn.
     Abort,
 }

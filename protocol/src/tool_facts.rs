@@ -172,6 +172,11 @@ pub enum ToolOutcome {
         text: String,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         structured: Option<serde_json::Value>,
+        /// The content blocks as the tool returned them (an MCP server's `content`: text,
+        /// image, audio, resource, resource_link), when they are more than `text` says:
+        /// front ends show them as they are; empty for plain text.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        content: Vec<serde_json::Value>,
     },
     /// A sub-agent tool answered; `agents` are the agents it concerned, with the status
     /// it left them in (a spawn: the new agent).

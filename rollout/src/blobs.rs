@@ -1,7 +1,7 @@
 //! Large payloads stored once, content-addressed: `$REIN_HOME/blobs/<aa>/<sha256>`.
 //!
-//! A tool output, tool-call arguments or an image URL longer than the threshold, and
-//! every inline (`data:`) image, is written to the blob store and replaced in the line by `"\u0001blob:sha256:<hex>"`.
+//! A tool output, tool-call arguments, a file written through the client or an image URL
+//! longer than the threshold, and every inline (`data:`) image, is written to the blob store and replaced in the line by `"\u0001blob:sha256:<hex>"`.
 //! The reader puts the original back, so the event read equals the event written. A
 //! string that happens to start with that prefix is always stored as a blob, whatever its
 //! size, so an inline string with the prefix is never ambiguous. The same content (a tool
@@ -13,7 +13,7 @@ use std::fs::{self, File};
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
-use rein_protocol::{Event, EventMsg, InputPart, Item};
+use rein_protocol::{ClientRequest, Event, EventMsg, InputPart, Item};
 use sha2::{Digest, Sha256};
 
 /// Marks a string that is a reference to a blob.
@@ -198,6 +198,10 @@ pub(crate) fn may_reference(msg: &EventMsg) -> bool {
         EventMsg::ItemCompleted { .. }
             | EventMsg::ToolCallBegin { .. }
             | EventMsg::ToolCallEnd { .. }
+            | EventMsg::ClientRequested {
+                request: ClientRequest::WriteTextFile { .. },
+                ..
+            }
     )
 }
 
@@ -217,6 +221,10 @@ macro_rules! field_walkers {
             match msg {
                 EventMsg::ItemCompleted { item } => $item(item, f),
                 EventMsg::ToolCallBegin { arguments, .. } => f(arguments, Field::Text),
+                EventMsg::ClientRequested {
+                    request: ClientRequest::WriteTextFile { content, .. },
+                    ..
+                } => f(content, Field::Text),
                 EventMsg::ToolCallEnd {
                     outcome: Some(outcome),
                     ..

@@ -29,6 +29,8 @@ fn variant(msg: &EventMsg) -> &'static str {
         EventMsg::AgentSpawned { .. } => "AgentSpawned",
         EventMsg::AgentTasked { .. } => "AgentTasked",
         EventMsg::AgentClosed { .. } => "AgentClosed",
+        EventMsg::MailQueued { .. } => "MailQueued",
+        EventMsg::MailTaken { .. } => "MailTaken",
         EventMsg::TurnStarted { .. } => "TurnStarted",
         EventMsg::TurnCompleted { .. } => "TurnCompleted",
         EventMsg::TurnAborted { .. } => "TurnAborted",
@@ -61,7 +63,7 @@ fn variant(msg: &EventMsg) -> &'static str {
     }
 }
 
-const ALL_VARIANTS: usize = 36;
+const ALL_VARIANTS: usize = 38;
 
 fn meta_for(thread: ThreadId) -> SessionMeta {
     SessionMeta::new(

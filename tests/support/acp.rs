@@ -143,9 +143,14 @@ impl Acp {
     }
 
     pub fn initialize(&mut self) -> Value {
+        self.initialize_with(json!({}))
+    }
+
+    /// `initialize` from a client that offers `capabilities` (`clientCapabilities`).
+    pub fn initialize_with(&mut self, capabilities: Value) -> Value {
         let (_, answer) = self.call(
             "initialize",
-            json!({ "protocolVersion": 1, "clientCapabilities": {},
+            json!({ "protocolVersion": 1, "clientCapabilities": capabilities,
                     "clientInfo": { "name": "rein-tests", "version": "1" } }),
         );
         answer["result"].clone()
@@ -224,6 +229,15 @@ fn check(m: &Value) {
         "session/request_permission" => {
             serde_json::from_value::<acp::RequestPermissionRequest>(params).err()
         }
+        "fs/read_text_file" => serde_json::from_value::<acp::ReadTextFileRequest>(params).err(),
+        "fs/write_text_file" => serde_json::from_value::<acp::WriteTextFileRequest>(params).err(),
+        "terminal/create" => serde_json::from_value::<acp::CreateTerminalRequest>(params).err(),
+        "terminal/output" => serde_json::from_value::<acp::TerminalOutputRequest>(params).err(),
+        "terminal/wait_for_exit" => {
+            serde_json::from_value::<acp::WaitForTerminalExitRequest>(params).err()
+        }
+        "terminal/kill" => serde_json::from_value::<acp::KillTerminalRequest>(params).err(),
+        "terminal/release" => serde_json::from_value::<acp::ReleaseTerminalRequest>(params).err(),
         "$/cancel_request" | "" => None,
         other => panic!("rein acp sent an unexpected method {other}: {m}"),
     };

@@ -250,6 +250,7 @@ const RESPONSES: &[(&str, &str)] = &[
         "config/mcpServer/reload",
         "v2/McpServerRefreshResponse.json",
     ),
+    ("mcpServer/tool/call", "v2/McpServerToolCallResponse.json"),
     // Codex 0.169 dropped thread/rollback from its schema; its answer is `{thread}`, the
     // shape of thread/read's.
     ("thread/rollback", "v2/ThreadReadResponse.json"),

@@ -3,7 +3,8 @@
 //! to every thread as its first tool source.
 //!
 //! Map: `shell_tool` (policy-checked `shell`) on top of `shell` (arguments, formatting)
-//! and `process` (spawn, capture, group kill, env policy); `terminals` (background
+//! and `process` (spawn, capture, group kill, env policy), or `shell_client` (the command
+//! in the client's terminal); `terminals` (background
 //! commands, `write_stdin`, kept per thread as a `ThreadToolState`); `apply_patch`
 //! (parser, matcher, atomic applier, tool); `files` (`read_file`, `list_dir`, `grep`);
 //! `plan` (`update_plan`); `command_actions` (a command line read into read / listFiles /
@@ -25,6 +26,7 @@ pub mod policy;
 pub mod process;
 pub mod sandbox;
 pub mod shell;
+pub mod shell_client;
 pub mod shell_tool;
 pub mod terminals;
 

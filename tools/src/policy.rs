@@ -170,7 +170,9 @@ impl PolicyEngine {
     ) -> Result<(), Refusal> {
         match ctx.request_approval(request, grant_for(ctx, action)).await {
             Ok(ApprovalDecision::Approve | ApprovalDecision::ApproveForSession) => Ok(()),
-            Ok(ApprovalDecision::Deny) => Err(Refusal::DeniedByUser),
+            Ok(ApprovalDecision::Deny | ApprovalDecision::DenyForSession) => {
+                Err(Refusal::DeniedByUser)
+            }
             Ok(ApprovalDecision::Abort) => Err(Refusal::Aborted),
             Err(_) => Err(Refusal::Cancelled),
         }

@@ -1,6 +1,7 @@
 //! The policy-checked `shell` tool the kernel registers: judge the command, ask when the
 //! policy says so, run it inside the sandbox unless the permit says otherwise, and under
 //! `on-failure` offer to rerun outside the sandbox when the sandbox looks like the cause.
+//! A front end that runs commands in its own terminals gets them (`shell_client`).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -17,6 +18,7 @@ use super::shell::{
     exec_action, format_outcome, parse_args, prepare, run_command, run_unsandboxed, shell_spec,
     PreparedCommand, ShellConfig,
 };
+use super::shell_client;
 use super::terminals::BackgroundTerminals;
 use super::{Tool, ToolCall, ToolContext, ToolResult, ToolSpec};
 
@@ -180,6 +182,10 @@ impl Tool for ShellTool {
                     None => cmd.cwd.clone(),
                 };
                 return apply_checked(&self.policy, &ctx, &shell_patch.patch, &dir).await;
+            }
+            if ctx.client().terminal && !args.background {
+                return shell_client::run_in_client(&self.policy, &ctx, &args, &cmd, &self.config)
+                    .await;
             }
             let action = Action::Command {
                 argv: cmd.argv.clone(),

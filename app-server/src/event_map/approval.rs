@@ -73,6 +73,11 @@ pub(super) fn ask(
                 "requestedSchema": requested_schema,
             })),
         ),
+        // Never asked of a Codex client (the caller skips them); should one come, the
+        // client hears of it as a question without choices.
+        ClientRequest::ReadTextFile { .. }
+        | ClientRequest::WriteTextFile { .. }
+        | ClientRequest::Terminal { .. } => (QUESTION_METHOD, Ok(Value::Null)),
         ClientRequest::Patch { reason, .. } => (
             "item/fileChange/requestApproval",
             serde_json::to_value(FileChangeRequestApprovalParams {

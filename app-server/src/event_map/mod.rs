@@ -124,7 +124,9 @@ impl EventMapper {
             | EventMsg::AgentOrigin { .. }
             | EventMsg::AgentSpawned { .. }
             | EventMsg::AgentTasked { .. }
-            | EventMsg::AgentClosed { .. } => {}
+            | EventMsg::AgentClosed { .. }
+            | EventMsg::MailQueued { .. }
+            | EventMsg::MailTaken { .. } => {}
             EventMsg::ThreadNamed { name } => {
                 out.push(Outgoing::Notify(ServerNotification::ThreadNameUpdated(
                     ThreadNameUpdatedNotification {
@@ -302,6 +304,9 @@ impl EventMapper {
                 },
             ),
             EventMsg::ToolCallEnd { outcome: None, .. } => {}
+            // Work for a client that can read files or run terminals for rein: Codex
+            // clients declare no such capability, so their threads never ask it.
+            EventMsg::ClientRequested { request, .. } if request.is_client_work() => {}
             EventMsg::ClientRequested {
                 request_id: approval_id,
                 call_id,

@@ -1,16 +1,18 @@
 //! MCP servers for IDEs: `mcpServerStatus/list` (every configured server, its state and
-//! tools), `config/mcpServer/reload`, and the `mcpServer/startupStatus/updated`
-//! notifications a connection receives as servers start, fail and stop.
+//! tools), `config/mcpServer/reload`, `mcpServer/tool/call` (a tool of a thread's server
+//! called by the client itself), and the `mcpServer/startupStatus/updated` notifications a
+//! connection receives as servers start, fail and stop.
 
 use rein_app_server_protocol::{
     ListMcpServerStatusParams, ListMcpServerStatusResponse, McpAuthStatus,
     McpServerConnectionStatus, McpServerRefreshResponse, McpServerStartupState, McpServerStatus,
-    McpServerStatusUpdatedNotification, ServerNotification,
+    McpServerStatusUpdatedNotification, McpServerToolCallParams, McpServerToolCallResponse,
+    ServerNotification,
 };
-use rein_mcp::{McpManager, Server, ServerStatus, StatusUpdate, Transport};
+use rein_mcp::{CallError, McpManager, Server, ServerStatus, StatusUpdate, Transport};
 use serde_json::Value;
 
-use super::to_value;
+use super::{loaded, to_value};
 use crate::dispatch::{params, ServerState};
 use crate::error::RpcError;
 use crate::outbound::Outbound;
@@ -37,6 +39,51 @@ pub async fn reload(state: &ServerState) -> Result<Value, RpcError> {
         .await
         .map_err(RpcError::invalid_request)?;
     to_value(&McpServerRefreshResponse {})
+}
+
+/// The server of the thread's working directory (started now if it is not running yet)
+/// answers; its result is passed on as it is, `isError` included.
+pub async fn tool_call(state: &ServerState, raw: Value) -> Result<Value, RpcError> {
+    let p: McpServerToolCallParams = params(raw)?;
+    let thread = loaded(state, &p.thread_id)?;
+    let cwd = thread.meta().settings.cwd.clone();
+    let server = state
+        .kernel
+        .mcp
+        .as_ref()
+        .and_then(|mcp| {
+            mcp.servers_for(&cwd)
+                .into_iter()
+                .find(|s| s.name() == p.server)
+        })
+        .ok_or_else(|| {
+            RpcError::invalid_request(format!(
+                "no enabled MCP server '{}' is configured",
+                p.server
+            ))
+        })?;
+    let result = server
+        .call_tool(&p.tool, p.arguments, p.meta)
+        .await
+        .map_err(|e| match e {
+            CallError::Invalid(message) => RpcError::invalid_request(message),
+            CallError::Failed(message) => RpcError::internal(message),
+        })?;
+    to_value(&McpServerToolCallResponse {
+        content: result
+            .content
+            .iter()
+            .map(serde_json::to_value)
+            .collect::<Result<_, _>>()
+            .map_err(RpcError::internal)?,
+        structured_content: result.structured_content,
+        is_error: result.is_error,
+        meta: result
+            .meta
+            .map(serde_json::to_value)
+            .transpose()
+            .map_err(RpcError::internal)?,
+    })
 }
 
 fn statuses(mcp: &McpManager) -> Vec<McpServerStatus> {

@@ -338,6 +338,7 @@ impl Reader {
                     None if *success => ToolOutcome::Returned {
                         text: output.clone(),
                         structured: None,
+                        content: Vec::new(),
                     },
                     None => ToolOutcome::failed(output.clone()),
                 };

@@ -283,6 +283,8 @@ impl<W: Write> HumanProgress<W> {
             | EventMsg::AgentSpawned { .. }
             | EventMsg::AgentTasked { .. }
             | EventMsg::AgentClosed { .. }
+            | EventMsg::MailQueued { .. }
+            | EventMsg::MailTaken { .. }
             | EventMsg::ThreadNamed { .. }
             | EventMsg::TurnDiff { .. }
             | EventMsg::TurnStarted { .. }

@@ -180,6 +180,8 @@ impl JsonlMapper {
             | EventMsg::AgentSpawned { .. }
             | EventMsg::AgentTasked { .. }
             | EventMsg::AgentClosed { .. }
+            | EventMsg::MailQueued { .. }
+            | EventMsg::MailTaken { .. }
             | EventMsg::ThreadNamed { .. }
             | EventMsg::ItemStarted { .. }
             | EventMsg::AgentMessageDelta { .. }
@@ -358,9 +360,18 @@ fn finish(details: &mut ExecItemDetails, outcome: &ToolOutcome) {
             status,
             ..
         } => {
-            if let ToolOutcome::Returned { text, structured } = outcome {
+            if let ToolOutcome::Returned {
+                text,
+                structured,
+                content,
+            } = outcome
+            {
                 *result = Some(McpToolResult {
-                    content: vec![serde_json::json!({"type": "text", "text": text})],
+                    content: if content.is_empty() {
+                        vec![serde_json::json!({"type": "text", "text": text})]
+                    } else {
+                        content.clone()
+                    },
                     structured_content: structured.clone(),
                 });
                 *status = McpToolStatus::Completed;

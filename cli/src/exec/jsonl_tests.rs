@@ -151,6 +151,7 @@ fn a_file_tool_call_is_a_command_execution_of_the_call() {
             ToolOutcome::Returned {
                 text: "     1\talpha\n".into(),
                 structured: None,
+                content: Vec::new(),
             },
         ),
     ]);

@@ -230,6 +230,17 @@ impl AgentControl {
         self.follow_up(follow);
     }
 
+    /// Route mail like [`Self::send`], and wait until the mail that goes at once is in its
+    /// thread's loop (recorded there, so a crash after this does not lose it).
+    pub(super) async fn deliver(self: &Arc<Self>, mail: Mail) {
+        let mut follow = self.lock().route(mail, &self.config);
+        let now = std::mem::take(&mut follow.mail);
+        self.follow_up(follow);
+        for mail in now {
+            self.submit_mail(mail).await;
+        }
+    }
+
     /// Route mail (now, or queued for capacity) and start what the tree has room for.
     pub(super) fn send(self: &Arc<Self>, mail: Mail) {
         let follow = self.lock().route(mail, &self.config);

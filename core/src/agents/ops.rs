@@ -17,6 +17,7 @@ use super::state::AgentState;
 use super::AgentControl;
 use crate::manager::{SpawnedAgent, ThreadOptions, ThreadOrigin};
 use crate::store::SessionMeta;
+use crate::thread::state::ThreadState;
 use crate::thread::ThreadHandle;
 use crate::tools::{AgentEdge, ToolContext};
 
@@ -174,12 +175,13 @@ impl AgentControl {
             }
         };
         self.watch(child, events);
-        self.send(Mail {
+        self.deliver(Mail {
             id: SubmissionId::new(),
             from: parent,
             to: child,
             items: req.items,
-        });
+        })
+        .await;
         Ok(json!({ "agent_id": child.to_string(), "nickname": nickname }))
     }
 
@@ -307,12 +309,13 @@ impl AgentControl {
             n.last_task = task;
         }
         let id = SubmissionId::new();
-        self.send(Mail {
+        self.deliver(Mail {
             id,
             from: ctx.thread_id,
             to,
             items,
-        });
+        })
+        .await;
         Ok(json!({ "submission_id": id.to_string() }))
     }
 
@@ -468,6 +471,7 @@ impl AgentControl {
             }
         }
         self.watch(id, new.events);
+        self.redeliver(id, &state, None);
         self.changed.notify_waiters();
         Ok(json!({ "status": restored.to_json() }))
     }
@@ -511,7 +515,8 @@ impl AgentControl {
             let Ok(state) = handle.state().await else {
                 continue;
             };
-            self.register_restored(handle.id(), &state, last_task, handle.subscribe());
+            self.register_restored(handle.id(), &state, last_task.clone(), handle.subscribe());
+            self.redeliver(handle.id(), &state, last_task);
             let Some(store) = manager.store() else {
                 continue;
             };
@@ -534,6 +539,33 @@ impl AgentControl {
                     }
                 }
             }
+        }
+    }
+
+    /// What a crash left undelivered to a thread just restored: the mail its mailbox had
+    /// recorded, or, for a sub-agent that never started a turn, the task it was spawned
+    /// with (which may have waited for capacity in memory only).
+    fn redeliver(self: &Arc<Self>, id: ThreadId, state: &ThreadState, task: Option<String>) {
+        for mail in &state.pending_mail {
+            self.send(Mail {
+                id: mail.submission_id,
+                from: mail.from,
+                to: id,
+                items: mail.items.clone(),
+            });
+        }
+        let never_ran = state.turns.is_empty() && state.pending_mail.is_empty();
+        if let (true, Some(parent), Some(task)) = (
+            never_ran,
+            state.agent.as_ref().map(|a| a.parent_thread_id),
+            task.filter(|t| !t.trim().is_empty()),
+        ) {
+            self.send(Mail {
+                id: SubmissionId::new(),
+                from: parent,
+                to: id,
+                items: vec![InputPart::text(task)],
+            });
         }
     }
 }

@@ -10,7 +10,7 @@ use tokio::sync::oneshot;
 use super::bus::{EventBus, EventStream};
 use super::state::ThreadState;
 use crate::error::ThreadError;
-use crate::tools::{ThreadTools, ToolSource};
+use crate::tools::{ClientCapabilities, ThreadTools, ToolSource};
 
 /// What travels through a thread's queue. Submissions are by far the common message, so
 /// boxing them to shrink the rare snapshot request would only add an allocation per Op.
@@ -45,6 +45,13 @@ impl ThreadHandle {
     /// already running keeps the tools it froze).
     pub fn add_tool_source(&self, source: Arc<dyn ToolSource>) {
         self.inner.tools.sources.add(source);
+    }
+
+    /// What this thread's front end can do for its tools (read and write files through an
+    /// editor, run terminals); calls that start afterwards may use it. A front end that
+    /// declares a capability must answer the requests it brings.
+    pub fn set_client_capabilities(&self, capabilities: ClientCapabilities) {
+        self.inner.tools.set_client(capabilities);
     }
 
     /// Events from now on.

@@ -5,14 +5,16 @@
 //! Architecture invariant: nothing else mutates a `ThreadState`. Status, history, the
 //! active turn, settings and usage change only here, in response to an event.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use rein_protocol::{
-    AgentOrigin, AgentStatus, ChildAgent, ErrorCode, Event, EventMsg, Item, SessionId, TaskKind,
-    ThreadId, ThreadSettings, TokenUsage, TurnAbortReason, TurnId,
+    AgentOrigin, AgentStatus, ApprovalOutcome, ChildAgent, ClientRequest, ErrorCode, Event,
+    EventMsg, InputPart, Item, SessionId, SubmissionId, TaskKind, ThreadId, ThreadSettings,
+    TokenUsage, TurnAbortReason, TurnId,
 };
 
-use crate::tools::SessionApprovals;
+use crate::tools::{SessionApprovals, SessionDenials};
 
 /// One turn as history sees it: where its items begin.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -62,6 +64,14 @@ pub struct RecoverableTurn {
     pub output_schema: Option<Arc<serde_json::Value>>,
 }
 
+/// Mail waiting in a thread's mailbox (see [`EventMsg::MailQueued`]).
+#[derive(Clone, Debug, PartialEq)]
+pub struct PendingMail {
+    pub submission_id: SubmissionId,
+    pub from: ThreadId,
+    pub items: Vec<InputPart>,
+}
+
 #[derive(Clone, Debug, PartialEq, Default)]
 pub struct ThreadState {
     pub thread_id: Option<ThreadId>,
@@ -85,10 +95,17 @@ pub struct ThreadState {
     pub rollback_floor: usize,
     /// What the user approved "for this session" (folded from the answers' grants).
     pub session_grants: SessionApprovals,
+    /// What the user denied "for this session" (folded from the requests so answered).
+    pub session_denials: SessionDenials,
+    /// The client requests not answered yet, by id: what a "deny for this session" denies.
+    pub open_requests: HashMap<String, ClientRequest>,
     /// Where this thread comes from, when it is a sub-agent.
     pub agent: Option<AgentOrigin>,
     /// The sub-agents this thread spawned, in order (closed ones stay, marked closed).
     pub children: Vec<ChildAgent>,
+    /// Mail accepted into the mailbox and not yet in the history, in order: what a
+    /// restore delivers again.
+    pub pending_mail: Vec<PendingMail>,
     /// Sequence number of the last event applied.
     pub last_seq: Option<u64>,
 }
@@ -173,6 +190,22 @@ impl ThreadState {
                     child.last_task.clone_from(task);
                 }
             }
+            EventMsg::MailQueued {
+                submission_id,
+                from,
+                items,
+            } => {
+                self.pending_mail
+                    .retain(|m| m.submission_id != *submission_id);
+                self.pending_mail.push(PendingMail {
+                    submission_id: *submission_id,
+                    from: *from,
+                    items: items.clone(),
+                });
+            }
+            EventMsg::MailTaken { submission_ids } => self
+                .pending_mail
+                .retain(|m| !submission_ids.contains(&m.submission_id)),
             EventMsg::AgentClosed { thread_id } => {
                 if let Some(child) = self.children.iter_mut().find(|c| c.thread_id == *thread_id) {
                     child.open = false;
@@ -278,9 +311,27 @@ impl ThreadState {
                 }
             }
             EventMsg::RolledBack { turns } => self.roll_back(*turns as usize),
+            EventMsg::ClientRequested {
+                request_id,
+                request,
+                ..
+            } => {
+                self.open_requests
+                    .insert(request_id.clone(), request.clone());
+            }
             EventMsg::ClientRequestResolved {
-                grant: Some(grant), ..
-            } => self.session_grants.grant(grant),
+                request_id,
+                outcome,
+                grant,
+            } => {
+                let request = self.open_requests.remove(request_id);
+                if let Some(grant) = grant {
+                    self.session_grants.grant(grant);
+                }
+                if let (ApprovalOutcome::DeniedForSession, Some(request)) = (outcome, request) {
+                    self.session_denials.deny(&request);
+                }
+            }
             EventMsg::ShutdownComplete => {
                 self.active_turn = None;
                 self.status = AgentStatus::Shutdown;
@@ -293,8 +344,6 @@ impl ThreadState {
             | EventMsg::AdvisorReviewCompleted { .. }
             | EventMsg::ToolOutputDelta { .. }
             | EventMsg::ToolCallEnd { .. }
-            | EventMsg::ClientRequested { .. }
-            | EventMsg::ClientRequestResolved { grant: None, .. }
             | EventMsg::PlanUpdated { .. }
             | EventMsg::PatchApplied { .. }
             | EventMsg::TurnDiff { .. }

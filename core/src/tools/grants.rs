@@ -6,7 +6,7 @@
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
-use rein_protocol::SessionGrant;
+use rein_protocol::{ClientRequest, SessionGrant};
 
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct SessionApprovals {
@@ -47,12 +47,57 @@ impl SessionApprovals {
     }
 }
 
+/// "Deny for this session": the requests the user refused for the rest of a thread, each
+/// refused again without asking when the same request comes (`ClientRequest::same_ask`).
+/// Folded, like the grants, from the thread's events (`ThreadState::session_denials`).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct SessionDenials {
+    denied: Vec<ClientRequest>,
+}
+
+impl SessionDenials {
+    pub fn deny(&mut self, request: &ClientRequest) {
+        if !self.covers(request) {
+            self.denied.push(request.clone());
+        }
+    }
+
+    pub fn covers(&self, request: &ClientRequest) -> bool {
+        self.denied.iter().any(|d| d.same_ask(request))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    fn argv_of(s: &[&str]) -> Vec<String> {
+        argv(s)
+    }
+
     fn argv(s: &[&str]) -> Vec<String> {
         s.iter().map(|a| (*a).to_owned()).collect()
+    }
+
+    #[test]
+    fn a_denial_covers_the_same_ask_whatever_its_reason() {
+        let command = |argv: &[&str], cwd: &str, reason: &str| ClientRequest::Command {
+            command: argv_of(argv),
+            cwd: PathBuf::from(cwd),
+            reason: reason.into(),
+        };
+        let mut d = SessionDenials::default();
+        d.deny(&command(&["rm", "-rf", "x"], "/w", "clean"));
+        assert!(d.covers(&command(&["rm", "-rf", "x"], "/w", "again")));
+        assert!(!d.covers(&command(&["rm", "-rf", "x", "y"], "/w", "clean")));
+        assert!(!d.covers(&command(&["rm", "-rf", "x"], "/elsewhere", "clean")));
+        let patch = |files: &[&str]| ClientRequest::Patch {
+            files: files.iter().map(PathBuf::from).collect(),
+            reason: String::new(),
+        };
+        d.deny(&patch(&["a", "b"]));
+        assert!(d.covers(&patch(&["b", "a"])));
+        assert!(!d.covers(&patch(&["a"])));
     }
 
     #[test]

@@ -8,13 +8,15 @@
 //! `ToolSet`, and only that set runs the calls of that Step's reply.
 
 pub mod capture;
+pub mod client;
 pub mod grants;
 pub mod sources;
 pub mod testing;
 pub mod thread_tools;
 
 pub use capture::HeadTailBuffer;
-pub use grants::SessionApprovals;
+pub use client::{ClientCapabilities, ClientWorkError, TerminalCommand, TerminalExit};
+pub use grants::{SessionApprovals, SessionDenials};
 pub use sources::{StaticTools, ThreadToolSource, ToolSlot, ToolSource, ToolSources};
 pub use thread_tools::{ThreadToolState, ThreadTools};
 
@@ -66,6 +68,7 @@ impl ToolResult {
             outcome: ToolOutcome::Returned {
                 text: output.clone(),
                 structured: None,
+                content: Vec::new(),
             },
             output,
             success: true,
@@ -308,9 +311,7 @@ impl ToolContext {
             .await?;
         Ok(match response {
             ClientResponse::Decision { decision } => decision,
-            ClientResponse::Answers { .. } | ClientResponse::Elicitation { .. } => {
-                ApprovalDecision::Deny
-            }
+            _ => ApprovalDecision::Deny,
         })
     }
 }

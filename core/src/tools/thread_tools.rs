@@ -12,6 +12,7 @@ use std::any::{Any, TypeId};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
 
+use super::client::ClientCapabilities;
 use super::grants::SessionApprovals;
 use super::sources::ToolSources;
 
@@ -43,6 +44,8 @@ pub struct ThreadTools {
     grants: RwLock<Arc<SessionApprovals>>,
     pub sources: ToolSources,
     states: Mutex<HashMap<TypeId, Entry>>,
+    /// What the thread's front end can do for its tools (nothing unless it said so).
+    client: RwLock<ClientCapabilities>,
 }
 
 impl ThreadTools {
@@ -60,6 +63,16 @@ impl ThreadTools {
     /// Replace the grants (the loop does, from the thread state).
     pub fn set_grants(&self, grants: SessionApprovals) {
         *self.grants.write().unwrap_or_else(PoisonError::into_inner) = Arc::new(grants);
+    }
+
+    /// What the thread's front end can do for its tools.
+    pub fn client(&self) -> ClientCapabilities {
+        *self.client.read().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Set what the thread's front end can do for its tools (calls that start later see it).
+    pub fn set_client(&self, capabilities: ClientCapabilities) {
+        *self.client.write().unwrap_or_else(PoisonError::into_inner) = capabilities;
     }
 
     /// This thread's `T`, made with `T::default()` the first time it is asked for.

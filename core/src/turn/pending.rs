@@ -16,6 +16,16 @@ pub(crate) struct PendingEntry {
     pub mail: bool,
 }
 
+/// The mail among `entries`: what leaves the mailbox (`MailTaken`) when they become
+/// history.
+pub(crate) fn mail_ids(entries: &[PendingEntry]) -> Vec<SubmissionId> {
+    entries
+        .iter()
+        .filter(|e| e.mail)
+        .map(|e| e.submission)
+        .collect()
+}
+
 #[derive(Clone, Default)]
 pub(crate) struct PendingInput(Arc<Mutex<VecDeque<PendingEntry>>>);
 

@@ -68,7 +68,14 @@ impl RegularTask {
 
     /// Steers become ordinary user messages, between two requests, never inside one.
     fn drain_pending(&mut self) {
-        for entry in self.pending.take_all() {
+        let entries = self.pending.take_all();
+        let mail = super::pending::mail_ids(&entries);
+        if !mail.is_empty() {
+            self.sink.emit(EventMsg::MailTaken {
+                submission_ids: mail,
+            });
+        }
+        for entry in entries {
             self.record(Item::UserMessage {
                 id: ItemId::new(),
                 content: entry.items,

@@ -15,42 +15,22 @@ use rein_protocol::{
     TurnBudget,
 };
 
-pub fn repo_root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .unwrap()
-        .to_owned()
-}
+#[path = "../../../tests/support/test_setup.rs"]
+mod test_setup;
+pub use test_setup::repo_root;
 
-fn installed(path: PathBuf, what: &str) -> Option<PathBuf> {
-    if path.exists() {
-        return Some(path);
-    }
-    // CI installs every server (scripts/test-setup.sh): there a missing one is a failure.
-    assert!(
-        std::env::var_os("CI").is_none(),
-        "CI must have {what} (scripts/test-setup.sh installs it under target/)"
-    );
-    eprintln!("SKIPPED: {what} is not installed; run scripts/test-setup.sh");
-    None
-}
-
-/// `node` and the path of `@modelcontextprotocol/server-everything`'s entry point.
-pub fn everything() -> Option<PathBuf> {
-    installed(
-        repo_root().join(
-            "target/mcp-node/node_modules/@modelcontextprotocol/server-everything/dist/index.js",
-        ),
-        "@modelcontextprotocol/server-everything",
+/// The entry point of `@modelcontextprotocol/server-everything` (run it with `node`).
+/// Tests that use it are ignored without `rein_has_node`.
+pub fn everything() -> PathBuf {
+    test_setup::installed(
+        "target/mcp-node/node_modules/@modelcontextprotocol/server-everything/dist/index.js",
     )
 }
 
-/// The Python of the venv holding the MCP SDK (1.x) and `mcp-server-time`.
-pub fn python() -> Option<PathBuf> {
-    installed(
-        repo_root().join("target/mcp-venv/bin/python"),
-        "the MCP Python venv (mcp-server-time)",
-    )
+/// The Python of the venv holding the MCP SDK (1.x) and `mcp-server-time`. Tests that use
+/// it are ignored without `rein_has_python`.
+pub fn python() -> PathBuf {
+    test_setup::installed("target/mcp-venv/bin/python")
 }
 
 pub fn scripted_server() -> PathBuf {

@@ -5,8 +5,8 @@ use std::path::PathBuf;
 
 use rein_protocol::{
     ApprovalOutcome, ApprovalPolicy, ClientRequest, ErrorCode, Event, EventMsg, InputPart, Item,
-    ItemId, ItemKind, PlanStep, PlanStepStatus, SandboxPolicy, TaskKind, ThreadId, ThreadSettings,
-    TokenUsage, TurnAbortReason, TurnId,
+    ItemId, ItemKind, PlanStep, PlanStepStatus, SandboxPolicy, SubmissionId, TaskKind, ThreadId,
+    ThreadSettings, TokenUsage, TurnAbortReason, TurnId,
 };
 
 pub fn settings() -> ThreadSettings {
@@ -202,6 +202,15 @@ pub fn every_variant_thread() -> ThreadScript {
         task: "look again".into(),
     });
     s.push(EventMsg::AgentClosed { thread_id: child });
+    let mail = SubmissionId::new();
+    s.push(EventMsg::MailQueued {
+        submission_id: mail,
+        from: child,
+        items: vec![InputPart::text("a result")],
+    });
+    s.push(EventMsg::MailTaken {
+        submission_ids: vec![mail],
+    });
     s.start_turn("first: with an image");
     s.push(EventMsg::ItemCompleted {
         item: Item::UserMessage {

@@ -3,9 +3,11 @@
 //! every result in memory and then writes all files or none through directories opened
 //! without following symlinks ([`fs`]), [`diff`] renders what
 //! changed, and [`tool`] exposes it to the model behind the policy engine;
-//! [`invocation`] recognises a patch sent through the shell tool instead.
+//! [`invocation`] recognises a patch sent through the shell tool instead; [`client`]
+//! applies one through an editor that reads and writes files for rein.
 
 pub mod applier;
+pub mod client;
 pub mod diff;
 pub mod error;
 pub mod fs;

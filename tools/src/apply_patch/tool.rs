@@ -11,6 +11,7 @@ use serde::Deserialize;
 use serde_json::json;
 
 use super::applier::{ChangeKind, FileChange};
+use super::client;
 use super::parser::{FileOp, Hunk};
 use super::{parse, stage, summarize, PatchError};
 use crate::policy::{Action, PolicyEngine};
@@ -81,10 +82,15 @@ pub async fn apply_checked(
     text: &str,
     cwd: &Path,
 ) -> ToolResult {
-    let staged = match parse(text)
-        .map_err(PatchError::from)
-        .and_then(|p| stage(&p, cwd))
-    {
+    let patch = match parse(text) {
+        Ok(p) => p,
+        Err(e) => return ToolResult::err(PatchError::from(e).to_string()),
+    };
+    let client = ctx.client();
+    if client.read_text_file && client.write_text_file && client::fits_client(&patch) {
+        return client::apply_through_client(policy, ctx, &patch, cwd).await;
+    }
+    let staged = match stage(&patch, cwd) {
         Ok(s) => s,
         Err(e) => return ToolResult::err(e.to_string()),
     };
@@ -158,7 +164,7 @@ fn hunk_text(hunk: &Hunk) -> String {
 }
 
 /// One applied change; paths are made absolute against the patch's `cwd`.
-fn file_diff(change: &FileChange, cwd: &Path) -> FileDiff {
+pub(super) fn file_diff(change: &FileChange, cwd: &Path) -> FileDiff {
     let (kind, move_to) = match &change.kind {
         ChangeKind::Add => (FileChangeKind::Add, None),
         ChangeKind::Delete => (FileChangeKind::Delete, None),

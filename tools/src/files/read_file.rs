@@ -69,12 +69,40 @@ impl Tool for ReadFileTool {
             let path = resolve(&ctx.settings.cwd, Some(&args.path));
             let offset = args.offset.unwrap_or(1).max(1);
             let limit = args.limit.unwrap_or(DEFAULT_LIMIT).max(1);
-            match blocking(move || read_range(&path, offset, limit)).await {
+            let read = if ctx.client().read_text_file {
+                read_through_client(&ctx, path, offset, limit).await
+            } else {
+                blocking(move || read_range(&path, offset, limit)).await
+            };
+            match read {
                 Ok(text) => ToolResult::ok(text),
                 Err(e) => ToolResult::err(e),
             }
         })
     }
+}
+
+/// The lines as the client (an editor) has them, unsaved changes included, numbered as a
+/// read of the disk would be. One line more than asked for tells whether more follow.
+async fn read_through_client(
+    ctx: &ToolContext,
+    path: PathBuf,
+    offset: usize,
+    limit: usize,
+) -> Result<String, String> {
+    let too_far = || format!("offset {offset} is out of range");
+    let line = u32::try_from(offset).map_err(|_| too_far())?;
+    let ask = u32::try_from(limit.saturating_add(1)).unwrap_or(u32::MAX);
+    let text = ctx
+        .read_text_file(path.clone(), Some(line), Some(ask))
+        .await
+        .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    number_lines(
+        &mut std::io::Cursor::new(text.as_bytes()),
+        &path,
+        offset,
+        (offset, limit),
+    )
 }
 
 /// Lines `offset..offset+limit` of the file, numbered. Reads no further than needed and
@@ -87,13 +115,25 @@ pub fn read_range(path: &Path, offset: usize, limit: usize) -> Result<String, St
     if looks_binary(reader.fill_buf().map_err(cannot)?) {
         return Err(format!("{} is a binary file", path.display()));
     }
+    number_lines(&mut reader, path, 1, (offset, limit))
+}
+
+/// Number lines `offset..offset+limit` of `reader`, whose first line is line `first` of
+/// the file at `path`.
+fn number_lines(
+    reader: &mut impl BufRead,
+    path: &Path,
+    first: usize,
+    (offset, limit): (usize, usize),
+) -> Result<String, String> {
+    let cannot = |e: std::io::Error| format!("cannot read {}: {e}", path.display());
     let mut out = String::new();
     let mut line = Vec::new();
-    let mut number = 0;
+    let mut number = first - 1;
     let last = offset.saturating_add(limit - 1);
     loop {
         line.clear();
-        if !read_line_capped(&mut reader, &mut line).map_err(cannot)? {
+        if !read_line_capped(reader, &mut line).map_err(cannot)? {
             break;
         }
         number += 1;
@@ -116,8 +156,14 @@ pub fn read_range(path: &Path, offset: usize, limit: usize) -> Result<String, St
         out.push_str(&format!("{number:>6}\t{shown}\n"));
     }
     if number < offset && !(number == 0 && offset == 1) {
+        // Lines before `first` were not seen: their count is known only from the start.
+        let count = if first == 1 {
+            format!(" ({number} lines)")
+        } else {
+            String::new()
+        };
         return Err(format!(
-            "offset {offset} is past the end of {} ({number} lines)",
+            "offset {offset} is past the end of {}{count}",
             path.display()
         ));
     }

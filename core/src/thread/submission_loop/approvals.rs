@@ -1,11 +1,12 @@
 //! Client requests parked in the loop: a call's request (an approval, a question) waits
 //! here for the client's answer Op; ending the turn resolves every request of its run as
 //! cancelled. An approval "for the session" records its grant in the answer's event, which
-//! the reducer folds into the thread's grants; the calls see them before the asker wakes.
+//! the reducer folds into the thread's grants; the calls see them before the asker wakes. A
+//! denial "for the session" is folded from the answer's outcome and the request it answers:
+//! the loop refuses the same request from then on without asking.
 
 use rein_protocol::{
-    ApprovalDecision, ApprovalOutcome, ClientRequest, ClientResponse, EventMsg, OpResult,
-    TurnAbortReason, TurnId,
+    ApprovalDecision, ApprovalOutcome, ClientResponse, EventMsg, OpResult, TurnAbortReason, TurnId,
 };
 
 use super::SubmissionLoop;
@@ -46,11 +47,7 @@ impl SubmissionLoop {
             return OpResult::Refused {
                 message: format!(
                     "request {request_id} asks for {}",
-                    match parked.request {
-                        ClientRequest::Command { .. } | ClientRequest::Patch { .. } => "a decision",
-                        ClientRequest::Question { .. } => "answers",
-                        ClientRequest::Elicitation { .. } => "an elicitation answer",
-                    }
+                    parked.request.expected_answer()
                 ),
             };
         }
@@ -59,11 +56,15 @@ impl SubmissionLoop {
                 ApprovalDecision::Approve => ApprovalOutcome::Approved,
                 ApprovalDecision::ApproveForSession => ApprovalOutcome::ApprovedForSession,
                 ApprovalDecision::Deny => ApprovalOutcome::Denied,
+                ApprovalDecision::DenyForSession => ApprovalOutcome::DeniedForSession,
                 ApprovalDecision::Abort => ApprovalOutcome::Aborted,
             },
-            ClientResponse::Answers { .. } | ClientResponse::Elicitation { .. } => {
-                ApprovalOutcome::Answered
-            }
+            ClientResponse::Answers { .. }
+            | ClientResponse::Elicitation { .. }
+            | ClientResponse::Text { .. }
+            | ClientResponse::Written
+            | ClientResponse::TerminalExited { .. }
+            | ClientResponse::Failed { .. } => ApprovalOutcome::Answered,
         };
         let Some(parked) = self.requests.remove(request_id) else {
             return OpResult::Accepted;
@@ -89,6 +90,15 @@ impl SubmissionLoop {
             // call and let the task start another step (a model request) before the abort.
             self.abort_turn(TurnAbortReason::Interrupted).await;
         }
+        // The tool hears a plain denial: what the session remembers is the loop's business.
+        let response = match response {
+            ClientResponse::Decision {
+                decision: ApprovalDecision::DenyForSession,
+            } => ClientResponse::Decision {
+                decision: ApprovalDecision::Deny,
+            },
+            response => response,
+        };
         let _ = parked.reply.send(response);
         OpResult::Accepted
     }

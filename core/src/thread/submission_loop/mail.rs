@@ -2,9 +2,11 @@
 //! mailbox as steers, with the phase rule (mail that arrives after the running turn's
 //! final answer waits for the next turn, which `start_leftover_turn` opens) and idle
 //! wake-up (mail to an idle thread starts a turn by itself, under a random UUIDv4 id).
+//! Mail that waits in the mailbox is recorded (`MailQueued`, then `MailTaken` once it is in
+//! the history), so the thread's fold knows what a crash left undelivered.
 
 use rein_protocol::{
-    InputOutcome, InputPart, RejectReason, SubmissionId, TaskKind, ThreadId, TurnId,
+    EventMsg, InputOutcome, InputPart, RejectReason, SubmissionId, TaskKind, ThreadId, TurnId,
 };
 
 use super::SubmissionLoop;
@@ -42,6 +44,16 @@ impl SubmissionLoop {
                     .active_turn
                     .as_ref()
                     .is_some_and(|t| t.kind == TaskKind::Regular);
+                // Recorded before it is accepted: a crash before the next step does not
+                // lose it (a restore delivers it again).
+                self.emit(
+                    Some(turn_id),
+                    EventMsg::MailQueued {
+                        submission_id: id,
+                        from,
+                        items: entry.items.clone(),
+                    },
+                );
                 self.pending.push(entry);
                 if regular {
                     InputOutcome::Steered { turn_id }

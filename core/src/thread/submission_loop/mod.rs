@@ -7,9 +7,9 @@ use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 
 use rein_protocol::{
-    ClientRequest, ClientResponse, ErrorCode, EventMsg, InputMode, InputOutcome, InputPart,
-    InterruptOutcome, ItemId, Op, OpResult, RejectReason, SessionGrant, SettingsChange, Submission,
-    SubmissionId, ThreadId, ThreadSettings, ToolOutcome, TurnAbortReason, TurnId,
+    ApprovalDecision, ClientRequest, ClientResponse, ErrorCode, EventMsg, InputMode, InputOutcome,
+    InputPart, InterruptOutcome, ItemId, Op, OpResult, RejectReason, SessionGrant, SettingsChange,
+    Submission, SubmissionId, ThreadId, ThreadSettings, ToolOutcome, TurnAbortReason, TurnId,
 };
 use tokio::sync::{mpsc, oneshot};
 use tokio::time::Instant;
@@ -447,6 +447,13 @@ impl SubmissionLoop {
             } => {
                 if turn.cancel.is_cancelled() {
                     return None; // dropping `reply` tells the tool it was cancelled
+                }
+                if self.state.session_denials.covers(&ask.request) {
+                    // Denied for the session: refused again without asking anyone.
+                    let _ = reply.send(ClientResponse::Decision {
+                        decision: ApprovalDecision::Deny,
+                    });
+                    return None;
                 }
                 let request_id = ItemId::new().0;
                 self.requests.insert(

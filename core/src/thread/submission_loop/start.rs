@@ -15,7 +15,7 @@ use super::{RunningTurn, SubmissionLoop};
 use crate::thread::open_items::OpenItems;
 use crate::turn::advisor::Advisor;
 use crate::turn::compact::{CompactTask, Compaction};
-use crate::turn::pending::{PendingEntry, PendingInput};
+use crate::turn::pending::{mail_ids, PendingEntry, PendingInput};
 use crate::turn::review::{review_request, review_settings};
 use crate::turn::sink::TurnSink;
 use crate::turn::task::{AutoCompaction, RegularTask};
@@ -159,6 +159,21 @@ impl SubmissionLoop {
     ) -> Result<(), RejectReason> {
         let opened = self.open_turn(turn_id, TaskKind::Regular, recovered, output_schema)?;
         let turn_input_start = self.state.history.len();
+        let mut mail = mail_ids(&inputs);
+        mail.retain(|id| {
+            self.state
+                .pending_mail
+                .iter()
+                .any(|m| m.submission_id == *id)
+        });
+        if !mail.is_empty() {
+            self.emit(
+                Some(turn_id),
+                EventMsg::MailTaken {
+                    submission_ids: mail,
+                },
+            );
+        }
         for entry in inputs {
             self.emit(
                 Some(turn_id),

@@ -1,0 +1,147 @@
+//! A shell command run in the editor's own terminal: `terminal/create`, the terminal
+//! shown on the call's card (`{type: "terminal", terminalId}`, kept there once the call
+//! ends), `terminal/wait_for_exit` up to the command's timeout (then `terminal/kill`),
+//! `terminal/output`, `terminal/release`. Should the thread stop waiting (the turn was
+//! interrupted) the command is killed and the terminal released.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use agent_client_protocol::v1::schema::{
+    CreateTerminalRequest, EnvVariable, KillTerminalRequest, ReleaseTerminalRequest, SessionId,
+    TerminalId, TerminalOutputRequest, WaitForTerminalExitRequest,
+};
+use agent_client_protocol::v1::ConnectionTo;
+use agent_client_protocol::Client;
+use rein_protocol::ClientResponse;
+use tokio::sync::{mpsc, oneshot};
+
+use crate::client_fs::failed;
+use crate::session::PumpCmd;
+
+/// One command for the client's terminal.
+pub struct Run {
+    pub session: SessionId,
+    pub call_id: String,
+    pub command: Vec<String>,
+    pub cwd: PathBuf,
+    pub env: BTreeMap<String, String>,
+    pub timeout_ms: u64,
+    pub output_byte_limit: u64,
+}
+
+/// Run it; the answer for the thread, or `None` when the thread stopped waiting.
+pub async fn run(
+    cx: &ConnectionTo<Client>,
+    run: Run,
+    pump: &mpsc::WeakUnboundedSender<PumpCmd>,
+    stopped: &mut oneshot::Receiver<()>,
+) -> Option<ClientResponse> {
+    let Some((program, args)) = run.command.split_first() else {
+        return Some(ClientResponse::Failed {
+            message: "the command is empty".to_owned(),
+        });
+    };
+    let env = run
+        .env
+        .iter()
+        .map(|(name, value)| EnvVariable::new(name.clone(), value.clone()))
+        .collect();
+    let create = CreateTerminalRequest::new(run.session.clone(), program.clone())
+        .args(args.to_vec())
+        .env(env)
+        .cwd(run.cwd.clone())
+        .output_byte_limit(run.output_byte_limit);
+    let created = cx.send_request(create).block_task();
+    let terminal = tokio::select! {
+        created = created => match created {
+            Ok(created) => created.terminal_id,
+            Err(e) => return Some(failed(&e)),
+        },
+        _ = &mut *stopped => return None,
+    };
+    if let Some(pump) = pump.upgrade() {
+        let _ = pump.send(PumpCmd::ClientTerminal {
+            call_id: run.call_id.clone(),
+            terminal: terminal.clone(),
+        });
+    }
+    let terminal = Terminal {
+        cx: cx.clone(),
+        session: run.session.clone(),
+        id: terminal,
+    };
+    let waited = cx
+        .send_request(WaitForTerminalExitRequest::new(
+            run.session.clone(),
+            terminal.id.clone(),
+        ))
+        .block_task();
+    let limit = Duration::from_millis(run.timeout_ms);
+    let exited = tokio::select! {
+        waited = tokio::time::timeout(limit, waited) => waited,
+        _ = &mut *stopped => {
+            terminal.kill();
+            terminal.release();
+            return None;
+        }
+    };
+    let (status, timed_out) = match exited {
+        Ok(Ok(exited)) => (Some(exited.exit_status), false),
+        Ok(Err(e)) => {
+            terminal.release();
+            return Some(failed(&e));
+        }
+        Err(_elapsed) => {
+            terminal.kill();
+            (None, true)
+        }
+    };
+    let output = cx
+        .send_request(TerminalOutputRequest::new(
+            run.session.clone(),
+            terminal.id.clone(),
+        ))
+        .block_task();
+    let output = tokio::select! {
+        output = output => output,
+        _ = &mut *stopped => {
+            terminal.release();
+            return None;
+        }
+    };
+    terminal.release();
+    let output = match output {
+        Ok(output) => output,
+        Err(e) => return Some(failed(&e)),
+    };
+    // The exit as `wait_for_exit` reported it; after a kill, as `output` does.
+    let status = status.or(output.exit_status).unwrap_or_default();
+    Some(ClientResponse::TerminalExited {
+        output: output.output,
+        truncated: output.truncated,
+        exit_code: status.exit_code,
+        signal: status.signal,
+        timed_out,
+    })
+}
+
+/// A terminal of the client, for the requests that end it (their answers change nothing).
+struct Terminal {
+    cx: ConnectionTo<Client>,
+    session: SessionId,
+    id: TerminalId,
+}
+
+impl Terminal {
+    fn kill(&self) {
+        let kill = KillTerminalRequest::new(self.session.clone(), self.id.clone());
+        self.cx.send_request(kill).detach();
+    }
+
+    fn release(&self) {
+        let release = ReleaseTerminalRequest::new(self.session.clone(), self.id.clone());
+        self.cx.send_request(release).detach();
+    }
+}
