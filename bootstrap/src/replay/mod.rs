@@ -403,6 +403,7 @@ fn decision(outcome: Option<ApprovalOutcome>) -> ApprovalDecision {
     match outcome {
         Some(ApprovalOutcome::Approved) => ApprovalDecision::Approve,
         Some(ApprovalOutcome::ApprovedForSession) => ApprovalDecision::ApproveForSession,
+        Some(ApprovalOutcome::DeniedForSession) => ApprovalDecision::DenyForSession,
         Some(ApprovalOutcome::Aborted) => ApprovalDecision::Abort,
         Some(ApprovalOutcome::Denied | ApprovalOutcome::Cancelled | ApprovalOutcome::Answered)
         | None => ApprovalDecision::Deny,
