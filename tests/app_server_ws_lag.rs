@@ -9,6 +9,7 @@ mod support;
 mod ws_client;
 
 use std::io::ErrorKind;
+use std::time::Duration;
 
 use serde_json::{json, Value};
 use support::{home_for, method, CodexSchema, MockModel};
@@ -21,6 +22,11 @@ use ws_client::{serve, Client};
 /// (Linux lets a socket's send buffer grow to 4 MB by default).
 const DELTAS: usize = 3000;
 const SEGMENT: usize = 4096;
+
+/// How long any one read may wait before the test fails: the reads wait on the server's
+/// frames (never on time), and a debug server streaming and then resuming 12 MB on a loaded
+/// machine can go quiet for longer than the other tests' patience. A failure guard only.
+const GUARD: Duration = Duration::from_secs(300);
 
 /// Delta `i`: its number, then filler, so order and completeness can be checked.
 fn segment(i: usize) -> String {
@@ -40,6 +46,8 @@ fn a_client_that_stops_reading_is_disconnected_and_the_others_miss_nothing() {
     let schema = CodexSchema::load();
     let mut reading = Client::connect(&url, None).unwrap();
     let mut stalled = Client::connect_with_small_buffer(&url, 4096);
+    reading.set_patience(GUARD);
+    stalled.set_patience(GUARD);
     reading.initialize(&schema);
     stalled.initialize(&schema);
     let cwd = tempfile::tempdir().unwrap();
@@ -118,6 +126,7 @@ fn a_client_that_stops_reading_is_disconnected_and_the_others_miss_nothing() {
 
     // Nothing durable was lost: a new connection resumes the thread and sees the whole turn.
     let mut back = Client::connect(&url, None).unwrap();
+    back.set_patience(GUARD);
     back.initialize(&schema);
     let resumed = back.call(&schema, "thread/resume", json!({ "threadId": thread }));
     let turns = &resumed["result"]["thread"]["turns"];

@@ -1,6 +1,6 @@
 //! Hostile inputs against the real `rein app-server`: a workspace full of FIFOs and
 //! devices, requests nested past every limit, lenient spellings, huge values, a client that
-//! pipelines a thousand requests, and one that stops reading while a hundred threads
+//! pipelines a thousand requests, and one that stops reading while twenty threads
 //! stream. None of them takes the server down or loses what was recorded; each test ends
 //! with the server still answering and exiting cleanly on stdin EOF.
 #![allow(clippy::unwrap_used)]
@@ -294,16 +294,28 @@ fn a_pipelining_stdio_client_gets_every_answer() {
     assert!(s.finish().success());
 }
 
-/// 100 threads stream 10,000 deltas each while the client reads nothing; then it reads.
-/// Every thread's text arrives whole and in order (deltas may arrive merged), and the
-/// server's peak memory stays far below what buffering every event takes: with unbounded
-/// subscriber queues this run peaked at 444 MiB (debug build); with the bounded ones at
-/// 190 MiB, about what the same run costs a client that never stops reading (183 MiB).
+/// 20 threads stream 2,500 deltas each while the client reads nothing; then it reads.
+/// Every thread's text arrives whole and in order, and what the server held for the
+/// stalled client was bounded: every delta it read was held somewhere while it stalled
+/// (the turns had all ended), and it read far fewer deltas than were streamed, so the
+/// rest were merged into those held rather than each kept. Unbounded queues would hold
+/// all 50,000; the kernel's queue for a subscriber holds individual events only up to
+/// 256 KiB (about 470 of these 400-byte deltas), then merges a continuing delta into the
+/// last one, and the connection's outbound queue holds 4,096 messages, so about 14,000
+/// arrive. The server's peak memory is checked too, as a guard. (This test streamed a
+/// million 6-byte deltas and told bounded from unbounded by memory alone, 190 against
+/// 444 MiB: minutes of a debug server's time under load, for the same claim.)
 #[test]
 fn a_stalled_client_costs_bounded_memory_and_loses_no_delta() {
-    const THREADS: usize = 100;
-    const DELTAS: usize = 10_000;
-    let text: String = (0..DELTAS).map(|i| format!("{i:05} ")).collect();
+    const THREADS: usize = 20;
+    const DELTAS: usize = 2_500;
+    const SEGMENT: usize = 400;
+    let segment = |i: usize| {
+        let mut s = format!("<{i:05}>");
+        s.push_str(&"x".repeat(SEGMENT - s.len()));
+        s
+    };
+    let text: String = (0..DELTAS).map(segment).collect();
     let model = MockModel::start(json!({
         "replies": [{ "text": text, "deltas": DELTAS }],
         "when_exhausted": "repeat_last"
@@ -386,13 +398,17 @@ fn a_stalled_client_costs_bounded_memory_and_loses_no_delta() {
     let mut texts: std::collections::HashMap<String, String> = std::collections::HashMap::new();
     let mut completed = 0;
     let mut answered = 0;
+    let mut delta_messages = 0;
     while completed < THREADS || answered < THREADS {
         let m = read(&methods);
         match method(&m) {
-            "item/agentMessage/delta" => texts
-                .entry(m["params"]["threadId"].as_str().unwrap().to_owned())
-                .or_default()
-                .push_str(m["params"]["delta"].as_str().unwrap()),
+            "item/agentMessage/delta" => {
+                delta_messages += 1;
+                texts
+                    .entry(m["params"]["threadId"].as_str().unwrap().to_owned())
+                    .or_default()
+                    .push_str(m["params"]["delta"].as_str().unwrap());
+            }
             "turn/completed" => completed += 1,
             "" if m["id"].as_str().is_some_and(|id| id.starts_with('s')) => {
                 assert!(m.get("result").is_some(), "{m}");
@@ -413,7 +429,16 @@ fn a_stalled_client_costs_bounded_memory_and_loses_no_delta() {
         );
         assert!(texts[thread] == text, "{thread}: the text differs");
     }
-    eprintln!("peak RSS of the server: {} MiB", peak_kib / 1024);
+    eprintln!(
+        "{delta_messages} delta messages for {} deltas; peak RSS of the server: {} MiB",
+        THREADS * DELTAS,
+        peak_kib / 1024
+    );
+    assert!(
+        delta_messages < THREADS * DELTAS / 2,
+        "{delta_messages} of {} deltas were held one by one for the stalled client",
+        THREADS * DELTAS
+    );
     assert!(
         peak_kib < 300 * 1024,
         "peak RSS {} MiB: events were buffered without bound",

@@ -78,6 +78,12 @@ impl Client {
         })
     }
 
+    /// Wait at most `patience` for each frame (the default is [`support::PATIENCE`]): a
+    /// guard against a hang, for a test whose server may take long under load.
+    pub fn set_patience(&mut self, patience: std::time::Duration) {
+        self.ws.get_ref().set_read_timeout(Some(patience)).unwrap();
+    }
+
     pub fn request(&mut self, method: &str, params: Value) -> Value {
         let id = json!(self.next_id);
         self.next_id += 1;

@@ -7,44 +7,34 @@
 //! [`crate::deferred`]), the client always sees the answer to `turn/start` before
 //! `turn/started`, as with Codex.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
 use rein_app_server_protocol::{
-    EmptyResponse, RequestId, ReviewDecision, ReviewStartResponse, ServerNotification,
+    EmptyResponse, RequestId, ReviewStartResponse, ServerNotification,
     ServerRequestResolvedNotification, ThreadResponse, Turn, TurnItemsView, TurnStartResponse,
     TurnStatus, TurnSteerResponse,
 };
 use rein_core::{EventStream, ThreadError};
 use rein_protocol::{
-    ApprovalDecision, ClientResponse, ElicitationAction, Event, EventMsg, InputMode, InputOutcome,
-    Op, OpResult, RejectReason, SettingsChange, SubmissionId, TurnId,
+    Event, EventMsg, InputMode, InputOutcome, Op, OpResult, RejectReason, SettingsChange,
+    SubmissionId, TurnId,
 };
 use serde_json::Value;
 use tokio::sync::mpsc;
 use tokio::time::{sleep_until, Instant};
 
 use crate::error::RpcError;
-use crate::event_map::{EventMapper, Outgoing, ELICITATION_METHOD, QUESTION_METHOD};
+use crate::event_map::{EventMapper, Outgoing};
 use crate::loaded::{LoadedThread, LoadedThreads};
-use crate::outbound::{now_secs, Outbound};
+use crate::outbound::now_secs;
 use crate::subscribers::Subscriber;
 use crate::turns::turns_from_state;
 
+mod questions;
 mod requests;
+use questions::{response_of, unanswered, Asked};
 pub use requests::{PendingRequests, PumpCmd, PumpRequest};
-
-/// One open approval: what was asked, and every subscriber asked, each under its own
-/// request id.
-struct Question {
-    method: &'static str,
-    params: Value,
-    askees: Vec<(Subscriber, RequestId)>,
-}
-
-/// Open approvals by approval id.
-type Asked = HashMap<String, Question>;
 
 pub struct Pump {
     pub thread: LoadedThread,
@@ -189,63 +179,6 @@ impl Pump {
             }
         }
         closed
-    }
-
-    /// Put the question to every subscriber; with nobody to ask, the answer is no (a turn
-    /// never waits on a question nobody can see, nor runs unapproved).
-    async fn ask(
-        &self,
-        approval_id: String,
-        method: &'static str,
-        params: Value,
-        asked: &mut Asked,
-    ) {
-        let subscribers = self.thread.subscribers.current();
-        if subscribers.is_empty() {
-            self.respond(approval_id, unanswered(method)).await;
-            return;
-        }
-        let mut question = Question {
-            method,
-            params,
-            askees: Vec::with_capacity(subscribers.len()),
-        };
-        let mut sending = Vec::with_capacity(subscribers.len());
-        for subscriber in subscribers {
-            sending.push(self.register_ask(&mut question, subscriber));
-        }
-        let (method, params) = (question.method, question.params.clone());
-        // Recorded before sending, so an answer always finds its question.
-        asked.insert(approval_id, question);
-        for (out, request_id) in sending {
-            out.request(&request_id, method, params.clone()).await;
-        }
-    }
-
-    /// Give `subscriber` a request id for `question` and the pump to answer; returns where
-    /// and under which id to send it.
-    fn register_ask(
-        &self,
-        question: &mut Question,
-        subscriber: Subscriber,
-    ) -> (Outbound, RequestId) {
-        let request_id = subscriber.out.next_request_id();
-        subscriber
-            .pending
-            .insert(request_id.clone(), self.thread.pump.clone());
-        let out = subscriber.out.clone();
-        question.askees.push((subscriber, request_id.clone()));
-        (out, request_id)
-    }
-
-    async fn respond(&self, request_id: String, response: ClientResponse) {
-        let op = Op::Respond {
-            request_id,
-            response,
-        };
-        if let Err(e) = self.thread.handle.submit(op).await {
-            tracing::debug!("client response: {e}");
-        }
     }
 
     async fn on_cmd(&mut self, request: PumpRequest, asked: &mut Asked) {
@@ -500,89 +433,6 @@ fn pending_turn(turn_id: TurnId) -> Turn {
         started_at: None,
         completed_at: None,
         duration_ms: None,
-    }
-}
-
-/// The kernel's answer for a client's answer to `method`.
-fn response_of(method: &str, outcome: &Result<Value, Value>) -> ClientResponse {
-    if method == ELICITATION_METHOD {
-        // An error or an answer rein cannot read declines the form.
-        let action = match outcome {
-            Ok(result) => serde_json::from_value(result["action"].clone()).ok(),
-            Err(_) => None,
-        };
-        return match (action, outcome) {
-            (Some(action), Ok(result)) => ClientResponse::Elicitation {
-                action,
-                content: result
-                    .get("content")
-                    .filter(|c| !c.is_null() && action == ElicitationAction::Accept)
-                    .cloned(),
-            },
-            _ => ClientResponse::Elicitation {
-                action: ElicitationAction::Decline,
-                content: None,
-            },
-        };
-    }
-    if method == QUESTION_METHOD {
-        let answers = match outcome {
-            Ok(result) => result["answers"]
-                .as_object()
-                .map(|answers| {
-                    answers
-                        .iter()
-                        .map(|(id, a)| {
-                            let texts = a["answers"]
-                                .as_array()
-                                .map(|v| v.iter().filter_map(|t| t.as_str().map(str::to_owned)))
-                                .into_iter()
-                                .flatten()
-                                .collect();
-                            (id.clone(), texts)
-                        })
-                        .collect()
-                })
-                .unwrap_or_default(),
-            Err(_) => Default::default(),
-        };
-        return ClientResponse::Answers { answers };
-    }
-    ClientResponse::Decision {
-        decision: decision_of(outcome),
-    }
-}
-
-/// What a request nobody can answer gets: no approval, no answers, the form declined.
-fn unanswered(method: &str) -> ClientResponse {
-    if method == ELICITATION_METHOD {
-        return ClientResponse::Elicitation {
-            action: ElicitationAction::Decline,
-            content: None,
-        };
-    }
-    if method == QUESTION_METHOD {
-        ClientResponse::Answers {
-            answers: Default::default(),
-        }
-    } else {
-        ClientResponse::Decision {
-            decision: ApprovalDecision::Deny,
-        }
-    }
-}
-
-fn decision_of(outcome: &Result<Value, Value>) -> ApprovalDecision {
-    let decision = match outcome {
-        Ok(result) => result.get("decision").and_then(ReviewDecision::from_value),
-        Err(_) => None,
-    };
-    match decision {
-        Some(ReviewDecision::Accept) => ApprovalDecision::Approve,
-        Some(ReviewDecision::AcceptForSession) => ApprovalDecision::ApproveForSession,
-        Some(ReviewDecision::Cancel) => ApprovalDecision::Abort,
-        // An error or an answer rein cannot read is a refusal: never run unapproved.
-        Some(ReviewDecision::Decline) | None => ApprovalDecision::Deny,
     }
 }
 
