@@ -18,61 +18,15 @@ script plays in order. Two figures:
 """
 import argparse, json, os, statistics, subprocess, sys, tempfile, time
 
-CLK = os.sysconf("SC_CLK_TCK")
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from app_server import INIT, Server, rss_kib, start_mock  # noqa: E402
 
-def rss_kib(pid):
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1])
-    return 0
+CLK = os.sysconf("SC_CLK_TCK")
 
 def cpu_s(pid):
     with open(f"/proc/{pid}/stat") as f:
         fields = f.read().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / CLK
-
-class Server:
-    def __init__(self, argv, env):
-        self.p = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                  stderr=subprocess.DEVNULL, env=env, text=True, bufsize=1)
-        self.next_id = 1
-    def send(self, msg):
-        self.p.stdin.write(json.dumps(msg) + "\n"); self.p.stdin.flush()
-    def request(self, method, params):
-        i = self.next_id; self.next_id += 1
-        self.send({"id": i, "method": method, "params": params}); return i
-    def recv(self):
-        line = self.p.stdout.readline()
-        if not line:
-            raise RuntimeError("server closed its stdout")
-        return json.loads(line)
-    def until(self, pred):
-        while True:
-            m = self.recv()
-            if pred(m):
-                return m
-    def call(self, method, params):
-        i = self.request(method, params)
-        m = self.until(lambda m: m.get("id") == i and "method" not in m)
-        if "error" in m:
-            raise RuntimeError(f"{method}: {m['error']}")
-        return m["result"]
-    def close(self):
-        self.p.stdin.close()
-        try: self.p.wait(timeout=30)
-        except subprocess.TimeoutExpired: self.p.kill()
-
-INIT = {"clientInfo": {"name": "bench", "title": None, "version": "0.0.1"},
-        "capabilities": {"experimentalApi": True}}
-
-def start_mock(rein, work, name, script):
-    path = os.path.join(work, f"{name}.json")
-    with open(path, "w") as f:
-        json.dump(script, f)
-    mock = subprocess.Popen([rein, "mock-model", "--script", path, "--listen", "127.0.0.1:0"],
-                            stdout=subprocess.PIPE, text=True)
-    return mock, mock.stdout.readline().strip()
 
 def home(work, name, root_url, child_url, children):
     h = os.path.join(work, name); os.makedirs(h)

@@ -26,12 +26,14 @@ class Server:
     def request(self, method, params):
         i = self.next_id; self.next_id += 1
         self.send({"id": i, "method": method, "params": params}); return i
+    def recv(self):
+        line = self.p.stdout.readline()
+        if not line:
+            raise RuntimeError("server closed its stdout")
+        return json.loads(line)
     def until(self, pred):
         while True:
-            line = self.p.stdout.readline()
-            if not line:
-                raise RuntimeError("server closed its stdout")
-            m = json.loads(line)
+            m = self.recv()
             if pred(m):
                 return m
     def call(self, method, params):
@@ -42,7 +44,7 @@ class Server:
         return m["result"]
     def close(self):
         self.p.stdin.close()
-        try: self.p.wait(timeout=10)
+        try: self.p.wait(timeout=30)
         except subprocess.TimeoutExpired: self.p.kill()
 
 INIT = {"clientInfo": {"name": "bench", "title": None, "version": "0.0.1"},
