@@ -4,7 +4,7 @@
 //! tagged with the child's id; the child's approval request is put to that connection and
 //! the answer reaches the child; the sub-agent calls are `collabAgentToolCall` items;
 //! `thread/read` works on the child and `thread/list` shows it only when `sourceKinds`
-//! asks. The parent and the child each talk to their own `rein mock-model` (the child's
+//! asks, after a restart still with its nickname and role. The parent and the child each talk to their own `rein mock-model` (the child's
 //! model is routed to its server as the profile's fallback model), so each script is
 //! played in order. Every message is checked against Codex's schema by the harness.
 #![allow(clippy::unwrap_used)]
@@ -53,7 +53,7 @@ fn collab_items<'a>(seen: &'a [Value], tool: &str) -> Vec<&'a Value> {
 fn a_child_is_announced_first_routed_to_the_root_and_approved_there() {
     let parent_model = MockModel::start(json!({
         "replies": [
-            call("call_spawn", "spawn_agent", json!({ "message": "Make the file.", "model": "child" })),
+            call("call_spawn", "spawn_agent", json!({ "message": "Make the file.", "model": "child", "agent_type": "worker" })),
             call("call_wait", "wait_agent", json!({ "targets": ["Ada"], "timeout_ms": 60000 })),
             { "text": "Parent done." }
         ],
@@ -113,10 +113,10 @@ fn a_child_is_announced_first_routed_to_the_root_and_approved_there() {
         (
             &json!(parent),
             &json!("Ada"),
-            &Value::Null,
+            &json!("worker"),
             &json!({"subAgent": {"thread_spawn": {
                 "parent_thread_id": parent, "depth": 1, "agent_path": null,
-                "agent_nickname": "Ada", "agent_role": null,
+                "agent_nickname": "Ada", "agent_role": "worker",
             }}}),
         )
     );
@@ -205,4 +205,56 @@ fn a_child_is_announced_first_routed_to_the_root_and_approved_there() {
     let mut expected = vec![parent.clone(), child.clone()];
     expected.sort();
     assert_eq!(both, expected);
+
+    // A restarted server lists the stored child with its nickname and role, read from the
+    // child's rollout (the index knows only its parent).
+    server.kill();
+    let mut server = AppServer::start(home.path(), &[]);
+    server.initialize();
+    let list = server.call(
+        "thread/list",
+        json!({ "sourceKinds": ["subAgentThreadSpawn"] }),
+    );
+    let data = list["result"]["data"].as_array().unwrap();
+    assert_eq!(data.len(), 1, "{list:#}");
+    let stored = &data[0];
+    let path = stored["path"].as_str().unwrap();
+    assert!(std::path::Path::new(path).is_file(), "{path}");
+    let (created, updated) = (&stored["createdAt"], &stored["updatedAt"]);
+    assert!(created.as_i64().unwrap() <= updated.as_i64().unwrap());
+    assert_eq!(
+        stored,
+        &json!({
+            "id": child,
+            "sessionId": child,
+            "forkedFromId": null,
+            "parentThreadId": parent,
+            "preview": "Make the file.",
+            "ephemeral": false,
+            "projectId": null,
+            "historyMode": "legacy",
+            "modelProvider": stored["modelProvider"],
+            "model": "child",
+            "reasoningEffort": stored["reasoningEffort"],
+            "createdAt": created,
+            "updatedAt": updated,
+            "recencyAt": updated,
+            "status": { "type": "notLoaded" },
+            "path": path,
+            "cwd": cwd.path().display().to_string(),
+            "cliVersion": stored["cliVersion"],
+            "originator": "rein",
+            "source": {"subAgent": {"thread_spawn": {
+                "parent_thread_id": parent, "depth": 1, "agent_path": null,
+                "agent_nickname": "Ada", "agent_role": "worker",
+            }}},
+            "threadSource": "subagent",
+            "agentNickname": "Ada",
+            "agentRole": "worker",
+            "gitInfo": null,
+            "name": null,
+            "turns": [],
+        })
+    );
+    server.kill();
 }

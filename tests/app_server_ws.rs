@@ -1,6 +1,7 @@
 //! `rein app-server --listen ws://…`: the same protocol over WebSocket text frames, a
 //! session per connection, `/readyz`, bearer-token auth, and threads shared by several
-//! connections (subscriptions, approvals to all, unloading once nobody listens).
+//! connections (subscriptions, approvals to all, a sub-agent's too, unloading once nobody
+//! listens).
 #![allow(clippy::unwrap_used)]
 
 #[path = "support/app_server.rs"]
@@ -344,4 +345,107 @@ fn joining_a_thread_mid_turn_shows_each_finished_item_once() {
         !streamed.is_empty() && text.ends_with(&streamed),
         "{streamed}"
     );
+}
+
+/// A `REIN_HOME` whose main model is on `parent` and whose model `child` is on `child`.
+fn home_for_tree(parent: &MockModel, child: &MockModel) -> tempfile::TempDir {
+    let home = tempfile::tempdir().unwrap();
+    let provider = |name: &str, url: &str| {
+        format!(
+            "[model_providers.{name}]\nbase_url = \"{url}\"\nwire_api = \"responses\"\nenv_key = \"MOCK_API_KEY\"\n\n"
+        )
+    };
+    let config = format!(
+        "model = \"mock\"\nmodel_provider = \"mock\"\nprofile = \"tree\"\n\n[profiles.tree]\nfallback_model = \"child\"\nfallback_provider = \"mockchild\"\n\n{}{}",
+        provider("mock", &parent.base_url),
+        provider("mockchild", &child.base_url),
+    );
+    std::fs::write(home.path().join("config.toml"), config).unwrap();
+    home
+}
+
+#[test]
+fn a_connection_joining_the_root_is_asked_a_childs_open_question_too() {
+    let call = |id: &str, name: &str, arguments: Value| json!({ "tool_calls": [{ "call_id": id, "name": name, "arguments": arguments }] });
+    let parent_model = MockModel::start(json!({
+        "replies": [
+            call("call_spawn", "spawn_agent", json!({ "message": "Make the file.", "model": "child" })),
+            call("call_wait", "wait_agent", json!({ "targets": ["Ada"], "timeout_ms": 60000 })),
+            { "text": "Parent done." }
+        ],
+        "when_exhausted": "echo"
+    }));
+    let child_model = MockModel::start(json!({
+        "replies": [
+            call("call_touch", "shell", json!({ "command": ["touch", "child-file.txt"] })),
+            { "text": "Child done." }
+        ],
+        "when_exhausted": "echo"
+    }));
+    let home = home_for_tree(&parent_model, &child_model);
+    let (_server, url) = serve(home.path(), &[]);
+    let schema = CodexSchema::load();
+    let mut first = Client::connect(&url, None).unwrap();
+    first.initialize(&schema);
+    let cwd = tempfile::tempdir().unwrap();
+    let started = first.call(
+        &schema,
+        "thread/start",
+        json!({ "cwd": cwd.path(), "approvalPolicy": "untrusted", "sandbox": "danger-full-access" }),
+    );
+    let root = started["result"]["thread"]["id"].clone();
+    first.request(
+        "turn/start",
+        json!({ "threadId": root, "input": [{ "type": "text", "text": "Delegate it." }] }),
+    );
+    let is_ask = |m: &Value| method(m) == "item/commandExecution/requestApproval";
+    let asked_first = first.until(&schema, is_ask).pop().unwrap();
+    let child = asked_first["params"]["threadId"].clone();
+    assert_ne!(child, root);
+
+    // A connection resuming the root while the child's question is open is asked it too,
+    // after the answer to its thread/resume.
+    let mut second = Client::connect(&url, None).unwrap();
+    second.initialize(&schema);
+    let resume_id = second.request("thread/resume", json!({ "threadId": root }));
+    let seen = second.until(&schema, is_ask);
+    let answered_at = seen
+        .iter()
+        .position(|m| m["id"] == resume_id && m.get("result").is_some())
+        .unwrap_or_else(|| panic!("no thread/resume answer before the question: {seen:#?}"));
+    assert_eq!(seen[answered_at]["result"]["thread"]["id"], root);
+    let asked_second = seen.last().unwrap().clone();
+    assert_eq!(
+        (
+            &asked_second["params"]["threadId"],
+            &asked_second["params"]["itemId"]
+        ),
+        (&child, &json!("call_touch"))
+    );
+
+    // Its answer reaches the child; both connections are told the question is resolved.
+    second
+        .ws
+        .send(Message::text(
+            json!({ "id": asked_second["id"], "result": { "decision": "accept" } }).to_string(),
+        ))
+        .unwrap();
+    for (client, asked) in [(&mut first, &asked_first), (&mut second, &asked_second)] {
+        let seen = client.until(&schema, |m| {
+            method(m) == "turn/completed" && m["params"]["threadId"] == root
+        });
+        let resolved: Vec<&Value> = seen
+            .iter()
+            .filter(|m| method(m) == "serverRequest/resolved")
+            .collect();
+        assert_eq!(resolved.len(), 1, "{seen:#?}");
+        assert_eq!(
+            (
+                &resolved[0]["params"]["threadId"],
+                &resolved[0]["params"]["requestId"]
+            ),
+            (&child, &asked["id"])
+        );
+    }
+    assert!(cwd.path().join("child-file.txt").exists());
 }

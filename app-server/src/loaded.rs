@@ -131,4 +131,14 @@ impl LoadedThreads {
     pub fn all(&self) -> Vec<LoadedThread> {
         self.lock().values().cloned().collect()
     }
+
+    /// The loaded sub-agents of root `thread`: the other threads sharing its subscribers.
+    pub fn sub_agents_of(&self, thread: &LoadedThread) -> Vec<LoadedThread> {
+        let id = thread.handle.id();
+        self.lock()
+            .values()
+            .filter(|t| t.handle.id() != id && t.subscribers.is_shared_with(&thread.subscribers))
+            .cloned()
+            .collect()
+    }
 }

@@ -145,6 +145,11 @@ impl Subscribers {
         self.lock().current.clone()
     }
 
+    /// Whether `other` is this very list (a sub-agent shares its root's).
+    pub fn is_shared_with(&self, other: &Subscribers) -> bool {
+        Arc::ptr_eq(&self.inner, &other.inner)
+    }
+
     /// Everyone to tell that the thread closed.
     pub fn everyone(&self) -> Vec<Subscriber> {
         let lists = self.lock();

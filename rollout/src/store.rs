@@ -14,7 +14,7 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
-use rein_protocol::{Event, ThreadId};
+use rein_protocol::{AgentOrigin, Event, EventMsg, ThreadId};
 
 use super::blobs::BlobStore;
 use super::format::SessionMeta;
@@ -251,6 +251,19 @@ impl RolloutStore {
         let loaded = read_rollout(&path, &self.blobs).map_err(|e| e.for_thread(thread))?;
         check_requested(&path, &loaded.meta, Some(thread)).map_err(|e| e.for_thread(thread))?;
         Ok(loaded)
+    }
+
+    /// Where a stored sub-agent comes from: the `AgentOrigin` its rollout records right
+    /// after its configuration (read from the head only). `None` for a root thread.
+    pub fn agent_origin(&self, thread: ThreadId) -> Result<Option<AgentOrigin>, RolloutError> {
+        let path = self.find(thread)?;
+        let head = read_rollout_until(&path, &self.blobs, ReadUntil::FirstUserMessage)
+            .map_err(|e| e.for_thread(thread))?;
+        check_requested(&path, &head.meta, Some(thread)).map_err(|e| e.for_thread(thread))?;
+        Ok(head.events.into_iter().find_map(|e| match e.msg {
+            EventMsg::AgentOrigin { origin } => Some(origin),
+            _ => None,
+        }))
     }
 
     /// Loads a rollout by path.

@@ -52,8 +52,25 @@ fn first_user_text(state: &ThreadState) -> String {
         .unwrap_or_default()
 }
 
-/// The `Thread` of a thread that is not loaded, from its index entry.
-fn stored_thread(state: &ServerState, e: &ThreadEntry) -> Thread {
+/// The `Thread` of a thread that is not loaded, from its index entry and, for a sub-agent,
+/// the origin (depth, nickname, role) its rollout records.
+async fn stored_thread(state: &ServerState, e: &ThreadEntry) -> Thread {
+    let mut agent = None;
+    if let Some(parent) = e.parent_thread_id {
+        agent = match state.kernel.store().agent_origin(e.thread_id).await {
+            Ok(Some(origin)) => Some(origin),
+            other => {
+                tracing::debug!(thread = %e.thread_id, ?other, "no agent origin in the rollout");
+                // The index knows the parent only.
+                Some(AgentOrigin {
+                    parent_thread_id: parent,
+                    depth: 1,
+                    nickname: None,
+                    role: None,
+                })
+            }
+        };
+    }
     let mut settings = state.kernel.default_settings(e.cwd.clone());
     settings.model.clone_from(&e.model);
     ThreadMeta {
@@ -68,13 +85,7 @@ fn stored_thread(state: &ServerState, e: &ThreadEntry) -> Thread {
         status: ThreadStatus::NotLoaded,
         path: Some(e.path.display().to_string()),
         forked_from: e.forked_from.map(|f| f.to_string()),
-        // The index knows the parent only; depth, nickname and role are in the rollout.
-        agent: e.parent_thread_id.map(|parent| AgentOrigin {
-            parent_thread_id: parent,
-            depth: 1,
-            nickname: None,
-            role: None,
-        }),
+        agent,
     }
     .to_wire()
 }
@@ -293,14 +304,14 @@ pub async fn list(state: &ServerState, raw: Value) -> Result<Value, RpcError> {
         .list(query)
         .await
         .map_err(store_error)?;
-    let data = page
-        .threads
-        .iter()
-        .map(|e| match state.threads.get(e.thread_id) {
+    let mut data = Vec::with_capacity(page.threads.len());
+    for e in &page.threads {
+        let loaded = state.threads.get(e.thread_id);
+        data.push(match loaded {
             Some(loaded) => loaded.meta().to_wire(),
-            None => stored_thread(state, e),
-        })
-        .collect();
+            None => stored_thread(state, e).await,
+        });
+    }
     to_value(&ThreadListResponse {
         data,
         next_cursor: page.next_cursor,
@@ -316,7 +327,7 @@ pub async fn read(state: &ServerState, raw: Value) -> Result<Value, RpcError> {
             let e = entry(state, id)
                 .await
                 .ok_or_else(|| RpcError::invalid_request(format!("no rollout for thread {id}")))?;
-            stored_thread(state, &e)
+            stored_thread(state, &e).await
         }
     };
     if p.include_turns {
@@ -392,6 +403,6 @@ pub async fn unarchive(state: &ServerState, raw: Value) -> Result<Value, RpcErro
         thread_id: thread.to_string(),
     }));
     to_value(&ThreadResponse {
-        thread: stored_thread(state, &e),
+        thread: stored_thread(state, &e).await,
     })
 }

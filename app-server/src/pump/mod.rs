@@ -181,6 +181,22 @@ impl Pump {
         closed
     }
 
+    /// Put the questions still open to `from` (just subscribed), unless it was asked.
+    async fn reask(&self, from: &Subscriber, asked: &mut Asked) {
+        for question in asked.values_mut() {
+            if question
+                .askees
+                .iter()
+                .any(|(s, _)| s.connection == from.connection)
+            {
+                continue;
+            }
+            let (out, request_id) = self.register_ask(question, from.clone());
+            out.request(&request_id, question.method, question.params.clone())
+                .await;
+        }
+    }
+
     async fn on_cmd(&mut self, request: PumpRequest, asked: &mut Asked) {
         let PumpRequest { from, cmd } = request;
         match cmd {
@@ -308,19 +324,24 @@ impl Pump {
                     response.thread.turns = turns_from_state(&folded);
                 }
                 reply.answer(to_value(&*response)).await;
-                for question in asked.values_mut() {
-                    if question
-                        .askees
-                        .iter()
-                        .any(|(s, _)| s.connection == from.connection)
-                    {
-                        continue;
+                self.reask(&from, asked).await;
+                // The sub-agents' open questions are the root's subscribers' to answer too.
+                if !self.sub_agent {
+                    for child in self.threads.sub_agents_of(&self.thread) {
+                        let request = PumpRequest {
+                            from: from.clone(),
+                            cmd: PumpCmd::Reask,
+                        };
+                        // Never wait on a busy child's pump: it may be waiting on this one.
+                        if let Err(mpsc::error::TrySendError::Full(request)) =
+                            child.pump.try_send(request)
+                        {
+                            tokio::spawn(async move { child.pump.send(request).await });
+                        }
                     }
-                    let (out, request_id) = self.register_ask(question, from.clone());
-                    out.request(&request_id, question.method, question.params.clone())
-                        .await;
                 }
             }
+            PumpCmd::Reask => self.reask(&from, asked).await,
             PumpCmd::Left { .. } => {
                 // Its questions are no longer its to answer; one nobody else was asked is
                 // declined, so the turn does not wait forever.

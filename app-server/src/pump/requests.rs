@@ -44,12 +44,16 @@ pub enum PumpCmd {
     /// The connection asks to subscribe (`thread/resume` of the loaded thread). The pump
     /// takes the thread's state and subscribes it between two events, so nothing is shown
     /// twice or missed: it answers `response` (with the turns of that state unless
-    /// `exclude_turns`), then puts the questions still open to it too.
+    /// `exclude_turns`), then puts the questions still open to it too, and has its
+    /// sub-agents' pumps do the same ([`PumpCmd::Reask`]).
     Join {
         reply: Responder,
         response: Box<ThreadStartResponse>,
         exclude_turns: bool,
     },
+    /// The connection subscribed to this sub-agent's root (whose `thread/resume` is
+    /// answered): put the questions still open here to it too.
+    Reask,
     /// The connection stopped listening (unsubscribed or went away); `last` if nobody
     /// listens any more, which starts the idle-unload countdown.
     Left {

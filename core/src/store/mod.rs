@@ -13,7 +13,7 @@
 use std::path::PathBuf;
 
 use futures::future::BoxFuture;
-use rein_protocol::{Event, ThreadId};
+use rein_protocol::{AgentOrigin, Event, EventMsg, ThreadId};
 
 use crate::recorder::EventRecorder;
 
@@ -94,6 +94,21 @@ pub trait SessionStore: Send + Sync + 'static {
 
     /// A thread's stored history, without claiming it.
     fn read(&self, thread: ThreadId) -> BoxFuture<'_, Result<LoadedRollout, RolloutError>>;
+
+    /// Where a stored sub-agent comes from (the `AgentOrigin` its rollout records), or
+    /// `None` for a root thread. By default read from the whole stored history.
+    fn agent_origin(
+        &self,
+        thread: ThreadId,
+    ) -> BoxFuture<'_, Result<Option<AgentOrigin>, RolloutError>> {
+        let read = self.read(thread);
+        Box::pin(async move {
+            Ok(read.await?.events.into_iter().find_map(|e| match e.msg {
+                EventMsg::AgentOrigin { origin } => Some(origin),
+                _ => None,
+            }))
+        })
+    }
 
     /// What the listing knows of one thread.
     fn entry(&self, thread: ThreadId) -> BoxFuture<'_, Result<Option<ThreadEntry>, RolloutError>>;

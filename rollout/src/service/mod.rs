@@ -222,6 +222,13 @@ impl SessionStore for RolloutService {
         self.blocking(move |store| store.load(thread))
     }
 
+    fn agent_origin(
+        &self,
+        thread: ThreadId,
+    ) -> BoxFuture<'_, Result<Option<rein_protocol::AgentOrigin>, RolloutError>> {
+        self.blocking(move |store| store.agent_origin(thread))
+    }
+
     fn entry(&self, thread: ThreadId) -> BoxFuture<'_, Result<Option<ThreadEntry>, RolloutError>> {
         let index = self.store.index().clone();
         async move { index.query_async(move |i| i.get(thread)).await }.boxed()
