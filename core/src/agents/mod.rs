@@ -19,6 +19,7 @@ mod control;
 mod delivery;
 mod ops;
 mod registry;
+mod restore;
 mod state;
 mod tools;
 
