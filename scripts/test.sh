@@ -10,6 +10,7 @@ fi
 
 scripts/check-deps.sh
 scripts/check-architecture.sh
+scripts/check-test-layout.sh
 cargo fmt --all -- --check
 cargo clippy --workspace --all-targets --locked -- -D warnings
 cargo test --workspace --locked

@@ -32,3 +32,10 @@ pub use meta::*;
 pub use notification::*;
 pub use thread::*;
 pub use turn::*;
+
+// The schema drift check, run with the unit tests so the crate builds one test binary
+// (CONTRIBUTING.md): it uses only the public API.
+#[cfg(test)]
+mod tests {
+    mod schema_drift;
+}

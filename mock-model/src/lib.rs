@@ -235,3 +235,11 @@ impl Drop for MockServer {
         }
     }
 }
+
+// The server seen by a plain HTTP client (what used to be this crate's integration test),
+// run with the unit tests so the crate builds one test binary (CONTRIBUTING.md): it
+// uses only the public API.
+#[cfg(test)]
+mod tests {
+    mod wire;
+}

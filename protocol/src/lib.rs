@@ -46,3 +46,11 @@ pub use tool_facts::{
     shell_join, CommandAction, Decliner, ExitStatus, InterruptCause, ToolAction, ToolFacts,
     ToolOutcome,
 };
+
+// What used to be this crate's integration tests, run with its unit tests so the crate
+// builds one test binary (CONTRIBUTING.md): they use only the public API.
+#[cfg(test)]
+mod tests {
+    mod round_trip;
+    mod schema_drift;
+}

@@ -1,0 +1,7 @@
+//! The integration tests of rein-bootstrap, in one test binary (its modules are the files of
+//! this directory). A new test file: add `tests/all/NAME.rs` and one `mod NAME;` line here.
+//! Run one module with `cargo test -p rein-bootstrap --test bootstrap_tests -- NAME::`.
+
+mod agents_tree;
+mod replay_recording;
+mod sessions;

@@ -1,0 +1,12 @@
+//! The integration tests of rein-core, in one test binary (its modules are the files of
+//! this directory). A new test file: add `tests/all/NAME.rs` and one `mod NAME;` line here.
+//! Run one module with `cargo test -p rein-core --test core_tests -- NAME::`.
+
+mod agents;
+mod agents_limits;
+mod compaction;
+mod interrupt;
+mod lifecycle;
+mod routing;
+mod tool_sources;
+mod turns;

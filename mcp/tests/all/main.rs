@@ -1,0 +1,6 @@
+//! The integration tests of rein-mcp, in one test binary (its modules are the files of
+//! this directory). A new test file: add `tests/all/NAME.rs` and one `mod NAME;` line here.
+//! Run one module with `cargo test -p rein-mcp --test mcp_tests -- NAME::`.
+
+mod http;
+mod kernel;

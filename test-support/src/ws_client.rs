@@ -1,0 +1,176 @@
+//! A WebSocket client of `rein app-server --listen ws://…` for the end-to-end tests, which
+//! checks every message it reads against Codex's schema, and the server process itself.
+#![allow(dead_code, clippy::unwrap_used)]
+
+use std::collections::{HashMap, VecDeque};
+use std::io::{BufRead, BufReader};
+use std::net::TcpStream;
+use std::path::Path;
+use std::process::{Child, Stdio};
+
+use serde_json::{json, Value};
+use tungstenite::client::IntoClientRequest;
+use tungstenite::{Message, WebSocket};
+
+use crate::app_server::{self as support, CodexSchema};
+
+pub struct Killed(pub Child);
+
+impl Drop for Killed {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+pub struct Client {
+    pub ws: WebSocket<TcpStream>,
+    methods: HashMap<String, String>,
+    next_id: i64,
+    /// Messages read while waiting for an answer, not yet looked at.
+    stash: VecDeque<Value>,
+}
+
+impl Client {
+    pub fn connect(url: &str, token: Option<&str>) -> Result<Self, tungstenite::Error> {
+        let stream = TcpStream::connect(url.trim_start_matches("ws://")).unwrap();
+        Self::handshake(url, token, stream)
+    }
+
+    /// A client whose socket takes at most about `bytes` unread bytes, so a test can make
+    /// the server's writes to it block after a few messages rather than megabytes.
+    pub fn connect_with_small_buffer(url: &str, bytes: u32) -> Self {
+        let addr = url.trim_start_matches("ws://").parse().unwrap();
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_io()
+            .build()
+            .unwrap();
+        let socket = tokio::net::TcpSocket::new_v4().unwrap();
+        // Set before connecting, so the window the client offers is small from the start.
+        socket.set_recv_buffer_size(bytes).unwrap();
+        let stream = runtime.block_on(socket.connect(addr)).unwrap();
+        let stream = stream.into_std().unwrap();
+        stream.set_nonblocking(false).unwrap();
+        Self::handshake(url, None, stream).unwrap()
+    }
+
+    fn handshake(
+        url: &str,
+        token: Option<&str>,
+        stream: TcpStream,
+    ) -> Result<Self, tungstenite::Error> {
+        let mut request = url.into_client_request().unwrap();
+        if let Some(token) = token {
+            request
+                .headers_mut()
+                .insert("authorization", format!("Bearer {token}").parse().unwrap());
+        }
+        stream.set_read_timeout(Some(support::PATIENCE)).unwrap();
+        let (ws, _) = tungstenite::client(request, stream).map_err(|e| match e {
+            tungstenite::HandshakeError::Failure(e) => e,
+            tungstenite::HandshakeError::Interrupted(_) => panic!("interrupted handshake"),
+        })?;
+        Ok(Self {
+            ws,
+            methods: HashMap::new(),
+            next_id: 1,
+            stash: VecDeque::new(),
+        })
+    }
+
+    /// Wait at most `patience` for each frame (the default is [`support::PATIENCE`]): a
+    /// guard against a hang, for a test whose server may take long under load.
+    pub fn set_patience(&mut self, patience: std::time::Duration) {
+        self.ws.get_ref().set_read_timeout(Some(patience)).unwrap();
+    }
+
+    pub fn request(&mut self, method: &str, params: Value) -> Value {
+        let id = json!(self.next_id);
+        self.next_id += 1;
+        self.methods.insert(id.to_string(), method.to_owned());
+        let text = json!({ "id": id, "method": method, "params": params }).to_string();
+        self.ws.send(Message::text(text)).unwrap();
+        id
+    }
+
+    pub fn recv(&mut self, schema: &CodexSchema) -> Value {
+        let message = self.recv_unchecked();
+        self.check(schema, &message);
+        message
+    }
+
+    /// The next message, not yet checked against the schema: for a test that must read
+    /// fast and checks what it read afterwards with [`check`](Self::check).
+    pub fn recv_unchecked(&mut self) -> Value {
+        loop {
+            match self.ws.read().unwrap() {
+                Message::Text(text) => return serde_json::from_str(text.as_str()).unwrap(),
+                Message::Ping(_) | Message::Pong(_) => {}
+                other => panic!("unexpected frame {other:?}"),
+            }
+        }
+    }
+
+    /// Messages read before an answer and kept for [`until`](Self::until).
+    pub fn stashed(&self) -> &VecDeque<Value> {
+        &self.stash
+    }
+
+    pub fn check(&self, schema: &CodexSchema, message: &Value) {
+        schema.check(message, &self.methods);
+    }
+
+    pub fn call(&mut self, schema: &CodexSchema, method: &str, params: Value) -> Value {
+        let id = self.request(method, params);
+        loop {
+            let m = self.recv(schema);
+            if m.get("id") == Some(&id) && m.get("method").is_none() {
+                return m;
+            }
+            self.stash.push_back(m);
+        }
+    }
+
+    /// Messages up to and including the first that `done` accepts, stashed ones first.
+    pub fn until(&mut self, schema: &CodexSchema, done: impl Fn(&Value) -> bool) -> Vec<Value> {
+        let mut seen = Vec::new();
+        loop {
+            let m = match self.stash.pop_front() {
+                Some(m) => m,
+                None => self.recv(schema),
+            };
+            let last = done(&m);
+            seen.push(m);
+            if last {
+                return seen;
+            }
+        }
+    }
+
+    pub fn initialize(&mut self, schema: &CodexSchema) {
+        let init = self.call(
+            schema,
+            "initialize",
+            json!({ "clientInfo": { "name": "ws", "version": "1" } }),
+        );
+        assert!(init.get("result").is_some(), "{init}");
+    }
+}
+
+/// A `rein app-server --listen ws://127.0.0.1:0` with `extra` arguments, and its URL.
+pub fn serve(home: &Path, extra: &[&str]) -> (Killed, String) {
+    let mut child = support::rein()
+        .args(["app-server", "--listen", "ws://127.0.0.1:0"])
+        .args(extra)
+        .env("REIN_HOME", home)
+        .env("MOCK_API_KEY", "test-key")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .unwrap();
+    let mut url = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut url)
+        .unwrap();
+    (Killed(child), url.trim().to_owned())
+}

@@ -1,0 +1,42 @@
+//! The end-to-end tests of the `rein` binary, in one test binary: every module runs the real
+//! `rein` (exec, app-server, acp, mock-model, replay) as a child process, with the shared
+//! harness in the `rein-test-support` crate. One binary links the tree once instead of once
+//! per file (see CONTRIBUTING.md).
+//!
+//! A new end-to-end test file: add `tests/e2e/NAME.rs` and one `mod NAME;` line below.
+//! Run one module with `cargo test -p rein-cli --test e2e -- NAME::`.
+
+mod acp;
+mod acp_client_fs;
+mod acp_client_fs_ts;
+mod acp_mcp;
+mod acp_py_client;
+mod acp_ts_sdk;
+mod acp_turns;
+mod advisor_e2e;
+mod app_server_agents;
+mod app_server_agents_kill;
+mod app_server_approvals;
+mod app_server_bad_input;
+mod app_server_history;
+mod app_server_tool_items;
+mod app_server_turns;
+mod app_server_ws;
+mod app_server_ws_lag;
+mod crash_matrix;
+mod exec_agents;
+mod exec_demo;
+mod exec_interrupt;
+mod exec_mock;
+mod exec_sdk;
+mod exec_sessions;
+mod exec_setup;
+mod hostile_inputs;
+mod hostile_sandbox;
+mod hostile_sessions;
+mod idle_threads;
+mod mcp_app_server;
+mod mcp_exec;
+mod replay_e2e;
+mod replay_live;
+mod trajectory_e2e;

@@ -1,0 +1,14 @@
+//! The integration tests of rein-tools, in one test binary (its modules are the files of
+//! this directory). A new test file: add `tests/all/NAME.rs` and one `mod NAME;` line here.
+//! Run one module with `cargo test -p rein-tools --test tools_tests -- NAME::`.
+
+mod advisor;
+mod apply_patch_hostile;
+mod tools_apply_patch;
+mod tools_files;
+mod tools_in_turn;
+mod tools_policy;
+mod tools_sandbox;
+mod tools_shell;
+mod tools_shell_policy;
+mod tools_terminals;
