@@ -102,3 +102,48 @@ fn demo_with_a_closed_or_empty_stdin_runs_its_own_prompt() {
         );
     }
 }
+
+/// `rein exec --demo ping` run by `script` (util-linux, Debian's essential `bsdutils`) on a
+/// pseudo-terminal, with `redirect` appended to its shell command line: what the terminal
+/// showed.
+fn on_a_terminal(home: &std::path::Path, redirect: &str) -> String {
+    let bin = env!("CARGO_BIN_EXE_rein");
+    let out = Command::new("script")
+        .args([
+            "-qec",
+            &format!("'{bin}' exec --demo ping {redirect}"),
+            "/dev/null",
+        ])
+        .env("REIN_HOME", home)
+        .env("NO_COLOR", "1")
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap_or_else(|e| panic!("running `script` (util-linux): {e}"));
+    assert!(out.status.success(), "{out:?}");
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+#[test]
+fn on_a_terminal_the_demo_answer_is_shown_once() {
+    let home = tempfile::tempdir().unwrap();
+    let screen = on_a_terminal(home.path(), "");
+    // Streamed on stderr, and not printed again on stdout: both are the same screen.
+    assert_eq!(screen.matches("Hello from rein.").count(), 1, "{screen}");
+    assert!(screen.contains("answer"), "{screen}");
+}
+
+#[test]
+fn on_a_terminal_with_stderr_captured_the_answer_goes_to_stdout() {
+    let home = tempfile::tempdir().unwrap();
+    let err = home.path().join("stderr.txt");
+    let screen = on_a_terminal(home.path(), &format!("2>'{}'", err.display()));
+    let progress = std::fs::read_to_string(&err).unwrap();
+    // The terminal (stdout) shows the answer alone; the progress went to the file.
+    assert_eq!(screen.matches("Hello from rein.").count(), 1, "{screen}");
+    assert!(!screen.contains("rein exec · session"), "{screen}");
+    assert_eq!(
+        progress.matches("Hello from rein.").count(),
+        1,
+        "{progress}"
+    );
+}

@@ -1,6 +1,7 @@
 //! Human output: progress on stderr as it happens (streamed text, reasoning, tool calls
 //! with their elapsed time), and — printed by the run once the turn is over — the final
-//! message alone on stdout, so `rein exec "..." > answer.txt` captures just the answer.
+//! message alone on stdout, so `rein exec "..." > answer.txt` captures just the answer
+//! (on a terminal the streamed answer is not printed twice: see `print_final_message`).
 
 use std::collections::HashMap;
 use std::io::Write;
@@ -54,6 +55,9 @@ pub struct HumanProgress<W: Write> {
     frame: usize,
     /// Tokens of the turn so far.
     usage: TokenUsage,
+    /// The text of the answer streamed last (since its header), to tell whether the final
+    /// message is already on stderr.
+    streamed_answer: String,
 }
 
 #[derive(PartialEq, Eq, Clone, Copy)]
@@ -74,7 +78,14 @@ impl<W: Write> HumanProgress<W> {
             status_drawn: false,
             frame: 0,
             usage: TokenUsage::default(),
+            streamed_answer: String::new(),
         }
+    }
+
+    /// Whether `message` is what was streamed last as the answer, i.e. already on screen
+    /// when stderr is a terminal.
+    pub fn streamed(&self, message: &str) -> bool {
+        self.streamed_answer.trim() == message.trim()
     }
 
     fn erase_status(&mut self) -> std::io::Result<()> {
@@ -125,6 +136,12 @@ impl<W: Write> HumanProgress<W> {
             };
             self.line(&header)?;
             self.streaming = kind;
+            if kind == Stream::Answer {
+                self.streamed_answer.clear();
+            }
+        }
+        if kind == Stream::Answer {
+            self.streamed_answer.push_str(delta);
         }
         let text = match kind {
             Stream::Reasoning => self.style.dim(delta),

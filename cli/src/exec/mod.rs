@@ -174,9 +174,7 @@ fn finish(
     }
     if !(common.json || common.experimental_json) {
         if let Some(text) = message {
-            let mut stdout = std::io::stdout().lock();
-            writeln!(stdout, "{text}")?;
-            stdout.flush()?;
+            print_final_message(text, outcome.final_message_streamed)?;
         }
     }
     if !outcome.completed {
@@ -189,6 +187,24 @@ fn finish(
         }
     }
     Ok(0)
+}
+
+/// The final message of a human-mode run. Captured (stdout a pipe or a file), it goes to
+/// stdout alone, so `rein exec "..." > answer.txt` holds just the answer. When stdout and
+/// stderr are the same terminal, the answer streamed on stderr is already on screen, so it
+/// is not printed again (as `codex exec` does); if it was not streamed, it is shown once,
+/// on stderr with the rest of the progress.
+fn print_final_message(text: &str, streamed: bool) -> std::io::Result<()> {
+    let on_one_screen = std::io::stdout().is_terminal() && std::io::stderr().is_terminal();
+    if !on_one_screen {
+        let mut stdout = std::io::stdout().lock();
+        writeln!(stdout, "{text}")?;
+        return stdout.flush();
+    }
+    if !streamed {
+        eprintln!("{text}");
+    }
+    Ok(())
 }
 
 /// The session to work on and the prompt argument, from the subcommand.

@@ -61,6 +61,8 @@ pub struct Outcome {
     /// The signal that interrupted the turn, if one did.
     pub interrupted_by: Option<StopSignal>,
     pub final_message: Option<String>,
+    /// The final message was streamed on stderr as it came (human mode).
+    pub final_message_streamed: bool,
 }
 
 enum Printer {
@@ -190,6 +192,10 @@ pub async fn drive(
         }
     }
     outcome.final_message = last_message.filter(|m| !m.is_empty());
+    outcome.final_message_streamed = match (&printer, &outcome.final_message) {
+        (Printer::Human(progress), Some(message)) => progress.streamed(message),
+        _ => false,
+    };
     handle.shutdown().await?;
     Ok(outcome)
 }
