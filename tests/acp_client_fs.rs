@@ -15,50 +15,11 @@ use std::path::Path;
 
 use pretty_assertions::assert_eq;
 use serde_json::{json, Value};
-use support::{home_for, is_answer, method, updates, Acp, MockModel};
+use support::{home_for, home_with_terminals, is_answer, method, output_for, requests, serve, updates, Acp, MockModel};
 
 /// Offers files, not terminals.
 fn editor_files() -> Value {
     json!({ "fs": { "readTextFile": true, "writeTextFile": true } })
-}
-
-/// A method the client answers, with its params.
-fn asked(m: &Value) -> Option<(String, Value)> {
-    let name = method(m);
-    (m.get("id").is_some() && !name.is_empty()).then(|| (name.to_owned(), m["params"].clone()))
-}
-
-/// Play the client until the prompt `id` is answered: every request rein makes is answered
-/// with what `answer` returns for it (`Ok` a result, `Err` an error object). Returns what
-/// came before the answer, and the answer.
-fn serve(
-    acp: &mut Acp,
-    id: &Value,
-    mut answer: impl FnMut(&str, &Value) -> Result<Value, Value>,
-) -> (Vec<Value>, Value) {
-    let mut seen = Vec::new();
-    loop {
-        let m = acp.recv();
-        if is_answer(&m, id) {
-            return (seen, m);
-        }
-        if let Some((name, params)) = asked(&m) {
-            let reply = match answer(&name, &params) {
-                Ok(result) => json!({ "jsonrpc": "2.0", "id": m["id"], "result": result }),
-                Err(error) => json!({ "jsonrpc": "2.0", "id": m["id"], "error": error }),
-            };
-            acp.send(&reply);
-        }
-        seen.push(m);
-    }
-}
-
-/// The requests rein made of the client, in order (method and params).
-fn requests(seen: &[Value]) -> Vec<Value> {
-    seen.iter()
-        .filter_map(asked)
-        .map(|(name, params)| json!({ "method": name, "params": params }))
-        .collect()
 }
 
 /// The `tool_call_update`s of call `call_id`.
@@ -67,17 +28,6 @@ fn card_updates(seen: &[Value], call_id: &str) -> Vec<Value> {
         .into_iter()
         .filter(|u| u["sessionUpdate"] == "tool_call_update" && u["toolCallId"] == call_id)
         .collect()
-}
-
-/// What the model was given back for `call_id`.
-fn output_for(model: &MockModel, call_id: &str) -> Value {
-    model
-        .requests()
-        .iter()
-        .flat_map(|r| r["input"].as_array().cloned().unwrap_or_default())
-        .find(|item| item["type"] == "function_call_output" && item["call_id"] == call_id)
-        .unwrap_or_else(|| panic!("no output of {call_id} reached the model"))["output"]
-        .clone()
 }
 
 fn one_call_model(call_id: &str, name: &str, arguments: Value) -> MockModel {
@@ -221,16 +171,6 @@ fn a_write_outside_the_writable_roots_is_refused_before_the_editor_hears_of_it()
     );
     assert!(!target.exists());
     acp.finish();
-}
-
-/// A home whose configuration asks for the editor's terminals.
-fn home_with_terminals(model: &MockModel) -> tempfile::TempDir {
-    let home = home_for(model);
-    let config = home.path().join("config.toml");
-    let mut text = std::fs::read_to_string(&config).unwrap();
-    text.push_str("\n[acp]\nclient_terminals = true\n");
-    std::fs::write(&config, text).unwrap();
-    home
 }
 
 fn editor_terminals() -> Value {
