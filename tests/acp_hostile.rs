@@ -65,3 +65,52 @@ fn commands_dressed_as_read_only_ones_are_asked_before_the_editors_terminal_runs
     }
     acp.finish();
 }
+
+#[test]
+fn a_line_that_is_not_utf8_is_answered_with_a_parse_error_and_the_agent_serves_on() {
+    let model = shell_calls_model(&[]);
+    let home = support::home_for(&model);
+    let mut acp = Acp::start(home.path());
+    acp.send_raw(b"{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"initialize\xff\xfe\"}\n");
+    let answer = acp.recv();
+    assert_eq!(answer["id"], Value::Null, "{answer}");
+    assert_eq!(answer["error"]["code"], json!(-32700), "{answer}");
+    // Still serving: the session and its prompt go through.
+    acp.initialize();
+    let session = acp.new_session(&std::env::current_dir().unwrap());
+    let id = acp.prompt(&session, "Hello.");
+    let (_, done) = acp.answer_to(&id);
+    assert_eq!(done["result"], json!({ "stopReason": "end_turn" }));
+    acp.finish();
+}
+
+#[test]
+fn a_100_mib_output_of_the_editors_terminal_reaches_the_model_bounded() {
+    let model = shell_calls_model(&[json!({ "command": ["ls"] })]);
+    let home = home_with_terminals(&model);
+    let cwd = tempfile::tempdir().unwrap();
+    let mut acp = Acp::start(home.path());
+    acp.initialize_with(json!({ "terminal": true }));
+    let session = acp.new_session(&cwd.path().canonicalize().unwrap());
+    let id = acp.prompt(&session, "List.");
+    // An editor that ignores `outputByteLimit`: 100 MiB, ending in a line to find.
+    let mut huge = "x".repeat(100 << 20);
+    huge.push_str("\nthe end\n");
+    let (_, answer) = serve(&mut acp, &id, |name, _| match name {
+        "terminal/create" => Ok(json!({ "terminalId": "term-1" })),
+        "terminal/wait_for_exit" => Ok(json!({ "exitCode": 0 })),
+        "terminal/output" => Ok(json!({ "output": huge, "truncated": false,
+                                        "exitStatus": { "exitCode": 0 } })),
+        "terminal/release" => Ok(Value::Null),
+        other => panic!("unexpected request {other}"),
+    });
+    assert_eq!(answer["result"], json!({ "stopReason": "end_turn" }));
+    let output: Value =
+        serde_json::from_str(output_for(&model, "call_0").as_str().unwrap()).unwrap();
+    let text = output["output"].as_str().unwrap();
+    let prefix = "[the start of the output was dropped]\n";
+    assert!(text.starts_with(prefix), "{}", &text[..80.min(text.len())]);
+    assert_eq!(text.len(), prefix.len() + 32 * 1024);
+    assert!(text.ends_with("xxx\nthe end\n"));
+    acp.finish();
+}

@@ -27,6 +27,7 @@ mod project;
 mod prompt;
 mod session;
 mod steering;
+mod stdio;
 mod tool_calls;
 
 use std::sync::Arc;
@@ -40,7 +41,7 @@ use agent_client_protocol::v1::ConnectionTo;
 use agent_client_protocol::{Client, ConnectTo};
 use rein_bootstrap::Kernel;
 
-pub use agent_client_protocol::Stdio;
+pub use stdio::Stdio;
 pub use project::{Mode as ProjectionMode, Projector};
 pub use tool_calls::TerminalDisplay;
 
