@@ -6,6 +6,8 @@
 
 #[path = "support/acp.rs"]
 mod support;
+#[path = "support/fs_events.rs"]
+mod fs_events;
 
 use pretty_assertions::assert_eq;
 use serde_json::{json, Value};
@@ -72,9 +74,11 @@ fn a_line_that_is_not_utf8_is_answered_with_a_parse_error_and_the_agent_serves_o
     let home = support::home_for(&model);
     let mut acp = Acp::start(home.path());
     acp.send_raw(b"{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"initialize\xff\xfe\"}\n");
-    let answer = acp.recv();
-    assert_eq!(answer["id"], Value::Null, "{answer}");
-    assert_eq!(answer["error"]["code"], json!(-32700), "{answer}");
+    assert_eq!(
+        acp.recv(),
+        json!({ "jsonrpc": "2.0", "id": null, "error": { "code": -32700, "message": "Parse error",
+                "data": { "line": "(a line that is not UTF-8)" } } })
+    );
     // Still serving: the session and its prompt go through.
     acp.initialize();
     let session = acp.new_session(&std::env::current_dir().unwrap());
@@ -112,5 +116,70 @@ fn a_100_mib_output_of_the_editors_terminal_reaches_the_model_bounded() {
     assert!(text.starts_with(prefix), "{}", &text[..80.min(text.len())]);
     assert_eq!(text.len(), prefix.len() + 32 * 1024);
     assert!(text.ends_with("xxx\nthe end\n"));
+    acp.finish();
+}
+
+#[test]
+fn a_link_swapped_in_while_the_editor_reads_makes_its_write_refused() {
+    let outside = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let outside = outside.path().canonicalize().unwrap();
+    std::fs::write(outside.join("f.txt"), "old\n").unwrap();
+    let cwd = tempfile::tempdir().unwrap();
+    let cwd_path = cwd.path().canonicalize().unwrap();
+    std::fs::create_dir(cwd_path.join("sub")).unwrap();
+    std::fs::write(cwd_path.join("sub/f.txt"), "old\n").unwrap();
+    // One batch: a sandboxed command that swaps `sub` for a link out once the editor is
+    // reading, and a patch of `sub/f.txt` the policy allows (it is in the workspace).
+    let swap = format!(
+        "while [ ! -e ready ]; do sleep 0.01; done; mv sub sub.old && ln -s {} sub && touch swapped",
+        outside.display()
+    );
+    let patch = "*** Begin Patch\n*** Update File: sub/f.txt\n@@\n-old\n+new\n*** End Patch\n";
+    let model = MockModel::start(json!({
+        "replies": [
+            { "tool_calls": [
+                { "call_id": "call_swap", "name": "shell",
+                  "arguments": { "command": ["sh", "-c", swap], "timeout_ms": 20000 } },
+                { "call_id": "call_patch", "name": "apply_patch", "arguments": { "input": patch } }
+            ] },
+            { "text": "Done." }
+        ],
+        "when_exhausted": "echo"
+    }));
+    let home = support::home_for(&model);
+    let mut acp = Acp::start(home.path());
+    acp.initialize_with(json!({ "fs": { "readTextFile": true, "writeTextFile": true } }));
+    let session = acp.new_session(&cwd_path);
+    let id = acp.prompt(&session, "Patch it.");
+    let (seen, answer) = serve(&mut acp, &id, |name, params| match name {
+        "fs/read_text_file" => {
+            // The editor reads while the command swaps the link in.
+            std::fs::write(cwd_path.join("ready"), "").unwrap();
+            let swapped = fs_events::wait_until_files_show(&cwd_path, support::PATIENCE, || {
+                cwd_path.join("swapped").exists()
+            });
+            assert!(swapped, "the command never swapped the link in");
+            Ok(json!({ "content": "old\n" }))
+        }
+        // A plain editor: it writes where the path leads.
+        "fs/write_text_file" => {
+            let path = params["path"].as_str().unwrap();
+            std::fs::write(path, params["content"].as_str().unwrap()).unwrap();
+            Ok(json!({}))
+        }
+        other => panic!("unexpected request {other}"),
+    });
+    assert_eq!(answer["result"], json!({ "stopReason": "end_turn" }));
+    let methods: Vec<Value> = requests(&seen).iter().map(|r| r["method"].clone()).collect();
+    assert_eq!(methods, vec![json!("fs/read_text_file")], "no write reached the editor");
+    assert_eq!(std::fs::read_to_string(outside.join("f.txt")).unwrap(), "old\n");
+    assert_eq!(
+        output_for(&model, "call_patch"),
+        json!(format!(
+            "{}: {} is a symbolic link now: the target changed after the policy judged it, so the write is refused",
+            cwd_path.join("sub/f.txt").display(),
+            cwd_path.join("sub").display()
+        ))
+    );
     acp.finish();
 }
