@@ -15,7 +15,10 @@ use std::path::Path;
 
 use pretty_assertions::assert_eq;
 use serde_json::{json, Value};
-use support::{home_for, home_with_terminals, is_answer, method, output_for, requests, serve, updates, Acp, MockModel};
+use support::{
+    home_for, home_with_terminals, is_answer, method, output_for, requests, serve, updates, Acp,
+    MockModel,
+};
 
 /// Offers files, not terminals.
 fn editor_files() -> Value {

@@ -4,10 +4,10 @@
 //! patched file, an editor line that is not UTF-8, a terminal output of 100 MiB.
 #![allow(clippy::unwrap_used)]
 
-#[path = "support/acp.rs"]
-mod support;
 #[path = "support/fs_events.rs"]
 mod fs_events;
+#[path = "support/acp.rs"]
+mod support;
 
 use pretty_assertions::assert_eq;
 use serde_json::{json, Value};
@@ -59,8 +59,13 @@ fn commands_dressed_as_read_only_ones_are_asked_before_the_editors_terminal_runs
         .iter()
         .map(|r| r["params"]["toolCall"]["toolCallId"].clone())
         .collect();
-    let every_call: Vec<Value> = (0..calls.len()).map(|i| json!(format!("call_{i}"))).collect();
-    assert_eq!(asked, every_call, "one permission request per call, nothing else");
+    let every_call: Vec<Value> = (0..calls.len())
+        .map(|i| json!(format!("call_{i}")))
+        .collect();
+    assert_eq!(
+        asked, every_call,
+        "one permission request per call, nothing else"
+    );
     for i in 0..calls.len() {
         let output = output_for(&model, &format!("call_{i}"));
         assert_eq!(output, json!("the user denied this action"), "call_{i}");
@@ -170,9 +175,19 @@ fn a_link_swapped_in_while_the_editor_reads_makes_its_write_refused() {
         other => panic!("unexpected request {other}"),
     });
     assert_eq!(answer["result"], json!({ "stopReason": "end_turn" }));
-    let methods: Vec<Value> = requests(&seen).iter().map(|r| r["method"].clone()).collect();
-    assert_eq!(methods, vec![json!("fs/read_text_file")], "no write reached the editor");
-    assert_eq!(std::fs::read_to_string(outside.join("f.txt")).unwrap(), "old\n");
+    let methods: Vec<Value> = requests(&seen)
+        .iter()
+        .map(|r| r["method"].clone())
+        .collect();
+    assert_eq!(
+        methods,
+        vec![json!("fs/read_text_file")],
+        "no write reached the editor"
+    );
+    assert_eq!(
+        std::fs::read_to_string(outside.join("f.txt")).unwrap(),
+        "old\n"
+    );
     assert_eq!(
         output_for(&model, "call_patch"),
         json!(format!(

@@ -303,7 +303,11 @@ fn sort_options_that_write_or_run_a_program_are_asked_under_untrusted_in_every_g
     }
     assert_eq!(
         asked,
-        vec![json!("call_sort_0"), json!("call_sort_1"), json!("call_sort_2")]
+        vec![
+            json!("call_sort_0"),
+            json!("call_sort_1"),
+            json!("call_sort_2")
+        ]
     );
     assert!(!cwd.path().join("escaped-1.txt").exists());
     assert!(!cwd.path().join("escaped-2.txt").exists());

@@ -17,7 +17,6 @@ fn is_root() -> bool {
     rustix::process::geteuid().is_root()
 }
 
-
 /// A directory no sandbox policy but full access lets commands write: under `/var/tmp`,
 /// not the temp dirs workspace-write leaves writable. Owned by `nobody` when run as root,
 /// so that the unprivileged replay could write there if its policy let it.
@@ -96,7 +95,13 @@ fn a_rollout_edited_to_claim_full_access_replays_live_under_todays_policy() {
         // Recorded read-only (exec's default): the write was refused.
         let (code, stdout, stderr) = run(
             home.path(),
-            &["exec", "--json", "-C", cwd.to_str().unwrap(), "Write outside."],
+            &[
+                "exec",
+                "--json",
+                "-C",
+                cwd.to_str().unwrap(),
+                "Write outside.",
+            ],
         );
         assert_eq!(code, 0, "{stderr}");
         assert!(!escaped.exists(), "the recording itself wrote outside");

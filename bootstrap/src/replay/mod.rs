@@ -41,8 +41,8 @@ use serde::Serialize;
 use crate::BootstrapError;
 use compare::{compare_step, ObservedCall, ObservedStep, Part, TurnInputs};
 use model::{ReplayCatalog, ReplayModel};
-use recording::RecordedTurn;
 pub use policy::LivePolicy;
+use recording::RecordedTurn;
 pub use recording::{NotReplayable, Recording};
 use tools::{RecordedOutputs, ReplayThreadSource};
 pub use workspace::LiveWorkspace;
@@ -245,7 +245,9 @@ impl Replayer {
             );
             let mut settings = self.adjust.apply(&turn.settings);
             if self.live.is_some() {
-                settings = self.live_policy.confine(settings, &recording.turns[0].settings.cwd);
+                settings = self
+                    .live_policy
+                    .confine(settings, &recording.turns[0].settings.cwd);
             }
             if let Some(rewrite) = rewrite {
                 settings = in_scratch(settings, rewrite, t + 1)?;

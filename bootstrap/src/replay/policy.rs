@@ -44,7 +44,9 @@ impl LivePolicy {
         }
         settings.approval_policy = ApprovalPolicy::Never;
         if let Some(options) = settings.sandbox_options.as_mut() {
-            options.writable_roots.retain(|root| root.starts_with(workspace));
+            options
+                .writable_roots
+                .retain(|root| root.starts_with(workspace));
             options.network_access &= self.network_access;
         }
         settings

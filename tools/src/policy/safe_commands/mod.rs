@@ -34,12 +34,31 @@ const UNCONFINED_SAFE: &[&str] = &[
 ];
 
 /// Read-only git subcommands (`branch` only in its listing forms, see [`is_git_listing`]).
-const SAFE_GIT: &[&str] = &["status", "log", "diff", "show", "rev-parse", "ls-files", "blame"];
+const SAFE_GIT: &[&str] = &[
+    "status",
+    "log",
+    "diff",
+    "show",
+    "rev-parse",
+    "ls-files",
+    "blame",
+];
 
 /// `git branch` options that list and do nothing else.
 const GIT_BRANCH_LISTING: &[&str] = &[
-    "-a", "--all", "-r", "--remotes", "-v", "-vv", "--verbose", "--show-current", "-l", "--list",
-    "--no-color", "--color", "--no-column",
+    "-a",
+    "--all",
+    "-r",
+    "--remotes",
+    "-v",
+    "-vv",
+    "--verbose",
+    "--show-current",
+    "-l",
+    "--list",
+    "--no-color",
+    "--color",
+    "--no-column",
 ];
 
 /// Options that make an otherwise read-only program write or execute.
@@ -117,7 +136,8 @@ pub fn is_known_safe(argv: &[String], env: &BTreeMap<String, String>) -> bool {
     }
     if let [shell, flag, script] = argv {
         let shell = system_name(shell);
-        if matches!(shell, Some("sh" | "bash" | "zsh" | "dash")) && (flag == "-c" || flag == "-lc") {
+        if matches!(shell, Some("sh" | "bash" | "zsh" | "dash")) && (flag == "-c" || flag == "-lc")
+        {
             return is_safe_script(script);
         }
     }
@@ -246,11 +266,7 @@ mod tests {
         assert!(safe(&["git", "status"]));
         assert!(safe(&["sed", "-n", "1,20p", "f.rs"]));
         assert!(safe(&["find", ".", "-name", "*.rs"]));
-        assert!(safe(&[
-            "bash",
-            "-lc",
-            "ls && cat 'a b' | wc -l"
-        ]));
+        assert!(safe(&["bash", "-lc", "ls && cat 'a b' | wc -l"]));
         // A separator inside quotes is text.
         assert!(safe(&["bash", "-c", "grep 'a;b|c' f"]));
     }
@@ -259,16 +275,9 @@ mod tests {
     fn writing_or_executing_commands_are_not() {
         assert!(!safe(&["rm", "-rf", "/"]));
         assert!(!safe(&["find", ".", "-delete"]));
-        assert!(!safe(&[
-            "find", ".", "-exec", "rm", "{}", ";"
-        ]));
+        assert!(!safe(&["find", ".", "-exec", "rm", "{}", ";"]));
         assert!(!safe(&["git", "push"]));
-        assert!(!safe(&[
-            "git",
-            "-c",
-            "core.pager=sh",
-            "log"
-        ]));
+        assert!(!safe(&["git", "-c", "core.pager=sh", "log"]));
         assert!(!safe(&["rg", "--pre", "sh", "x"]));
         assert!(!safe(&["sed", "-i", "s/a/b/", "f"]));
         assert!(!safe(&["sort", "-o", "out", "in"]));
@@ -312,13 +321,25 @@ mod tests {
         let ls = argv(&["bash", "-c", "ls"]);
         assert!(!is_known_safe(&ls, &env(&[("BASH_ENV", "evil.sh")])));
         assert!(!is_known_safe(&ls, &env(&[("ENV", "evil.sh")])));
-        assert!(!is_known_safe(&ls, &env(&[("BASH_FUNC_ls%%", "() { id; }")])));
+        assert!(!is_known_safe(
+            &ls,
+            &env(&[("BASH_FUNC_ls%%", "() { id; }")])
+        ));
         let status = argv(&["git", "status"]);
         assert!(!is_known_safe(&status, &env(&[("GIT_CONFIG_COUNT", "1")])));
-        assert!(!is_known_safe(&argv(&["cat", "f"]), &env(&[("LD_PRELOAD", "/x.so")])));
-        assert!(!is_known_safe(&argv(&["git", "log"]), &env(&[("PAGER", "sh")])));
+        assert!(!is_known_safe(
+            &argv(&["cat", "f"]),
+            &env(&[("LD_PRELOAD", "/x.so")])
+        ));
+        assert!(!is_known_safe(
+            &argv(&["git", "log"]),
+            &env(&[("PAGER", "sh")])
+        ));
         assert!(!is_known_safe(&argv(&["ls"]), &env(&[("PATH", ".")])));
-        assert!(is_known_safe(&argv(&["ls"]), &env(&[("LC_ALL", "C"), ("TZ", "UTC")])));
+        assert!(is_known_safe(
+            &argv(&["ls"]),
+            &env(&[("LC_ALL", "C"), ("TZ", "UTC")])
+        ));
     }
 
     #[test]
@@ -326,7 +347,10 @@ mod tests {
         let none = BTreeMap::new();
         assert!(is_safe_unconfined(&argv(&["ls", "-la"]), &none));
         assert!(is_safe_unconfined(&argv(&["cat", "README.md"]), &none));
-        assert!(!is_safe_unconfined(&argv(&["cat", "f"]), &env(&[("LC_ALL", "C")])));
+        assert!(!is_safe_unconfined(
+            &argv(&["cat", "f"]),
+            &env(&[("LC_ALL", "C")])
+        ));
         assert!(!is_safe_unconfined(&argv(&["git", "status"]), &none));
         assert!(!is_safe_unconfined(&argv(&["sort", "f"]), &none));
         assert!(!is_safe_unconfined(&argv(&["bash", "-c", "ls"]), &none));
