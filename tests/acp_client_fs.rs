@@ -11,13 +11,11 @@
 #[path = "support/acp.rs"]
 mod support;
 
-use std::path::Path;
-
 use pretty_assertions::assert_eq;
 use serde_json::{json, Value};
 use support::{
-    home_for, home_with_terminals, is_answer, method, output_for, requests, serve, updates, Acp,
-    MockModel,
+    home_for, home_with_terminals, is_answer, method, output_for, reject_once, requests, serve,
+    session_with, updates, MockModel,
 };
 
 /// Offers files, not terminals.
@@ -43,14 +41,6 @@ fn one_call_model(call_id: &str, name: &str, arguments: Value) -> MockModel {
     }))
 }
 
-/// `rein acp` for `home`, initialized with `capabilities`, one session in `cwd`.
-fn session(home: &Path, cwd: &Path, capabilities: Value) -> (Acp, String) {
-    let mut acp = Acp::start(home);
-    acp.initialize_with(capabilities);
-    let session = acp.new_session(cwd);
-    (acp, session)
-}
-
 #[test]
 fn read_file_returns_the_editors_unsaved_text_not_the_disks() {
     let model = one_call_model("call_read", "read_file", json!({ "path": "notes.txt" }));
@@ -59,7 +49,7 @@ fn read_file_returns_the_editors_unsaved_text_not_the_disks() {
     let cwd_path = cwd.path().canonicalize().unwrap();
     let file = cwd_path.join("notes.txt");
     std::fs::write(&file, "saved on disk\n").unwrap();
-    let (mut acp, session) = session(home.path(), &cwd_path, editor_files());
+    let (mut acp, session) = session_with(home.path(), &cwd_path, editor_files());
     let id = acp.prompt(&session, "Read the notes.");
     let (seen, answer) = serve(&mut acp, &id, |name, _| match name {
         "fs/read_text_file" => Ok(json!({ "content": "unsaved in the editor\n" })),
@@ -99,7 +89,7 @@ fn apply_patch_reads_and_writes_through_the_editor_and_leaves_the_disk_alone() {
     let cwd_path = cwd.path().canonicalize().unwrap();
     let (a, b) = (cwd_path.join("a.txt"), cwd_path.join("b.txt"));
     std::fs::write(&a, "one\ntwo\n").unwrap();
-    let (mut acp, session) = session(home.path(), &cwd_path, editor_files());
+    let (mut acp, session) = session_with(home.path(), &cwd_path, editor_files());
     let id = acp.prompt(&session, "Patch it.");
     // The editor's buffer of a.txt has an unsaved change the patch's context relies on.
     let (seen, answer) = serve(&mut acp, &id, |name, _| match name {
@@ -154,12 +144,10 @@ fn a_write_outside_the_writable_roots_is_refused_before_the_editor_hears_of_it()
     let home = home_for(&model);
     let cwd = tempfile::tempdir().unwrap();
     let cwd_path = cwd.path().canonicalize().unwrap();
-    let (mut acp, session) = session(home.path(), &cwd_path, editor_files());
+    let (mut acp, session) = session_with(home.path(), &cwd_path, editor_files());
     let id = acp.prompt(&session, "Write outside.");
     let (seen, answer) = serve(&mut acp, &id, |name, _| match name {
-        "session/request_permission" => {
-            Ok(json!({ "outcome": { "outcome": "selected", "optionId": "reject_once" } }))
-        }
+        "session/request_permission" => Ok(reject_once()),
         other => panic!("the client was asked {other}"),
     });
     assert_eq!(answer["result"], json!({ "stopReason": "end_turn" }));
@@ -238,7 +226,7 @@ fn shell_commands_run_in_the_editors_terminal_after_the_policy_and_their_output_
     let home = home_with_terminals(&model);
     let cwd = tempfile::tempdir().unwrap();
     let cwd_path = cwd.path().canonicalize().unwrap();
-    let (mut acp, session) = session(home.path(), &cwd_path, editor_terminals());
+    let (mut acp, session) = session_with(home.path(), &cwd_path, editor_terminals());
     let id = acp.prompt(&session, "Build it.");
     let mut terminals = Terminals::default();
     let (seen, answer) = serve(&mut acp, &id, |name, params| terminals.answer(name, params));
@@ -315,7 +303,7 @@ fn a_command_in_the_editors_terminal_is_killed_at_its_timeout() {
     let home = home_with_terminals(&model);
     let cwd = tempfile::tempdir().unwrap();
     let cwd_path = cwd.path().canonicalize().unwrap();
-    let (mut acp, session) = session(home.path(), &cwd_path, editor_terminals());
+    let (mut acp, session) = session_with(home.path(), &cwd_path, editor_terminals());
     let id = acp.prompt(&session, "List everything.");
     let create = acp.until(|m| method(m) == "terminal/create").pop().unwrap();
     acp.send(&json!({ "jsonrpc": "2.0", "id": create["id"], "result": { "terminalId": "slow" } }));
@@ -375,7 +363,7 @@ fn cancelling_the_turn_kills_and_releases_the_editors_terminal() {
     let home = home_with_terminals(&model);
     let cwd = tempfile::tempdir().unwrap();
     let cwd_path = cwd.path().canonicalize().unwrap();
-    let (mut acp, session) = session(home.path(), &cwd_path, editor_terminals());
+    let (mut acp, session) = session_with(home.path(), &cwd_path, editor_terminals());
     let id = acp.prompt(&session, "Wait.");
     let create = acp.until(|m| method(m) == "terminal/create").pop().unwrap();
     acp.send(&json!({ "jsonrpc": "2.0", "id": create["id"], "result": { "terminalId": "t" } }));
@@ -430,7 +418,7 @@ fn a_client_that_offers_nothing_gets_reins_own_files_and_processes() {
     let cwd = tempfile::tempdir().unwrap();
     let cwd_path = cwd.path().canonicalize().unwrap();
     std::fs::write(cwd_path.join("notes.txt"), "saved on disk\n").unwrap();
-    let (mut acp, session) = session(home.path(), &cwd_path, editor_terminals());
+    let (mut acp, session) = session_with(home.path(), &cwd_path, editor_terminals());
     let id = acp.prompt(&session, "Do it all.");
     let (seen, answer) = serve(&mut acp, &id, |name, _| match name {
         "session/request_permission" => {

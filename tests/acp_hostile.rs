@@ -11,7 +11,9 @@ mod support;
 
 use pretty_assertions::assert_eq;
 use serde_json::{json, Value};
-use support::{home_with_terminals, output_for, requests, serve, Acp, MockModel};
+use support::{
+    home_with_terminals, output_for, reject_once, requests, serve, session_with, Acp, MockModel,
+};
 
 /// A model that makes each of `calls` (shell arguments) in turn, one per reply.
 fn shell_calls_model(calls: &[Value]) -> MockModel {
@@ -44,14 +46,11 @@ fn commands_dressed_as_read_only_ones_are_asked_before_the_editors_terminal_runs
     let model = shell_calls_model(&calls);
     let home = home_with_terminals(&model);
     let cwd = tempfile::tempdir().unwrap();
-    let mut acp = Acp::start(home.path());
-    acp.initialize_with(json!({ "terminal": true }));
-    let session = acp.new_session(&cwd.path().canonicalize().unwrap());
+    let cwd_path = cwd.path().canonicalize().unwrap();
+    let (mut acp, session) = session_with(home.path(), &cwd_path, json!({ "terminal": true }));
     let id = acp.prompt(&session, "Look around.");
     let (seen, answer) = serve(&mut acp, &id, |name, _| match name {
-        "session/request_permission" => {
-            Ok(json!({ "outcome": { "outcome": "selected", "optionId": "reject_once" } }))
-        }
+        "session/request_permission" => Ok(reject_once()),
         other => panic!("the editor was asked {other} for a command nobody allowed"),
     });
     assert_eq!(answer["result"], json!({ "stopReason": "end_turn" }));
@@ -98,9 +97,8 @@ fn a_100_mib_output_of_the_editors_terminal_reaches_the_model_bounded() {
     let model = shell_calls_model(&[json!({ "command": ["ls"] })]);
     let home = home_with_terminals(&model);
     let cwd = tempfile::tempdir().unwrap();
-    let mut acp = Acp::start(home.path());
-    acp.initialize_with(json!({ "terminal": true }));
-    let session = acp.new_session(&cwd.path().canonicalize().unwrap());
+    let cwd_path = cwd.path().canonicalize().unwrap();
+    let (mut acp, session) = session_with(home.path(), &cwd_path, json!({ "terminal": true }));
     let id = acp.prompt(&session, "List.");
     // An editor that ignores `outputByteLimit`: 100 MiB, ending in a line to find.
     let mut huge = "x".repeat(100 << 20);
@@ -152,9 +150,8 @@ fn a_link_swapped_in_while_the_editor_reads_makes_its_write_refused() {
         "when_exhausted": "echo"
     }));
     let home = support::home_for(&model);
-    let mut acp = Acp::start(home.path());
-    acp.initialize_with(json!({ "fs": { "readTextFile": true, "writeTextFile": true } }));
-    let session = acp.new_session(&cwd_path);
+    let files = json!({ "fs": { "readTextFile": true, "writeTextFile": true } });
+    let (mut acp, session) = session_with(home.path(), &cwd_path, files);
     let id = acp.prompt(&session, "Patch it.");
     let (seen, answer) = serve(&mut acp, &id, |name, params| match name {
         "fs/read_text_file" => {

@@ -250,6 +250,19 @@ pub fn home_with_terminals(model: &MockModel) -> tempfile::TempDir {
     home
 }
 
+/// `rein acp` for `home`, initialized with `capabilities`, one session in `cwd`.
+pub fn session_with(home: &Path, cwd: &Path, capabilities: Value) -> (Acp, String) {
+    let mut acp = Acp::start(home);
+    acp.initialize_with(capabilities);
+    let session = acp.new_session(cwd);
+    (acp, session)
+}
+
+/// The client's answer to a permission request: rejected, this once.
+pub fn reject_once() -> Value {
+    json!({ "outcome": { "outcome": "selected", "optionId": "reject_once" } })
+}
+
 /// Every message must be JSON-RPC 2.0 and fit the ACP type of its method.
 fn check(m: &Value) {
     assert_eq!(m["jsonrpc"], "2.0", "not JSON-RPC 2.0: {m}");
