@@ -120,13 +120,31 @@ pub async fn run(
     };
     // The exit as `wait_for_exit` reported it; after a kill, as `output` does.
     let status = status.or(output.exit_status).unwrap_or_default();
+    // The editor may keep more than the limit it was given (a 100 MiB output went whole to
+    // the model): what reaches the thread is bounded here, as rein's own output is.
+    let (text, cut) = keep_end(output.output, run.output_byte_limit);
     Some(ClientResponse::TerminalExited {
-        output: output.output,
-        truncated: output.truncated,
+        output: text,
+        truncated: output.truncated || cut,
         exit_code: status.exit_code,
         signal: status.signal,
         timed_out,
     })
+}
+
+/// The last `limit` bytes of `text` at most (from a character boundary), as ACP's own
+/// output limit keeps them; and whether any were dropped.
+fn keep_end(mut text: String, limit: u64) -> (String, bool) {
+    let limit = usize::try_from(limit).unwrap_or(usize::MAX);
+    if text.len() <= limit {
+        return (text, false);
+    }
+    let mut start = text.len() - limit;
+    while !text.is_char_boundary(start) {
+        start += 1;
+    }
+    text.drain(..start);
+    (text, true)
 }
 
 /// A terminal of the client, for the requests that end it (their answers change nothing).
@@ -145,5 +163,18 @@ impl Terminal {
     fn release(&self) {
         let release = ReleaseTerminalRequest::new(self.session.clone(), self.id.clone());
         self.cx.send_request(release).detach();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn output_over_the_limit_keeps_its_end_from_a_character_boundary() {
+        assert_eq!(keep_end("abc".to_owned(), 3), ("abc".to_owned(), false));
+        assert_eq!(keep_end("abcdef".to_owned(), 2), ("ef".to_owned(), true));
+        // "é" is two bytes: a cut inside it starts after it.
+        assert_eq!(keep_end("aéb".to_owned(), 2), ("b".to_owned(), true));
     }
 }

@@ -26,6 +26,7 @@ mod permission;
 mod project;
 mod prompt;
 mod session;
+mod stdio;
 mod steering;
 mod tool_calls;
 
@@ -40,8 +41,8 @@ use agent_client_protocol::v1::ConnectionTo;
 use agent_client_protocol::{Client, ConnectTo};
 use rein_bootstrap::Kernel;
 
-pub use agent_client_protocol::Stdio;
 pub use project::{Mode as ProjectionMode, Projector};
+pub use stdio::Stdio;
 pub use tool_calls::TerminalDisplay;
 
 use agent::{reply, Agent};

@@ -11,7 +11,9 @@ use std::sync::Arc;
 
 use anyhow::{bail, Context};
 use clap::Args;
-use rein_bootstrap::replay::{LiveWorkspace, Recording, ReplayOptions, Replayer, Report};
+use rein_bootstrap::replay::{
+    LivePolicy, LiveWorkspace, Recording, ReplayOptions, Replayer, Report,
+};
 use rein_core::store::{LoadedRollout, ThreadEntry};
 use rein_protocol::ThreadId;
 use rein_rollout::index::ListQuery;
@@ -44,8 +46,9 @@ pub struct ReplayArgs {
     /// What the tools do: `recorded` returns each call's recorded result (nothing runs);
     /// `live` runs them for real and compares what each did with the recording. Live, they
     /// run in a scratch copy of the recorded workspace (removed afterwards, the original
-    /// left untouched) unless --in-place is given. Commands run under the session's
-    /// recorded sandbox and approval policies; approvals are answered as recorded.
+    /// left untouched) unless --in-place is given. Commands run under today's policy, never
+    /// a looser one read from the recording: the stricter of the recorded sandbox and
+    /// `-c sandbox_mode=...` (workspace-write by default), approval policy `never`.
     #[arg(long, value_enum, default_value = "recorded", value_name = "MODE")]
     tools: ToolsMode,
     /// With --tools live: run in a scratch copy of the recorded workspace (the default).
@@ -119,6 +122,14 @@ async fn run_replay(args: ReplayArgs) -> anyhow::Result<i32> {
                 ..BuiltinConfig::default()
             },
             live,
+            live_policy: LivePolicy {
+                sandbox: if opts.sandbox_mode_given {
+                    opts.sandbox_policy
+                } else {
+                    LivePolicy::default().sandbox
+                },
+                network_access: opts.network_access,
+            },
         },
         &env,
     )

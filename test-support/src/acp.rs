@@ -183,6 +183,79 @@ pub fn updates(messages: &[Value]) -> Vec<Value> {
         .collect()
 }
 
+/// A method the client answers, with its params.
+pub fn asked(m: &Value) -> Option<(String, Value)> {
+    let name = method(m);
+    (m.get("id").is_some() && !name.is_empty()).then(|| (name.to_owned(), m["params"].clone()))
+}
+
+/// Play the client until the prompt `id` is answered: every request rein makes is answered
+/// with what `answer` returns for it (`Ok` a result, `Err` an error object). Returns what
+/// came before the answer, and the answer.
+pub fn serve(
+    acp: &mut Acp,
+    id: &Value,
+    mut answer: impl FnMut(&str, &Value) -> Result<Value, Value>,
+) -> (Vec<Value>, Value) {
+    let mut seen = Vec::new();
+    loop {
+        let m = acp.recv();
+        if is_answer(&m, id) {
+            return (seen, m);
+        }
+        if let Some((name, params)) = asked(&m) {
+            let reply = match answer(&name, &params) {
+                Ok(result) => json!({ "jsonrpc": "2.0", "id": m["id"], "result": result }),
+                Err(error) => json!({ "jsonrpc": "2.0", "id": m["id"], "error": error }),
+            };
+            acp.send(&reply);
+        }
+        seen.push(m);
+    }
+}
+
+/// The requests rein made of the client, in order (method and params).
+pub fn requests(seen: &[Value]) -> Vec<Value> {
+    seen.iter()
+        .filter_map(asked)
+        .map(|(name, params)| json!({ "method": name, "params": params }))
+        .collect()
+}
+
+/// What the model was given back for `call_id`.
+pub fn output_for(model: &MockModel, call_id: &str) -> Value {
+    model
+        .requests()
+        .iter()
+        .flat_map(|r| r["input"].as_array().cloned().unwrap_or_default())
+        .find(|item| item["type"] == "function_call_output" && item["call_id"] == call_id)
+        .unwrap_or_else(|| panic!("no output of {call_id} reached the model"))["output"]
+        .clone()
+}
+
+/// A home whose configuration asks for the editor's terminals.
+pub fn home_with_terminals(model: &MockModel) -> tempfile::TempDir {
+    let home = home_for(model);
+    let config = home.path().join("config.toml");
+    let mut text = std::fs::read_to_string(&config).unwrap();
+    text.push_str("\n[acp]\nclient_terminals = true\n");
+    std::fs::write(&config, text).unwrap();
+    home
+}
+
+/// `rein acp` for `home`, initialized with `capabilities`, one session in `cwd`.
+pub fn session_with(home: &Path, cwd: &Path, capabilities: Value) -> (Acp, String) {
+    let mut acp = Acp::start(home);
+    acp.initialize_with(capabilities);
+    let session = acp.new_session(cwd);
+    (acp, session)
+}
+
+/// The client's answer to a permission request: rejected, this once.
+pub fn reject_once() -> Value {
+    json!({ "outcome": { "outcome": "selected", "optionId": "reject_once" } })
+}
+
 /// Every message must be JSON-RPC 2.0 and fit the ACP type of its method.
 fn check(m: &Value) {
     assert_eq!(m["jsonrpc"], "2.0", "not JSON-RPC 2.0: {m}");

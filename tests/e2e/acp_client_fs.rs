@@ -10,54 +10,16 @@
 
 use rein_test_support::acp as support;
 
-use std::path::Path;
-
 use pretty_assertions::assert_eq;
 use serde_json::{json, Value};
-use support::{home_for, is_answer, method, updates, Acp, MockModel};
+use support::{
+    home_for, home_with_terminals, is_answer, method, output_for, reject_once, requests, serve,
+    session_with, updates, MockModel,
+};
 
 /// Offers files, not terminals.
 fn editor_files() -> Value {
     json!({ "fs": { "readTextFile": true, "writeTextFile": true } })
-}
-
-/// A method the client answers, with its params.
-fn asked(m: &Value) -> Option<(String, Value)> {
-    let name = method(m);
-    (m.get("id").is_some() && !name.is_empty()).then(|| (name.to_owned(), m["params"].clone()))
-}
-
-/// Play the client until the prompt `id` is answered: every request rein makes is answered
-/// with what `answer` returns for it (`Ok` a result, `Err` an error object). Returns what
-/// came before the answer, and the answer.
-fn serve(
-    acp: &mut Acp,
-    id: &Value,
-    mut answer: impl FnMut(&str, &Value) -> Result<Value, Value>,
-) -> (Vec<Value>, Value) {
-    let mut seen = Vec::new();
-    loop {
-        let m = acp.recv();
-        if is_answer(&m, id) {
-            return (seen, m);
-        }
-        if let Some((name, params)) = asked(&m) {
-            let reply = match answer(&name, &params) {
-                Ok(result) => json!({ "jsonrpc": "2.0", "id": m["id"], "result": result }),
-                Err(error) => json!({ "jsonrpc": "2.0", "id": m["id"], "error": error }),
-            };
-            acp.send(&reply);
-        }
-        seen.push(m);
-    }
-}
-
-/// The requests rein made of the client, in order (method and params).
-fn requests(seen: &[Value]) -> Vec<Value> {
-    seen.iter()
-        .filter_map(asked)
-        .map(|(name, params)| json!({ "method": name, "params": params }))
-        .collect()
 }
 
 /// The `tool_call_update`s of call `call_id`.
@@ -66,17 +28,6 @@ fn card_updates(seen: &[Value], call_id: &str) -> Vec<Value> {
         .into_iter()
         .filter(|u| u["sessionUpdate"] == "tool_call_update" && u["toolCallId"] == call_id)
         .collect()
-}
-
-/// What the model was given back for `call_id`.
-fn output_for(model: &MockModel, call_id: &str) -> Value {
-    model
-        .requests()
-        .iter()
-        .flat_map(|r| r["input"].as_array().cloned().unwrap_or_default())
-        .find(|item| item["type"] == "function_call_output" && item["call_id"] == call_id)
-        .unwrap_or_else(|| panic!("no output of {call_id} reached the model"))["output"]
-        .clone()
 }
 
 fn one_call_model(call_id: &str, name: &str, arguments: Value) -> MockModel {
@@ -89,14 +40,6 @@ fn one_call_model(call_id: &str, name: &str, arguments: Value) -> MockModel {
     }))
 }
 
-/// `rein acp` for `home`, initialized with `capabilities`, one session in `cwd`.
-fn session(home: &Path, cwd: &Path, capabilities: Value) -> (Acp, String) {
-    let mut acp = Acp::start(home);
-    acp.initialize_with(capabilities);
-    let session = acp.new_session(cwd);
-    (acp, session)
-}
-
 #[test]
 fn read_file_returns_the_editors_unsaved_text_not_the_disks() {
     let model = one_call_model("call_read", "read_file", json!({ "path": "notes.txt" }));
@@ -105,7 +48,7 @@ fn read_file_returns_the_editors_unsaved_text_not_the_disks() {
     let cwd_path = cwd.path().canonicalize().unwrap();
     let file = cwd_path.join("notes.txt");
     std::fs::write(&file, "saved on disk\n").unwrap();
-    let (mut acp, session) = session(home.path(), &cwd_path, editor_files());
+    let (mut acp, session) = session_with(home.path(), &cwd_path, editor_files());
     let id = acp.prompt(&session, "Read the notes.");
     let (seen, answer) = serve(&mut acp, &id, |name, _| match name {
         "fs/read_text_file" => Ok(json!({ "content": "unsaved in the editor\n" })),
@@ -145,7 +88,7 @@ fn apply_patch_reads_and_writes_through_the_editor_and_leaves_the_disk_alone() {
     let cwd_path = cwd.path().canonicalize().unwrap();
     let (a, b) = (cwd_path.join("a.txt"), cwd_path.join("b.txt"));
     std::fs::write(&a, "one\ntwo\n").unwrap();
-    let (mut acp, session) = session(home.path(), &cwd_path, editor_files());
+    let (mut acp, session) = session_with(home.path(), &cwd_path, editor_files());
     let id = acp.prompt(&session, "Patch it.");
     // The editor's buffer of a.txt has an unsaved change the patch's context relies on.
     let (seen, answer) = serve(&mut acp, &id, |name, _| match name {
@@ -200,12 +143,10 @@ fn a_write_outside_the_writable_roots_is_refused_before_the_editor_hears_of_it()
     let home = home_for(&model);
     let cwd = tempfile::tempdir().unwrap();
     let cwd_path = cwd.path().canonicalize().unwrap();
-    let (mut acp, session) = session(home.path(), &cwd_path, editor_files());
+    let (mut acp, session) = session_with(home.path(), &cwd_path, editor_files());
     let id = acp.prompt(&session, "Write outside.");
     let (seen, answer) = serve(&mut acp, &id, |name, _| match name {
-        "session/request_permission" => {
-            Ok(json!({ "outcome": { "outcome": "selected", "optionId": "reject_once" } }))
-        }
+        "session/request_permission" => Ok(reject_once()),
         other => panic!("the client was asked {other}"),
     });
     assert_eq!(answer["result"], json!({ "stopReason": "end_turn" }));
@@ -220,16 +161,6 @@ fn a_write_outside_the_writable_roots_is_refused_before_the_editor_hears_of_it()
     );
     assert!(!target.exists());
     acp.finish();
-}
-
-/// A home whose configuration asks for the editor's terminals.
-fn home_with_terminals(model: &MockModel) -> tempfile::TempDir {
-    let home = home_for(model);
-    let config = home.path().join("config.toml");
-    let mut text = std::fs::read_to_string(&config).unwrap();
-    text.push_str("\n[acp]\nclient_terminals = true\n");
-    std::fs::write(&config, text).unwrap();
-    home
 }
 
 fn editor_terminals() -> Value {
@@ -294,7 +225,7 @@ fn shell_commands_run_in_the_editors_terminal_after_the_policy_and_their_output_
     let home = home_with_terminals(&model);
     let cwd = tempfile::tempdir().unwrap();
     let cwd_path = cwd.path().canonicalize().unwrap();
-    let (mut acp, session) = session(home.path(), &cwd_path, editor_terminals());
+    let (mut acp, session) = session_with(home.path(), &cwd_path, editor_terminals());
     let id = acp.prompt(&session, "Build it.");
     let mut terminals = Terminals::default();
     let (seen, answer) = serve(&mut acp, &id, |name, params| terminals.answer(name, params));
@@ -371,7 +302,7 @@ fn a_command_in_the_editors_terminal_is_killed_at_its_timeout() {
     let home = home_with_terminals(&model);
     let cwd = tempfile::tempdir().unwrap();
     let cwd_path = cwd.path().canonicalize().unwrap();
-    let (mut acp, session) = session(home.path(), &cwd_path, editor_terminals());
+    let (mut acp, session) = session_with(home.path(), &cwd_path, editor_terminals());
     let id = acp.prompt(&session, "List everything.");
     let create = acp.until(|m| method(m) == "terminal/create").pop().unwrap();
     acp.send(&json!({ "jsonrpc": "2.0", "id": create["id"], "result": { "terminalId": "slow" } }));
@@ -431,7 +362,7 @@ fn cancelling_the_turn_kills_and_releases_the_editors_terminal() {
     let home = home_with_terminals(&model);
     let cwd = tempfile::tempdir().unwrap();
     let cwd_path = cwd.path().canonicalize().unwrap();
-    let (mut acp, session) = session(home.path(), &cwd_path, editor_terminals());
+    let (mut acp, session) = session_with(home.path(), &cwd_path, editor_terminals());
     let id = acp.prompt(&session, "Wait.");
     let create = acp.until(|m| method(m) == "terminal/create").pop().unwrap();
     acp.send(&json!({ "jsonrpc": "2.0", "id": create["id"], "result": { "terminalId": "t" } }));
@@ -486,7 +417,7 @@ fn a_client_that_offers_nothing_gets_reins_own_files_and_processes() {
     let cwd = tempfile::tempdir().unwrap();
     let cwd_path = cwd.path().canonicalize().unwrap();
     std::fs::write(cwd_path.join("notes.txt"), "saved on disk\n").unwrap();
-    let (mut acp, session) = session(home.path(), &cwd_path, editor_terminals());
+    let (mut acp, session) = session_with(home.path(), &cwd_path, editor_terminals());
     let id = acp.prompt(&session, "Do it all.");
     let (seen, answer) = serve(&mut acp, &id, |name, _| match name {
         "session/request_permission" => {

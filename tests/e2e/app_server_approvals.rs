@@ -261,3 +261,54 @@ fn maintenance_during_a_pending_approval_neither_blocks_nor_is_lost() {
     );
     assert!(server.finish().success());
 }
+
+#[test]
+fn sort_options_that_write_or_run_a_program_are_asked_under_untrusted_in_every_getopt_form() {
+    // Each of these wrote a file or ran a program unasked: the judge matched `-o` and
+    // `--output` as exact words only.
+    let forms = [
+        vec!["sort", "-oescaped-1.txt", "in.txt"],
+        vec!["sort", "--out=escaped-2.txt", "in.txt"],
+        vec!["sort", "--compress-program=sh", "-S", "1", "in.txt"],
+    ];
+    let replies: Vec<Value> = forms
+        .iter()
+        .enumerate()
+        .map(|(i, argv)| {
+            json!({ "tool_calls": [{ "call_id": format!("call_sort_{i}"), "name": "shell",
+                                     "arguments": { "command": argv } }] })
+        })
+        .chain([json!({ "text": "Sorted." })])
+        .collect();
+    let model = MockModel::start(json!({ "replies": replies, "when_exhausted": "echo" }));
+    let Session {
+        mut server,
+        cwd,
+        _home,
+        ..
+    } = turn_on_a_new_thread(&model, "untrusted", "danger-full-access", "Sort it.");
+    std::fs::write(cwd.path().join("in.txt"), "b\na\n").unwrap();
+    let mut asked = Vec::new();
+    loop {
+        let m = server.recv();
+        match method(&m) {
+            "item/commandExecution/requestApproval" => {
+                asked.push(m["params"]["itemId"].clone());
+                server.send(&json!({ "id": m["id"], "result": { "decision": "decline" } }));
+            }
+            "turn/completed" => break,
+            _ => {}
+        }
+    }
+    assert_eq!(
+        asked,
+        vec![
+            json!("call_sort_0"),
+            json!("call_sort_1"),
+            json!("call_sort_2")
+        ]
+    );
+    assert!(!cwd.path().join("escaped-1.txt").exists());
+    assert!(!cwd.path().join("escaped-2.txt").exists());
+    assert!(server.finish().success());
+}

@@ -9,6 +9,7 @@
 mod acp;
 mod acp_client_fs;
 mod acp_client_fs_ts;
+mod acp_hostile;
 mod acp_mcp;
 mod acp_py_client;
 mod acp_ts_sdk;
@@ -38,5 +39,6 @@ mod idle_threads;
 mod mcp_app_server;
 mod mcp_exec;
 mod replay_e2e;
+mod replay_hostile;
 mod replay_live;
 mod trajectory_e2e;

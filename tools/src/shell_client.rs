@@ -1,9 +1,10 @@
 //! A `shell` command run in a terminal the client owns (an editor's terminal panel), for a
 //! front end that offers terminals and a configuration that asks for them. The client runs
 //! the process, so rein's sandbox does not confine it: the policy judges the command as
-//! one that runs outside the sandbox (known-safe read-only commands go ahead, anything else
-//! needs what an escalated command needs: the user's approval, or a grant for the session),
-//! before the client hears of it. The call reports the same facts as a local run.
+//! one that runs outside the sandbox (a short allow-list of read-only argv forms with no
+//! environment set goes ahead, see `is_safe_unconfined`; anything else needs what an
+//! escalated command needs: the user's approval, or a grant for the session), before the
+//! client hears of it. The call reports the same facts as a local run.
 //!
 //! The client kills the command at the timeout, or when the turn ends first (the request
 //! is cancelled). Background commands stay rein's own terminals, whose input `write_stdin`
@@ -14,7 +15,7 @@ use std::time::Duration;
 use rein_core::tools::{ClientWorkError, TerminalCommand, TerminalExit};
 use rein_protocol::ToolOutcome;
 
-use crate::policy::safe_commands::is_known_safe;
+use crate::policy::safe_commands::is_safe_unconfined;
 use crate::policy::{Action, PolicyEngine};
 use crate::process::exec::{ExecOutcome, ExitKind};
 use crate::shell::{format_outcome, PreparedCommand, ShellArgs, ShellConfig};
@@ -33,8 +34,9 @@ pub async fn run_in_client(
 ) -> ToolResult {
     let action = Action::Command {
         argv: cmd.argv.clone(),
+        env: args.env.clone(),
         cwd: cmd.cwd.clone(),
-        escalate: args.with_escalated_permissions || !is_known_safe(&cmd.argv),
+        escalate: args.with_escalated_permissions || !is_safe_unconfined(&cmd.argv, &args.env),
         justification: Some(match &args.justification {
             Some(why) => format!("{why} ({OUTSIDE})"),
             None => OUTSIDE.to_owned(),

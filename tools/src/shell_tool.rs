@@ -189,6 +189,7 @@ impl Tool for ShellTool {
             }
             let action = Action::Command {
                 argv: cmd.argv.clone(),
+                env: args.env.clone(),
                 cwd: cmd.cwd.clone(),
                 escalate: args.with_escalated_permissions,
                 justification: args.justification.clone(),

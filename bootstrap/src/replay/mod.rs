@@ -7,9 +7,9 @@
 //! thread has no session store, and the recording is only read.
 //!
 //! Live (`ReplayOptions::live`), the tools run for real instead, by default in a scratch
-//! copy of the recorded workspace (the recorded workspace itself only when asked), with
-//! approvals answered as the recording answered them; what each call did is compared with
-//! what it did when recorded.
+//! copy of the recorded workspace (the recorded workspace itself only when asked), under
+//! today's policy, never a looser one read from the recording (`policy`); what each call
+//! did is compared with what it did when recorded.
 //!
 //! Map: `recording` (events → turns and steps), `model` (the answering model), `tools`
 //! (replayed or live tool sources), `workspace` (the scratch copy and the path rewrite),
@@ -17,6 +17,7 @@
 
 pub mod compare;
 pub mod model;
+pub mod policy;
 pub mod recording;
 pub mod tools;
 pub mod workspace;
@@ -40,6 +41,7 @@ use serde::Serialize;
 use crate::BootstrapError;
 use compare::{compare_step, ObservedCall, ObservedStep, Part, TurnInputs};
 use model::{ReplayCatalog, ReplayModel};
+pub use policy::LivePolicy;
 use recording::RecordedTurn;
 pub use recording::{NotReplayable, Recording};
 use tools::{RecordedOutputs, ReplayThreadSource};
@@ -60,6 +62,8 @@ pub struct ReplayOptions {
     pub tools: BuiltinConfig,
     /// Run the tools for real, and where (`None`: they return their recorded results).
     pub live: Option<LiveWorkspace>,
+    /// What live tools may do at most, whatever the recording says.
+    pub live_policy: LivePolicy,
 }
 
 /// How a replay went.
@@ -133,6 +137,7 @@ pub struct Replayer {
     mcp: Option<Arc<rein_mcp::McpManager>>,
     adjust: Adjust,
     live: Option<LiveWorkspace>,
+    live_policy: LivePolicy,
 }
 
 impl Replayer {
@@ -190,6 +195,7 @@ impl Replayer {
             mcp,
             adjust,
             live: options.live,
+            live_policy: options.live_policy,
         })
     }
 
@@ -238,6 +244,11 @@ impl Replayer {
                     .filter_map(|c| c.result.clone().map(|r| (c.call_id.clone(), r))),
             );
             let mut settings = self.adjust.apply(&turn.settings);
+            if self.live.is_some() {
+                settings = self
+                    .live_policy
+                    .confine(settings, &recording.turns[0].settings.cwd);
+            }
             if let Some(rewrite) = rewrite {
                 settings = in_scratch(settings, rewrite, t + 1)?;
             }

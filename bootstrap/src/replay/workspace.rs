@@ -5,7 +5,7 @@
 //! path acts on the copy, and its outcome is compared, and shown, as recorded.
 
 use std::io;
-use std::path::{Path, PathBuf};
+use std::path::{Component, Path, PathBuf};
 
 use rein_core::tools::{ToolCall, ToolResult};
 use rein_protocol::ToolOutcome;
@@ -58,8 +58,12 @@ impl Scratch {
                     .file_name()
                     .unwrap_or_else(|| "workspace".as_ref()),
             );
-        let mut budget = MAX_COPY_BYTES;
-        copy_tree(workspace, &root, &mut budget).map_err(|e| {
+        let mut copy = Copy {
+            workspace,
+            root: &root,
+            budget: MAX_COPY_BYTES,
+        };
+        copy.tree(workspace, &root).map_err(|e| {
             format!(
                 "cannot copy the recorded workspace {} to {}: {e}",
                 workspace.display(),
@@ -77,33 +81,90 @@ impl Scratch {
     }
 }
 
-/// Copy `from` into the new directory `to`: files with their permissions, symbolic links
-/// as links (never followed, so a link cannot pull in what is outside), directories
-/// recursively. Sockets and FIFOs are left out.
-fn copy_tree(from: &Path, to: &Path, budget: &mut u64) -> io::Result<()> {
-    std::fs::create_dir_all(to)?;
-    std::fs::set_permissions(to, std::fs::metadata(from)?.permissions())?;
-    for entry in std::fs::read_dir(from)? {
-        let entry = entry?;
-        let kind = entry.file_type()?;
-        let (src, dst) = (entry.path(), to.join(entry.file_name()));
-        if kind.is_dir() {
-            copy_tree(&src, &dst, budget)?;
-        } else if kind.is_symlink() {
-            std::os::unix::fs::symlink(std::fs::read_link(&src)?, &dst)?;
-        } else if kind.is_file() {
-            let len = entry.metadata()?.len();
-            *budget = budget.checked_sub(len).ok_or_else(|| {
-                io::Error::other(format!(
-                    "it is larger than {} GiB (replay it with --in-place, or from a smaller \
-                     workspace)",
-                    MAX_COPY_BYTES >> 30
-                ))
-            })?;
-            std::fs::copy(&src, &dst)?;
+/// One copy being made: the recorded workspace, its copy's root, the bytes left to copy.
+struct Copy<'a> {
+    workspace: &'a Path,
+    root: &'a Path,
+    budget: u64,
+}
+
+impl Copy<'_> {
+    /// Copy `from` into the new directory `to`: files with their permissions, symbolic
+    /// links as links (never followed, so a link cannot pull in what is outside),
+    /// directories recursively. Sockets and FIFOs are left out.
+    fn tree(&mut self, from: &Path, to: &Path) -> io::Result<()> {
+        std::fs::create_dir_all(to)?;
+        std::fs::set_permissions(to, std::fs::metadata(from)?.permissions())?;
+        for entry in std::fs::read_dir(from)? {
+            let entry = entry?;
+            let kind = entry.file_type()?;
+            let (src, dst) = (entry.path(), to.join(entry.file_name()));
+            if kind.is_dir() {
+                self.tree(&src, &dst)?;
+            } else if kind.is_symlink() {
+                let target = self.link_target(&src)?;
+                std::os::unix::fs::symlink(target, &dst)?;
+            } else if kind.is_file() {
+                let len = entry.metadata()?.len();
+                self.budget = self.budget.checked_sub(len).ok_or_else(|| {
+                    io::Error::other(format!(
+                        "it is larger than {} GiB (replay it with --in-place, or from a \
+                         smaller workspace)",
+                        MAX_COPY_BYTES >> 30
+                    ))
+                })?;
+                std::fs::copy(&src, &dst)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// What the copy of the link `src` points to. A link out of the workspace is refused:
+    /// in the copy it would let a live command (run where the recording says) reach the
+    /// original tree or anything else by its path. An absolute link into the workspace
+    /// points into the copy.
+    fn link_target(&self, src: &Path) -> io::Result<PathBuf> {
+        let target = std::fs::read_link(src)?;
+        let dir = src.parent().unwrap_or(self.workspace);
+        let Some(resolved) = lexical(&dir.join(&target)) else {
+            return Err(outside(src, &target));
+        };
+        let Ok(inside) = resolved.strip_prefix(self.workspace) else {
+            return Err(outside(src, &target));
+        };
+        Ok(if target.is_absolute() {
+            self.root.join(inside)
+        } else {
+            target
+        })
+    }
+}
+
+fn outside(link: &Path, target: &Path) -> io::Error {
+    io::Error::other(format!(
+        "the link {} points outside the workspace (to {}); a live replay in a scratch copy \
+         refuses it",
+        link.display(),
+        target.display()
+    ))
+}
+
+/// `path` with `.` and `..` taken away without reading the disk (`None` if it climbs above
+/// the root).
+fn lexical(path: &Path) -> Option<PathBuf> {
+    let mut out = PathBuf::new();
+    for part in path.components() {
+        match part {
+            Component::ParentDir => {
+                if !out.pop() {
+                    return None;
+                }
+            }
+            Component::CurDir => {}
+            other => out.push(other),
         }
     }
-    Ok(())
+    Some(out)
 }
 
 /// The recorded workspace's path and its copy's, and the rewriting between the two.

@@ -31,6 +31,8 @@ pub struct RunOptions {
     pub overrides: Vec<String>,
     pub approval_policy: ApprovalPolicy,
     pub sandbox_policy: SandboxPolicy,
+    /// Whether `-c sandbox_mode=...` set `sandbox_policy` (else it is exec's default).
+    pub sandbox_mode_given: bool,
     /// `-c openai_base_url=...`: moves the built-in `openai` provider.
     pub openai_base_url: Option<String>,
     /// `-c sandbox_workspace_write.network_access=true`: sandboxed commands may use the
@@ -80,6 +82,7 @@ impl RunOptions {
             overrides: overrides.to_vec(),
             approval_policy: ApprovalPolicy::Never,
             sandbox_policy: SandboxPolicy::ReadOnly,
+            sandbox_mode_given: false,
             openai_base_url: None,
             network_access: false,
             warnings: Vec::new(),
@@ -113,7 +116,10 @@ impl RunOptions {
                 None => self.warn_value(&key, &o.value),
             },
             (_, "sandbox_mode") => match text.and_then(parse_sandbox) {
-                Some(p) => self.sandbox_policy = p,
+                Some(p) => {
+                    self.sandbox_policy = p;
+                    self.sandbox_mode_given = true;
+                }
                 None => self.warn_value(&key, &o.value),
             },
             (_, "sandbox_workspace_write.network_access") => match o.value.as_bool() {

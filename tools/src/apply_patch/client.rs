@@ -7,6 +7,13 @@
 //! the client's texts). The paths the client is asked to read and write are the resolved
 //! paths the policy judged.
 //!
+//! The editor writes by path, after rein's check, while sandboxed commands of the same batch
+//! may still change the workspace: a symlink swapped in between would carry the write
+//! anywhere (the editor follows it). So each path is checked again at the moment it is
+//! handed to the editor (see [`unchanged_target`]): the policy judged it with every link
+//! resolved, so a link on it now means its target changed, and the write is refused. What
+//! is left is the editor's own moment between that check and its write.
+//!
 //! ACP has no delete, so a patch that deletes or moves a file is applied on disk, as
 //! without a client. The client writes file by file; should one write fail, the files
 //! already written get their old text back through the client, and a file the patch
@@ -159,28 +166,64 @@ async fn read_current(
     Ok(Some(text))
 }
 
+/// Why a resolved, judged path may no longer be written: a component of it is a symlink
+/// now (a sandboxed command swapped one in), or it cannot be looked at.
+fn changed(path: &Path) -> Option<String> {
+    let mut prefix = PathBuf::new();
+    for component in path.components() {
+        prefix.push(component);
+        match std::fs::symlink_metadata(&prefix) {
+            Ok(meta) if meta.file_type().is_symlink() => {
+                return Some(format!(
+                    "{} is a symbolic link now: the target changed after the policy judged \
+                     it, so the write is refused",
+                    prefix.display()
+                ))
+            }
+            Ok(_) => {}
+            // A file the patch creates is absent until the editor writes it.
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound && prefix == path => {}
+            Err(e) => return Some(format!("{}: cannot be checked: {e}", prefix.display())),
+        }
+    }
+    None
+}
+
+/// Check `path` again just before the editor is asked to write it (off the executor: it
+/// reads the disk).
+async fn unchanged_target(path: &Path) -> Result<(), String> {
+    let owned = path.to_path_buf();
+    match tokio::task::spawn_blocking(move || changed(&owned)).await {
+        Ok(None) => Ok(()),
+        Ok(Some(why)) => Err(why),
+        Err(e) => Err(format!("{}: cannot be checked: {e}", path.display())),
+    }
+}
+
+/// Write `text` to `path` through the client, if its target is still the judged one.
+async fn write_checked(ctx: &ToolContext, path: &Path, text: &str) -> Result<(), String> {
+    unchanged_target(path).await?;
+    ctx.write_text_file(path.to_path_buf(), text.to_owned())
+        .await
+        .map_err(|e| format!("the client did not write it: {e}"))
+}
+
 /// Write every file through the client; on a failure, put back what was written.
 async fn write_all(ctx: &ToolContext, files: &BTreeMap<PathBuf, Staged>) -> Result<(), String> {
     let mut written: Vec<(&PathBuf, &Staged)> = Vec::new();
     for (path, staged) in files {
-        if let Err(e) = ctx
-            .write_text_file(path.clone(), staged.after.clone())
-            .await
-        {
+        if let Err(e) = write_checked(ctx, path, &staged.after).await {
             let mut unrestored = Vec::new();
             for (done, was) in written {
                 let restored = match &was.before {
-                    Some(before) => ctx
-                        .write_text_file(done.clone(), before.clone())
-                        .await
-                        .is_ok(),
+                    Some(before) => write_checked(ctx, done, before).await.is_ok(),
                     None => false,
                 };
                 if !restored {
                     unrestored.push(done.display().to_string());
                 }
             }
-            let mut message = format!("{}: the client did not write it: {e}", path.display());
+            let mut message = format!("{}: {e}", path.display());
             if !unrestored.is_empty() {
                 message.push_str(&format!(
                     "; these files stay changed: {}",

@@ -6,12 +6,13 @@
 //! policy leaves no one to ask (approval policy `never`, or no sandbox mechanism to run a
 //! sandboxed command in), and no approval path leads around it.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use rein_protocol::{ApprovalPolicy, SandboxOptions, SandboxPolicy};
 
 use super::paths::{self, WritableRoots};
-use super::safe_commands::is_known_safe;
+use super::safe_commands::{is_known_safe, is_safe_env};
 use super::session::SessionApprovals;
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -32,6 +33,8 @@ pub enum Verdict {
 pub enum Action {
     Command {
         argv: Vec<String>,
+        /// What the call sets on top of the command's environment.
+        env: BTreeMap<String, String>,
         cwd: PathBuf,
         /// The model asked to run outside the sandbox.
         escalate: bool,
@@ -58,10 +61,11 @@ pub fn judge(input: &JudgeInput<'_>, action: &Action) -> Verdict {
     match action {
         Action::Command {
             argv,
+            env,
             escalate,
             justification,
             ..
-        } => judge_command(input, argv, *escalate, justification.as_deref()),
+        } => judge_command(input, argv, env, *escalate, justification.as_deref()),
         Action::Patch { paths } => judge_patch(input, paths),
     }
 }
@@ -69,11 +73,14 @@ pub fn judge(input: &JudgeInput<'_>, action: &Action) -> Verdict {
 fn judge_command(
     input: &JudgeInput<'_>,
     argv: &[String],
+    env: &BTreeMap<String, String>,
     escalate: bool,
     justification: Option<&str>,
 ) -> Verdict {
     let sandboxed = input.sandbox != SandboxPolicy::DangerFullAccess;
-    let remembered = input.session.covers_command(argv);
+    // A grant is for an argv prefix: a variable that loads code (`LD_PRELOAD`, `BASH_ENV`)
+    // would make the granted command something else.
+    let remembered = input.session.covers_command(argv) && is_safe_env(env);
     if escalate && sandboxed {
         if remembered {
             return Verdict::Allowed;
@@ -101,7 +108,7 @@ fn judge_command(
             };
         }
     }
-    if input.approval == ApprovalPolicy::Untrusted && !remembered && !is_known_safe(argv) {
+    if input.approval == ApprovalPolicy::Untrusted && !remembered && !is_known_safe(argv, env) {
         return Verdict::NeedsApproval {
             reason: "the command is not a known-safe read-only command".to_owned(),
         };

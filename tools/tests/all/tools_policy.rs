@@ -35,6 +35,7 @@ fn kind(v: &Verdict) -> V {
 fn cmd(words: &[&str], escalate: bool) -> Action {
     Action::Command {
         argv: words.iter().map(|w| (*w).to_owned()).collect(),
+        env: std::collections::BTreeMap::new(),
         cwd: PathBuf::from("/"),
         escalate,
         justification: None,
