@@ -68,7 +68,7 @@ impl ScriptedModel {
         })
     }
 
-    /// Answers every request with "echo: <last user message>".
+    /// Answers every request with `"echo: <last user message>"`.
     pub fn echo() -> Arc<Self> {
         Self::new(Script {
             replies: Vec::new(),
