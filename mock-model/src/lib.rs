@@ -183,7 +183,7 @@ impl MockServer {
         self.shared
             .requests
             .lock()
-            .unwrap_or_else(|e| e.into_inner())
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
             .clone()
     }
 

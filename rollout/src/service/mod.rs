@@ -252,7 +252,7 @@ impl SessionStore for RolloutService {
     }
 
     fn reindex(&self) -> BoxFuture<'_, Result<ReindexReport, RolloutError>> {
-        self.blocking(|store| store.reindex())
+        self.blocking(super::store::RolloutStore::reindex)
     }
 
     fn flush(&self) -> BoxFuture<'_, ()> {
