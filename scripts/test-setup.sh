@@ -28,6 +28,14 @@ if [ "${#missing[@]}" -gt 0 ]; then
     fi
 fi
 
+# cargo-deny, for the license, ban and source checks of scripts/test.sh: built from
+# crates.io once into ~/.cargo/bin (about 9 minutes on two busy cores, so never per run),
+# skipped when present.
+if ! command -v cargo-deny >/dev/null 2>&1; then
+    cargo install cargo-deny --locked >&2 \
+        || echo "test-setup: could not install cargo-deny; scripts/test.sh will fail at its check" >&2
+fi
+
 # The official Codex TypeScript SDK, for the test that drives `rein exec` through it.
 # Without its optional dependencies, so the Codex binary itself is never fetched; under
 # target/ so nothing is committed.

@@ -13,4 +13,7 @@ scripts/check-architecture.sh
 scripts/check-test-layout.sh
 cargo fmt --all -- --check
 cargo clippy --workspace --all-targets --locked -- -D warnings
+RUSTDOCFLAGS="-D warnings" cargo doc --no-deps --workspace --locked
+# The advisory database is not reachable from the build machines; see deny.toml.
+cargo deny --locked check licenses bans sources
 cargo test --workspace --locked

@@ -40,7 +40,9 @@ pub struct SubAgents {
 
 impl SubAgents {
     fn waiting(&self) -> MutexGuard<'_, HashMap<ThreadId, Waiting>> {
-        self.waiting.lock().unwrap_or_else(|e| e.into_inner())
+        self.waiting
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 }
 

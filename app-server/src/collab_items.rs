@@ -1,5 +1,5 @@
 //! A sub-agent tool call as Codex's `collabAgentToolCall` item, from the call's facts: the
-//! operation and the agents it addressed ([`ToolAction::Agent`]), and the status each
+//! operation and the agents it addressed (`ToolAction::Agent`), and the status each
 //! agent was left in ([`ToolOutcome::Agents`]).
 
 use std::collections::BTreeMap;

@@ -103,7 +103,9 @@ impl ServerState {
     }
 
     fn lock_after(&self) -> std::sync::MutexGuard<'_, Vec<AfterAnswer>> {
-        self.after_answer.lock().unwrap_or_else(|e| e.into_inner())
+        self.after_answer
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     /// Answer one request through `methods`, then send what it asked to follow.

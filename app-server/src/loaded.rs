@@ -87,7 +87,9 @@ pub struct LoadedThread {
 
 impl LoadedThread {
     pub fn meta(&self) -> MutexGuard<'_, ThreadMeta> {
-        self.meta.lock().unwrap_or_else(|e| e.into_inner())
+        self.meta
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 }
 
@@ -98,7 +100,9 @@ pub struct LoadedThreads {
 
 impl LoadedThreads {
     fn lock(&self) -> MutexGuard<'_, BTreeMap<ThreadId, LoadedThread>> {
-        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+        self.inner
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     pub fn insert(&self, thread: LoadedThread) {

@@ -99,7 +99,9 @@ pub enum Left {
 
 impl Subscribers {
     fn lock(&self) -> MutexGuard<'_, Lists> {
-        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+        self.inner
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     /// Add `who` unless the thread is closing; false if it is. Subscribing twice is one

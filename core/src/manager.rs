@@ -397,7 +397,9 @@ impl ThreadManager {
 }
 
 fn lock(registry: &Registry) -> MutexGuard<'_, HashMap<ThreadId, ThreadHandle>> {
-    registry.lock().unwrap_or_else(|e| e.into_inner())
+    registry
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 /// Fold an earlier life's events by value: history items move into the state instead of

@@ -112,7 +112,7 @@ impl MemoryRecorder {
     pub fn events(&self) -> Vec<Event> {
         self.events
             .lock()
-            .unwrap_or_else(|e| e.into_inner())
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
             .clone()
     }
 }
@@ -125,7 +125,7 @@ impl EventRecorder for MemoryRecorder {
     fn record(&mut self, event: &Arc<Event>, _need: Need) {
         self.events
             .lock()
-            .unwrap_or_else(|e| e.into_inner())
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
             .push(Event::clone(event));
         if let Some(progress) = &self.progress {
             progress.written(event.seq);

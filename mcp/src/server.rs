@@ -244,7 +244,7 @@ impl Server {
             .read()
             .unwrap_or_else(PoisonError::into_inner);
         peer.as_ref()
-            .and_then(|p| p.peer_info())
+            .and_then(rmcp::Peer::peer_info)
             .and_then(|info| info.server_info.clone())
     }
 

@@ -1,5 +1,5 @@
 //! The HTTP face of rein's scripted model. [`serve`] plays a
-//! [`Script`](rein_protocol::script::Script) — the same format the in-process scripted
+//! [`Script`] — the same format the in-process scripted
 //! model plays — over `POST /v1/responses` (OpenAI Responses streaming),
 //! `POST /v1/chat/completions` (Chat Completions streaming) and `GET /v1/models`, with the
 //! script's faults: HTTP errors, 429 with `Retry-After`, a cut stream, a stream that never
@@ -183,7 +183,7 @@ impl MockServer {
         self.shared
             .requests
             .lock()
-            .unwrap_or_else(|e| e.into_inner())
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
             .clone()
     }
 

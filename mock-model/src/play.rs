@@ -68,7 +68,10 @@ impl Player {
     pub fn next_reply(&self, last_user_text: Option<String>) -> (usize, ScriptedReply) {
         let index = {
             // A poisoned counter is still a valid counter.
-            let mut next = self.next.lock().unwrap_or_else(|e| e.into_inner());
+            let mut next = self
+                .next
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
             let index = *next;
             *next += 1;
             index

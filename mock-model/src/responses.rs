@@ -84,7 +84,7 @@ impl Wire for ResponsesWire {
         self.event(
             &mut out,
             "response.created",
-            json!({ "response": response.clone() }),
+            json!({ "response": response }),
         );
         self.event(
             &mut out,

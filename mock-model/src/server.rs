@@ -42,7 +42,9 @@ impl Shared {
         if let Some(log) = &self.log {
             let line =
                 json!({"method": request.method, "path": request.path, "body": request.body});
-            let mut file = log.lock().unwrap_or_else(|e| e.into_inner());
+            let mut file = log
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
             // A failed log write must not fail the request the client is waiting for.
             if let Err(e) = writeln!(file, "{line}") {
                 tracing::warn!(error = %e, "could not write the request log");
@@ -50,7 +52,7 @@ impl Shared {
         }
         self.requests
             .lock()
-            .unwrap_or_else(|e| e.into_inner())
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
             .push(request);
         self.changed.notify_waiters();
     }

@@ -2,7 +2,7 @@
 //! `$REIN_HOME/sessions/`, and a thread is rebuilt from it in a new process (resume),
 //! branched (fork), listed and archived.
 //!
-//! Map: [`layout`] says where files live, [`format`] what a line is, [`writer`] appends
+//! Map: [`layout`] says where files live, [`format`](mod@format) what a line is, [`writer`] appends
 //! (with [`lock`]: one writer per thread, and [`blobs`]), [`reader`] loads tolerantly,
 //! [`resume`] repairs and forks event lists, [`index`] lists threads (its one connection
 //! lives on the [`indexer`] thread), [`store`] ties them together per `$REIN_HOME` as

@@ -124,7 +124,9 @@ static PROCESS_LOCKS: OnceLock<Mutex<HashMap<PathBuf, Arc<ProcessLock>>>> = Once
 
 fn process_lock(dir: &LockDir) -> Result<Arc<ProcessLock>, RecorderError> {
     let locks = PROCESS_LOCKS.get_or_init(|| Mutex::new(HashMap::new()));
-    let mut locks = locks.lock().unwrap_or_else(|e| e.into_inner());
+    let mut locks = locks
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
     if let Some(lock) = locks.get(&dir.dir) {
         return Ok(Arc::clone(lock));
     }

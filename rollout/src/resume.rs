@@ -372,7 +372,7 @@ mod tests {
                 started(thread, a, 2),
             ],
             // An end for another turn does not close the active one.
-            vec![started(thread, a, 0), end(b, 1, aborted.clone())],
+            vec![started(thread, a, 0), end(b, 1, aborted)],
             vec![started(thread, a, 0), started(thread, b, 1)],
             vec![
                 started(thread, a, 0),

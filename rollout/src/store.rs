@@ -506,7 +506,7 @@ impl RolloutStore {
 }
 
 /// Appended to a rollout's name while it is being written whole (see
-/// [`RolloutStore::write_whole`]).
+/// `RolloutStore::write_whole`).
 pub const STAGING_SUFFIX: &str = ".staging";
 
 /// How old a staging file must be before a scan deletes it: far older than a fork takes

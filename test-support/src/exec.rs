@@ -57,7 +57,7 @@ pub fn types(events: &[serde_json::Value]) -> Vec<String> {
 pub fn user_texts(requests: &[serde_json::Value]) -> String {
     requests
         .iter()
-        .map(|r| r.to_string())
+        .map(std::string::ToString::to_string)
         .collect::<Vec<_>>()
         .join("\n")
 }

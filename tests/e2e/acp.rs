@@ -120,7 +120,7 @@ fn an_edit_is_a_tool_call_carrying_its_diff_and_load_replays_it_as_live() {
             json!({
                 "sessionUpdate": "tool_call", "toolCallId": "call_patch",
                 "title": format!("Edit {}", file.display()), "kind": "edit", "status": "in_progress",
-                "content": [diff.clone()], "locations": [{ "path": file }],
+                "content": [diff], "locations": [{ "path": file }],
                 "rawInput": { "input": "*** Begin Patch\n*** Add File: notes.txt\n+one\n+two\n*** End Patch\n" }
             }),
             json!({

@@ -93,7 +93,7 @@ fn json_reports_collab_tool_calls_with_the_agents_states() {
             json!({ "type": "item.completed", "item": {
                 "type": "collab_tool_call", "tool": "wait", "sender_thread_id": root,
                 "receiver_thread_ids": [spawned], "prompt": null,
-                "agents_states": { spawned.clone(): { "status": "completed", "message": "One, two, three." } },
+                "agents_states": { spawned: { "status": "completed", "message": "One, two, three." } },
                 "status": "completed" } }),
         ]
     );

@@ -5,6 +5,8 @@
 //!
 //! A new end-to-end test file: add `tests/e2e/NAME.rs` and one `mod NAME;` line below.
 //! Run one module with `cargo test -p rein-cli --test e2e -- NAME::`.
+// Test code: a panic (unwrap, expect) is how a test fails, helpers included.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod acp;
 mod acp_client_fs;

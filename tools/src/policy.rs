@@ -1,4 +1,4 @@
-//! The policy engine: every tool call that acts is judged before it runs. [`judge`]
+//! The policy engine: every tool call that acts is judged before it runs. [`judge`](fn@judge)
 //! decides `Allowed | DeniedBySandbox | NeedsApproval` from the approval policy, the
 //! sandbox policy and what the call wants; [`PolicyEngine::authorize`] turns a
 //! `NeedsApproval` into an approval request on the turn (saying what "approve for this

@@ -90,7 +90,9 @@ pub struct PendingRequests {
 
 impl PendingRequests {
     fn lock(&self) -> MutexGuard<'_, HashMap<RequestId, mpsc::Sender<PumpRequest>>> {
-        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+        self.inner
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     pub fn take(&self, id: &RequestId) -> Option<mpsc::Sender<PumpRequest>> {

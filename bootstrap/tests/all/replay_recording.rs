@@ -32,7 +32,7 @@ fn shape(recording: &Recording) -> Vec<Vec<String>> {
                     (Answer::Failed { message }, _) => format!("failed: {message}"),
                     (Answer::Reply { items, .. }, true) => items
                         .iter()
-                        .find_map(|i| i.message_text())
+                        .find_map(rein_protocol::Item::message_text)
                         .unwrap_or_default(),
                     (_, false) => step
                         .calls

@@ -68,7 +68,7 @@ impl ScriptedModel {
         })
     }
 
-    /// Answers every request with "echo: <last user message>".
+    /// Answers every request with `"echo: <last user message>"`.
     pub fn echo() -> Arc<Self> {
         Self::new(Script {
             replies: Vec::new(),
@@ -79,7 +79,9 @@ impl ScriptedModel {
     fn lock(&self) -> MutexGuard<'_, Inner> {
         // A panic while holding this lock can only come from a bug in this file; the data
         // is still consistent, so keep serving rather than poisoning every later request.
-        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+        self.inner
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     /// Hold the reply to the `index`-th request (0-based) after its text deltas, before

@@ -1,7 +1,7 @@
-//! A turn and what runs inside it. The loop captures a [`TurnContext`] when a turn starts
+//! A turn and what runs inside it. The loop captures a `TurnContext` when a turn starts
 //! and spawns its task; the task runs steps (one sampling request each) until a final
 //! answer, an error or cancellation. Spawned work talks back to the loop only through a
-//! [`sink::TurnSink`]: it never touches thread state.
+//! `sink::TurnSink`: it never touches thread state.
 
 pub(crate) mod advisor;
 pub(crate) mod compact;

@@ -31,7 +31,9 @@ pub(crate) struct PendingInput(Arc<Mutex<VecDeque<PendingEntry>>>);
 
 impl PendingInput {
     fn lock(&self) -> MutexGuard<'_, VecDeque<PendingEntry>> {
-        self.0.lock().unwrap_or_else(|e| e.into_inner())
+        self.0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     pub(crate) fn push(&self, entry: PendingEntry) {

@@ -72,7 +72,7 @@ async fn interrupt_mid_stream_keeps_partial_output_and_appends_the_marker() {
         .rev()
         .take(2)
         .rev()
-        .map(|i| i.as_ref())
+        .map(std::convert::AsRef::as_ref)
         .collect();
     assert!(
         matches!(tail[0], Item::AgentMessage { text, partial: true, .. } if text == "I was saying")

@@ -276,7 +276,7 @@ async fn status_and_state_are_a_fold_of_the_events() {
     seen.extend(t.events.collect_until(is_turn_end).await);
 
     let live = t.handle.state().await.unwrap();
-    let folded = ThreadState::from_events(seen.iter().map(|e| e.as_ref()));
+    let folded = ThreadState::from_events(seen.iter().map(std::convert::AsRef::as_ref));
     assert_eq!(folded, live);
     assert_eq!(folded.status, AgentStatus::Completed);
     assert_eq!(

@@ -4,7 +4,7 @@
 //! ([`sse`]) through one driver ([`stream`]) that owns timeouts and error mapping, so the
 //! two wire formats differ only in how a request body is built and an event is decoded.
 //!
-//! Architecture invariant: a client sends one request per [`ModelClient::stream`] call and
+//! Architecture invariant: a client sends one request per `ModelClient::stream` call and
 //! never retries; the kernel retries with the client's [`RetryPolicy`].
 
 pub mod chat;

@@ -1,6 +1,6 @@
 //! Import of rollouts written by the Codex CLI, so a Codex session can be resumed or
 //! forked by rein. Codex lines (`session_meta`, `response_item`, `event_msg`,
-//! `turn_context`, `compacted`) become rein [`Event`]s: model items keep their ids,
+//! `turn_context`, `compacted`) become rein `Event`s: model items keep their ids,
 //! turns keep theirs, and token counts and rollbacks carry over. Codex's UI-only
 //! `event_msg`s (which repeat the `response_item`s) are dropped; line types rein has no
 //! use for are skipped and reported like any unknown line.

@@ -1,9 +1,9 @@
 //! [`RolloutService`]: the session store of one `$REIN_HOME` in rollout files, behind the
 //! [`SessionStore`] trait. A few threads of its own and the blocking pool do all its I/O:
 //!
-//! - the writer thread ([`writer`]) owns every loaded thread's file and writes each event
+//! - the writer thread (`writer`) owns every loaded thread's file and writes each event
 //!   as it arrives (write-through), several threads' events in one pass;
-//! - the sync threads ([`syncer`]) run the fsyncs, one per file for every request that
+//! - the sync threads (`syncer`) run the fsyncs, one per file for every request that
 //!   queued meanwhile (group commit), on a few workers so that one slow fsync does not
 //!   hold back other threads' turn ends;
 //! - the index thread ([`crate::indexer`]) holds the home's one SQLite connection;
@@ -252,7 +252,7 @@ impl SessionStore for RolloutService {
     }
 
     fn reindex(&self) -> BoxFuture<'_, Result<ReindexReport, RolloutError>> {
-        self.blocking(|store| store.reindex())
+        self.blocking(super::store::RolloutStore::reindex)
     }
 
     fn flush(&self) -> BoxFuture<'_, ()> {

@@ -65,7 +65,7 @@ fn pages_through_every_thread_newest_first_with_a_cursor() {
         }
     }
     // Threads created in the same millisecond are ordered by their (time-ordered) ids.
-    let mut expected = created.clone();
+    let mut expected = created;
     expected.reverse();
     assert_eq!(seen, expected);
     let first = store.list(&ListQuery::default()).unwrap();

@@ -123,7 +123,7 @@ fn large_payloads_are_stored_once_and_referenced() {
     let big = "x".repeat(200_000);
     let mut script = ThreadScript::new(ThreadId::new());
     script.simple_turn(1, big.clone());
-    script.simple_turn(2, big.clone());
+    script.simple_turn(2, big);
     let path = persist(&store, &script.events);
     let file_len = std::fs::metadata(&path).unwrap().len();
     assert!(
@@ -456,8 +456,5 @@ fn resumed_request_body_equals_live_request_body() {
     let live = request_from(&ThreadState::from_events(&script.events));
     persist(&store, &script.events);
     let resumed = store.resume(script.thread).unwrap();
-    assert_eq!(
-        request_from(&fold_owned(resumed.loaded.events.clone())),
-        live
-    );
+    assert_eq!(request_from(&fold_owned(resumed.loaded.events)), live);
 }

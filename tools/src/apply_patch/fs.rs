@@ -118,7 +118,11 @@ fn symlink_error(path: &Path) -> std::io::Error {
 
 /// Whether `e` says a symlink appeared on the path.
 pub fn is_symlink_on_path(e: &std::io::Error) -> bool {
-    e.get_ref().is_some_and(|inner| inner.is::<SymlinkOnPath>())
+    e.get_ref().is_some_and(
+        <dyn std::error::Error + std::marker::Send + std::marker::Sync + 'static>::is::<
+            SymlinkOnPath,
+        >,
+    )
 }
 
 impl Dir {

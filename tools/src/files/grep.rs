@@ -133,7 +133,7 @@ pub fn search(
         // A .gitignore counts in a directory that is not (yet) a git repository too.
         .require_git(false)
         .filter_entry(|e| !DEFAULT_IGNORES.contains(&e.file_name().to_string_lossy().as_ref()))
-        .sort_by_file_name(|a, b| a.cmp(b))
+        .sort_by_file_name(std::cmp::Ord::cmp)
         .build();
     for entry in walk {
         if cancel.is_cancelled() {

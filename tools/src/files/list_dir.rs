@@ -111,7 +111,7 @@ fn walk(
         .collect();
     let cut = entries.len() > MAX_READ_PER_DIR;
     entries.truncate(MAX_READ_PER_DIR);
-    entries.sort_by_key(|e| e.file_name());
+    entries.sort_by_key(std::fs::DirEntry::file_name);
     if cut {
         let _ = writeln!(
             out,

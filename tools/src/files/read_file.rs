@@ -106,7 +106,7 @@ async fn read_through_client(
 }
 
 /// Lines `offset..offset+limit` of the file, numbered. Reads no further than needed and
-/// keeps at most [`MAX_LINE_BYTES`] of any line, so a huge file (or one endless line) costs
+/// keeps at most `MAX_LINE_BYTES` of any line, so a huge file (or one endless line) costs
 /// only the lines asked for; the output stops at [`MAX_OUTPUT_BYTES`].
 pub fn read_range(path: &Path, offset: usize, limit: usize) -> Result<String, String> {
     let cannot = |e: std::io::Error| format!("cannot read {}: {e}", path.display());

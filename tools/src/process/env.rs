@@ -77,7 +77,7 @@ impl EnvPolicy {
 }
 
 /// Whether a variable is kept from commands: its name contains one of
-/// [`SECRET_WORDS`] (or a component in [`SECRET_COMPONENTS`]), except `PWD`/`OLDPWD`; its
+/// `SECRET_WORDS` (or a component in `SECRET_COMPONENTS`), except `PWD`/`OLDPWD`; its
 /// value is a URL with credentials (`scheme://user:password@host`); or it points at a
 /// local agent (`SSH_AUTH_SOCK`, `DBUS_*`, ...).
 pub fn is_secret(name: &str, value: &str) -> bool {

@@ -3,7 +3,7 @@
 //! the argv confined to the policy, or refuses with the reason when no mechanism works.
 //!
 //! Mechanisms, best first (each is trusted only after it confined a real process here):
-//! 1. Landlock + seccomp + namespaces ([`confine`]): mount and PID namespaces (inside a
+//! 1. Landlock + seccomp + namespaces (`confine`): mount and PID namespaces (inside a
 //!    user namespace when not root) with a read-only view of everything but the writable
 //!    roots ([`mounts`]), every capability dropped ([`caps`]), no-new-privs, Landlock
 //!    (file writes; from ABI 6 the signal and abstract-socket scopes) and the seccomp

@@ -6,7 +6,7 @@
 //!
 //! Read-only mounts make chmod, chown, utime and extended attributes fail with EROFS
 //! outside the roots, which Landlock does not cover. Everything here is prepared in the
-//! parent; the child only makes syscalls (see [`super::sys`]).
+//! parent; the child only makes syscalls (see `super::sys`).
 
 use std::ffi::CString;
 use std::io;
