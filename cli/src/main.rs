@@ -6,6 +6,7 @@
 
 mod acp_cmd;
 mod app_server_cmd;
+mod ws_auth;
 mod exec;
 mod mock_model_cmd;
 mod replay_cmd;
