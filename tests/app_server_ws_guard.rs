@@ -72,7 +72,10 @@ fn websocket_requires_a_token_and_refuses_origins_and_foreign_hosts() {
     let token_file = home.path().join("app-server-ws-token");
     let (server, url) = serve_as_given(home.path(), &[]);
     // rein's own token, made on this first start, private to the user.
-    let token = std::fs::read_to_string(&token_file).unwrap().trim().to_owned();
+    let token = std::fs::read_to_string(&token_file)
+        .unwrap()
+        .trim()
+        .to_owned();
     assert_eq!(token.len(), 64, "{token}");
     assert!(token.bytes().all(|b| b.is_ascii_hexdigit()), "{token}");
     let mode = std::fs::metadata(&token_file).unwrap().permissions().mode();
@@ -81,7 +84,11 @@ fn websocket_requires_a_token_and_refuses_origins_and_foreign_hosts() {
     assert_eq!(refused(Client::connect(&url, None)), 401);
     assert_eq!(refused(Client::connect(&url, Some("guess"))), 401);
     for headers in hostile_headers(&url) {
-        assert_eq!(try_headers(&url, Some(&token), &headers), 403, "{headers:?}");
+        assert_eq!(
+            try_headers(&url, Some(&token), &headers),
+            403,
+            "{headers:?}"
+        );
     }
     // The token, and `localhost` for the Host, get in.
     let mut client = Client::connect(&url, Some(&token)).unwrap();
@@ -143,7 +150,9 @@ fn closed_by_server(socket: &mut TcpStream, patience: Duration) -> bool {
 }
 
 fn open_descriptors(pid: u32) -> usize {
-    std::fs::read_dir(format!("/proc/{pid}/fd")).unwrap().count()
+    std::fs::read_dir(format!("/proc/{pid}/fd"))
+        .unwrap()
+        .count()
 }
 
 #[test]
@@ -209,7 +218,13 @@ fn running_out_of_descriptors_pauses_accepting_and_never_ends_the_server() {
     let schema = CodexSchema::load();
     let mut cmd = server_command(
         home.path(),
-        &["--no-auth", "--max-connections", "100000", "--handshake-timeout-ms", "600000"],
+        &[
+            "--no-auth",
+            "--max-connections",
+            "100000",
+            "--handshake-timeout-ms",
+            "600000",
+        ],
     );
     cmd.stderr(Stdio::piped());
     // SAFETY: setrlimit only, in the child before exec.
@@ -237,7 +252,11 @@ fn running_out_of_descriptors_pauses_accepting_and_never_ends_the_server() {
     loop {
         line.clear();
         let n = stderr.read_line(&mut line).unwrap();
-        assert!(n > 0, "the server's stderr ended: {:?}", server.0.try_wait());
+        assert!(
+            n > 0,
+            "the server's stderr ended: {:?}",
+            server.0.try_wait()
+        );
         if line.contains("websocket accept") && line.contains("pausing") {
             break;
         }

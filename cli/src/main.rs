@@ -6,12 +6,12 @@
 
 mod acp_cmd;
 mod app_server_cmd;
-mod ws_auth;
 mod exec;
 mod mock_model_cmd;
 mod replay_cmd;
 mod schema_cmd;
 mod sessions_cmd;
+mod ws_auth;
 
 use clap::{Parser, Subcommand};
 

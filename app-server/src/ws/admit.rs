@@ -129,7 +129,9 @@ mod tests {
 
     #[test]
     fn origin_host_and_token_rules() {
-        let local: SocketAddr = "127.0.0.1:4500".parse().unwrap_or(SocketAddr::from(([0; 4], 0)));
+        let local: SocketAddr = "127.0.0.1:4500"
+            .parse()
+            .unwrap_or(SocketAddr::from(([0; 4], 0)));
         let rules = Admission::new(Some("t0k".into()), local, &["dev.box".into()]);
         let ok = [("host", "127.0.0.1:4500"), ("authorization", "Bearer t0k")];
         assert_eq!(rules.check(&request(&ok)), Ok(()));
@@ -137,7 +139,13 @@ mod tests {
             let req = request(&[("host", host), ("authorization", "Bearer t0k")]);
             assert_eq!(rules.check(&req), Ok(()), "{host}");
         }
-        for host in ["evil.example:4500", "127.0.0.1:4501", "127.0.0.1", "[::1]:4500", ""] {
+        for host in [
+            "evil.example:4500",
+            "127.0.0.1:4501",
+            "127.0.0.1",
+            "[::1]:4500",
+            "",
+        ] {
             let req = request(&[("host", host), ("authorization", "Bearer t0k")]);
             assert_eq!(rules.check(&req), Err(Refusal::Host), "{host}");
         }
