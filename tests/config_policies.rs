@@ -3,6 +3,8 @@
 //! `config/read` reports them; `thread/start` params still win), `rein exec` (a flag still
 //! wins) and `rein acp`; a value rein cannot honour fails loudly.
 #![allow(clippy::unwrap_used)]
+// Both harnesses (app-server, ACP) load the shared mock-model and line-peer helpers.
+#![allow(clippy::duplicate_mod)]
 
 #[path = "support/acp.rs"]
 mod acp_support;
