@@ -108,13 +108,19 @@ impl Kernel {
         }
     }
 
-    /// Settings for a new thread in `cwd` with this kernel's model.
+    /// Settings for a new thread in `cwd` with this kernel's model, and the configured
+    /// `sandbox_mode` and `approval_policy` (else workspace-write, on-request).
     pub fn default_settings(&self, cwd: PathBuf) -> ThreadSettings {
+        let config = self.config.as_ref();
         ThreadSettings {
             model: self.model.clone(),
             cwd,
-            approval_policy: ApprovalPolicy::OnRequest,
-            sandbox_policy: SandboxPolicy::WorkspaceWrite,
+            approval_policy: config
+                .and_then(|c| c.approval_policy)
+                .unwrap_or(ApprovalPolicy::OnRequest),
+            sandbox_policy: config
+                .and_then(|c| c.sandbox_mode)
+                .unwrap_or(SandboxPolicy::WorkspaceWrite),
             sandbox_options: None,
             reasoning_effort: self.config.as_ref().and_then(|c| c.reasoning_effort),
             budget: TurnBudget::default(),

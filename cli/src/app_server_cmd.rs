@@ -40,9 +40,24 @@ pub struct AppServerArgs {
     /// bound URL is printed as the first line of stdout).
     #[arg(long, default_value = "stdio://")]
     listen: String,
-    /// WebSocket only: a file holding the bearer token clients must send.
+    /// WebSocket only: a file holding the bearer token clients must send (by default,
+    /// rein's own token in `$REIN_HOME/app-server-ws-token`, made on first start).
     #[arg(long)]
     ws_token_file: Option<PathBuf>,
+    /// WebSocket on loopback only: accept clients without a token.
+    #[arg(long)]
+    no_auth: bool,
+    /// WebSocket only: a host name clients may give in `Host` besides the bound address
+    /// (and `localhost` on loopback); repeatable.
+    #[arg(long = "ws-allow-host")]
+    ws_allow_hosts: Vec<String>,
+    /// WebSocket only: sockets open at once (handshaking or not); one more is answered 503.
+    #[arg(long, default_value_t = ws::WsOptions::default().max_connections)]
+    max_connections: usize,
+    /// WebSocket only: how long a socket may take to finish its upgrade, and then to send
+    /// its first message, before it is closed.
+    #[arg(long, default_value_t = 10_000)]
+    handshake_timeout_ms: u64,
     /// Longest accepted message, in bytes; longer lines are answered with an error.
     #[arg(long, default_value_t = 16 * 1024 * 1024)]
     max_message_bytes: usize,
@@ -80,21 +95,24 @@ pub async fn run(args: AppServerArgs) -> anyhow::Result<()> {
             None => bail!("--listen {other}: expected stdio:// or ws://IP:PORT"),
         },
     };
-    let token = match &args.ws_token_file {
-        Some(path) => Some(
-            std::fs::read_to_string(path)
-                .with_context(|| format!("reading the token file {}", path.display()))?
-                .trim()
-                .to_owned(),
-        ),
-        None => None,
-    };
+    if ws_addr.is_none() && (args.no_auth || args.ws_token_file.is_some()) {
+        bail!("--no-auth and --ws-token-file apply to --listen ws://… only");
+    }
     // Which sandbox is active is said once, at startup; `initialize` answers it too.
     std::thread::spawn(|| eprintln!("rein: {}", Sandbox::detected().report().summary()));
     let stop = stop_on_signals()?;
     let env = |k: &str| std::env::var(k).ok();
     let home =
         rein_config::rein_home(&env).context("cannot find rein's home: set REIN_HOME or HOME")?;
+    let auth = match ws_addr {
+        Some(addr) => Some(crate::ws_auth::resolve(
+            addr,
+            &home,
+            args.ws_token_file.as_deref(),
+            args.no_auth,
+        )?),
+        None => None,
+    };
     let options = BootstrapOptions {
         demo: args.demo,
         overrides: args.overrides.clone(),
@@ -115,7 +133,7 @@ pub async fn run(args: AppServerArgs) -> anyhow::Result<()> {
         outbound_queue: args.outbound_queue,
         ..ConnectionLimits::default()
     };
-    let Some(addr) = ws_addr else {
+    let (Some(addr), Some(auth)) = (ws_addr, auth) else {
         let stdin = tokio::io::BufReader::with_capacity(64 * 1024, tokio::io::stdin());
         let input = UntilStopped::new(stdin, Arc::clone(&stop));
         rein_app_server::serve(kernel.clone(), input, tokio::io::stdout(), limits).await?;
@@ -127,14 +145,20 @@ pub async fn run(args: AppServerArgs) -> anyhow::Result<()> {
         }
         return Ok(());
     };
-    if !addr.ip().is_loopback() && token.is_none() {
-        tracing::warn!("serving {addr} beyond loopback without --ws-token-file");
-    }
     let listener = ws::bind(addr).await?;
+    let url = format!("ws://{}", listener.local_addr()?);
+    eprintln!("{}", auth.announce(&url));
     // The first line of stdout is the bound URL, so a parent process can read it.
-    println!("ws://{}", listener.local_addr()?);
+    println!("{url}");
+    let options = ws::WsOptions {
+        limits,
+        token: auth.token(),
+        allowed_hosts: args.ws_allow_hosts.clone(),
+        max_connections: args.max_connections.max(1),
+        handshake_timeout: std::time::Duration::from_millis(args.handshake_timeout_ms),
+    };
     tokio::select! {
-        served = ws::serve_ws(kernel.clone(), listener, ws::WsOptions { limits, token }) => served?,
+        served = ws::serve_ws(kernel.clone(), listener, options) => served?,
         // Rollouts are durable event by event; sandboxed commands die with the process.
         () = stop.notified() => {}
     }

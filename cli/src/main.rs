@@ -11,6 +11,7 @@ mod mock_model_cmd;
 mod replay_cmd;
 mod schema_cmd;
 mod sessions_cmd;
+mod ws_auth;
 
 use clap::{Parser, Subcommand};
 

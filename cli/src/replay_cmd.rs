@@ -123,11 +123,9 @@ async fn run_replay(args: ReplayArgs) -> anyhow::Result<i32> {
             },
             live,
             live_policy: LivePolicy {
-                sandbox: if opts.sandbox_mode_given {
-                    opts.sandbox_policy
-                } else {
-                    LivePolicy::default().sandbox
-                },
+                // Today's configuration (file, profile, `-c sandbox_mode=...`) replaces
+                // this default where it sets one (`Replayer::new`).
+                sandbox: LivePolicy::default().sandbox,
                 network_access: opts.network_access,
             },
         },

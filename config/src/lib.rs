@@ -42,7 +42,7 @@ pub mod provider;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use rein_protocol::ReasoningEffort;
+use rein_protocol::{ApprovalPolicy, ReasoningEffort, SandboxPolicy};
 use serde::Deserialize;
 
 pub use acp::{AcpSettings, AcpToml};
@@ -64,6 +64,10 @@ pub struct ConfigToml {
     pub model_context_window: Option<u64>,
     pub model_auto_compact_token_limit: Option<u64>,
     pub model_reasoning_effort: Option<ReasoningEffort>,
+    /// Codex's keys and values (`read-only`, `workspace-write`, `danger-full-access`;
+    /// `untrusted`, `on-failure`, `on-request`, `never`); any other value fails the load.
+    pub sandbox_mode: Option<SandboxPolicy>,
+    pub approval_policy: Option<ApprovalPolicy>,
     pub profile: Option<String>,
     /// A file whose text is the instructions every new thread sends (relative paths are
     /// read from `$REIN_HOME`).
@@ -91,6 +95,8 @@ pub struct ProfileToml {
     pub model_context_window: Option<u64>,
     pub model_auto_compact_token_limit: Option<u64>,
     pub model_reasoning_effort: Option<ReasoningEffort>,
+    pub sandbox_mode: Option<SandboxPolicy>,
+    pub approval_policy: Option<ApprovalPolicy>,
     pub fallback_model: Option<String>,
     pub fallback_provider: Option<String>,
 }
@@ -111,6 +117,10 @@ pub struct ModelConfig {
     /// Compact once the context passes this many tokens (default: 90% of the window).
     pub auto_compact_token_limit: Option<u64>,
     pub reasoning_effort: Option<ReasoningEffort>,
+    /// `sandbox_mode` and `approval_policy` (the profile's, else the file's, `-c` applied):
+    /// what a new thread gets unless its front end or request says otherwise.
+    pub sandbox_mode: Option<SandboxPolicy>,
+    pub approval_policy: Option<ApprovalPolicy>,
     /// The text of `model_instructions_file`, read when the configuration was loaded.
     pub instructions: Option<String>,
     pub fallback: Option<Fallback>,
@@ -252,6 +262,8 @@ pub fn resolve(
         reasoning_effort: profile
             .model_reasoning_effort
             .or(file.model_reasoning_effort),
+        sandbox_mode: profile.sandbox_mode.or(file.sandbox_mode),
+        approval_policy: profile.approval_policy.or(file.approval_policy),
         instructions,
         fallback,
         profile: profile_name,

@@ -54,9 +54,28 @@ impl Client {
         Self::handshake(url, None, stream).unwrap()
     }
 
+    /// A client whose upgrade request also carries `headers` (replacing `Host`, say).
+    pub fn connect_with_headers(
+        url: &str,
+        token: Option<&str>,
+        headers: &[(&str, &str)],
+    ) -> Result<Self, tungstenite::Error> {
+        let stream = TcpStream::connect(url.trim_start_matches("ws://")).unwrap();
+        Self::handshake_with(url, token, headers, stream)
+    }
+
     fn handshake(
         url: &str,
         token: Option<&str>,
+        stream: TcpStream,
+    ) -> Result<Self, tungstenite::Error> {
+        Self::handshake_with(url, token, &[], stream)
+    }
+
+    fn handshake_with(
+        url: &str,
+        token: Option<&str>,
+        headers: &[(&str, &str)],
         stream: TcpStream,
     ) -> Result<Self, tungstenite::Error> {
         let mut request = url.into_client_request().unwrap();
@@ -64,6 +83,10 @@ impl Client {
             request
                 .headers_mut()
                 .insert("authorization", format!("Bearer {token}").parse().unwrap());
+        }
+        for (name, value) in headers {
+            let name = tungstenite::http::HeaderName::from_bytes(name.as_bytes()).unwrap();
+            request.headers_mut().insert(name, value.parse().unwrap());
         }
         stream.set_read_timeout(Some(support::PATIENCE)).unwrap();
         let (ws, _) = tungstenite::client(request, stream).map_err(|e| match e {
@@ -157,17 +180,37 @@ impl Client {
     }
 }
 
-/// A `rein app-server --listen ws://127.0.0.1:0` with `extra` arguments, and its URL.
+/// A `rein app-server --listen ws://127.0.0.1:0` with `extra` arguments, and its URL;
+/// without a token (`--no-auth`) unless `extra` names a `--ws-token-file`.
 pub fn serve(home: &Path, extra: &[&str]) -> (Killed, String) {
-    let mut child = support::rein()
-        .args(["app-server", "--listen", "ws://127.0.0.1:0"])
+    let mut args = extra.to_vec();
+    if !extra.contains(&"--ws-token-file") {
+        args.push("--no-auth");
+    }
+    serve_as_given(home, &args)
+}
+
+/// [`serve`] with exactly `extra` (so rein's own token by default).
+pub fn serve_as_given(home: &Path, extra: &[&str]) -> (Killed, String) {
+    let mut cmd = server_command(home, extra);
+    cmd.stderr(Stdio::inherit());
+    start(cmd)
+}
+
+/// The command [`serve_as_given`] runs, for a test that adds to it.
+pub fn server_command(home: &Path, extra: &[&str]) -> std::process::Command {
+    let mut cmd = support::rein();
+    cmd.args(["app-server", "--listen", "ws://127.0.0.1:0"])
         .args(extra)
         .env("REIN_HOME", home)
         .env("MOCK_API_KEY", "test-key")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .unwrap();
+        .stdout(Stdio::piped());
+    cmd
+}
+
+/// Spawn `cmd` (a [`server_command`]) and read the URL it prints first.
+pub fn start(mut cmd: std::process::Command) -> (Killed, String) {
+    let mut child = cmd.spawn().unwrap();
     let mut url = String::new();
     BufReader::new(child.stdout.take().unwrap())
         .read_line(&mut url)

@@ -215,20 +215,8 @@ fn check_provider_key_and_secrets_stay_out_of_reach() {
 }
 
 fn check_processes_die_with_their_call() {
-    // Control: without the sandbox the setsid child survives its call.
-    let mark = marker();
-    let model1 = model(vec![shell("leave", &leave_survivors(&mark))]);
-    let mut s = session(&model1, "danger-full-access", &[]);
-    s.turn(json!({}));
-    s.until_turn_completed();
-    assert!(
-        !processes_with(&mark).is_empty(),
-        "the control left nothing behind"
-    );
-    kill_all(&mark);
-    assert!(s.server.finish().success());
-
-    for sandbox in ["workspace-write", "read-only"] {
+    // Full access too: its supervisor kills what the command left (`supervise.rs`).
+    for sandbox in ["danger-full-access", "workspace-write", "read-only"] {
         let mark = marker();
         let model = model(vec![shell("leave", &leave_survivors(&mark))]);
         let mut s = session(&model, sandbox, &[]);
@@ -245,10 +233,16 @@ fn check_processes_die_with_their_call() {
 }
 
 fn check_processes_die_with_the_interrupt() {
+    for sandbox in ["danger-full-access", "workspace-write"] {
+        interrupt_takes_survivors_along(sandbox);
+    }
+}
+
+fn interrupt_takes_survivors_along(sandbox: &str) {
     let mark = marker();
     let script = format!("{} && exec sleep {mark}", leave_survivors(&mark));
     let model = model(vec![shell("hang", &script)]);
-    let mut s = session(&model, "workspace-write", &[]);
+    let mut s = session(&model, sandbox, &[]);
     s.turn(json!({}));
     let started = s.server.until(|m| method(m) == "turn/started");
     let turn_id = started.last().unwrap()["params"]["turn"]["id"].clone();
@@ -272,7 +266,7 @@ fn check_processes_die_with_the_interrupt() {
     s.until_turn_completed();
     assert!(
         all_gone(&mark),
-        "survivors of the interrupt: {:?}",
+        "survivors of the interrupt under {sandbox}: {:?}",
         processes_with(&mark)
     );
     assert!(s.server.finish().success());
@@ -309,26 +303,18 @@ fn check_sigterm_and_sigint_stop_everything_and_exit_0() {
 }
 
 fn check_sigkill_of_the_server_takes_its_commands_along() {
-    // Control: without the sandbox the setsid children outlive a killed server.
-    let mark = marker();
-    let (mut s, _model) = busy_server("danger-full-access", &mark);
-    signal(s.server.pid(), "KILL");
-    s.server.wait_exit();
-    assert!(
-        !processes_with(&mark).is_empty(),
-        "the control left nothing behind"
-    );
-    kill_all(&mark);
-
-    let mark = marker();
-    let (mut s, _model) = busy_server("workspace-write", &mark);
-    signal(s.server.pid(), "KILL");
-    s.server.wait_exit();
-    assert!(
-        all_gone(&mark),
-        "survivors of SIGKILL: {:?}",
-        processes_with(&mark)
-    );
+    // Full access and approved escalations run under a supervisor that sees the server
+    // die (`supervise.rs`); sandboxed commands under a monitor that does (`confine.rs`).
+    for sandbox in ["danger-full-access", "workspace-write"] {
+        let mark = marker();
+        let (mut s, _model) = busy_server(sandbox, &mark);
+        signal(s.server.pid(), "KILL");
+        s.server.wait_exit();
+        let gone = all_gone(&mark);
+        let left = processes_with(&mark);
+        kill_all(&mark);
+        assert!(gone, "survivors of SIGKILL under {sandbox}: {left:?}");
+    }
 }
 
 fn check_sandbox_policy_fields_are_honoured_or_refused() {

@@ -5,6 +5,7 @@
 //!
 //! A new end-to-end test file: add `tests/e2e/NAME.rs` and one `mod NAME;` line below.
 //! Run one module with `cargo test -p rein-cli --test e2e -- NAME::`.
+
 // Test code: a panic (unwrap, expect) is how a test fails, helpers included.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -25,7 +26,9 @@ mod app_server_history;
 mod app_server_tool_items;
 mod app_server_turns;
 mod app_server_ws;
+mod app_server_ws_guard;
 mod app_server_ws_lag;
+mod config_policies;
 mod crash_matrix;
 mod exec_agents;
 mod exec_demo;

@@ -221,11 +221,11 @@ pub async fn run_unsandboxed(
     ctx: &ToolContext,
     config: &ShellConfig,
 ) -> ToolResult {
-    let outcome = match exec::command(&cmd.argv, &cmd.cwd, &cmd.env) {
-        Ok(command) => run_command(command, cmd.timeout, ctx, config).await,
-        Err(e) => Err(e),
+    let command = match super::sandbox::unconfined_command(&cmd.argv, &cmd.cwd, &cmd.env) {
+        Ok(command) => command,
+        Err(e) => return ToolResult::err(e.to_string()),
     };
-    match outcome {
+    match run_command(command, cmd.timeout, ctx, config).await {
         Ok(outcome) => format_outcome(&outcome, cmd.timeout),
         Err(e) => ToolResult::err(e.to_string()),
     }

@@ -12,8 +12,8 @@ use rein_protocol::{ApprovalPolicy, ToolAction, ToolOutcome};
 use super::apply_patch::invocation;
 use super::apply_patch::tool::{apply_checked, edit_action};
 use super::policy::{Action, ExecSandbox, PolicyEngine};
-use super::process::exec::{self, ExitKind};
-use super::sandbox::{Sandbox, SandboxSpec};
+use super::process::exec::ExitKind;
+use super::sandbox::{unconfined_command, Sandbox, SandboxSpec};
 use super::shell::{
     exec_action, format_outcome, parse_args, prepare, run_command, run_unsandboxed, shell_spec,
     PreparedCommand, ShellConfig,
@@ -92,7 +92,7 @@ impl ShellTool {
     ) -> Result<tokio::process::Command, String> {
         match sandbox {
             ExecSandbox::None => {
-                exec::command(&cmd.argv, &cmd.cwd, &cmd.env).map_err(|e| e.to_string())
+                unconfined_command(&cmd.argv, &cmd.cwd, &cmd.env).map_err(|e| e.to_string())
             }
             ExecSandbox::Enforced(policy) => {
                 let options = self.policy.config().options_for(&ctx.settings);

@@ -195,7 +195,10 @@ impl Replayer {
             mcp,
             adjust,
             live: options.live,
-            live_policy: options.live_policy,
+            live_policy: LivePolicy {
+                sandbox: config.sandbox_mode.unwrap_or(options.live_policy.sandbox),
+                ..options.live_policy
+            },
         })
     }
 

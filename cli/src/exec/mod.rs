@@ -48,7 +48,7 @@ const DEMO_PROMPT: &str = "What does rein do?";
 
 async fn run_exec(args: ExecArgs) -> anyhow::Result<i32> {
     let common = &args.common;
-    let opts = RunOptions::from_args(common);
+    let mut opts = RunOptions::from_args(common);
     for warning in &opts.warnings {
         eprintln!("warning: {warning}");
     }
@@ -99,6 +99,17 @@ async fn run_exec(args: ExecArgs) -> anyhow::Result<i32> {
     .context(
         "setting up the model (or run `rein exec --demo` to use the built-in scripted model)",
     )?;
+    drop(env);
+    // The configured policies (file, profile, `-c`) where no flag chose.
+    let configured = kernel.config.as_ref();
+    let said = opts.warnings.len();
+    opts.apply_configured(
+        configured.and_then(|c| c.sandbox_mode),
+        configured.and_then(|c| c.approval_policy),
+    );
+    for warning in &opts.warnings[said..] {
+        eprintln!("warning: {warning}");
+    }
     let mut settings = kernel.default_settings(cwd.clone());
     settings.approval_policy = opts.approval_policy;
     settings.sandbox_policy = opts.sandbox_policy;

@@ -22,6 +22,8 @@ const CONFIG_KEYS: &[&str] = &[
     "features",
     "advisor",
     "mcp_servers",
+    "sandbox_mode",
+    "approval_policy",
 ];
 
 /// What the flags resolve to.
@@ -31,8 +33,10 @@ pub struct RunOptions {
     pub overrides: Vec<String>,
     pub approval_policy: ApprovalPolicy,
     pub sandbox_policy: SandboxPolicy,
-    /// Whether `-c sandbox_mode=...` set `sandbox_policy` (else it is exec's default).
-    pub sandbox_mode_given: bool,
+    /// Whether a flag (`--sandbox`, `--full-auto`, the bypass) chose the sandbox, and
+    /// the approval policy: else the configuration's (file, profile, `-c`) apply.
+    pub sandbox_from_flags: bool,
+    pub approval_from_flags: bool,
     /// `-c openai_base_url=...`: moves the built-in `openai` provider.
     pub openai_base_url: Option<String>,
     /// `-c sandbox_workspace_write.network_access=true`: sandboxed commands may use the
@@ -45,6 +49,8 @@ pub struct RunOptions {
 impl RunOptions {
     pub fn from_args(args: &CommonArgs) -> Self {
         let mut opts = Self::from_overrides(&args.overrides, args.model.as_deref());
+        opts.sandbox_from_flags = args.sandbox.is_some() || args.full_auto || args.bypass;
+        opts.approval_from_flags = args.bypass;
         if let Some(mode) = args.sandbox {
             opts.sandbox_policy = match mode {
                 SandboxMode::ReadOnly => SandboxPolicy::ReadOnly,
@@ -82,7 +88,8 @@ impl RunOptions {
             overrides: overrides.to_vec(),
             approval_policy: ApprovalPolicy::Never,
             sandbox_policy: SandboxPolicy::ReadOnly,
-            sandbox_mode_given: false,
+            sandbox_from_flags: false,
+            approval_from_flags: false,
             openai_base_url: None,
             network_access: false,
             warnings: Vec::new(),
@@ -104,24 +111,6 @@ impl RunOptions {
         let text = o.value.as_str();
         match (o.path.first().map(String::as_str), key.as_str()) {
             (Some(first), _) if CONFIG_KEYS.contains(&first) => {}
-            // Nobody can answer an approval request in a headless run: asking would only
-            // end in a denial the model cannot tell from a user's. Under `never` a tool
-            // that needs approval fails back to the model saying so.
-            (_, "approval_policy") => match text.and_then(parse_approval) {
-                Some(ApprovalPolicy::Never) => {}
-                Some(_) => self.warnings.push(format!(
-                    "rein exec cannot ask for approvals: approval_policy {} is treated as \"never\"",
-                    o.value
-                )),
-                None => self.warn_value(&key, &o.value),
-            },
-            (_, "sandbox_mode") => match text.and_then(parse_sandbox) {
-                Some(p) => {
-                    self.sandbox_policy = p;
-                    self.sandbox_mode_given = true;
-                }
-                None => self.warn_value(&key, &o.value),
-            },
             (_, "sandbox_workspace_write.network_access") => match o.value.as_bool() {
                 Some(allowed) => self.network_access = allowed,
                 None => self.warn_value(&key, &o.value),
@@ -133,6 +122,28 @@ impl RunOptions {
             _ => self.warnings.push(format!(
                 "config key `{key}` is not supported by rein and was ignored"
             )),
+        }
+    }
+
+    /// Take the configuration's `sandbox_mode` and `approval_policy` where no flag chose
+    /// them. Under an approval policy that asks, what it asks is denied (nobody can answer
+    /// in a headless run), and stderr says so.
+    pub fn apply_configured(
+        &mut self,
+        sandbox: Option<SandboxPolicy>,
+        approval: Option<ApprovalPolicy>,
+    ) {
+        if let (false, Some(sandbox)) = (self.sandbox_from_flags, sandbox) {
+            self.sandbox_policy = sandbox;
+        }
+        if let (false, Some(approval)) = (self.approval_from_flags, approval) {
+            self.approval_policy = approval;
+            if approval != ApprovalPolicy::Never {
+                self.warnings.push(format!(
+                    "approval_policy {}: rein exec cannot ask for approvals, so every approval this policy asks for is denied",
+                    toml_string(approval_name(approval))
+                ));
+            }
         }
     }
 
@@ -156,22 +167,12 @@ impl RunOptions {
     }
 }
 
-fn parse_approval(text: &str) -> Option<ApprovalPolicy> {
-    match text {
-        "never" => Some(ApprovalPolicy::Never),
-        "on-request" => Some(ApprovalPolicy::OnRequest),
-        "on-failure" => Some(ApprovalPolicy::OnFailure),
-        "untrusted" => Some(ApprovalPolicy::Untrusted),
-        _ => None,
-    }
-}
-
-fn parse_sandbox(text: &str) -> Option<SandboxPolicy> {
-    match text {
-        "read-only" => Some(SandboxPolicy::ReadOnly),
-        "workspace-write" => Some(SandboxPolicy::WorkspaceWrite),
-        "danger-full-access" => Some(SandboxPolicy::DangerFullAccess),
-        _ => None,
+fn approval_name(policy: ApprovalPolicy) -> &'static str {
+    match policy {
+        ApprovalPolicy::Never => "never",
+        ApprovalPolicy::OnRequest => "on-request",
+        ApprovalPolicy::OnFailure => "on-failure",
+        ApprovalPolicy::Untrusted => "untrusted",
     }
 }
 
@@ -212,12 +213,34 @@ mod tests {
             "-c",
             "model_reasoning_effort=\"high\"",
         ]);
+        // approval_policy is the loader's now (`apply_configured`).
         assert_eq!(o.approval_policy, ApprovalPolicy::Never);
         assert_eq!(o.openai_base_url.as_deref(), Some("http://127.0.0.1:9/v1"));
         assert!(o.network_access);
-        assert_eq!(o.warnings.len(), 2, "{:?}", o.warnings);
-        assert!(o.warnings[0].contains("cannot ask for approvals"));
-        assert!(o.warnings[1].contains("web_search"));
+        assert_eq!(o.warnings.len(), 1, "{:?}", o.warnings);
+        assert!(o.warnings[0].contains("web_search"));
+    }
+
+    #[test]
+    fn configured_policies_apply_unless_a_flag_chose() {
+        let mut o = opts(&[]);
+        o.apply_configured(
+            Some(SandboxPolicy::WorkspaceWrite),
+            Some(ApprovalPolicy::Untrusted),
+        );
+        assert_eq!(o.sandbox_policy, SandboxPolicy::WorkspaceWrite);
+        assert_eq!(o.approval_policy, ApprovalPolicy::Untrusted);
+        assert!(o.warnings[0].contains("denied"), "{:?}", o.warnings);
+        let mut o = opts(&["-s", "read-only"]);
+        o.apply_configured(Some(SandboxPolicy::DangerFullAccess), None);
+        assert_eq!(o.sandbox_policy, SandboxPolicy::ReadOnly);
+        let mut o = opts(&["--dangerously-bypass-approvals-and-sandbox"]);
+        o.apply_configured(
+            Some(SandboxPolicy::ReadOnly),
+            Some(ApprovalPolicy::Untrusted),
+        );
+        assert_eq!(o.sandbox_policy, SandboxPolicy::DangerFullAccess);
+        assert_eq!(o.approval_policy, ApprovalPolicy::Never);
     }
 
     #[test]

@@ -17,8 +17,8 @@
 //! dies, even by SIGKILL, the monitor sees rein's end of a pipe close and kills init. The
 //! command also gets a session of its own, so it has no controlling terminal.
 //!
-//! Without namespaces (machines that forbid them) the child confines itself in place and
-//! execs; only the process group and a parent-death signal bound its lifetime.
+//! Without namespaces (machines that forbid them) the child becomes a supervisor
+//! ([`super::supervise`]) and the command it forks confines itself in place and execs.
 //!
 //! Everything is prepared in the parent; the children only make syscalls (see
 //! [`super::sys`]), as required between fork and exec in a multi-threaded process.
@@ -30,6 +30,7 @@ use std::sync::OnceLock;
 use super::caps;
 use super::mounts::MountPlan;
 use super::seccomp::Filters;
+use super::supervise::Supervisor;
 use super::sys;
 use super::{landlock, SandboxError, SandboxSpec};
 
@@ -55,7 +56,7 @@ pub(crate) struct Confinement {
 
 /// The pipe that tells monitors rein is gone: its write end stays open in rein (close-on-
 /// exec, so no command inherits it) until the process ends.
-fn life_pipe() -> io::Result<RawFd> {
+pub(super) fn life_pipe() -> io::Result<RawFd> {
     static PIPE: OnceLock<Result<(OwnedFd, OwnedFd), i32>> = OnceLock::new();
     let pipe = PIPE.get_or_init(|| {
         let mut fds = [0; 2];
@@ -116,13 +117,8 @@ impl Confinement {
     /// In the spawned child, before exec.
     pub(crate) fn apply(&self) -> io::Result<()> {
         let Some(ns) = &self.namespaces else {
-            // SAFETY: getppid cannot fail.
-            let parent = unsafe { libc::getppid() };
-            sys::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong)?;
-            // SAFETY: as above.
-            if unsafe { libc::getppid() } != parent {
-                sys::exit(137);
-            }
+            // No PID namespace to end with rein: a supervisor ties the command to it.
+            Supervisor::from_pipe(self.rein_alive).apply()?;
             return self.confine_command(self.root);
         };
         sys::reset_signal_handlers();

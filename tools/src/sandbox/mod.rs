@@ -11,7 +11,10 @@
 //! 2. bubblewrap ([`bwrap`]) where Landlock is missing;
 //! 3. Landlock + seccomp without namespaces where the kernel forbids them: metadata
 //!    outside the roots stays changeable, `.git` is protected by granting around it, and
-//!    only the process group bounds a command's lifetime.
+//!    a supervisor ([`supervise`]) bounds a command's lifetime.
+//!
+//! Commands that run unconfined ([`unconfined_command`]: full access, approved
+//! escalations) get the same supervisor, so none outlives rein, even a SIGKILLed rein.
 //!
 //! [`Sandbox::report`] says which one is active and what fell back, for the front ends
 //! to print at startup.
@@ -38,6 +41,7 @@ pub mod landlock;
 pub mod mounts;
 mod probe;
 pub mod seccomp;
+mod supervise;
 mod sys;
 
 pub(crate) use confine::Confinement;
@@ -359,8 +363,9 @@ impl Sandbox {
                     .collect::<Result<Vec<OwnedFd>, _>>()?;
                 let raw: Vec<i32> = fds.iter().map(AsRawFd::as_raw_fd).collect();
                 let wrapped = bwrap::wrap(program, spec, cwd, argv, &raw);
-                let mut cmd =
-                    exec::command(&wrapped, cwd, env).map_err(|_| SandboxError::EmptyCommand)?;
+                // bwrap dies with its parent (`--die-with-parent`): the supervisor, which
+                // dies with rein.
+                let mut cmd = unconfined_command(&wrapped, cwd, env)?;
                 // SAFETY: the hook only clears close-on-exec on descriptors it owns.
                 unsafe {
                     cmd.pre_exec(move || {
@@ -391,6 +396,24 @@ impl Sandbox {
             }
         }
     }
+}
+
+/// A `Command` running `argv` outside any sandbox, under a supervisor that kills it and
+/// everything it started when it ends or when rein does ([`supervise`]).
+pub fn unconfined_command(
+    argv: &[String],
+    cwd: &Path,
+    env: &BTreeMap<String, String>,
+) -> Result<Command, SandboxError> {
+    let supervisor = supervise::Supervisor::new()
+        .map_err(|e| SandboxError::Setup(format!("supervisor pipe: {e}")))?;
+    let mut cmd = exec::command(argv, cwd, env).map_err(|_| SandboxError::EmptyCommand)?;
+    // SAFETY: the hook forks and, in the supervisor, makes raw syscalls only on data
+    // prepared before the fork (see `Supervisor::apply`).
+    unsafe {
+        cmd.pre_exec(move || supervisor.apply());
+    }
+    Ok(cmd)
 }
 
 /// A memory file holding `bytes`, positioned at its start, close-on-exec.

@@ -303,3 +303,42 @@ pub fn exit_like(status: libc::c_int) -> ! {
     }
     exit(libc::WEXITSTATUS(status));
 }
+
+/// A descriptor that polls readable once `pid` (a child) has exited.
+pub fn pidfd_open(pid: libc::pid_t) -> io::Result<RawFd> {
+    // SAFETY: a pid and no flags; the kernel returns a new descriptor.
+    let fd = check(unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0 as libc::c_uint) })?;
+    RawFd::try_from(fd).map_err(|_| io::Error::from_raw_os_error(libc::EBADF))
+}
+
+/// Reap one child that has ended, without waiting: its pid and wait status.
+pub fn try_wait_any() -> Option<(libc::pid_t, libc::c_int)> {
+    let mut status = 0;
+    // SAFETY: the kernel writes the status into our integer.
+    let pid = unsafe { libc::waitpid(-1, &mut status, libc::WNOHANG) };
+    (pid > 0).then_some((pid, status))
+}
+
+/// open + read + close into `buf`: the bytes read (at most `buf.len()`).
+pub fn read_file(path: &CStr, buf: &mut [u8]) -> io::Result<usize> {
+    // SAFETY: a NUL-terminated path; the buffer outlives the read.
+    unsafe {
+        let fd = check_int(libc::open(path.as_ptr(), libc::O_RDONLY | libc::O_CLOEXEC))?;
+        let read = libc::read(fd, buf.as_mut_ptr().cast(), buf.len());
+        let err = io::Error::last_os_error();
+        close(fd);
+        usize::try_from(read).map_err(|_| err)
+    }
+}
+
+/// Ignore each of `signals`.
+pub fn ignore_signals(signals: &[libc::c_int]) {
+    // SAFETY: sigaction with a zeroed struct set to SIG_IGN.
+    unsafe {
+        let mut action: libc::sigaction = std::mem::zeroed();
+        action.sa_sigaction = libc::SIG_IGN;
+        for &sig in signals {
+            libc::sigaction(sig, &action, std::ptr::null_mut());
+        }
+    }
+}
