@@ -3,7 +3,9 @@
 //! followed at once by a `turn/start` whose model spawns a child and waits for it.
 //!
 //! - Item 13: every root turn's notifications reach the client (`turn/started`, the
-//!   `spawnAgent` item, `turn/completed`), not only the child's.
+//!   `spawnAgent` item, `turn/completed`), and the root's `spawnAgent` item comes before
+//!   the child's `thread/started` and notifications (the child's pump used to overtake its
+//!   parent's: a client stopping at the child's first delta had none of the root's turn).
 //! - Item 12: the child's answer reaches the root's model exactly once and where it looks:
 //!   in the `wait_agent` output, or as a `<subagent_notification>` the model read before it
 //!   called `wait_agent` — never `{"completed": null}` with the notification afterwards.
@@ -132,10 +134,24 @@ fn two_hundred_fresh_trees_keep_the_roots_notifications_and_the_waits_answer() {
         if root_methods.first() != Some(&"turn/started") || !spawn_started {
             lost.push((i, root_methods.join(",")));
         }
-        // The child's turn ends before the root's (the root waited for it); drain it so the
-        // transcript of the next tree starts clean of this one.
-        let transcript = std::mem::take(&mut server.transcript);
-        drop(transcript);
+        // Causal order: the root's spawn call is announced before the child it creates
+        // (the two pumps used to race: the child's notifications could overtake the root's).
+        let spawn_at = seen.iter().position(|m| {
+            method(m) == "item/started" && of_root(m) && m["params"]["item"]["tool"] == "spawnAgent"
+        });
+        let child_at = seen.iter().position(|m| {
+            method(m) == "thread/started"
+                && m["params"]["thread"]["parentThreadId"] == root.as_str()
+        });
+        if spawn_at.is_none() || child_at.is_none() || spawn_at > child_at {
+            let order: Vec<String> = seen
+                .iter()
+                .map(|m| format!("{} {}", method(m), m["params"]["threadId"]))
+                .collect();
+            lost.push((i, format!("the child before the root's spawn: {order:?}")));
+        }
+        // The child's turn ended before the root's (the root waited for it).
+        server.transcript.clear();
     }
     assert_eq!(
         lost,
