@@ -5,9 +5,13 @@
 //! - when the child finishes while its parent waits on it, the result is *held* for that
 //!   wait, which takes it into its answer; a wait that ends without an answer (interrupted)
 //!   or a child that starts another turn first sends the held result as mail instead;
-//! - otherwise the result is mailed at once, and a later wait on that child tells its
-//!   status without the message (`{"completed": null}`) and lists it in
-//!   `already_delivered`.
+//! - otherwise the result is mailed at once; a later wait on that child claims the mail
+//!   back while the model has not read it (still in the tree's queue or on its way:
+//!   never handed over; in the parent's mailbox: taken out, `MailTaken` recorded) and
+//!   answers with the result; only a result already read (history) is told without the
+//!   message (`{"completed": null}`) and listed in `already_delivered`. (The ordering
+//!   "finished just before the wait began" used to lose the answer into a later
+//!   notification.)
 //!
 //! The wait reads its targets and stops waiting in one critical section, so a child that
 //! finishes while the wait is returning (for another target, or at its timeout) is in the
