@@ -18,29 +18,12 @@
 mod support;
 
 use serde_json::{json, Value};
-use support::{method, AppServer, MockModel};
+use support::{home_for_tree, method, AppServer, MockModel};
 
 const TREES: usize = 200;
 
 fn call(call_id: &str, name: &str, arguments: Value) -> Value {
     json!({ "tool_calls": [{ "call_id": call_id, "name": name, "arguments": arguments }] })
-}
-
-/// A `REIN_HOME` whose main model is on `parent` and whose model `child` is on `child`.
-fn home_for_tree(parent: &MockModel, child: &MockModel) -> tempfile::TempDir {
-    let home = tempfile::tempdir().unwrap();
-    let provider = |name: &str, url: &str| {
-        format!(
-            "[model_providers.{name}]\nbase_url = \"{url}\"\nwire_api = \"responses\"\nenv_key = \"MOCK_API_KEY\"\n\n"
-        )
-    };
-    let config = format!(
-        "model = \"mock\"\nmodel_provider = \"mock\"\nprofile = \"tree\"\n\n[profiles.tree]\nfallback_model = \"child\"\nfallback_provider = \"mockchild\"\n\n{}{}",
-        provider("mock", &parent.base_url),
-        provider("mockchild", &child.base_url),
-    );
-    std::fs::write(home.path().join("config.toml"), config).unwrap();
-    home
 }
 
 /// Where the child's answer `answer` shows in the root's last request of a tree.

@@ -22,6 +22,24 @@ use line_peer::LinePeer;
 #[allow(unused_imports)] // not every test binary uses each of them
 pub use mock_model::{home_for, json_lines, rein, rein_in, rein_ok, MockModel};
 
+/// A `REIN_HOME` whose main model is on `parent` and whose model `child` is on `child` (a
+/// sub-agent tree's two scripts, each played in order).
+pub fn home_for_tree(parent: &MockModel, child: &MockModel) -> tempfile::TempDir {
+    let home = tempfile::tempdir().unwrap();
+    let provider = |name: &str, url: &str| {
+        format!(
+            "[model_providers.{name}]\nbase_url = \"{url}\"\nwire_api = \"responses\"\nenv_key = \"MOCK_API_KEY\"\n\n"
+        )
+    };
+    let config = format!(
+        "model = \"mock\"\nmodel_provider = \"mock\"\nprofile = \"tree\"\n\n[profiles.tree]\nfallback_model = \"child\"\nfallback_provider = \"mockchild\"\n\n{}{}",
+        provider("mock", &parent.base_url),
+        provider("mockchild", &child.base_url),
+    );
+    std::fs::write(home.path().join("config.toml"), config).unwrap();
+    home
+}
+
 /// A running `rein app-server`; every line it prints is checked against Codex's schema.
 pub struct AppServer {
     peer: LinePeer,
