@@ -15,7 +15,7 @@ use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 
 use rein_app_server_protocol::{ServerNotification, ThreadStartedNotification, ThreadStatus};
 use rein_bootstrap::Kernel;
-use rein_core::{EventStream, ThreadCreated};
+use rein_core::{EventStream, ThreadCreated, ThreadOrigin};
 use rein_protocol::ThreadId;
 use tokio::sync::mpsc;
 
@@ -129,6 +129,11 @@ async fn attach(
 ) {
     let handle = created.handle;
     let id = handle.id();
+    // A child a model just spawned comes after its parent's `spawnAgent` item (a child
+    // restored or reopened has no such event to wait for).
+    if matches!(created.origin, ThreadOrigin::Spawned { .. }) {
+        parent.spawned.until_forwarded(id).await;
+    }
     let settings = match handle.state().await.ok().and_then(|s| s.settings) {
         Some(settings) => settings,
         None => parent.meta().settings.clone(),
@@ -155,6 +160,7 @@ async fn attach(
         meta: Arc::new(Mutex::new(meta)),
         pump: tx,
         subscribers: parent.subscribers.clone(),
+        spawned: Arc::default(),
     };
     hub.threads.insert(entry.clone());
     // Before the pump forwards anything of the child.

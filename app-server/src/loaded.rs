@@ -83,6 +83,60 @@ pub struct LoadedThread {
     pub meta: Arc<Mutex<ThreadMeta>>,
     pub pump: mpsc::Sender<PumpRequest>,
     pub subscribers: Subscribers,
+    /// The children whose spawn this thread's pump has forwarded.
+    pub spawned: Arc<Spawned>,
+}
+
+/// Which children's spawn a thread's pump has passed on to its subscribers: a child
+/// spawned by a model is announced (`thread/started`, then its own notifications) only
+/// after its parent's `spawnAgent` item, so a client never hears of a child before the
+/// call that made it. The two pumps are separate tasks; without this the child's pump
+/// could run ahead of its parent's.
+#[derive(Default)]
+pub struct Spawned {
+    inner: Mutex<SpawnedInner>,
+    changed: tokio::sync::Notify,
+}
+
+#[derive(Default)]
+struct SpawnedInner {
+    forwarded: std::collections::HashSet<rein_protocol::ThreadId>,
+    /// The pump ended: nothing more will be forwarded, so nobody waits.
+    closed: bool,
+}
+
+impl Spawned {
+    fn lock(&self) -> MutexGuard<'_, SpawnedInner> {
+        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The pump forwarded the spawn of `child`.
+    pub fn forwarded(&self, child: rein_protocol::ThreadId) {
+        self.lock().forwarded.insert(child);
+        self.changed.notify_waiters();
+    }
+
+    /// The pump is gone.
+    pub fn close(&self) {
+        self.lock().closed = true;
+        self.changed.notify_waiters();
+    }
+
+    /// Resolves once the spawn of `child` was forwarded (or the pump is gone); forgets it.
+    pub async fn until_forwarded(&self, child: rein_protocol::ThreadId) {
+        loop {
+            let changed = self.changed.notified();
+            tokio::pin!(changed);
+            changed.as_mut().enable();
+            {
+                let mut inner = self.lock();
+                if inner.forwarded.remove(&child) || inner.closed {
+                    return;
+                }
+            }
+            changed.await;
+        }
+    }
 }
 
 impl LoadedThread {

@@ -23,6 +23,7 @@ mod app_server_agents_kill;
 mod app_server_approvals;
 mod app_server_bad_input;
 mod app_server_history;
+mod app_server_races;
 mod app_server_tool_items;
 mod app_server_turns;
 mod app_server_ws;

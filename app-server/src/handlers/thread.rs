@@ -180,6 +180,7 @@ pub fn register(
         meta: Arc::new(Mutex::new(meta)),
         pump: tx,
         subscribers,
+        spawned: Arc::default(),
     };
     state.threads.insert(entry.clone());
     let context_window = crate::children::context_window(kernel, &settings.model);

@@ -84,6 +84,7 @@ impl Pump {
                 }
             }
         }
+        self.thread.spawned.close();
         let id = self.thread.handle.id();
         self.threads.remove_served_by(id, &self.thread.pump);
         for (subscriber, request_id) in asked.values().flat_map(|q| &q.askees) {
@@ -177,6 +178,9 @@ impl Pump {
                 }
                 Outgoing::Closed => closed = true,
             }
+        }
+        if let EventMsg::AgentSpawned { thread_id, .. } = &event.msg {
+            self.thread.spawned.forwarded(*thread_id);
         }
         closed
     }

@@ -7,7 +7,7 @@ use std::collections::HashSet;
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError, Weak};
 use std::time::Duration;
 
-use rein_protocol::{EventMsg, Op, ThreadId};
+use rein_protocol::{EventMsg, Op, OpResult, ThreadId};
 use tokio::sync::Notify;
 
 use super::registry::{state_from, FollowUp, Mail, Node, Registry};
@@ -230,6 +230,15 @@ impl AgentControl {
 
     /// Hand `mail` to its thread's loop, then settle the capacity it was given.
     async fn submit_mail(self: &Arc<Self>, mail: Mail) {
+        if !self.lock().handing(&mail) {
+            // A wait took it into its answer: it is not handed over, and any capacity it
+            // was given goes back (`Accepted` is "no turn started").
+            let follow = self
+                .lock()
+                .delivered(mail.to, Some(OpResult::Accepted), &self.config);
+            self.follow_up(follow);
+            return;
+        }
         let handle = self.manager().ok().and_then(|m| m.get(mail.to));
         let outcome = match handle {
             Some(handle) => handle
@@ -237,17 +246,20 @@ impl AgentControl {
                     mail.id,
                     Op::AgentMail {
                         from: mail.from,
-                        items: mail.items,
+                        items: mail.items.clone(),
                     },
                 )
                 .await
                 .ok(),
             None => None,
         };
-        let follow = {
+        let mut follow = {
             let mut reg = self.lock();
+            reg.landed(&mail);
             reg.delivered(mail.to, outcome, &self.config)
         };
+        // A wait may be waiting for this mail to reach the loop.
+        follow.changed = true;
         self.follow_up(follow);
     }
 

@@ -5,9 +5,13 @@
 //! - when the child finishes while its parent waits on it, the result is *held* for that
 //!   wait, which takes it into its answer; a wait that ends without an answer (interrupted)
 //!   or a child that starts another turn first sends the held result as mail instead;
-//! - otherwise the result is mailed at once, and a later wait on that child tells its
-//!   status without the message (`{"completed": null}`) and lists it in
-//!   `already_delivered`.
+//! - otherwise the result is mailed at once; a later wait on that child claims the mail
+//!   back while the model has not read it (still in the tree's queue or on its way:
+//!   never handed over; in the parent's mailbox: taken out, `MailTaken` recorded) and
+//!   answers with the result; only a result already read (history) is told without the
+//!   message (`{"completed": null}`) and listed in `already_delivered`. (The ordering
+//!   "finished just before the wait began" used to lose the answer into a later
+//!   notification.)
 //!
 //! The wait reads its targets and stops waiting in one critical section, so a child that
 //! finishes while the wait is returning (for another target, or at its timeout) is in the
@@ -23,6 +27,7 @@ use serde_json::{json, Value};
 use super::registry::{FollowUp, Mail, Registry};
 use super::state::{result_mail, AgentState};
 use super::AgentsConfig;
+use crate::tools::ToolContext;
 
 /// Where a child's last result stands with its parent.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -32,8 +37,32 @@ pub(super) enum Delivery {
     Nothing,
     /// The parent's wait was waiting on it when it came: the wait's answer takes it.
     Held,
-    /// The parent has it, as mail or in a wait's answer.
+    /// Sent as the mail `id`, which the model may not have read yet: a wait claims it
+    /// back (see [`Sent`]).
+    Mailed { id: SubmissionId, sent: Sent },
+    /// The parent has it, as mail it may have read or in a wait's answer.
     Delivered,
+}
+
+/// How far result mail has gone.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Sent {
+    /// Not handed to the parent's loop yet (in the tree's queue or about to be handed):
+    /// a wait takes it, and it is never handed over.
+    Queued,
+    /// Being handed over: a wait waits until it is in the loop.
+    Handing,
+    /// In the loop: in its mailbox (a wait takes it out) or already history.
+    InLoop,
+}
+
+/// Result mail a wait found in the parent's loop: taken back from its mailbox if it still
+/// waits there, else the model has it.
+#[derive(Debug, PartialEq)]
+pub(super) struct Claim {
+    target: String,
+    mail: SubmissionId,
+    state: AgentState,
 }
 
 /// What a wait returns once one of its targets is final.
@@ -42,9 +71,26 @@ pub(super) struct WaitAnswer {
     pub(super) status: BTreeMap<String, Value>,
     /// Targets whose result the parent already has (their status carries no message).
     pub(super) already_delivered: Vec<String>,
+    /// Results mailed into the parent's loop, settled by [`WaitAnswer::settle`].
+    pub(super) claims: Vec<Claim>,
 }
 
 impl WaitAnswer {
+    /// Take the claimed mail out of the parent's mailbox: a result still there goes into
+    /// this answer (the mail is never read), one already taken is reported delivered.
+    pub(super) async fn settle(mut self, ctx: &ToolContext) -> WaitAnswer {
+        for claim in std::mem::take(&mut self.claims) {
+            let shown = if ctx.claim_mail(claim.mail).await {
+                claim.state.to_json()
+            } else {
+                self.already_delivered.push(claim.target.clone());
+                claim.state.without_message().to_json()
+            };
+            self.status.insert(claim.target, shown);
+        }
+        self
+    }
+
     pub(super) fn to_json(&self) -> Value {
         let mut answer = json!({ "status": self.status, "timed_out": false });
         if !self.already_delivered.is_empty() {
@@ -55,30 +101,91 @@ impl WaitAnswer {
 }
 
 impl Registry {
+    /// Send `child`'s result to `parent` as mail, remembering it so a wait can claim it.
+    pub(super) fn mail_result(
+        &mut self,
+        child: ThreadId,
+        parent: ThreadId,
+        nickname: Option<&str>,
+        state: &AgentState,
+        f: &mut FollowUp,
+    ) {
+        let mail = Mail {
+            id: SubmissionId::new(),
+            from: child,
+            to: parent,
+            items: vec![InputPart::text(result_mail(child, nickname, state))],
+        };
+        if let Some(node) = self.nodes.get_mut(&child) {
+            node.delivery = Delivery::Mailed {
+                id: mail.id,
+                sent: Sent::Queued,
+            };
+        }
+        if let Some(now) = self.route_one(mail) {
+            f.mail.push(now);
+        }
+    }
+
     /// Send `id`'s held result as mail (it is no longer waited for).
     pub(super) fn flush_held(&mut self, id: ThreadId, f: &mut FollowUp) {
-        let Some(node) = self.nodes.get_mut(&id) else {
+        let Some(node) = self.nodes.get(&id) else {
             return;
         };
         if node.delivery != Delivery::Held {
             return;
         }
-        node.delivery = Delivery::Delivered;
-        let Some(parent) = node.parent else {
-            return;
-        };
-        let mail = Mail {
-            id: SubmissionId::new(),
-            from: id,
-            to: parent,
-            items: vec![InputPart::text(result_mail(
-                id,
-                node.nickname.as_deref(),
-                &node.state,
-            ))],
-        };
-        if let Some(now) = self.route_one(mail) {
-            f.mail.push(now);
+        let (parent, nickname, state) = (node.parent, node.nickname.clone(), node.state.clone());
+        match parent {
+            Some(parent) => self.mail_result(id, parent, nickname.as_deref(), &state, f),
+            None => {
+                if let Some(node) = self.nodes.get_mut(&id) {
+                    node.delivery = Delivery::Delivered;
+                }
+            }
+        }
+    }
+
+    /// `mail` is about to be handed to its loop: `false` if a wait claimed it meanwhile
+    /// (it must not be handed over).
+    pub(super) fn handing(&mut self, mail: &Mail) -> bool {
+        if self.claimed.remove(&mail.id) {
+            return false;
+        }
+        self.advance(mail, Sent::Queued, Sent::Handing);
+        true
+    }
+
+    /// `mail` is in its loop now.
+    pub(super) fn landed(&mut self, mail: &Mail) {
+        self.advance(mail, Sent::Handing, Sent::InLoop);
+    }
+
+    fn advance(&mut self, mail: &Mail, from: Sent, to: Sent) {
+        if let Some(node) = self.nodes.get_mut(&mail.from) {
+            if node.delivery
+                == (Delivery::Mailed {
+                    id: mail.id,
+                    sent: from,
+                })
+            {
+                node.delivery = Delivery::Mailed {
+                    id: mail.id,
+                    sent: to,
+                };
+            }
+        }
+    }
+
+    /// Claim result mail `mail` that has not reached its loop: out of the tree's queue, or
+    /// remembered so it is not handed over.
+    fn claim_queued(&mut self, root: ThreadId, mail: SubmissionId) {
+        let queued = self.trees.get_mut(&root).and_then(|tree| {
+            let at = tree.queue.iter().position(|m| m.id == mail)?;
+            tree.queue.remove(at)
+        });
+        if queued.is_none() {
+            self.claimed.insert(mail);
         }
     }
 
@@ -94,6 +201,8 @@ impl Registry {
     ) -> (Option<WaitAnswer>, FollowUp) {
         let mut status = BTreeMap::new();
         let mut already_delivered = Vec::new();
+        let mut claims = Vec::new();
+        let mut unclaimed = Vec::new();
         for id in targets {
             let Some(node) = self.nodes.get_mut(id) else {
                 status.insert(id.to_string(), AgentState::NotFound.to_json());
@@ -107,6 +216,29 @@ impl Registry {
                     node.delivery = Delivery::Delivered;
                     node.state.to_json()
                 }
+                Delivery::Mailed { id: mail, sent } => match sent {
+                    Sent::Queued => {
+                        node.delivery = Delivery::Delivered;
+                        unclaimed.push((node.root, mail));
+                        node.state.to_json()
+                    }
+                    // It is in the loop in a moment (which wakes the wait); at the end of
+                    // the wait it is left to be read as mail.
+                    Sent::Handing if !end => continue,
+                    Sent::Handing => {
+                        already_delivered.push(id.to_string());
+                        node.state.without_message().to_json()
+                    }
+                    Sent::InLoop => {
+                        node.delivery = Delivery::Delivered;
+                        claims.push(Claim {
+                            target: id.to_string(),
+                            mail,
+                            state: node.state.clone(),
+                        });
+                        continue;
+                    }
+                },
                 Delivery::Delivered => {
                     already_delivered.push(id.to_string());
                     node.state.without_message().to_json()
@@ -115,13 +247,17 @@ impl Registry {
             };
             status.insert(id.to_string(), shown);
         }
-        if status.is_empty() && !end {
+        if status.is_empty() && claims.is_empty() && !end {
             return (None, FollowUp::default());
         }
+        for (root, mail) in unclaimed {
+            self.claim_queued(root, mail);
+        }
         let follow = self.set_waiting(waiter, None, config);
-        let answer = (!status.is_empty()).then_some(WaitAnswer {
+        let answer = (!status.is_empty() || !claims.is_empty()).then_some(WaitAnswer {
             status,
             already_delivered,
+            claims,
         });
         (answer, follow)
     }
@@ -238,6 +374,7 @@ mod tests {
                 .map(|(id, v)| (id.to_string(), v.clone()))
                 .collect(),
             already_delivered: delivered.iter().map(ThreadId::to_string).collect(),
+            claims: Vec::new(),
         }
     }
 
@@ -260,18 +397,69 @@ mod tests {
         );
     }
 
+    /// The mail a finished child sent, as the follow-up carries it.
+    fn finish_mail(t: &mut Tree, child: ThreadId, answer: &str) -> Mail {
+        let mut f = t.reg.observe(
+            child,
+            &EventMsg::TurnCompleted {
+                last_agent_message: Some(answer.to_owned()),
+            },
+            &t.config,
+        );
+        assert_eq!(f.mail.len(), 1);
+        f.mail.remove(0)
+    }
+
     #[test]
-    fn a_result_mailed_before_the_wait_is_not_repeated_by_it() {
+    fn a_result_mailed_just_before_the_wait_is_claimed_before_it_reaches_the_loop() {
+        // Issue 23 item 12: the child finishes just before the parent's wait starts; its
+        // mail is on its way. The wait takes it and the mail is never handed over.
         let mut t = tree(1);
         let c = t.children[0];
-        let mail = t.finish(c, "done");
-        assert_eq!(mail.len(), 1);
-        assert!(mail[0].contains(r#""completed":"done""#), "{mail:?}");
+        let mail = finish_mail(&mut t, c, "done");
+        t.wait_on(&[c]);
+        assert_eq!(
+            t.answer(&[c], false),
+            Some(answer_of(&[(c, json!({ "completed": "done" }))], &[]))
+        );
+        assert!(
+            !t.reg.handing(&mail),
+            "claimed mail is not handed to the loop"
+        );
+        assert!(t.reg.claimed.is_empty());
+        // A second wait does not repeat it.
         t.wait_on(&[c]);
         assert_eq!(
             t.answer(&[c], false),
             Some(answer_of(&[(c, json!({ "completed": null }))], &[c]))
         );
+    }
+
+    #[test]
+    fn a_result_mailed_into_the_loop_is_claimed_from_the_mailbox() {
+        let mut t = tree(1);
+        let c = t.children[0];
+        let mail = finish_mail(&mut t, c, "done");
+        assert!(t.reg.handing(&mail));
+        // Being handed over: the wait waits for it to land rather than answer without it.
+        t.wait_on(&[c]);
+        assert_eq!(t.answer(&[c], false), None);
+        assert!(t.waiting());
+        t.reg.landed(&mail);
+        let answer = t.answer(&[c], false).expect("an answer");
+        assert_eq!(
+            answer,
+            WaitAnswer {
+                status: BTreeMap::new(),
+                already_delivered: Vec::new(),
+                claims: vec![Claim {
+                    target: c.to_string(),
+                    mail: mail.id,
+                    state: AgentState::Completed(Some("done".into())),
+                }],
+            }
+        );
+        assert!(!t.waiting());
     }
 
     #[test]
@@ -341,11 +529,15 @@ mod tests {
             )]
         );
         assert!(!t.waiting());
+        // The mail reaches the loop; a later wait claims it from the mailbox (if the model
+        // read it meanwhile, the claim finds nothing and the wait says `already_delivered`).
+        let mail = &f.mail[0];
+        assert!(t.reg.handing(mail));
+        t.reg.landed(mail);
         t.wait_on(&[c]);
-        assert_eq!(
-            t.answer(&[c], false),
-            Some(answer_of(&[(c, json!({ "completed": null }))], &[c]))
-        );
+        let answer = t.answer(&[c], false).expect("an answer");
+        assert_eq!(answer.claims.len(), 1);
+        assert_eq!(answer.claims[0].mail, mail.id);
     }
 
     #[test]

@@ -361,15 +361,15 @@ impl AgentControl {
             tokio::pin!(changed);
             changed.as_mut().enable();
             if let Some(answer) = guard.finish(&ids, false) {
-                return Ok(answer.to_json());
+                return Ok(answer.settle(ctx).await.to_json());
             }
             tokio::select! {
                 () = &mut changed => {}
                 () = tokio::time::sleep_until(deadline) => {
-                    return Ok(guard.finish(&ids, true).map_or_else(
-                        || json!({ "status": {}, "timed_out": true }),
-                        |answer| answer.to_json(),
-                    ));
+                    return Ok(match guard.finish(&ids, true) {
+                        Some(answer) => answer.settle(ctx).await.to_json(),
+                        None => json!({ "status": {}, "timed_out": true }),
+                    });
                 }
                 () = ctx.cancel.cancelled() => return Err("the wait was interrupted".to_owned()),
             }

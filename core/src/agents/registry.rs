@@ -8,7 +8,7 @@ use std::collections::{HashMap, HashSet, VecDeque};
 use rein_protocol::{EventMsg, InputOutcome, InputPart, OpResult, SubmissionId, ThreadId};
 
 use super::delivery::Delivery;
-use super::state::{result_mail, AgentState};
+use super::state::AgentState;
 use super::AgentsConfig;
 use crate::thread::state::ThreadState;
 
@@ -24,6 +24,8 @@ pub(super) struct Registry {
     pub(super) nodes: HashMap<ThreadId, Node>,
     /// By root thread.
     pub(super) trees: HashMap<ThreadId, Tree>,
+    /// Result mail a wait claimed before it reached its loop: it is not handed over.
+    pub(super) claimed: HashSet<SubmissionId>,
 }
 
 pub(super) struct Node {
@@ -277,19 +279,7 @@ impl Registry {
                 n.delivery = Delivery::Held;
             }
         } else {
-            let mail = Mail {
-                id: SubmissionId::new(),
-                from: id,
-                to: parent,
-                items: vec![InputPart::text(result_mail(
-                    id,
-                    nickname.as_deref(),
-                    &state,
-                ))],
-            };
-            if let Some(now) = self.route_one(mail) {
-                f.mail.push(now);
-            }
+            self.mail_result(id, parent, nickname.as_deref(), &state, f);
         }
     }
 

@@ -25,8 +25,8 @@ use std::sync::Arc;
 
 use futures::future::BoxFuture;
 use rein_protocol::{
-    ApprovalDecision, ClientRequest, ClientResponse, Decliner, PlanStep, SessionGrant, ThreadId,
-    ThreadSettings, ToolAction, ToolOutcome, TurnId,
+    ApprovalDecision, ClientRequest, ClientResponse, Decliner, PlanStep, SessionGrant,
+    SubmissionId, ThreadId, ThreadSettings, ToolAction, ToolOutcome, TurnId,
 };
 use serde::Serialize;
 use tokio::sync::oneshot;
@@ -206,6 +206,12 @@ pub trait ToolHost: Send + Sync + 'static {
         self.emit(call_id, event);
         Box::pin(std::future::ready(true))
     }
+    /// Take the mail `id` out of the thread's mailbox if it still waits there (it then
+    /// never becomes a message of the history); `false` if it is not there. Hosts without
+    /// a mailbox have none to take.
+    fn claim_mail(&self, _id: SubmissionId) -> BoxFuture<'static, bool> {
+        Box::pin(std::future::ready(false))
+    }
     /// Put a request to the client; the receiver yields its answer, or closes when the
     /// turn ends first.
     fn ask(&self, call_id: String, ask: Ask) -> oneshot::Receiver<ClientResponse>;
@@ -280,6 +286,11 @@ impl ToolContext {
         self.host
             .emit_written(&self.call_id, ToolEvent::Agents(edge))
             .await
+    }
+
+    /// Claim mail still waiting in this thread's mailbox (see [`ToolHost::claim_mail`]).
+    pub async fn claim_mail(&self, id: SubmissionId) -> bool {
+        self.host.claim_mail(id).await
     }
 
     /// Tell clients the agent's plan changed.

@@ -40,6 +40,15 @@ impl PendingInput {
         self.lock().push_back(entry);
     }
 
+    /// Take the mail `id` out of the mailbox, if it still waits there (not yet history):
+    /// what a `wait_agent` claims for its answer instead of letting it become a message.
+    pub(crate) fn take_mail(&self, id: SubmissionId) -> bool {
+        let mut queue = self.lock();
+        let before = queue.len();
+        queue.retain(|e| !(e.mail && e.submission == id));
+        queue.len() != before
+    }
+
     pub(crate) fn take_all(&self) -> Vec<PendingEntry> {
         self.lock().drain(..).collect()
     }

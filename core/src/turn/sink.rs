@@ -53,6 +53,12 @@ pub(crate) enum TaskMsgKind {
         written: oneshot::Sender<()>,
     },
     Usage(TokenUsage),
+    /// A call claims mail still waiting in the thread's mailbox; `taken` says whether it
+    /// was there (the loop records `MailTaken` for it).
+    ClaimMail {
+        id: rein_protocol::SubmissionId,
+        taken: oneshot::Sender<bool>,
+    },
     /// A call asks the client; `reply` takes the answer.
     Ask {
         call_id: String,
@@ -158,6 +164,15 @@ impl ToolHost for TurnSink {
         let sink = self.clone();
         let msg = event.into_event(call_id);
         Box::pin(async move { TurnSink::emit_written(&sink, msg).await })
+    }
+
+    fn claim_mail(
+        &self,
+        id: rein_protocol::SubmissionId,
+    ) -> futures::future::BoxFuture<'static, bool> {
+        let (taken, ack) = oneshot::channel();
+        self.send(TaskMsgKind::ClaimMail { id, taken });
+        Box::pin(async move { ack.await.unwrap_or(false) })
     }
 
     fn ask(&self, call_id: String, ask: Ask) -> oneshot::Receiver<ClientResponse> {

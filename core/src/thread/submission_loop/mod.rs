@@ -423,6 +423,19 @@ impl SubmissionLoop {
                 self.emit(Some(turn_id), msg);
                 self.emitter.answer(written, ());
             }
+            TaskMsgKind::ClaimMail { id, taken } => {
+                let claimed = self.pending.take_mail(id);
+                if claimed {
+                    // It left the mailbox: a restore must not deliver it again.
+                    self.emit(
+                        Some(turn_id),
+                        EventMsg::MailTaken {
+                            submission_ids: vec![id],
+                        },
+                    );
+                }
+                self.emitter.answer(taken, claimed);
+            }
             TaskMsgKind::Usage(last) => {
                 let mut total = self.state.usage;
                 total.add(&last);
