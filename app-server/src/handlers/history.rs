@@ -32,7 +32,7 @@ use crate::outbound::now_secs;
 use crate::pump::PumpCmd;
 use crate::turns::turns_from_state;
 
-fn thread_id(text: &str) -> Result<ThreadId, RpcError> {
+pub(crate) fn thread_id(text: &str) -> Result<ThreadId, RpcError> {
     crate::dispatch::wire_id(text, "threadId", "thread")
 }
 
@@ -265,7 +265,10 @@ async fn turn_index(state: &ServerState, thread: ThreadId, turn: &str) -> Result
 }
 
 /// The thread's state: live if loaded here, else folded from its rollout.
-async fn folded_state(state: &ServerState, thread: ThreadId) -> Result<ThreadState, RpcError> {
+pub(crate) async fn folded_state(
+    state: &ServerState,
+    thread: ThreadId,
+) -> Result<ThreadState, RpcError> {
     if let Some(loaded) = state.threads.get(thread) {
         return loaded
             .handle
