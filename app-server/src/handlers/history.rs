@@ -5,11 +5,11 @@
 use std::path::PathBuf;
 
 use rein_app_server_protocol::{
-    EmptyResponse, ServerNotification, Thread, ThreadForkParams, ThreadIdNotification,
-    ThreadIdParams, ThreadListParams, ThreadListResponse, ThreadReadParams, ThreadResponse,
-    ThreadResumeParams, ThreadStartResponse, ThreadStartedNotification, ThreadStatus,
-    ThreadStatusChangedNotification, ThreadTurnsListParams, ThreadTurnsListResponse, Turn,
-    WarningNotification,
+    EmptyResponse, ServerNotification, SortDirection, Thread, ThreadForkParams,
+    ThreadIdNotification, ThreadIdParams, ThreadListParams, ThreadListResponse, ThreadReadParams,
+    ThreadResponse, ThreadResumeParams, ThreadStartResponse, ThreadStartedNotification,
+    ThreadStatus, ThreadStatusChangedNotification, ThreadTurnsListParams, ThreadTurnsListResponse,
+    Turn, TurnItemsView, WarningNotification,
 };
 use rein_core::recorder::RecorderError;
 use rein_core::thread::state::ThreadState;
@@ -343,8 +343,16 @@ pub async fn turns_list(state: &ServerState, raw: Value) -> Result<Value, RpcErr
     let p: ThreadTurnsListParams = params(raw)?;
     let id = thread_id(&p.thread_id)?;
     let mut turns = turns_from_state(&folded_state(state, id).await?);
-    // Newest first, as Codex lists them.
-    turns.reverse();
+    // Newest first unless asked otherwise, as Codex lists them.
+    if p.sort_direction != Some(SortDirection::Asc) {
+        turns.reverse();
+    }
+    if p.items_view == Some(TurnItemsView::NotLoaded) {
+        for turn in &mut turns {
+            turn.items.clear();
+            turn.items_view = TurnItemsView::NotLoaded;
+        }
+    }
     let (data, next_cursor) = page(turns, p.cursor.as_deref(), p.limit)?;
     to_value(&ThreadTurnsListResponse { data, next_cursor })
 }
