@@ -63,6 +63,23 @@ fn the_tuis_bootstrap_methods_answer_as_codex_does() {
         json!({ "isGovCloud": false, "shouldWarn": false })
     );
 
+    assert_eq!(
+        result(server.call("plugin/list", json!({ "cwds": null }))),
+        json!({ "marketplaces": [], "marketplaceLoadErrors": [], "featuredPluginIds": [] })
+    );
+    for empty in [
+        "app/list",
+        "experimentalFeature/list",
+        "threadSection/list",
+        "thread/attachment/list",
+    ] {
+        assert_eq!(
+            result(server.call(empty, json!({}))),
+            json!({ "data": [], "nextCursor": null }),
+            "{empty}"
+        );
+    }
+
     // `cwd: null` runs the thread in the server's directory.
     let started = result(server.call("thread/start", json!({ "cwd": null })));
     let here = std::env::current_dir().unwrap().display().to_string();

@@ -200,3 +200,26 @@ pub struct ThreadItemsListResponse {
     pub next_cursor: Option<String>,
     pub backwards_cursor: Option<String>,
 }
+
+/// Params rein reads nothing from (the method's answer does not depend on them); any
+/// object is accepted.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct AnyParams {}
+
+/// An empty page of a list rein has nothing in (apps, experimental features, thread
+/// sections, attachments).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct EmptyPage {
+    pub data: Vec<serde_json::Value>,
+    pub next_cursor: Option<String>,
+}
+
+/// `plugin/list`: rein has no plugin marketplaces.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct PluginListResponse {
+    pub marketplaces: Vec<serde_json::Value>,
+    pub marketplace_load_errors: Vec<serde_json::Value>,
+    pub featured_plugin_ids: Vec<String>,
+}

@@ -72,6 +72,21 @@ pub fn module(state: Arc<ServerState>) -> Result<Module, RegisterMethodError> {
     add(&mut m, "thread/items/list", |s, p| async move {
         client_meta::items_list(&s, p).await
     })?;
+    add(&mut m, "plugin/list", |_, p| async move {
+        client_meta::plugin_list(p)
+    })?;
+    for empty in [
+        "app/list",
+        "experimentalFeature/list",
+        "threadSection/list",
+        "thread/attachment/list",
+    ] {
+        add(
+            &mut m,
+            empty,
+            |_, p| async move { client_meta::empty_page(p) },
+        )?;
+    }
     add(&mut m, "thread/start", |s, p| async move {
         thread::start(&s, p).await
     })?;

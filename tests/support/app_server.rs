@@ -232,6 +232,17 @@ const RESPONSES: &[(&str, &str)] = &[
     ("plugin/installed", "v2/PluginInstalledResponse.json"),
     ("thread/goal/get", "v2/ThreadGoalGetResponse.json"),
     ("thread/items/list", "v2/ThreadItemsListResponse.json"),
+    ("plugin/list", "v2/PluginListResponse.json"),
+    ("app/list", "v2/AppsListResponse.json"),
+    (
+        "experimentalFeature/list",
+        "v2/ExperimentalFeatureListResponse.json",
+    ),
+    ("threadSection/list", "v2/ThreadSectionListResponse.json"),
+    (
+        "thread/attachment/list",
+        "v2/ThreadAttachmentListResponse.json",
+    ),
     // Codex 0.169 dropped thread/rollback from its schema; its answer is `{thread}`, the
     // shape of thread/read's.
     ("thread/rollback", "v2/ThreadReadResponse.json"),

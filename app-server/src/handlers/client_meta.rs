@@ -4,10 +4,11 @@
 //! thread's items page by page; read state kept as "all read".
 
 use rein_app_server_protocol::{
-    BackgroundTerminalsListParams, BackgroundTerminalsListResponse, CollaborationModeListParams,
-    CollaborationModeListResponse, CollaborationModeMask, ConfigRequirementsReadResponse,
-    GovCloudRequirementsParams, GovCloudRequirementsResponse, HooksListEntry, HooksListParams,
-    HooksListResponse, PluginInstalledParams, PluginInstalledResponse, SortDirection,
+    AnyParams, BackgroundTerminalsListParams, BackgroundTerminalsListResponse,
+    CollaborationModeListParams, CollaborationModeListResponse, CollaborationModeMask,
+    ConfigRequirementsReadResponse, EmptyPage, GovCloudRequirementsParams,
+    GovCloudRequirementsResponse, HooksListEntry, HooksListParams, HooksListResponse,
+    PluginInstalledParams, PluginInstalledResponse, PluginListResponse, SortDirection,
     ThreadGoalGetParams, ThreadGoalGetResponse, ThreadItemEntry, ThreadItemsListParams,
     ThreadItemsListResponse, ThreadReadState, ThreadReadStateUpdateParams,
     ThreadReadStateUpdateResponse,
@@ -151,5 +152,25 @@ pub async fn items_list(state: &ServerState, raw: Value) -> Result<Value, RpcErr
         data,
         next_cursor,
         backwards_cursor: None,
+    })
+}
+
+/// `plugin/list`: no marketplaces.
+pub fn plugin_list(raw: Value) -> Result<Value, RpcError> {
+    let _: AnyParams = params(raw)?;
+    to_value(&PluginListResponse {
+        marketplaces: Vec::new(),
+        marketplace_load_errors: Vec::new(),
+        featured_plugin_ids: Vec::new(),
+    })
+}
+
+/// A list rein has nothing in: `app/list`, `experimentalFeature/list`,
+/// `threadSection/list`, `thread/attachment/list`.
+pub fn empty_page(raw: Value) -> Result<Value, RpcError> {
+    let _: AnyParams = params(raw)?;
+    to_value(&EmptyPage {
+        data: Vec::new(),
+        next_cursor: None,
     })
 }
