@@ -12,7 +12,7 @@ mod support;
 
 use pretty_assertions::assert_eq;
 use serde_json::{json, Value};
-use support::{home_for, method, AppServer, MockModel};
+use support::{home_for, method, rein_in, AppServer, MockModel};
 
 fn result(answer: Value) -> Value {
     assert!(answer.get("error").is_none(), "{answer}");
@@ -79,7 +79,14 @@ fn the_tuis_bootstrap_methods_answer_as_codex_does() {
             "{empty}"
         );
     }
+}
 
+#[test]
+fn a_thread_started_without_a_cwd_and_its_goal_terminals_and_read_state() {
+    let model = MockModel::start(json!({ "replies": [], "when_exhausted": "echo" }));
+    let home = home_for(&model);
+    let mut server = AppServer::start(home.path(), &[]);
+    server.initialize();
     // `cwd: null` runs the thread in the server's directory.
     let started = result(server.call("thread/start", json!({ "cwd": null })));
     let here = std::env::current_dir().unwrap().display().to_string();
@@ -231,8 +238,8 @@ fn a_command_prefix_rule_lets_later_commands_through_also_after_a_resume() {
             { "text": "ran one" },
             shell("call_2", r"printf 'rule-%s\n' one two"),
             { "text": "ran two" },
-            // Cancelled: the turn ends with no further request.
             shell("call_3", r"printf 'rule-%s\n' one; echo chained"),
+            { "text": "declined three" },
             shell("call_4", r"printf 'rule-%s\n' one four"),
             { "text": "ran four" }
         ],
@@ -300,7 +307,7 @@ fn a_command_prefix_rule_lets_later_commands_through_also_after_a_resume() {
         ask["params"]["availableDecisions"],
         json!(["accept", "cancel"])
     );
-    server.send(&json!({ "id": ask["id"], "result": { "decision": "cancel" } }));
+    server.send(&json!({ "id": ask["id"], "result": { "decision": "decline" } }));
     server.until(|m| method(m) == "turn/completed");
     server.finish();
 
@@ -327,5 +334,19 @@ fn a_command_prefix_rule_lets_later_commands_through_also_after_a_resume() {
     assert_eq!(
         done[0]["params"]["item"]["aggregatedOutput"],
         "rule-one\nrule-four\n"
+    );
+    server.finish();
+
+    // A live replay answers as recorded, rule included: the commands the rule let through
+    // run again without being asked.
+    let out = rein_in(home.path(), &["replay", &thread, "--tools", "live"])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        (out.status.code(), stdout.as_ref()),
+        (Some(0), "identical: 4 turns, 8 steps identical\n"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
     );
 }

@@ -147,6 +147,27 @@ fn the_codex_tui_runs_a_session_on_rein_end_to_end() {
         120,
         40,
     );
+    a_session(&tui);
+    let resume = format!("resume --remote {url}");
+    tui.new_window(&tui_command(&codex, &codex_home, &work, &resume));
+    the_resume(&tui);
+
+    // What the model saw: the approved commands' output, the turns in order.
+    let said: Vec<String> = model
+        .requests()
+        .iter()
+        .filter_map(|r| r["input"].as_array().and_then(|i| i.last()).cloned())
+        .map(|last| last.to_string())
+        .filter(|last| !last.contains("Generate a concise, single-line task title"))
+        .collect();
+    assert_eq!(said.len(), 9, "{said:#?}");
+    assert!(said[2].contains("reinbar-tui-marker-ok"), "{}", said[2]);
+    assert!(said[4].contains("reinbar-tui-again"), "{}", said[4]);
+    assert!(said[8].contains("reinbar-tui-third"), "{}", said[8]);
+}
+
+/// The first TUI: the prompt, a turn, an approval and its rule, Esc, /quit.
+fn a_session(tui: &Tmux) {
     let screen = tui.wait_for(PROMPT, SCREEN);
     assert!(screen.contains("OpenAI Codex (v0.169.0)"), "{screen}");
     let lower = screen.to_lowercase();
@@ -160,12 +181,12 @@ fn the_codex_tui_runs_a_session_on_rein_end_to_end() {
     );
 
     // A plain turn.
-    submit(&tui, "Say hello, please.");
+    submit(tui, "Say hello, please.");
     tui.wait_for("Hello from rein, through the TUI.", SCREEN);
     tui.wait_for(PROMPT, SCREEN);
 
     // An approval, with Codex's choices; the rule "don't ask again".
-    submit(&tui, "Run the marker command.");
+    submit(tui, "Run the marker command.");
     let screen = tui.wait_for(ASKED, SCREEN);
     assert!(
         screen.contains(r"$ printf 'reinbar-tui-%s\n' marker-ok"),
@@ -189,13 +210,13 @@ fn the_codex_tui_runs_a_session_on_rein_end_to_end() {
     tui.wait_for(PROMPT, SCREEN);
 
     // The rule lets the next such command through without asking.
-    submit(&tui, "Run it again.");
+    submit(tui, "Run it again.");
     let screen = tui.wait_for("Printed again without asking.", SCREEN);
     assert!(screen.contains("reinbar-tui-again"), "{screen}");
     assert!(!screen.contains(ASKED), "asked again:\n{screen}");
 
     // Esc interrupts a turn mid-answer; the next turn runs.
-    submit(&tui, "Talk slowly.");
+    submit(tui, "Talk slowly.");
     tui.wait_for("• Let me", SCREEN);
     tui.press("Escape");
     let screen = tui.wait_for("Conversation interrupted", SCREEN);
@@ -204,18 +225,18 @@ fn the_codex_tui_runs_a_session_on_rein_end_to_end() {
         "the answer went on:\n{screen}"
     );
     tui.wait_for(PROMPT, SCREEN);
-    submit(&tui, "Are you still there?");
+    submit(tui, "Are you still there?");
     tui.wait_for("Still here after the interrupt.", SCREEN);
     tui.wait_for(PROMPT, SCREEN);
 
     // /quit ends the TUI (and its subscription: the server unloads the thread).
-    submit(&tui, "/quit");
+    submit(tui, "/quit");
     tui.wait_for("TUI EXITED 0", SCREEN);
+}
 
-    // `codex resume --remote` lists the session under the title the TUI gave it, resumes
-    // it from its rollout, and the rule still holds.
-    let resume = format!("resume --remote {url}");
-    tui.new_window(&tui_command(&codex, &codex_home, &work, &resume));
+/// `codex resume --remote` lists the session under the title the TUI gave it, resumes it
+/// from its rollout, and the rule still holds.
+fn the_resume(tui: &Tmux) {
     let screen = tui.wait_for("Resume a previous session", SCREEN);
     let screen = if screen.contains("Greeting through rein") {
         screen
@@ -227,24 +248,11 @@ fn the_codex_tui_runs_a_session_on_rein_end_to_end() {
     let screen = tui.wait_for("Still here after the interrupt.", SCREEN);
     assert!(screen.contains("Printed again without asking."), "{screen}");
     tui.wait_for(PROMPT, SCREEN);
-    submit(&tui, "Once more, please.");
+    submit(tui, "Once more, please.");
     let screen = tui.wait_for("Printed a third time without asking.", SCREEN);
     assert!(screen.contains("reinbar-tui-third"), "{screen}");
     assert!(!screen.contains(ASKED), "asked after the resume:\n{screen}");
     tui.wait_for(PROMPT, SCREEN);
-    submit(&tui, "/quit");
+    submit(tui, "/quit");
     tui.wait_for("TUI EXITED 0", SCREEN);
-
-    // What the model saw: the approved commands' output, the turns in order.
-    let said: Vec<String> = model
-        .requests()
-        .iter()
-        .filter_map(|r| r["input"].as_array().and_then(|i| i.last()).cloned())
-        .map(|last| last.to_string())
-        .filter(|last| !last.contains("Generate a concise, single-line task title"))
-        .collect();
-    assert_eq!(said.len(), 9, "{said:#?}");
-    assert!(said[2].contains("reinbar-tui-marker-ok"), "{}", said[2]);
-    assert!(said[4].contains("reinbar-tui-again"), "{}", said[4]);
-    assert!(said[8].contains("reinbar-tui-third"), "{}", said[8]);
 }

@@ -13,20 +13,12 @@ pub struct CommandExecutionRequestApprovalParams {
     pub reason: Option<String>,
     pub command: Option<String>,
     pub cwd: Option<String>,
-    pub command_actions: Option<Vec<CommandAction>>,
+    pub command_actions: Option<Vec<crate::CommandActionWire>>,
     /// The rule "don't ask again for commands that start with these words" the client may
     /// answer with (`acceptWithExecpolicyAmendment`).
     pub proposed_execpolicy_amendment: Option<Vec<String>>,
     /// The decisions the client should offer.
     pub available_decisions: Option<Vec<CommandDecision>>,
-}
-
-/// What a command does, for display; rein does not parse commands into reads and
-/// searches, so every command is `unknown`.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(tag = "type", rename_all = "camelCase")]
-pub enum CommandAction {
-    Unknown { command: String },
 }
 
 /// A decision an approval offers: a plain one (`"accept"`, `"cancel"`, …) or an approval

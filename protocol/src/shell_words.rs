@@ -4,24 +4,12 @@
 //! with nothing a shell would expand or chain is read as words, so a rule never covers a
 //! script that could also do something else (`printf x; rm -rf ~`).
 
-/// The shells whose `-c` / `-lc` scripts are read.
-const SHELLS: &[&str] = &["bash", "sh", "zsh", "dash"];
-
 /// Characters that make a script more than one plain command: chaining, pipes,
 /// redirections, substitutions, globs, comments, brace and tilde expansion.
 const NOT_PLAIN: &[char] = &[
     ';', '&', '|', '<', '>', '(', ')', '$', '`', '\n', '\r', '*', '?', '[', ']', '{', '}', '~',
     '#', '!',
 ];
-
-/// The script of `[shell, -c|-lc, script]`, if `argv` is that.
-pub fn shell_script(argv: &[String]) -> Option<&str> {
-    let [shell, flag, script] = argv else {
-        return None;
-    };
-    let name = shell.rsplit('/').next().unwrap_or(shell);
-    (SHELLS.contains(&name) && (flag == "-c" || flag == "-lc")).then_some(script.as_str())
-}
 
 /// The words of a `bash -lc` script that is one plain command (quotes removed), else
 /// `None`.
@@ -30,29 +18,50 @@ pub fn command_words(argv: &[String]) -> Option<Vec<String>> {
     if script.contains(NOT_PLAIN) {
         return None;
     }
-    // `NAME=value cmd` sets a variable for the command: not a plain command either.
-    split_words(script).filter(|w| w.first().is_some_and(|first| !first.contains('=')))
+    // One part of one stage; `NAME=value cmd` sets a variable for the command, which is
+    // not a plain command either.
+    match split_script(script)?.as_slice() {
+        [pipeline] => match pipeline.as_slice() {
+            [words] if words.first().is_some_and(|first| !first.contains('=')) => {
+                Some(words.clone())
+            }
+            _ => None,
+        },
+        _ => None,
+    }
 }
 
-/// Split on blanks, honouring single quotes, double quotes (with `\` escaping `"` and
-/// `\`) and backslashes. `None` for an unterminated quote.
-fn split_words(script: &str) -> Option<Vec<String>> {
-    let mut words = Vec::new();
+/// The script of `sh -c script` (and bash/zsh/dash, with `-lc` too).
+pub fn shell_script(argv: &[String]) -> Option<&str> {
+    let [shell, flag, script] = argv else {
+        return None;
+    };
+    let name = std::path::Path::new(shell).file_name()?.to_str()?;
+    let is_shell = matches!(name, "sh" | "bash" | "zsh" | "dash" | "ksh");
+    (is_shell && matches!(flag.as_str(), "-c" | "-lc")).then_some(script.as_str())
+}
+
+/// A script as its `&&`/`||`/`;`-separated parts, each a pipeline of stages, each stage its
+/// words; `None` for anything this reader does not follow.
+pub fn split_script(script: &str) -> Option<Vec<Vec<Vec<String>>>> {
+    let mut parts: Vec<Vec<Vec<String>>> = Vec::new();
+    let mut pipeline: Vec<Vec<String>> = Vec::new();
+    let mut stage: Vec<String> = Vec::new();
     let mut word: Option<String> = None;
-    let mut chars = script.chars();
+    let mut chars = script.chars().peekable();
+    let end_word = |word: &mut Option<String>, stage: &mut Vec<String>| {
+        if let Some(w) = word.take() {
+            stage.push(w);
+        }
+    };
     while let Some(c) = chars.next() {
         match c {
-            ' ' | '\t' => {
-                if let Some(w) = word.take() {
-                    words.push(w);
-                }
-            }
             '\'' => {
                 let w = word.get_or_insert_with(String::new);
                 loop {
                     match chars.next()? {
                         '\'' => break,
-                        c => w.push(c),
+                        other => w.push(other),
                     }
                 }
             }
@@ -62,22 +71,66 @@ fn split_words(script: &str) -> Option<Vec<String>> {
                     match chars.next()? {
                         '"' => break,
                         '\\' => match chars.next()? {
-                            c @ ('"' | '\\') => w.push(c),
-                            c => {
+                            escaped @ ('"' | '\\' | '$' | '`') => w.push(escaped),
+                            other => {
                                 w.push('\\');
-                                w.push(c);
+                                w.push(other);
                             }
                         },
-                        c => w.push(c),
+                        '$' | '`' => return None,
+                        other => w.push(other),
                     }
                 }
             }
             '\\' => word.get_or_insert_with(String::new).push(chars.next()?),
-            c => word.get_or_insert_with(String::new).push(c),
+            ' ' | '\t' => end_word(&mut word, &mut stage),
+            '\n' | ';' => {
+                end_word(&mut word, &mut stage);
+                close_stage(&mut stage, &mut pipeline)?;
+                close_pipeline(&mut pipeline, &mut parts);
+            }
+            '&' if chars.peek() == Some(&'&') => {
+                chars.next();
+                end_word(&mut word, &mut stage);
+                close_stage(&mut stage, &mut pipeline)?;
+                close_pipeline(&mut pipeline, &mut parts);
+            }
+            '|' if chars.peek() == Some(&'|') => {
+                chars.next();
+                end_word(&mut word, &mut stage);
+                close_stage(&mut stage, &mut pipeline)?;
+                close_pipeline(&mut pipeline, &mut parts);
+            }
+            '|' => {
+                end_word(&mut word, &mut stage);
+                if stage.is_empty() {
+                    return None;
+                }
+                pipeline.push(std::mem::take(&mut stage));
+            }
+            '<' | '>' | '$' | '`' | '(' | ')' | '&' | '{' | '}' | '*' | '?' | '#' => return None,
+            other => word.get_or_insert_with(String::new).push(other),
         }
     }
-    words.extend(word);
-    Some(words)
+    end_word(&mut word, &mut stage);
+    close_stage(&mut stage, &mut pipeline)?;
+    close_pipeline(&mut pipeline, &mut parts);
+    (!parts.is_empty()).then_some(parts)
+}
+
+/// End the stage before an operator: a pipe with nothing after it is not understood.
+fn close_stage(stage: &mut Vec<String>, pipeline: &mut Vec<Vec<String>>) -> Option<()> {
+    if stage.is_empty() {
+        return if pipeline.is_empty() { Some(()) } else { None };
+    }
+    pipeline.push(std::mem::take(stage));
+    Some(())
+}
+
+fn close_pipeline(pipeline: &mut Vec<Vec<String>>, parts: &mut Vec<Vec<Vec<String>>>) {
+    if !pipeline.is_empty() {
+        parts.push(std::mem::take(pipeline));
+    }
 }
 
 /// A command as Codex shows it: `bash -lc "SCRIPT"` keeps the script as written (double

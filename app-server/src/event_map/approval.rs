@@ -3,7 +3,7 @@
 //! form).
 
 use rein_app_server_protocol::{
-    CommandAction, CommandDecision, CommandExecutionRequestApprovalParams, ExecpolicyAmendment,
+    CommandActionWire, CommandDecision, CommandExecutionRequestApprovalParams, ExecpolicyAmendment,
     FileChangeRequestApprovalParams,
 };
 use rein_protocol::shell_words::{command_words, display_command, shell_script};
@@ -42,7 +42,7 @@ pub(super) fn ask(
                 reason: Some(reason.clone()),
                 command: Some(display_command(command)),
                 cwd: Some(cwd.display().to_string()),
-                command_actions: Some(vec![CommandAction::Unknown {
+                command_actions: Some(vec![CommandActionWire::Unknown {
                     command: shell_script(command)
                         .map_or_else(|| shell_join(command), str::to_owned),
                 }]),
