@@ -122,17 +122,6 @@ fn a_thread_started_without_a_cwd_and_its_goal_terminals_and_read_state() {
     assert_eq!(unknown["error"]["code"], json!(-32600), "{unknown}");
 }
 
-fn turn(server: &mut AppServer, thread: &str, text: &str) -> Value {
-    server.request(
-        "turn/start",
-        json!({ "threadId": thread, "input": [{ "type": "text", "text": text }] }),
-    );
-    server
-        .until(|m| method(m) == "turn/completed")
-        .pop()
-        .unwrap()
-}
-
 #[test]
 fn items_and_turns_come_page_by_page_in_either_direction() {
     let model = MockModel::start(json!({ "replies": [], "when_exhausted": "echo" }));
@@ -141,8 +130,8 @@ fn items_and_turns_come_page_by_page_in_either_direction() {
     let mut server = AppServer::start(home.path(), &[]);
     server.initialize();
     let thread = server.start_thread(json!({ "cwd": cwd.path() }));
-    let first = turn(&mut server, &thread, "one");
-    let second = turn(&mut server, &thread, "two");
+    let first = server.turn(&thread, "one");
+    let second = server.turn(&thread, "two");
     let (first, second) = (
         &first["params"]["turn"]["id"],
         &second["params"]["turn"]["id"],

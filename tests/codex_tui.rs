@@ -15,9 +15,7 @@ mod tmux;
 #[path = "support/ws_client.rs"]
 mod ws_client;
 
-use std::io::{BufRead, BufReader};
 use std::path::Path;
-use std::process::Stdio;
 use std::time::Duration;
 
 use pretty_assertions::assert_eq;
@@ -65,30 +63,9 @@ fn script() -> Value {
 /// requiring `TOKEN`; unloading a thread as soon as nobody is subscribed, so a resume
 /// folds it from its rollout.
 fn serve(home: &Path, cwd: &Path, token_file: &Path) -> (Killed, String) {
-    let mut child = support::rein()
-        .args([
-            "app-server",
-            "--listen",
-            "ws://127.0.0.1:0",
-            "--idle-unload-ms",
-            "0",
-        ])
-        .arg("--ws-token-file")
-        .arg(token_file)
-        .current_dir(cwd)
-        .env("REIN_HOME", home)
-        .env("MOCK_API_KEY", "test-key")
-        .env_remove("RUST_LOG")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .unwrap();
-    let mut url = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut url)
-        .unwrap();
-    (Killed(child), url.trim().to_owned())
+    let token = token_file.display().to_string();
+    let extra = ["--idle-unload-ms", "0", "--ws-token-file", &token];
+    ws_client::serve_in(home, Some(cwd), &extra)
 }
 
 /// Type a line into the composer, wait for it to show, then submit it.

@@ -94,22 +94,6 @@ pub struct BackgroundTerminalsListParams {
     pub limit: Option<u32>,
 }
 
-/// One background terminal of a thread.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct BackgroundTerminal {
-    pub process_id: String,
-    pub command: String,
-    pub cwd: Option<String>,
-}
-
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct BackgroundTerminalsListResponse {
-    pub data: Vec<BackgroundTerminal>,
-    pub next_cursor: Option<String>,
-}
-
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ThreadGoalGetParams {
@@ -207,7 +191,7 @@ pub struct ThreadItemsListResponse {
 pub struct AnyParams {}
 
 /// An empty page of a list rein has nothing in (apps, experimental features, thread
-/// sections, attachments).
+/// sections, attachments, background terminals).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct EmptyPage {

@@ -115,10 +115,6 @@ pub fn all() -> Vec<(&'static str, Schema)> {
             "BackgroundTerminalsListParams.json",
             schema_for!(BackgroundTerminalsListParams),
         ),
-        (
-            "BackgroundTerminalsListResponse.json",
-            schema_for!(BackgroundTerminalsListResponse),
-        ),
         ("ThreadGoalGetParams.json", schema_for!(ThreadGoalGetParams)),
         (
             "ThreadGoalGetResponse.json",

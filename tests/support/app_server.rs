@@ -127,6 +127,15 @@ impl AppServer {
         self.response(&id)
     }
 
+    /// Start a turn on `thread` saying `text`; its `turn/completed`.
+    pub fn turn(&mut self, thread: &str, text: &str) -> Value {
+        self.request(
+            "turn/start",
+            json!({ "threadId": thread, "input": [{ "type": "text", "text": text }] }),
+        );
+        self.until(|m| method(m) == "turn/completed").pop().unwrap()
+    }
+
     pub fn initialize(&mut self) -> Value {
         self.call(
             "initialize",

@@ -159,7 +159,16 @@ impl Client {
 
 /// A `rein app-server --listen ws://127.0.0.1:0` with `extra` arguments, and its URL.
 pub fn serve(home: &Path, extra: &[&str]) -> (Killed, String) {
-    let mut child = support::rein()
+    serve_in(home, None, extra)
+}
+
+/// [`serve`], in the directory `cwd` (where a `thread/start` without a cwd runs).
+pub fn serve_in(home: &Path, cwd: Option<&Path>, extra: &[&str]) -> (Killed, String) {
+    let mut command = support::rein();
+    if let Some(cwd) = cwd {
+        command.current_dir(cwd);
+    }
+    let mut child = command
         .args(["app-server", "--listen", "ws://127.0.0.1:0"])
         .args(extra)
         .env("REIN_HOME", home)

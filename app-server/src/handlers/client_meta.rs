@@ -4,13 +4,12 @@
 //! thread's items page by page; read state kept as "all read".
 
 use rein_app_server_protocol::{
-    AnyParams, BackgroundTerminalsListParams, BackgroundTerminalsListResponse,
-    CollaborationModeListParams, CollaborationModeListResponse, CollaborationModeMask,
-    ConfigRequirementsReadResponse, EmptyPage, GovCloudRequirementsParams,
-    GovCloudRequirementsResponse, HooksListEntry, HooksListParams, HooksListResponse,
-    PluginInstalledParams, PluginInstalledResponse, PluginListResponse, SortDirection,
-    ThreadGoalGetParams, ThreadGoalGetResponse, ThreadItemEntry, ThreadItemsListParams,
-    ThreadItemsListResponse, ThreadReadState, ThreadReadStateUpdateParams,
+    AnyParams, BackgroundTerminalsListParams, CollaborationModeListParams,
+    CollaborationModeListResponse, CollaborationModeMask, ConfigRequirementsReadResponse,
+    EmptyPage, GovCloudRequirementsParams, GovCloudRequirementsResponse, HooksListEntry,
+    HooksListParams, HooksListResponse, PluginInstalledParams, PluginInstalledResponse,
+    PluginListResponse, SortDirection, ThreadGoalGetParams, ThreadGoalGetResponse, ThreadItemEntry,
+    ThreadItemsListParams, ThreadItemsListResponse, ThreadReadState, ThreadReadStateUpdateParams,
     ThreadReadStateUpdateResponse,
 };
 use serde_json::Value;
@@ -97,9 +96,9 @@ pub async fn background_terminals(state: &ServerState, raw: Value) -> Result<Val
     let p: BackgroundTerminalsListParams = params(raw)?;
     let id = thread_id(&p.thread_id)?;
     folded_state(state, id).await?;
-    let terminals = Vec::new();
-    let (data, next_cursor) = page(terminals, p.cursor.as_deref(), p.limit)?;
-    to_value(&BackgroundTerminalsListResponse { data, next_cursor })
+    // The cursor is still checked, so a client's bad cursor is an error here as anywhere.
+    let (data, next_cursor) = page(Vec::new(), p.cursor.as_deref(), p.limit)?;
+    to_value(&EmptyPage { data, next_cursor })
 }
 
 /// rein keeps no unread marks: every thread is read, at one fixed revision.
