@@ -104,3 +104,27 @@ if command -v npm >/dev/null 2>&1 \
     npm install --no-audit --no-fund --prefix "$node_dir" @agentclientprotocol/sdk@2.4.0 zod@4 >&2 \
         || echo "test-setup: could not install @agentclientprotocol/sdk" >&2
 fi
+# The official Codex CLI (its TUI is a native binary inside the npm package's platform
+# dependency), for the test that drives `codex --remote` against `rein app-server` in
+# tmux; pinned to the release whose protocol rein implements, under target/.
+codex_dir="target/codex-tui"
+codex_pin="0.169.0"
+if ! command -v tmux >/dev/null 2>&1; then
+    if command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
+        (apt-get update -qq && apt-get install -y -qq tmux >/dev/null) \
+            || echo "test-setup: could not install tmux; the Codex TUI test will be skipped" >&2
+    else
+        echo "test-setup: tmux missing and not installable here; the Codex TUI test will be skipped" >&2
+    fi
+fi
+if ! command -v npm >/dev/null 2>&1; then
+    echo "test-setup: npm not found; the Codex TUI test will be skipped" >&2
+elif [ ! -f "$codex_dir/installed-$codex_pin" ]; then
+    mkdir -p "$codex_dir"
+    [ -f "$codex_dir/package.json" ] || printf '{ "name": "rein-codex-tui", "private": true }\n' >"$codex_dir/package.json"
+    (npm install --no-audit --no-fund --prefix "$codex_dir" "@openai/codex@$codex_pin" >&2 \
+        && bin=$(find "$codex_dir/node_modules/@openai" -path '*vendor*' -name codex -type f | head -n 1) \
+        && [ -n "$bin" ] && ln -sf "$(realpath "$bin")" "$codex_dir/codex" \
+        && touch "$codex_dir/installed-$codex_pin") \
+        || echo "test-setup: could not install @openai/codex@$codex_pin; the Codex TUI test will be skipped" >&2
+fi

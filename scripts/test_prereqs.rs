@@ -16,6 +16,15 @@ const PREREQUISITES: &[(&str, Probe)] = &[
     ("rein_has_node", || runs("node") && runs("npm")),
     // `python3` (the ACP Python SDK test installs its package into a venv with it).
     ("rein_has_python", || runs("python3")),
+    // tmux (the Codex TUI test drives the TUI in it).
+    ("rein_has_tmux", || {
+        std::process::Command::new("tmux")
+            .arg("-V")
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success())
+    }),
     // bubblewrap, the sandbox fallback.
     ("rein_has_bwrap", || runs("bwrap")),
     // Building (and so, normally, testing) as root: mounting a tmpfs, rerunning a suite

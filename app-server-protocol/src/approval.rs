@@ -13,6 +13,29 @@ pub struct CommandExecutionRequestApprovalParams {
     pub reason: Option<String>,
     pub command: Option<String>,
     pub cwd: Option<String>,
+    pub command_actions: Option<Vec<crate::CommandActionWire>>,
+    /// The rule "don't ask again for commands that start with these words" the client may
+    /// answer with (`acceptWithExecpolicyAmendment`).
+    pub proposed_execpolicy_amendment: Option<Vec<String>>,
+    /// The decisions the client should offer.
+    pub available_decisions: Option<Vec<CommandDecision>>,
+}
+
+/// A decision an approval offers: a plain one (`"accept"`, `"cancel"`, …) or an approval
+/// that adds a command-prefix rule.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(untagged)]
+pub enum CommandDecision {
+    Plain(String),
+    WithRule {
+        #[serde(rename = "acceptWithExecpolicyAmendment")]
+        accept_with_execpolicy_amendment: ExecpolicyAmendment,
+    },
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ExecpolicyAmendment {
+    pub execpolicy_amendment: Vec<String>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -25,8 +48,9 @@ pub struct FileChangeRequestApprovalParams {
     pub reason: Option<String>,
 }
 
-/// The `result` of an approval request. Decisions carrying a policy amendment are read as
-/// their plain counterpart (rein has no exec policy to amend yet).
+/// The `result` of an approval request. An exec policy amendment becomes a command-prefix
+/// rule of the thread ([`ReviewDecision::rule_of`]); a network policy amendment is read
+/// as a refusal (rein has no network policy).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct ApprovalResponse {
     pub decision: serde_json::Value,
@@ -46,6 +70,19 @@ pub enum ReviewDecision {
 impl ReviewDecision {
     /// Read a decision value: a string (`"accept"`) or a one-key object
     /// (`{"acceptWithExecpolicyAmendment": {...}}`).
+    /// The rule of an `{"acceptWithExecpolicyAmendment": {"execpolicy_amendment": [..]}}`
+    /// decision, if `value` is one.
+    pub fn rule_of(value: &serde_json::Value) -> Option<Vec<String>> {
+        let words = value
+            .get("acceptWithExecpolicyAmendment")?
+            .get("execpolicy_amendment")?
+            .as_array()?;
+        words
+            .iter()
+            .map(|w| w.as_str().map(str::to_owned))
+            .collect()
+    }
+
     pub fn from_value(value: &serde_json::Value) -> Option<Self> {
         let name = match value {
             serde_json::Value::String(s) => s.as_str(),

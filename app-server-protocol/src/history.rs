@@ -82,6 +82,12 @@ pub struct ThreadTurnsListParams {
     pub cursor: Option<String>,
     #[serde(default)]
     pub limit: Option<u32>,
+    /// Newest first unless `asc`.
+    #[serde(default)]
+    pub sort_direction: Option<crate::SortDirection>,
+    /// `notLoaded`: the turns without their items (the TUI pages items separately).
+    #[serde(default)]
+    pub items_view: Option<crate::TurnItemsView>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]

@@ -10,8 +10,14 @@
 
 #![cfg_attr(test, allow(clippy::unwrap_used))]
 
+/// The Codex release whose app-server protocol (its v2 schema, as this crate mirrors it)
+/// rein implements. `initialize` reports it as the server's version: Codex clients compare
+/// it with their own and warn about an older server.
+pub const CODEX_PROTOCOL_VERSION: &str = "0.169.0";
+
 pub mod approval;
 pub mod auto_review;
+pub mod client_meta;
 pub mod history;
 pub mod item;
 pub mod jsonrpc;
@@ -24,6 +30,7 @@ pub mod turn;
 
 pub use approval::*;
 pub use auto_review::*;
+pub use client_meta::*;
 pub use history::*;
 pub use item::*;
 pub use jsonrpc::*;

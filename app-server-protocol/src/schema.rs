@@ -89,6 +89,53 @@ pub fn all() -> Vec<(&'static str, Schema)> {
             "ThreadTurnsListResponse.json",
             schema_for!(ThreadTurnsListResponse),
         ),
+        (
+            "ConfigRequirementsReadResponse.json",
+            schema_for!(ConfigRequirementsReadResponse),
+        ),
+        (
+            "CollaborationModeListResponse.json",
+            schema_for!(CollaborationModeListResponse),
+        ),
+        ("HooksListParams.json", schema_for!(HooksListParams)),
+        ("HooksListResponse.json", schema_for!(HooksListResponse)),
+        (
+            "PluginInstalledParams.json",
+            schema_for!(PluginInstalledParams),
+        ),
+        (
+            "PluginInstalledResponse.json",
+            schema_for!(PluginInstalledResponse),
+        ),
+        (
+            "GovCloudRequirementsResponse.json",
+            schema_for!(GovCloudRequirementsResponse),
+        ),
+        (
+            "BackgroundTerminalsListParams.json",
+            schema_for!(BackgroundTerminalsListParams),
+        ),
+        ("ThreadGoalGetParams.json", schema_for!(ThreadGoalGetParams)),
+        (
+            "ThreadGoalGetResponse.json",
+            schema_for!(ThreadGoalGetResponse),
+        ),
+        (
+            "ThreadReadStateUpdateParams.json",
+            schema_for!(ThreadReadStateUpdateParams),
+        ),
+        (
+            "ThreadReadStateUpdateResponse.json",
+            schema_for!(ThreadReadStateUpdateResponse),
+        ),
+        (
+            "ThreadItemsListParams.json",
+            schema_for!(ThreadItemsListParams),
+        ),
+        (
+            "ThreadItemsListResponse.json",
+            schema_for!(ThreadItemsListResponse),
+        ),
     ]
 }
 

@@ -12,7 +12,7 @@ use serde_json::Value;
 
 use crate::dispatch::{raw_params, ServerState};
 use crate::error::RpcError;
-use crate::handlers::{history, mcp, meta, thread, trajectory, turn};
+use crate::handlers::{client_meta, history, mcp, meta, thread, trajectory, turn};
 
 pub type Module = RpcModule<ServerState>;
 
@@ -41,6 +41,52 @@ pub fn module(state: Arc<ServerState>) -> Result<Module, RegisterMethodError> {
         "skills/list",
         |_, p| async move { meta::skills_list(p) },
     )?;
+    add(&mut m, "configRequirements/read", |_, p| async move {
+        client_meta::config_requirements(p)
+    })?;
+    add(&mut m, "collaborationMode/list", |_, p| async move {
+        client_meta::collaboration_modes(p)
+    })?;
+    add(&mut m, "hooks/list", |s, p| async move {
+        client_meta::hooks_list(&s, p)
+    })?;
+    add(&mut m, "plugin/installed", |_, p| async move {
+        client_meta::plugins_installed(p)
+    })?;
+    add(
+        &mut m,
+        "account/bedrock/checkGovCloudRequirements",
+        |_, p| async move { client_meta::gov_cloud(p) },
+    )?;
+    add(&mut m, "thread/goal/get", |s, p| async move {
+        client_meta::goal_get(&s, p).await
+    })?;
+    add(
+        &mut m,
+        "thread/backgroundTerminals/list",
+        |s, p| async move { client_meta::background_terminals(&s, p).await },
+    )?;
+    add(&mut m, "thread/readState/update", |s, p| async move {
+        client_meta::read_state_update(&s, p).await
+    })?;
+    add(&mut m, "thread/items/list", |s, p| async move {
+        client_meta::items_list(&s, p).await
+    })?;
+    add(&mut m, "plugin/list", |_, p| async move {
+        client_meta::plugin_list(p)
+    })?;
+    for empty in [
+        "app/list",
+        "experimentalFeature/list",
+        "threadSection/list",
+        "thread/attachment/list",
+    ] {
+        add(
+            &mut m,
+            empty,
+            |_, p| async move { client_meta::empty_page(p) },
+        )?;
+    }
     add(&mut m, "thread/start", |s, p| async move {
         thread::start(&s, p).await
     })?;

@@ -280,6 +280,7 @@ pub fn demo_catalog() -> Arc<StaticCatalog> {
     let model = ScriptedModel::new(Script {
         replies: vec![look, reply],
         when_exhausted: WhenExhausted::Echo,
+        asides: Vec::new(),
     });
     Arc::new(StaticCatalog::new().with(
         ModelInfo {

@@ -5,7 +5,7 @@
 
 use std::sync::{Arc, Mutex};
 
-use rein_protocol::script::{Fault, Script, ScriptedReply, WhenExhausted};
+use rein_protocol::script::{Fault, Script, ScriptedReply, WhenExhausted, ASIDE_INDEX_BASE};
 use rein_protocol::TokenUsage;
 
 /// One thing the model says; each is one "event" for `cut_after` and `delay_ms`.
@@ -54,6 +54,8 @@ pub enum Delivery {
 pub struct Player {
     script: Script,
     next: Mutex<usize>,
+    /// How many asides were played (they number their own ids).
+    asides: std::sync::atomic::AtomicUsize,
 }
 
 impl Player {
@@ -61,11 +63,18 @@ impl Player {
         Self {
             script,
             next: Mutex::new(0),
+            asides: std::sync::atomic::AtomicUsize::new(0),
         }
     }
 
     /// The reply for the next request, and its 0-based index in the order of requests.
     pub fn next_reply(&self, last_user_text: Option<String>) -> (usize, ScriptedReply) {
+        if let Some(reply) = self.script.aside_for(last_user_text.as_deref()) {
+            let n = self
+                .asides
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            return (ASIDE_INDEX_BASE + n, reply.clone());
+        }
         let index = {
             // A poisoned counter is still a valid counter.
             let mut next = self
@@ -177,6 +186,7 @@ mod tests {
         let player = Player::new(Script {
             replies: vec![ScriptedReply::text("one")],
             when_exhausted: WhenExhausted::Echo,
+            asides: Vec::new(),
         });
         assert_eq!(player.next_reply(None).1.text.as_deref(), Some("one"));
         let (index, reply) = player.next_reply(Some("ping".into()));

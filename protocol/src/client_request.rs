@@ -143,6 +143,10 @@ impl ClientRequest {
                     ClientResponse::Decision { .. }
                 )
                 | (
+                    ClientRequest::Command { .. },
+                    ClientResponse::CommandRule { .. }
+                )
+                | (
                     ClientRequest::Question { .. },
                     ClientResponse::Answers { .. }
                 )
@@ -218,6 +222,11 @@ pub struct QuestionOption {
 pub enum ClientResponse {
     /// The answer to an approval.
     Decision { decision: ApprovalDecision },
+    /// A command approved, with a rule for the rest of the thread: approve every command
+    /// whose words start with `prefix` (Codex's "don't ask again for commands that start
+    /// with …", its exec policy amendment). Only a prefix of the asked command's words
+    /// makes a rule; another is an approval of this command alone.
+    CommandRule { prefix: Vec<String> },
     /// The answers to questions, by question id.
     Answers {
         answers: BTreeMap<String, Vec<String>>,

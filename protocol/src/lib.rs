@@ -17,6 +17,7 @@ pub mod op;
 pub mod schema;
 pub mod script;
 pub mod settings;
+pub mod shell_words;
 pub mod status;
 pub mod tool_facts;
 pub mod trajectory;

@@ -22,7 +22,35 @@ pub struct Script {
     pub replies: Vec<ScriptedReply>,
     #[serde(default)]
     pub when_exhausted: WhenExhausted,
+    /// Replies given out of turn: a request whose last user message contains an aside's
+    /// `when_user_says` gets its reply and uses up none of `replies`. For clients that send
+    /// side requests at moments a script cannot predict (the Codex TUI names a thread with
+    /// a request of its own while the thread's first turn runs).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub asides: Vec<Aside>,
 }
+
+/// A reply for the requests that say something (see [`Script::asides`]).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Aside {
+    pub when_user_says: String,
+    pub reply: ScriptedReply,
+}
+
+impl Script {
+    /// The aside answering a request whose last user message is `last_user_text`.
+    pub fn aside_for(&self, last_user_text: Option<&str>) -> Option<&ScriptedReply> {
+        let text = last_user_text?;
+        self.asides
+            .iter()
+            .find(|a| text.contains(&a.when_user_says))
+            .map(|a| &a.reply)
+    }
+}
+
+/// The index an aside's reply is played under (its ids derive from it): far past any
+/// script's replies, so an aside's ids never collide with an ordered reply's.
+pub const ASIDE_INDEX_BASE: usize = 1_000_000;
 
 /// What the scripted model answers once every reply has been used.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]

@@ -88,6 +88,7 @@ fn loopback(c: &mut Criterion) {
             Script {
                 replies: vec![ScriptedReply::text(text).with_deltas(TURN_DELTAS)],
                 when_exhausted: WhenExhausted::RepeatLast,
+                asides: Vec::new(),
             },
             "127.0.0.1:0".parse().unwrap(),
             None,

@@ -37,6 +37,8 @@ pub mod mock_model;
 pub mod replay;
 #[cfg(feature = "e2e")]
 pub mod ws_client;
+#[cfg(feature = "e2e")]
+pub mod tmux;
 
 #[cfg(feature = "kernel")]
 pub mod agents;

@@ -183,11 +183,21 @@ impl Client {
 /// A `rein app-server --listen ws://127.0.0.1:0` with `extra` arguments, and its URL;
 /// without a token (`--no-auth`) unless `extra` names a `--ws-token-file`.
 pub fn serve(home: &Path, extra: &[&str]) -> (Killed, String) {
+    serve_in(home, None, extra)
+}
+
+/// [`serve`], in the directory `cwd` (where a `thread/start` without a cwd runs).
+pub fn serve_in(home: &Path, cwd: Option<&Path>, extra: &[&str]) -> (Killed, String) {
     let mut args = extra.to_vec();
     if !extra.contains(&"--ws-token-file") {
         args.push("--no-auth");
     }
-    serve_as_given(home, &args)
+    let mut cmd = server_command(home, &args);
+    if let Some(cwd) = cwd {
+        cmd.current_dir(cwd);
+    }
+    cmd.stderr(Stdio::inherit());
+    start(cmd)
 }
 
 /// [`serve`] with exactly `extra` (so rein's own token by default).

@@ -9,17 +9,6 @@ use pretty_assertions::assert_eq;
 use serde_json::{json, Value};
 use support::{home_for, method, AppServer, MockModel};
 
-fn turn(server: &mut AppServer, thread: &str, text: &str) -> Value {
-    server.request(
-        "turn/start",
-        json!({ "threadId": thread, "input": [{ "type": "text", "text": text }] }),
-    );
-    server
-        .until(|m| method(m) == "turn/completed")
-        .pop()
-        .unwrap()
-}
-
 fn listed(server: &mut AppServer, params: Value) -> Vec<String> {
     let r = server.call("thread/list", params);
     r["result"]["data"]
@@ -39,7 +28,7 @@ fn threads_survive_a_restart_and_can_be_resumed_forked_and_archived() {
     let mut first = AppServer::start(home.path(), &[]);
     first.initialize();
     let thread = first.start_thread(json!({ "cwd": cwd.path() }));
-    let done = turn(&mut first, &thread, "first question");
+    let done = first.turn(&thread, "first question");
     assert_eq!(done["params"]["turn"]["status"], "completed");
     first.request(
         "thread/name/set",
@@ -47,7 +36,7 @@ fn threads_survive_a_restart_and_can_be_resumed_forked_and_archived() {
     );
     first.until(|m| method(m) == "thread/name/updated");
     let ephemeral = first.start_thread(json!({ "cwd": cwd.path(), "ephemeral": true }));
-    turn(&mut first, &ephemeral, "not kept");
+    first.turn(&ephemeral, "not kept");
     assert!(first.finish().success());
 
     let mut second = AppServer::start(home.path(), &[]);
@@ -107,7 +96,7 @@ fn threads_survive_a_restart_and_can_be_resumed_forked_and_archived() {
             .len(),
         1
     );
-    let next = turn(&mut second, &thread, "second question");
+    let next = second.turn(&thread, "second question");
     assert_eq!(
         next["params"]["turn"]["items"][0]["text"],
         "echo: second question"
@@ -131,7 +120,7 @@ fn threads_survive_a_restart_and_can_be_resumed_forked_and_archived() {
         2
     );
     assert_eq!(method(&second.recv()), "thread/started");
-    let in_fork = turn(&mut second, &fork, "in the fork");
+    let in_fork = second.turn(&fork, "in the fork");
     assert_eq!(in_fork["params"]["turn"]["status"], "completed");
 
     let turns = second.call(

@@ -8,6 +8,7 @@
 
 use std::path::{Path, PathBuf};
 
+use rein_protocol::shell_words::{shell_script, split_script};
 use rein_protocol::{shell_join, CommandAction};
 
 /// The actions of the command `argv` runs; `display` is how the command is shown (and what
@@ -63,108 +64,6 @@ pub fn parse(argv: &[String], display: &str) -> Vec<CommandAction> {
         return unknown();
     }
     actions
-}
-
-/// The script of `sh -c script` (and bash/zsh/dash, with `-lc` too).
-fn shell_script(argv: &[String]) -> Option<&str> {
-    let [shell, flag, script] = argv else {
-        return None;
-    };
-    let name = Path::new(shell).file_name()?.to_str()?;
-    let is_shell = matches!(name, "sh" | "bash" | "zsh" | "dash" | "ksh");
-    (is_shell && matches!(flag.as_str(), "-c" | "-lc")).then_some(script.as_str())
-}
-
-/// A script as its `&&`/`||`/`;`-separated parts, each a pipeline of stages, each stage its
-/// words; `None` for anything this reader does not follow.
-fn split_script(script: &str) -> Option<Vec<Vec<Vec<String>>>> {
-    let mut parts: Vec<Vec<Vec<String>>> = Vec::new();
-    let mut pipeline: Vec<Vec<String>> = Vec::new();
-    let mut stage: Vec<String> = Vec::new();
-    let mut word: Option<String> = None;
-    let mut chars = script.chars().peekable();
-    let end_word = |word: &mut Option<String>, stage: &mut Vec<String>| {
-        if let Some(w) = word.take() {
-            stage.push(w);
-        }
-    };
-    while let Some(c) = chars.next() {
-        match c {
-            '\'' => {
-                let w = word.get_or_insert_with(String::new);
-                loop {
-                    match chars.next()? {
-                        '\'' => break,
-                        other => w.push(other),
-                    }
-                }
-            }
-            '"' => {
-                let w = word.get_or_insert_with(String::new);
-                loop {
-                    match chars.next()? {
-                        '"' => break,
-                        '\\' => match chars.next()? {
-                            escaped @ ('"' | '\\' | '$' | '`') => w.push(escaped),
-                            other => {
-                                w.push('\\');
-                                w.push(other);
-                            }
-                        },
-                        '$' | '`' => return None,
-                        other => w.push(other),
-                    }
-                }
-            }
-            '\\' => word.get_or_insert_with(String::new).push(chars.next()?),
-            ' ' | '\t' => end_word(&mut word, &mut stage),
-            '\n' | ';' => {
-                end_word(&mut word, &mut stage);
-                close_stage(&mut stage, &mut pipeline)?;
-                close_pipeline(&mut pipeline, &mut parts);
-            }
-            '&' if chars.peek() == Some(&'&') => {
-                chars.next();
-                end_word(&mut word, &mut stage);
-                close_stage(&mut stage, &mut pipeline)?;
-                close_pipeline(&mut pipeline, &mut parts);
-            }
-            '|' if chars.peek() == Some(&'|') => {
-                chars.next();
-                end_word(&mut word, &mut stage);
-                close_stage(&mut stage, &mut pipeline)?;
-                close_pipeline(&mut pipeline, &mut parts);
-            }
-            '|' => {
-                end_word(&mut word, &mut stage);
-                if stage.is_empty() {
-                    return None;
-                }
-                pipeline.push(std::mem::take(&mut stage));
-            }
-            '<' | '>' | '$' | '`' | '(' | ')' | '&' | '{' | '}' | '*' | '?' | '#' => return None,
-            other => word.get_or_insert_with(String::new).push(other),
-        }
-    }
-    end_word(&mut word, &mut stage);
-    close_stage(&mut stage, &mut pipeline)?;
-    close_pipeline(&mut pipeline, &mut parts);
-    (!parts.is_empty()).then_some(parts)
-}
-
-/// End the stage before an operator: a pipe with nothing after it is not understood.
-fn close_stage(stage: &mut Vec<String>, pipeline: &mut Vec<Vec<String>>) -> Option<()> {
-    if stage.is_empty() {
-        return if pipeline.is_empty() { Some(()) } else { None };
-    }
-    pipeline.push(std::mem::take(stage));
-    Some(())
-}
-
-fn close_pipeline(pipeline: &mut Vec<Vec<String>>, parts: &mut Vec<Vec<Vec<String>>>) {
-    if !pipeline.is_empty() {
-        parts.push(std::mem::take(pipeline));
-    }
 }
 
 /// A stage after a pipe that only trims, counts or numbers what comes in.

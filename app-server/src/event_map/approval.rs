@@ -3,13 +3,17 @@
 //! form).
 
 use rein_app_server_protocol::{
-    CommandExecutionRequestApprovalParams, FileChangeRequestApprovalParams,
+    CommandActionWire, CommandDecision, CommandExecutionRequestApprovalParams, ExecpolicyAmendment,
+    FileChangeRequestApprovalParams,
 };
+use rein_protocol::shell_words::{command_words, display_command, shell_script};
 use rein_protocol::{shell_join, ClientRequest, TurnId};
 use serde_json::Value;
 
 use super::Outgoing;
 
+/// The method of a command's approval.
+pub const COMMAND_APPROVAL_METHOD: &str = "item/commandExecution/requestApproval";
 /// The method of Codex's questions for the user.
 pub const QUESTION_METHOD: &str = "item/tool/requestUserInput";
 /// The method of an MCP server's form for the user.
@@ -29,15 +33,21 @@ pub(super) fn ask(
             cwd,
             reason,
         } => (
-            "item/commandExecution/requestApproval",
+            COMMAND_APPROVAL_METHOD,
             serde_json::to_value(CommandExecutionRequestApprovalParams {
                 thread_id: thread_id.to_owned(),
                 turn_id: turn_id.to_string(),
                 item_id: call_id.to_owned(),
                 started_at_ms: at,
                 reason: Some(reason.clone()),
-                command: Some(shell_join(command)),
+                command: Some(display_command(command)),
                 cwd: Some(cwd.display().to_string()),
+                command_actions: Some(vec![CommandActionWire::Unknown {
+                    command: shell_script(command)
+                        .map_or_else(|| shell_join(command), str::to_owned),
+                }]),
+                proposed_execpolicy_amendment: rule_for(command),
+                available_decisions: Some(decisions(rule_for(command))),
             }),
         ),
         ClientRequest::Question { questions } => (
@@ -94,4 +104,29 @@ pub(super) fn ask(
         method,
         params: params.unwrap_or(Value::Null),
     }
+}
+
+/// The rule to propose for `command`: the words of its plain `bash -lc` script, or the
+/// argv of a command run directly; none for a script that could do more than one thing.
+fn rule_for(command: &[String]) -> Option<Vec<String>> {
+    match command_words(command) {
+        Some(words) => Some(words),
+        None if shell_script(command).is_none() && !command.is_empty() => Some(command.to_vec()),
+        None => None,
+    }
+}
+
+/// The choices Codex offers for a command: approve, approve with the rule (when there is
+/// one), or refuse and stop the turn.
+fn decisions(rule: Option<Vec<String>>) -> Vec<CommandDecision> {
+    let mut offered = vec![CommandDecision::Plain("accept".into())];
+    if let Some(words) = rule {
+        offered.push(CommandDecision::WithRule {
+            accept_with_execpolicy_amendment: ExecpolicyAmendment {
+                execpolicy_amendment: words,
+            },
+        });
+    }
+    offered.push(CommandDecision::Plain("cancel".into()));
+    offered
 }

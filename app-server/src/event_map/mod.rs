@@ -28,7 +28,7 @@ mod items;
 pub(crate) mod review;
 mod shapes;
 use crate::tool_items::{tool_item, Ended};
-pub(crate) use approval::{ELICITATION_METHOD, QUESTION_METHOD};
+pub(crate) use approval::{COMMAND_APPROVAL_METHOD, ELICITATION_METHOD, QUESTION_METHOD};
 pub(crate) use shapes::turn_error as turn_error_of;
 use shapes::{active, plain_error, turn_error, turn_object, TurnTrack};
 

@@ -5,11 +5,11 @@
 use std::path::PathBuf;
 
 use rein_app_server_protocol::{
-    EmptyResponse, ServerNotification, Thread, ThreadForkParams, ThreadIdNotification,
-    ThreadIdParams, ThreadListParams, ThreadListResponse, ThreadReadParams, ThreadResponse,
-    ThreadResumeParams, ThreadStartResponse, ThreadStartedNotification, ThreadStatus,
-    ThreadStatusChangedNotification, ThreadTurnsListParams, ThreadTurnsListResponse, Turn,
-    WarningNotification,
+    EmptyResponse, ServerNotification, SortDirection, Thread, ThreadForkParams,
+    ThreadIdNotification, ThreadIdParams, ThreadListParams, ThreadListResponse, ThreadReadParams,
+    ThreadResponse, ThreadResumeParams, ThreadStartResponse, ThreadStartedNotification,
+    ThreadStatus, ThreadStatusChangedNotification, ThreadTurnsListParams, ThreadTurnsListResponse,
+    Turn, TurnItemsView, WarningNotification,
 };
 use rein_core::recorder::RecorderError;
 use rein_core::thread::state::ThreadState;
@@ -32,7 +32,7 @@ use crate::outbound::now_secs;
 use crate::pump::PumpCmd;
 use crate::turns::turns_from_state;
 
-fn thread_id(text: &str) -> Result<ThreadId, RpcError> {
+pub(crate) fn thread_id(text: &str) -> Result<ThreadId, RpcError> {
     crate::dispatch::wire_id(text, "threadId", "thread")
 }
 
@@ -265,7 +265,10 @@ async fn turn_index(state: &ServerState, thread: ThreadId, turn: &str) -> Result
 }
 
 /// The thread's state: live if loaded here, else folded from its rollout.
-async fn folded_state(state: &ServerState, thread: ThreadId) -> Result<ThreadState, RpcError> {
+pub(crate) async fn folded_state(
+    state: &ServerState,
+    thread: ThreadId,
+) -> Result<ThreadState, RpcError> {
     if let Some(loaded) = state.threads.get(thread) {
         return loaded
             .handle
@@ -340,8 +343,16 @@ pub async fn turns_list(state: &ServerState, raw: Value) -> Result<Value, RpcErr
     let p: ThreadTurnsListParams = params(raw)?;
     let id = thread_id(&p.thread_id)?;
     let mut turns = turns_from_state(&folded_state(state, id).await?);
-    // Newest first, as Codex lists them.
-    turns.reverse();
+    // Newest first unless asked otherwise, as Codex lists them.
+    if p.sort_direction != Some(SortDirection::Asc) {
+        turns.reverse();
+    }
+    if p.items_view == Some(TurnItemsView::NotLoaded) {
+        for turn in &mut turns {
+            turn.items.clear();
+            turn.items_view = TurnItemsView::NotLoaded;
+        }
+    }
     let (data, next_cursor) = page(turns, p.cursor.as_deref(), p.limit)?;
     to_value(&ThreadTurnsListResponse { data, next_cursor })
 }

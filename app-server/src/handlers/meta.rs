@@ -8,7 +8,7 @@ use rein_app_server_protocol::{
     ConfigReadParams, ConfigReadResponse, GetAccountParams, GetAccountResponse, InitializeParams,
     InitializeResponse, Model, ModelListParams, ModelListResponse, PermissionProfileListParams,
     PermissionProfileListResponse, ReasoningEffortOption, SkillsListEntry, SkillsListParams,
-    SkillsListResponse,
+    SkillsListResponse, CODEX_PROTOCOL_VERSION,
 };
 use serde_json::{json, Value};
 
@@ -34,20 +34,25 @@ pub fn initialize_response(home: &Path, out: &Outbound, raw: Value) -> Result<Va
         out.set_opted_out(methods.into_iter().collect::<HashSet<_>>());
     }
     to_value(&InitializeResponse {
-        user_agent: format!(
-            "{}/{} ({}; {}) rein ({}; {})",
-            p.client_info.name,
-            env!("CARGO_PKG_VERSION"),
-            std::env::consts::OS,
-            std::env::consts::ARCH,
-            p.client_info.name,
-            p.client_info.version
-        ),
+        user_agent: user_agent(&p.client_info.name, &p.client_info.version),
         codex_home: home.display().to_string(),
         platform_family: std::env::consts::FAMILY.into(),
         platform_os: std::env::consts::OS.into(),
         rein_sandbox: Some(sandbox_status()),
     })
+}
+
+/// `rein/<protocol version> (<os>; <arch>) rein-app-server/<rein version> (<client>;
+/// <client version>)`. Codex clients read the version after the first `/` as the server's
+/// Codex version and warn when it is older than theirs, so it is the version of Codex's
+/// app-server protocol rein implements ([`CODEX_PROTOCOL_VERSION`]), not rein's own.
+pub fn user_agent(client: &str, client_version: &str) -> String {
+    format!(
+        "rein/{CODEX_PROTOCOL_VERSION} ({}; {}) rein-app-server/{} ({client}; {client_version})",
+        std::env::consts::OS,
+        std::env::consts::ARCH,
+        env!("CARGO_PKG_VERSION"),
+    )
 }
 
 /// The sandbox of this process (detected once, usually already at startup).

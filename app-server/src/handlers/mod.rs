@@ -1,5 +1,6 @@
 //! Request handlers, grouped by what they work on.
 
+pub mod client_meta;
 pub mod history;
 pub mod mcp;
 pub mod meta;

@@ -9,7 +9,7 @@ use rein_protocol::{ApprovalDecision, ClientResponse, ElicitationAction, Op};
 use serde_json::Value;
 
 use super::Pump;
-use crate::event_map::{ELICITATION_METHOD, QUESTION_METHOD};
+use crate::event_map::{COMMAND_APPROVAL_METHOD, ELICITATION_METHOD, QUESTION_METHOD};
 use crate::outbound::Outbound;
 use crate::subscribers::Subscriber;
 
@@ -127,6 +127,16 @@ pub(super) fn response_of(method: &str, outcome: &Result<Value, Value>) -> Clien
             Err(_) => Default::default(),
         };
         return ClientResponse::Answers { answers };
+    }
+    // Only a command's approval can carry a rule (a file change's would be refused).
+    if let Some(prefix) = outcome
+        .as_ref()
+        .ok()
+        .filter(|_| method == COMMAND_APPROVAL_METHOD)
+        .and_then(|result| result.get("decision"))
+        .and_then(ReviewDecision::rule_of)
+    {
+        return ClientResponse::CommandRule { prefix };
     }
     ClientResponse::Decision {
         decision: decision_of(outcome),

@@ -42,8 +42,8 @@ use crate::BootstrapError;
 use compare::{compare_step, ObservedCall, ObservedStep, Part, TurnInputs};
 use model::{ReplayCatalog, ReplayModel};
 pub use policy::LivePolicy;
-use recording::RecordedTurn;
 pub use recording::{NotReplayable, Recording};
+use recording::{RecordedAnswer, RecordedTurn};
 use tools::{RecordedOutputs, ReplayThreadSource};
 pub use workspace::LiveWorkspace;
 use workspace::{Rewrite, Scratch};
@@ -402,13 +402,27 @@ fn in_scratch(
 }
 
 /// How the client answered each call of the turn, by call id, in order.
-fn recorded_answers(turn: &RecordedTurn) -> HashMap<String, VecDeque<ApprovalOutcome>> {
+fn recorded_answers(turn: &RecordedTurn) -> HashMap<String, VecDeque<RecordedAnswer>> {
     turn.steps
         .iter()
         .flat_map(|s| &s.calls)
         .filter(|c| !c.answers.is_empty())
-        .map(|c| (c.call_id.clone(), c.answers.iter().copied().collect()))
+        .map(|c| (c.call_id.clone(), c.answers.iter().cloned().collect()))
         .collect()
+}
+
+/// The recorded answer as the client's response: an approval that made a command-prefix
+/// grant makes the same one (however the client asked for it), others as [`decision`].
+fn response(answer: Option<RecordedAnswer>) -> ClientResponse {
+    match answer {
+        Some(RecordedAnswer {
+            outcome: ApprovalOutcome::ApprovedForSession,
+            command_rule: Some(prefix),
+        }) => ClientResponse::CommandRule { prefix },
+        answer => ClientResponse::Decision {
+            decision: decision(answer.map(|a| a.outcome)),
+        },
+    }
 }
 
 /// The recorded answer as a decision; a question (whose answers a rollout does not keep)
@@ -429,7 +443,7 @@ fn decision(outcome: Option<ApprovalOutcome>) -> ApprovalDecision {
 async fn observe_turn(
     handle: &ThreadHandle,
     events: &mut EventStream,
-    mut answers: HashMap<String, VecDeque<ApprovalOutcome>>,
+    mut answers: HashMap<String, VecDeque<RecordedAnswer>>,
 ) -> Vec<ObservedStep> {
     let mut steps: Vec<ObservedStep> = Vec::new();
     let mut calls: Vec<(usize, String)> = Vec::new();
@@ -445,9 +459,7 @@ async fn observe_turn(
                 let _ = handle
                     .submit(Op::Respond {
                         request_id: request_id.clone(),
-                        response: ClientResponse::Decision {
-                            decision: decision(answer),
-                        },
+                        response: response(answer),
                     })
                     .await;
             }

@@ -4,7 +4,7 @@
 
 use rein_core::tools::ToolResult;
 use rein_protocol::{
-    ApprovalOutcome, Event, EventMsg, InputPart, Item, RequestFingerprint, TaskKind,
+    ApprovalOutcome, Event, EventMsg, InputPart, Item, RequestFingerprint, SessionGrant, TaskKind,
     ThreadSettings, TokenUsage, ToolOutcome, TurnAbortReason,
 };
 
@@ -83,7 +83,15 @@ pub struct RecordedCall {
     pub result: Option<ToolResult>,
     /// How the client answered what the call asked (approvals), in order: a live replay
     /// answers the same.
-    pub answers: Vec<ApprovalOutcome>,
+    pub answers: Vec<RecordedAnswer>,
+}
+
+/// One answer to a call's request: its outcome and, for an approval that made a
+/// command-prefix grant, the prefix (a replay grants the same, whatever made it).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RecordedAnswer {
+    pub outcome: ApprovalOutcome,
+    pub command_rule: Option<Vec<String>>,
 }
 
 /// Why a session cannot be replayed.
@@ -185,7 +193,7 @@ impl Reader {
             EventMsg::ClientRequestResolved {
                 request_id,
                 outcome,
-                ..
+                grant,
             } => {
                 if let Some(at) = self.asked.iter().position(|(r, _)| r == request_id) {
                     let (_, call_id) = self.asked.remove(at);
@@ -197,7 +205,13 @@ impl Reader {
                         .flat_map(|s| s.calls.iter_mut())
                         .find(|c| c.call_id == call_id);
                     if let Some(call) = call {
-                        call.answers.push(*outcome);
+                        call.answers.push(RecordedAnswer {
+                            outcome: *outcome,
+                            command_rule: match grant {
+                                Some(SessionGrant::CommandPrefix { argv }) => Some(argv.clone()),
+                                _ => None,
+                            },
+                        });
                     }
                 }
             }

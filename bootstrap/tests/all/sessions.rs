@@ -22,6 +22,7 @@ async fn echo_server() -> MockServer {
     let script = Script {
         replies: vec![],
         when_exhausted: WhenExhausted::Echo,
+        asides: Vec::new(),
     };
     serve(script, "127.0.0.1:0".parse().unwrap(), None)
         .await

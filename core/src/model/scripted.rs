@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use futures::stream::{self, StreamExt};
-use rein_protocol::script::{Fault, Script, ScriptedReply, WhenExhausted};
+use rein_protocol::script::{Fault, Script, ScriptedReply, WhenExhausted, ASIDE_INDEX_BASE};
 use rein_protocol::TokenUsage;
 use tokio::sync::{Notify, Semaphore};
 
@@ -27,6 +27,8 @@ impl Gate {
 struct Inner {
     script: Script,
     next: usize,
+    /// How many asides were played (they number their own ids).
+    asides: usize,
     requests: Vec<ModelRequest>,
     gates: Vec<(usize, Arc<Semaphore>)>,
 }
@@ -65,6 +67,7 @@ impl ScriptedModel {
         Self::new(Script {
             replies,
             when_exhausted: WhenExhausted::RepeatLast,
+            asides: Vec::new(),
         })
     }
 
@@ -73,6 +76,7 @@ impl ScriptedModel {
         Self::new(Script {
             replies: Vec::new(),
             when_exhausted: WhenExhausted::Echo,
+            asides: Vec::new(),
         })
     }
 
@@ -114,6 +118,13 @@ impl ScriptedModel {
 
     fn next_reply(&self, request: &ModelRequest) -> (ScriptedReply, usize, Option<Arc<Semaphore>>) {
         let mut inner = self.lock();
+        if let Some(reply) = inner.script.aside_for(request.last_user_text().as_deref()) {
+            let reply = reply.clone();
+            inner.requests.push(request.clone());
+            let index = ASIDE_INDEX_BASE + inner.asides;
+            inner.asides += 1;
+            return (reply, index, None);
+        }
         let index = inner.next;
         inner.next += 1;
         inner.requests.push(request.clone());

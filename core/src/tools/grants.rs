@@ -6,6 +6,7 @@
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
+use rein_protocol::shell_words::command_words;
 use rein_protocol::{ClientRequest, SessionGrant};
 
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -36,10 +37,13 @@ impl SessionApprovals {
         self.paths.insert(path.to_path_buf());
     }
 
+    /// A command is covered when its argv, or the words of its plain `bash -lc` script
+    /// (see `shell_words::command_words`), start with an approved prefix.
     pub fn covers_command(&self, argv: &[String]) -> bool {
-        self.command_prefixes
-            .iter()
-            .any(|prefix| argv.starts_with(prefix))
+        let words = command_words(argv);
+        self.command_prefixes.iter().any(|prefix| {
+            argv.starts_with(prefix) || words.as_ref().is_some_and(|w| w.starts_with(prefix))
+        })
     }
 
     pub fn covers_path(&self, resolved: &Path) -> bool {
@@ -108,6 +112,10 @@ mod tests {
         assert!(s.covers_command(&argv(&["cargo", "build", "--release"])));
         assert!(!s.covers_command(&argv(&["cargo", "publish"])));
         assert!(!s.covers_command(&argv(&["cargo"])));
+        s.approve_command(&argv(&["printf", "x"]));
+        assert!(s.covers_command(&argv(&["bash", "-lc", "printf x y"])));
+        assert!(!s.covers_command(&argv(&["bash", "-lc", "printf x; rm -rf ~"])));
+        assert!(!s.covers_command(&argv(&["bash", "-lc", "printf y"])));
         assert!(s.covers_path(Path::new("/w/out/a.txt")));
         assert!(!s.covers_path(Path::new("/w/outside")));
     }

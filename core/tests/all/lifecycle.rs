@@ -209,6 +209,7 @@ async fn a_full_queue_applies_backpressure_without_losing_an_op() {
     let model = ScriptedModel::new(rein_protocol::script::Script {
         replies: vec![ScriptedReply::tool_call("gated", json!({}))],
         when_exhausted: rein_protocol::script::WhenExhausted::Echo,
+        asides: Vec::new(),
     });
     let tool = Arc::new(GatedTool::default());
     let m = ThreadManager::builder(catalog(model.clone()))

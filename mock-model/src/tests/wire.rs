@@ -12,6 +12,7 @@ async fn start(replies: Vec<ScriptedReply>, when_exhausted: WhenExhausted) -> Mo
         Script {
             replies,
             when_exhausted,
+            asides: Vec::new(),
         },
         "127.0.0.1:0".parse().unwrap(),
         None,

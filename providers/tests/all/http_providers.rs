@@ -28,6 +28,7 @@ async fn server(replies: Vec<ScriptedReply>) -> MockServer {
         Script {
             replies,
             when_exhausted: WhenExhausted::Error,
+            asides: Vec::new(),
         },
         "127.0.0.1:0".parse().unwrap(),
         None,
@@ -324,6 +325,7 @@ async fn request_log_holds_exactly_the_bodies_sent() {
         Script {
             replies: vec![ScriptedReply::text("one"), ScriptedReply::text("two")],
             when_exhausted: WhenExhausted::Error,
+            asides: Vec::new(),
         },
         "127.0.0.1:0".parse().unwrap(),
         Some(log.clone()),

@@ -20,6 +20,7 @@ async fn server(replies: Vec<ScriptedReply>) -> MockServer {
     let script = Script {
         replies,
         when_exhausted: WhenExhausted::RepeatLast,
+        asides: Vec::new(),
     };
     serve(script, "127.0.0.1:0".parse().unwrap(), None)
         .await

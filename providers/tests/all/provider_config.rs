@@ -32,6 +32,7 @@ async fn configured_providers_reach_their_servers_with_their_keys() {
     let script = |text: &str| Script {
         replies: vec![ScriptedReply::text(text)],
         when_exhausted: WhenExhausted::RepeatLast,
+        asides: Vec::new(),
     };
     let local = serve(script("from local"), "127.0.0.1:0".parse().unwrap(), None)
         .await

@@ -5,8 +5,10 @@
 //! denial "for the session" is folded from the answer's outcome and the request it answers:
 //! the loop refuses the same request from then on without asking.
 
+use rein_protocol::shell_words::command_words;
 use rein_protocol::{
-    ApprovalDecision, ApprovalOutcome, ClientResponse, EventMsg, OpResult, TurnAbortReason, TurnId,
+    ApprovalDecision, ApprovalOutcome, ClientRequest, ClientResponse, EventMsg, OpResult,
+    SessionGrant, TurnAbortReason, TurnId,
 };
 
 use super::SubmissionLoop;
@@ -59,6 +61,12 @@ impl SubmissionLoop {
                 ApprovalDecision::DenyForSession => ApprovalOutcome::DeniedForSession,
                 ApprovalDecision::Abort => ApprovalOutcome::Aborted,
             },
+            ClientResponse::CommandRule { prefix } => match &parked.request {
+                ClientRequest::Command { command, .. } if rule_covers(prefix, command) => {
+                    ApprovalOutcome::ApprovedForSession
+                }
+                _ => ApprovalOutcome::Approved,
+            },
             ClientResponse::Answers { .. }
             | ClientResponse::Elicitation { .. }
             | ClientResponse::Text { .. }
@@ -70,9 +78,13 @@ impl SubmissionLoop {
             return OpResult::Accepted;
         };
         let turn_id = self.running.as_ref().map(|t| t.id);
-        let grant = parked
-            .grant
-            .filter(|_| outcome == ApprovalOutcome::ApprovedForSession);
+        let grant = match &response {
+            ClientResponse::CommandRule { prefix } => Some(SessionGrant::CommandPrefix {
+                argv: prefix.clone(),
+            }),
+            _ => parked.grant,
+        }
+        .filter(|_| outcome == ApprovalOutcome::ApprovedForSession);
         let granted = grant.is_some();
         self.emit(
             turn_id,
@@ -90,16 +102,28 @@ impl SubmissionLoop {
             // call and let the task start another step (a model request) before the abort.
             self.abort_turn(TurnAbortReason::Interrupted).await;
         }
-        // The tool hears a plain denial: what the session remembers is the loop's business.
+        // The tool hears a plain denial or approval: what the session remembers is the
+        // loop's business.
         let response = match response {
             ClientResponse::Decision {
                 decision: ApprovalDecision::DenyForSession,
             } => ClientResponse::Decision {
                 decision: ApprovalDecision::Deny,
             },
+            ClientResponse::CommandRule { .. } => ClientResponse::Decision {
+                decision: ApprovalDecision::Approve,
+            },
             response => response,
         };
         let _ = parked.reply.send(response);
         OpResult::Accepted
     }
+}
+
+/// Whether a rule `prefix` covers the asked `command` (its argv, or its script's words):
+/// a rule the user made from one command must at least let that command through.
+fn rule_covers(prefix: &[String], command: &[String]) -> bool {
+    !prefix.is_empty()
+        && (command.starts_with(prefix)
+            || command_words(command).is_some_and(|words| words.starts_with(prefix)))
 }

@@ -1,0 +1,175 @@
+//! What the Codex TUI asks around a session, answered with what rein has: no config
+//! requirements, the default collaboration mode only, no hooks or plugins (until rein has
+//! them), not a Bedrock GovCloud account, no goal; the thread's background terminals; a
+//! thread's items page by page; read state kept as "all read".
+
+use rein_app_server_protocol::{
+    AnyParams, BackgroundTerminalsListParams, CollaborationModeListParams,
+    CollaborationModeListResponse, CollaborationModeMask, ConfigRequirementsReadResponse,
+    EmptyPage, GovCloudRequirementsParams, GovCloudRequirementsResponse, HooksListEntry,
+    HooksListParams, HooksListResponse, PluginInstalledParams, PluginInstalledResponse,
+    PluginListResponse, SortDirection, ThreadGoalGetParams, ThreadGoalGetResponse, ThreadItemEntry,
+    ThreadItemsListParams, ThreadItemsListResponse, ThreadReadState, ThreadReadStateUpdateParams,
+    ThreadReadStateUpdateResponse,
+};
+use serde_json::Value;
+
+use super::history::{folded_state, thread_id};
+use super::meta::page;
+use super::to_value;
+use crate::dispatch::{params, ServerState};
+use crate::error::RpcError;
+use crate::turns::turns_from_state;
+
+pub fn config_requirements(raw: Value) -> Result<Value, RpcError> {
+    // No params in Codex's schema; whatever comes is ignored, as Codex does.
+    let _ = raw;
+    to_value(&ConfigRequirementsReadResponse {
+        requirements: None,
+        // As Codex 0.169: speed-mode requirements (none here) are enforced independently.
+        supports_independent_speed_modes: Some(true),
+    })
+}
+
+/// Only the default mode: rein has no plan mode, so offering one would be a lie the
+/// first turn in it would show.
+pub fn collaboration_modes(raw: Value) -> Result<Value, RpcError> {
+    let _: CollaborationModeListParams = params(raw)?;
+    to_value(&CollaborationModeListResponse {
+        data: vec![CollaborationModeMask {
+            name: "Default".into(),
+            mode: Some("default".into()),
+            model: None,
+            reasoning_effort: None,
+        }],
+    })
+}
+
+/// One entry per asked directory (or the thread's), each with no hooks: rein runs none.
+pub fn hooks_list(state: &ServerState, raw: Value) -> Result<Value, RpcError> {
+    let p: HooksListParams = params(raw)?;
+    let mut cwds = p.cwds;
+    if let Some(thread) = &p.thread_id {
+        let loaded = super::loaded(state, thread)?;
+        cwds = vec![loaded.meta().settings.cwd.display().to_string()];
+    }
+    let data = cwds
+        .into_iter()
+        .map(|cwd| HooksListEntry {
+            cwd,
+            hooks: Vec::new(),
+            warnings: Vec::new(),
+            errors: Vec::new(),
+        })
+        .collect();
+    to_value(&HooksListResponse { data })
+}
+
+pub fn plugins_installed(raw: Value) -> Result<Value, RpcError> {
+    let _: PluginInstalledParams = params(raw)?;
+    to_value(&PluginInstalledResponse {
+        marketplaces: Vec::new(),
+        marketplace_load_errors: Vec::new(),
+    })
+}
+
+/// rein has no Bedrock account, so none in GovCloud and nothing to warn about.
+pub fn gov_cloud(raw: Value) -> Result<Value, RpcError> {
+    let _: GovCloudRequirementsParams = params(raw)?;
+    to_value(&GovCloudRequirementsResponse {
+        is_gov_cloud: false,
+        should_warn: false,
+    })
+}
+
+/// rein has no goals: every thread answers as a Codex thread without one.
+pub async fn goal_get(state: &ServerState, raw: Value) -> Result<Value, RpcError> {
+    let p: ThreadGoalGetParams = params(raw)?;
+    // An unknown thread is an error, as for every thread method.
+    folded_state(state, thread_id(&p.thread_id)?).await?;
+    to_value(&ThreadGoalGetResponse { goal: None })
+}
+
+/// The thread's background terminals. rein's terminals live in the thread's tools, which
+/// no kernel port lists yet, so the list is empty (the TUI shows no terminals).
+pub async fn background_terminals(state: &ServerState, raw: Value) -> Result<Value, RpcError> {
+    let p: BackgroundTerminalsListParams = params(raw)?;
+    let id = thread_id(&p.thread_id)?;
+    folded_state(state, id).await?;
+    // The cursor is still checked, so a client's bad cursor is an error here as anywhere.
+    let (data, next_cursor) = page(Vec::new(), p.cursor.as_deref(), p.limit)?;
+    to_value(&EmptyPage { data, next_cursor })
+}
+
+/// rein keeps no unread marks: every thread is read, at one fixed revision.
+pub async fn read_state_update(state: &ServerState, raw: Value) -> Result<Value, RpcError> {
+    let p: ThreadReadStateUpdateParams = params(raw)?;
+    folded_state(state, thread_id(&p.thread_id)?).await?;
+    to_value(&ThreadReadStateUpdateResponse {
+        read_state: all_read(),
+    })
+}
+
+/// The read state of every rein thread.
+pub fn all_read() -> ThreadReadState {
+    ThreadReadState {
+        first_unread: None,
+        revision: "read".into(),
+    }
+}
+
+/// A thread's items (of one turn, or all), oldest first unless `desc`, a page at a time.
+pub async fn items_list(state: &ServerState, raw: Value) -> Result<Value, RpcError> {
+    let p: ThreadItemsListParams = params(raw)?;
+    let id = thread_id(&p.thread_id)?;
+    let turns = turns_from_state(&folded_state(state, id).await?);
+    if let Some(turn) = &p.turn_id {
+        if !turns.iter().any(|t| &t.id == turn) {
+            return Err(RpcError::invalid_request(format!(
+                "turn {turn} is not in thread {id}"
+            )));
+        }
+    }
+    let mut entries: Vec<ThreadItemEntry> = turns
+        .into_iter()
+        .filter(|t| p.turn_id.as_ref().is_none_or(|want| *want == t.id))
+        .flat_map(|t| {
+            let turn_id = t.id;
+            t.items.into_iter().map(move |item| ThreadItemEntry {
+                turn_id: turn_id.clone(),
+                item,
+                started_at_ms: None,
+                completed_at_ms: None,
+            })
+        })
+        .collect();
+    if p.sort_direction == Some(SortDirection::Desc) {
+        entries.reverse();
+    }
+    let (data, next_cursor) = page(entries, p.cursor.as_deref(), p.limit)?;
+    to_value(&ThreadItemsListResponse {
+        data,
+        next_cursor,
+        backwards_cursor: None,
+    })
+}
+
+/// `plugin/list`: no marketplaces.
+pub fn plugin_list(raw: Value) -> Result<Value, RpcError> {
+    let _: AnyParams = params(raw)?;
+    to_value(&PluginListResponse {
+        marketplaces: Vec::new(),
+        marketplace_load_errors: Vec::new(),
+        featured_plugin_ids: Vec::new(),
+    })
+}
+
+/// A list rein has nothing in: `app/list`, `experimentalFeature/list`,
+/// `threadSection/list`, `thread/attachment/list`.
+pub fn empty_page(raw: Value) -> Result<Value, RpcError> {
+    let _: AnyParams = params(raw)?;
+    to_value(&EmptyPage {
+        data: Vec::new(),
+        next_cursor: None,
+    })
+}
