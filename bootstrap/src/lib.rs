@@ -21,6 +21,7 @@ use rein_protocol::script::{Script, ScriptedReply, WhenExhausted};
 use rein_protocol::{ApprovalPolicy, SandboxPolicy, ThreadSettings, TurnBudget};
 
 use rein_config::{self as config, ConfigError, LoadOptions, ModelConfig};
+use rein_context::{ContextConfig, ProjectDocConfig};
 use rein_core::agents::AgentsConfig;
 use rein_core::kernel_config::KernelConfig;
 use rein_core::manager::ThreadManager;
@@ -48,6 +49,8 @@ pub struct BootstrapOptions {
     /// How the built-in tools (shell, apply_patch, files, plan) are set up.
     pub tools: BuiltinConfig,
     pub durability: Durability,
+    /// Send no `AGENTS.md` (`rein exec --no-project-doc`).
+    pub no_project_doc: bool,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -78,6 +81,8 @@ pub struct Kernel {
     pub store: Arc<dyn SessionStore>,
     /// The MCP servers of `[mcp_servers]` (none in demo mode).
     pub mcp: Option<Arc<rein_mcp::McpManager>>,
+    /// How a new thread's context (`AGENTS.md`) is read from files.
+    pub context: ContextConfig,
     /// How the configuration was loaded, to load it again (`reload_mcp`).
     load_options: Option<LoadOptions>,
 }
@@ -104,6 +109,7 @@ impl Kernel {
             durability,
             store,
             mcp: None,
+            context: ContextConfig::default(),
             load_options: None,
         }
     }
@@ -204,6 +210,7 @@ pub fn bootstrap(
     if let Some(mcp) = &mcp {
         manager.add_thread_tool_source(Arc::clone(mcp) as _);
     }
+    let context = context_config(&home, config.as_ref(), options.no_project_doc, env);
     Ok(Kernel {
         manager,
         home,
@@ -214,8 +221,38 @@ pub fn bootstrap(
         durability: options.durability,
         store,
         mcp,
+        context,
         load_options: reload_with,
     })
+}
+
+/// Where a new thread's `AGENTS.md` comes from: `$REIN_HOME`'s global file (and
+/// `$CODEX_HOME`'s, default `~/.codex`, when `[project_doc] read_codex_home`), then the
+/// project's, as the configuration's Codex keys say.
+fn context_config(
+    home: &std::path::Path,
+    config: Option<&ModelConfig>,
+    no_project_doc: bool,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> ContextConfig {
+    let settings = config.map(|c| c.project_doc.clone()).unwrap_or_default();
+    let mut global_dirs = vec![home.to_owned()];
+    if settings.read_codex_home {
+        let codex_home = env("CODEX_HOME")
+            .filter(|h| !h.is_empty())
+            .map(PathBuf::from)
+            .or_else(|| env("HOME").map(|h| PathBuf::from(h).join(".codex")));
+        global_dirs.extend(codex_home.filter(|c| c != home));
+    }
+    ContextConfig {
+        project_doc: ProjectDocConfig {
+            enabled: !no_project_doc,
+            global_dirs,
+            max_bytes: settings.max_bytes,
+            fallback_filenames: settings.fallback_filenames,
+            root_markers: settings.root_markers,
+        },
+    }
 }
 
 /// The kernel's settings: `base` refined by what the configuration says.

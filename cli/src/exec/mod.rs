@@ -92,6 +92,7 @@ async fn run_exec(args: ExecArgs) -> anyhow::Result<i32> {
                 network_access: opts.network_access,
                 ..BuiltinConfig::default()
             },
+            no_project_doc: common.no_project_doc,
             ..BootstrapOptions::default()
         },
         &env,
