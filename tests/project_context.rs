@@ -232,3 +232,124 @@ fn app_server_threads_send_the_block_before_every_turn_and_warn_of_a_cut() {
     assert_eq!(requests[1]["input"][3], prompt_message("two"));
     assert!(server.finish().success());
 }
+
+fn write(path: &Path, text: &str) {
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(path, text).unwrap();
+}
+
+/// Skills of both dialects in one repository: two the model may use on its own, two
+/// explicit-only ones (one per dialect's flag), and a malformed one.
+fn skills_repo() -> Repo {
+    let repo = Repo::new();
+    let root = repo.dir.path();
+    write(
+        &root.join(".agents/skills/pdf/SKILL.md"),
+        "---\nname: pdf\ndescription: >\n  Fill PDF\n  forms.\nmetadata:\n  short-description: PDFs\n---\nUse pdftk.\n",
+    );
+    write(
+        &root.join(".agents/skills/pdf/agents/openai.yaml"),
+        "interface:\n  display_name: PDF tools\ndependencies:\n  tools:\n    - type: mcp\n      value: pdf-server\n",
+    );
+    write(
+        &root.join(".agents/skills/secret/SKILL.md"),
+        "---\nname: secret\ndescription: Only when asked.\n---\n",
+    );
+    write(
+        &root.join(".agents/skills/secret/agents/openai.yaml"),
+        "policy:\n  allow_implicit_invocation: false\n",
+    );
+    write(
+        &root.join("sub/.claude/skills/review/SKILL.md"),
+        "---\nallowed-tools: Read\n---\n\nReview a diff.\n",
+    );
+    write(
+        &root.join(".claude/skills/deploy/SKILL.md"),
+        "---\nname: deploy\ndescription: Ship it.\ndisable-model-invocation: true\n---\n",
+    );
+    write(
+        &root.join(".agents/skills/broken/SKILL.md"),
+        "---\nname: broken\n---\n",
+    );
+    repo
+}
+
+#[test]
+fn skills_of_both_dialects_are_listed_and_only_implicit_ones_reach_the_model() {
+    let model = MockModel::start(replies(1));
+    let home = home_for(&model);
+    let user_home = tempfile::tempdir().unwrap();
+    let repo = skills_repo();
+    let sub = repo.sub();
+    let root = std::fs::canonicalize(repo.dir.path()).unwrap();
+    let user = user_home.path().to_str().unwrap();
+    let mut server = AppServer::start_with_env(home.path(), &[], &[("HOME", user)]);
+    server.initialize();
+    server.send(&json!({"method": "initialized"}));
+    let listed = server.call("skills/list", json!({"cwds": [sub], "forceReload": true}));
+    let entry = &listed["result"]["data"][0];
+    let skill = |path: &str| root.join(path).display().to_string();
+    assert_eq!(
+        entry["skills"],
+        json!([
+            {"name": "review", "description": "Review a diff.", "enabled": true, "scope": "repo",
+             "path": skill("sub/.claude/skills/review/SKILL.md")},
+            {"name": "pdf", "description": "Fill PDF forms.", "shortDescription": "PDFs",
+             "interface": {"displayName": "PDF tools"},
+             "dependencies": {"tools": [{"type": "mcp", "value": "pdf-server"}]},
+             "enabled": true, "scope": "repo", "path": skill(".agents/skills/pdf/SKILL.md")},
+            {"name": "secret", "description": "Only when asked.", "enabled": true, "scope": "repo",
+             "path": skill(".agents/skills/secret/SKILL.md")},
+            {"name": "deploy", "description": "Ship it.", "enabled": true, "scope": "repo",
+             "path": skill(".claude/skills/deploy/SKILL.md")},
+        ])
+    );
+    assert_eq!(
+        entry["errors"],
+        json!([{"path": skill(".agents/skills/broken/SKILL.md"), "message": "missing field `description`"}])
+    );
+
+    // `rein skills list --json` prints the same entry.
+    let out = rein_in(
+        home.path(),
+        &["skills", "list", "--json", "-C", sub.to_str().unwrap()],
+    )
+    .env("HOME", user)
+    .output()
+    .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let printed: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(printed["skills"], entry["skills"]);
+    assert_eq!(printed["errors"], entry["errors"]);
+
+    let thread = server.start_thread(json!({ "cwd": sub }));
+    server.request(
+        "turn/start",
+        json!({"threadId": thread, "input": [{"type": "text", "text": "go"}]}),
+    );
+    server.until(|m| method(m) == "turn/completed");
+    let request = &model.requests()[0];
+    assert_eq!(request["input"][0]["role"], "developer");
+    let list = request["input"][0]["content"][0]["text"].as_str().unwrap();
+    assert!(
+        list.starts_with("<skills_instructions>\n## Skills\n"),
+        "{list}"
+    );
+    assert!(list.ends_with("\n</skills_instructions>"), "{list}");
+    let roots = format!(
+        "### Skill roots\n- `r0` = `{}`\n- `r1` = `{}`\n### Available skills\n\
+         - review: Review a diff. (file: r0/review/SKILL.md)\n\
+         - pdf: Fill PDF forms. (file: r1/pdf/SKILL.md)\n### How to use skills\n",
+        root.join("sub/.claude/skills").display(),
+        root.join(".agents/skills").display()
+    );
+    assert!(list.contains(&roots), "{list}");
+    // AGENTS.md follows the developer message, then the prompt.
+    assert_eq!(request["input"][1]["role"], "user");
+    assert_eq!(request["input"][2], prompt_message("go"));
+    assert!(server.finish().success());
+}

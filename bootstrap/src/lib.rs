@@ -14,6 +14,9 @@
 pub mod replay;
 pub mod sessions;
 
+/// What front ends show of skills (the loader itself stays behind [`Kernel::skills`]).
+pub use rein_context::skills;
+
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -21,7 +24,7 @@ use rein_protocol::script::{Script, ScriptedReply, WhenExhausted};
 use rein_protocol::{ApprovalPolicy, SandboxPolicy, ThreadSettings, TurnBudget};
 
 use rein_config::{self as config, ConfigError, LoadOptions, ModelConfig};
-use rein_context::{ContextConfig, ProjectDocConfig};
+use rein_context::{ContextConfig, ProjectDocConfig, SkillsConfig};
 use rein_core::agents::AgentsConfig;
 use rein_core::kernel_config::KernelConfig;
 use rein_core::manager::ThreadManager;
@@ -145,6 +148,15 @@ impl Kernel {
             .map_err(|e| format!("{}: {e}", config.config_path.display()))
     }
 
+    /// The skills a thread in `cwd` would have (`skills/list`, `rein skills list`), read on
+    /// a blocking thread.
+    pub async fn skills(&self, cwd: PathBuf) -> rein_context::SkillsOutcome {
+        let config = self.context.skills.clone();
+        tokio::task::spawn_blocking(move || rein_context::skills::load(&config, &cwd))
+            .await
+            .unwrap_or_default()
+    }
+
     /// Shut every thread down (everything durable), then stop the MCP servers (no server
     /// process is left behind): what a front end runs before the process exits.
     pub async fn shutdown(&self) {
@@ -245,6 +257,12 @@ fn context_config(
         global_dirs.extend(codex_home.filter(|c| c != home));
     }
     ContextConfig {
+        skills: SkillsConfig {
+            rein_home: Some(home.to_owned()),
+            home: env("HOME").filter(|h| !h.is_empty()).map(PathBuf::from),
+            root_markers: settings.root_markers.clone(),
+            ..SkillsConfig::default()
+        },
         project_doc: ProjectDocConfig {
             enabled: !no_project_doc,
             global_dirs,

@@ -56,12 +56,14 @@ impl Kernel {
         // Read now, once: the thread keeps what it was told even when the files change.
         let context = self.context.clone();
         let cwd = settings.cwd.clone();
-        let assembled = tokio::task::spawn_blocking(move || rein_context::assemble(&context, &cwd))
-            .await
-            .unwrap_or_else(|e| rein_context::Assembled {
-                warnings: vec![format!("could not read the project's instructions: {e}")],
-                ..Default::default()
-            });
+        let window = self.models.context_window(&settings.model);
+        let assembled =
+            tokio::task::spawn_blocking(move || rein_context::assemble(&context, &cwd, window))
+                .await
+                .unwrap_or_else(|e| rein_context::Assembled {
+                    warnings: vec![format!("could not read the project's instructions: {e}")],
+                    ..Default::default()
+                });
         let mut options = ThreadOptions::new(settings.clone())
             .with_context(assembled.context, assembled.warnings);
         options.thread_id = Some(thread_id);

@@ -3,6 +3,7 @@
 pub mod history;
 pub mod mcp;
 pub mod meta;
+pub mod skills;
 pub mod thread;
 pub mod trajectory;
 pub mod turn;
