@@ -353,3 +353,70 @@ fn skills_of_both_dialects_are_listed_and_only_implicit_ones_reach_the_model() {
     assert_eq!(request["input"][2], prompt_message("go"));
     assert!(server.finish().success());
 }
+
+#[test]
+fn skills_past_the_budget_are_reachable_through_search_skills() {
+    let model = MockModel::start(json!({"replies": [
+        {"tool_calls": [{"call_id": "call_1", "name": "search_skills", "arguments": {"query": "pdf forms"}}]},
+        {"text": "found it"}
+    ]}));
+    let home = home_for(&model);
+    // 2 % of 1,000 tokens: 20, less than one skill's line with its root.
+    std::fs::write(
+        home.path().join("config.toml"),
+        "model_context_window = 1000\nmodel_auto_compact_token_limit = 1000000\n".to_owned()
+            + &std::fs::read_to_string(home.path().join("config.toml")).unwrap(),
+    )
+    .unwrap();
+    let user_home = tempfile::tempdir().unwrap();
+    let repo = skills_repo();
+    let sub = repo.sub();
+    let root = std::fs::canonicalize(repo.dir.path()).unwrap();
+    let out = rein_in(
+        home.path(),
+        &["exec", "--json", "-C", sub.to_str().unwrap(), "fill a form"],
+    )
+    .env("HOME", user_home.path())
+    .output()
+    .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let events = json_lines(&out.stdout);
+    assert!(
+        events.iter().any(|e| e["item"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("2 of 2 skills did not fit"))),
+        "{events:?}"
+    );
+    let requests = model.requests();
+    let list = requests[0]["input"][0]["content"][0]["text"]
+        .as_str()
+        .unwrap();
+    assert!(
+        list.contains("### Available skills\n- 2 more skills did not fit in this list: call the `search_skills` tool"),
+        "{list}"
+    );
+    let tools: Vec<&str> = requests[0]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert!(tools.contains(&"search_skills"), "{tools:?}");
+    let output = requests[1]["input"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|i| i["type"] == "function_call_output")
+        .unwrap_or_else(|| panic!("{:#}", requests[1]["input"]));
+    assert_eq!(
+        output["output"],
+        format!(
+            "- pdf: Fill PDF forms. (file: {})",
+            root.join(".agents/skills/pdf/SKILL.md").display()
+        )
+    );
+}

@@ -13,6 +13,7 @@
 
 pub mod replay;
 pub mod sessions;
+mod skills_tool;
 
 /// What front ends show of skills (the loader itself stays behind [`Kernel::skills`]).
 pub use rein_context::skills;

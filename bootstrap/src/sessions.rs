@@ -13,6 +13,7 @@ use crate::Kernel;
 use rein_core::error::KernelError;
 use rein_core::manager::{NewThread, ThreadOptions, ThreadOrigin};
 use rein_core::store::{ForkSource, SessionStore};
+use rein_core::tools::StaticTools;
 use rein_rollout::format::SessionMeta;
 use rein_rollout::index::ThreadEntry;
 use rein_rollout::reader::Diagnostic;
@@ -64,6 +65,8 @@ impl Kernel {
                     warnings: vec![format!("could not read the project's instructions: {e}")],
                     ..Default::default()
                 });
+        let search = (assembled.unlisted_skills > 0)
+            .then(|| crate::skills_tool::SearchSkills::new(assembled.skills.skills));
         let mut options = ThreadOptions::new(settings.clone())
             .with_context(assembled.context, assembled.warnings);
         options.thread_id = Some(thread_id);
@@ -82,6 +85,12 @@ impl Kernel {
         }
         let mut thread = self.manager.create_thread(options)?;
         thread.path = path;
+        if let Some(search) = search {
+            // Offered from the thread's first step: added before any input can reach it.
+            thread
+                .handle
+                .add_tool_source(Arc::new(StaticTools::new(vec![Arc::new(search)])));
+        }
         Ok(thread)
     }
 

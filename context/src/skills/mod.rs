@@ -13,6 +13,7 @@
 mod parse;
 pub mod render;
 mod scan;
+pub mod search;
 
 use std::path::{Path, PathBuf};
 
