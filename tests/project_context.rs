@@ -64,10 +64,19 @@ fn replies(n: usize) -> Value {
 }
 
 fn exec(home: &Path, args: &[&str]) -> std::process::Output {
-    let out = rein_in(home, &[&["exec"], args].concat()).output().unwrap();
+    rein_ok_with(home, &[&["exec"], args].concat(), &[])
+}
+
+/// `rein ARGS` with `env` set; it must succeed (the failure shows stderr).
+fn rein_ok_with(home: &Path, args: &[&str], env: &[(&str, &Path)]) -> std::process::Output {
+    let mut cmd = rein_in(home, args);
+    for (key, value) in env {
+        cmd.env(key, value);
+    }
+    let out = cmd.output().unwrap();
     assert!(
         out.status.success(),
-        "rein exec {args:?}: {}",
+        "rein {args:?}: {}",
         String::from_utf8_lossy(&out.stderr)
     );
     out
@@ -242,35 +251,36 @@ fn write(path: &Path, text: &str) {
 /// explicit-only ones (one per dialect's flag), and a malformed one.
 fn skills_repo() -> Repo {
     let repo = Repo::new();
-    let root = repo.dir.path();
-    write(
-        &root.join(".agents/skills/pdf/SKILL.md"),
-        "---\nname: pdf\ndescription: >\n  Fill PDF\n  forms.\nmetadata:\n  short-description: PDFs\n---\nUse pdftk.\n",
-    );
-    write(
-        &root.join(".agents/skills/pdf/agents/openai.yaml"),
-        "interface:\n  display_name: PDF tools\ndependencies:\n  tools:\n    - type: mcp\n      value: pdf-server\n",
-    );
-    write(
-        &root.join(".agents/skills/secret/SKILL.md"),
-        "---\nname: secret\ndescription: Only when asked.\n---\n",
-    );
-    write(
-        &root.join(".agents/skills/secret/agents/openai.yaml"),
-        "policy:\n  allow_implicit_invocation: false\n",
-    );
-    write(
-        &root.join("sub/.claude/skills/review/SKILL.md"),
-        "---\nallowed-tools: Read\n---\n\nReview a diff.\n",
-    );
-    write(
-        &root.join(".claude/skills/deploy/SKILL.md"),
-        "---\nname: deploy\ndescription: Ship it.\ndisable-model-invocation: true\n---\n",
-    );
-    write(
-        &root.join(".agents/skills/broken/SKILL.md"),
-        "---\nname: broken\n---\n",
-    );
+    let files = [
+        (
+            ".agents/skills/pdf/SKILL.md",
+            "---\nname: pdf\ndescription: >\n  Fill PDF\n  forms.\nmetadata:\n  short-description: PDFs\n---\nUse pdftk.\n",
+        ),
+        (
+            ".agents/skills/pdf/agents/openai.yaml",
+            "interface:\n  display_name: PDF tools\ndependencies:\n  tools:\n    - type: mcp\n      value: pdf-server\n",
+        ),
+        (
+            ".agents/skills/secret/SKILL.md",
+            "---\nname: secret\ndescription: Only when asked.\n---\n",
+        ),
+        (
+            ".agents/skills/secret/agents/openai.yaml",
+            "policy:\n  allow_implicit_invocation: false\n",
+        ),
+        (
+            "sub/.claude/skills/review/SKILL.md",
+            "---\nallowed-tools: Read\n---\n\nReview a diff.\n",
+        ),
+        (
+            ".claude/skills/deploy/SKILL.md",
+            "---\nname: deploy\ndescription: Ship it.\ndisable-model-invocation: true\n---\n",
+        ),
+        (".agents/skills/broken/SKILL.md", "---\nname: broken\n---\n"),
+    ];
+    for (path, text) in files {
+        write(&repo.dir.path().join(path), text);
+    }
     repo
 }
 
@@ -310,17 +320,10 @@ fn skills_of_both_dialects_are_listed_and_only_implicit_ones_reach_the_model() {
     );
 
     // `rein skills list --json` prints the same entry.
-    let out = rein_in(
+    let out = rein_ok_with(
         home.path(),
         &["skills", "list", "--json", "-C", sub.to_str().unwrap()],
-    )
-    .env("HOME", user)
-    .output()
-    .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+        &[("HOME", user_home.path())],
     );
     let printed: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(printed["skills"], entry["skills"]);
@@ -372,17 +375,10 @@ fn skills_past_the_budget_are_reachable_through_search_skills() {
     let repo = skills_repo();
     let sub = repo.sub();
     let root = std::fs::canonicalize(repo.dir.path()).unwrap();
-    let out = rein_in(
+    let out = rein_ok_with(
         home.path(),
         &["exec", "--json", "-C", sub.to_str().unwrap(), "fill a form"],
-    )
-    .env("HOME", user_home.path())
-    .output()
-    .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+        &[("HOME", user_home.path())],
     );
     let events = json_lines(&out.stdout);
     assert!(
@@ -419,4 +415,62 @@ fn skills_past_the_budget_are_reachable_through_search_skills() {
             root.join(".agents/skills/pdf/SKILL.md").display()
         )
     );
+}
+
+#[test]
+fn a_mention_attaches_an_explicit_only_skill_in_exec_and_app_server() {
+    let model = MockModel::start(replies(3));
+    let home = home_for(&model);
+    let user_home = tempfile::tempdir().unwrap();
+    let repo = skills_repo();
+    let sub = repo.sub();
+    let root = std::fs::canonicalize(repo.dir.path()).unwrap();
+    let secret = root.join(".agents/skills/secret/SKILL.md");
+    let attached = format!(
+        "<skill>\n<name>secret</name>\n<path>{}</path>\n---\nname: secret\ndescription: Only when asked.\n---\n</skill>",
+        secret.display()
+    );
+    rein_ok_with(
+        home.path(),
+        &[
+            "exec",
+            "--json",
+            "-C",
+            sub.to_str().unwrap(),
+            "use $secret now",
+        ],
+        &[("HOME", user_home.path())],
+    );
+    let user = user_home.path().to_str().unwrap();
+    let mut server = AppServer::start_with_env(home.path(), &[], &[("HOME", user)]);
+    server.initialize();
+    server.send(&json!({"method": "initialized"}));
+    let thread = server.start_thread(json!({ "cwd": sub }));
+    server.request(
+        "turn/start",
+        json!({"threadId": thread, "input": [{"type": "text", "text": "try $secret."}]}),
+    );
+    server.until(|m| method(m) == "turn/completed");
+    let requests = model.requests();
+    let last_user = |r: &Value| {
+        r["input"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .rev()
+            .find(|i| i["role"] == "user")
+            .unwrap()["content"]
+            .clone()
+    };
+    assert_eq!(
+        last_user(&requests[0]),
+        json!([{"type": "input_text", "text": "use $secret now"},
+               {"type": "input_text", "text": attached}])
+    );
+    assert_eq!(
+        last_user(&requests[1]),
+        json!([{"type": "input_text", "text": "try $secret."},
+               {"type": "input_text", "text": attached}])
+    );
+    assert!(server.finish().success());
 }

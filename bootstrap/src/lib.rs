@@ -158,6 +158,55 @@ impl Kernel {
             .unwrap_or_default()
     }
 
+    /// Attach the skills `parts` mention (`$name`) to them: each named skill of `cwd`,
+    /// explicit-only ones included, as a text part holding its `SKILL.md`. Returns the
+    /// names attached. Read on a blocking thread, when the input is submitted.
+    pub async fn attach_mentioned_skills(
+        &self,
+        cwd: PathBuf,
+        parts: &mut Vec<rein_protocol::InputPart>,
+    ) -> Vec<String> {
+        let text: String = parts
+            .iter()
+            .filter_map(|p| match p {
+                rein_protocol::InputPart::Text { text } => Some(text.as_str()),
+                rein_protocol::InputPart::Image { .. } => None,
+            })
+            .collect::<Vec<_>>()
+            .join("\n");
+        let names: Vec<String> = skills::attach::mentions(&text)
+            .into_iter()
+            .map(str::to_owned)
+            .collect();
+        if names.is_empty() {
+            return Vec::new();
+        }
+        let config = self.context.skills.clone();
+        let found = tokio::task::spawn_blocking(move || {
+            let outcome = skills::load(&config, &cwd);
+            names
+                .iter()
+                .filter_map(|name| {
+                    let skill = outcome.find(name)?;
+                    let contents = std::fs::read_to_string(&skill.path).ok()?;
+                    Some((
+                        skill.name.clone(),
+                        skills::attach::attachment(skill, &contents),
+                    ))
+                })
+                .collect::<Vec<_>>()
+        })
+        .await
+        .unwrap_or_default();
+        found
+            .into_iter()
+            .map(|(name, text)| {
+                parts.push(rein_protocol::InputPart::text(text));
+                name
+            })
+            .collect()
+    }
+
     /// Shut every thread down (everything durable), then stop the MCP servers (no server
     /// process is left behind): what a front end runs before the process exits.
     pub async fn shutdown(&self) {

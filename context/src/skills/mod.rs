@@ -10,6 +10,7 @@
 //!
 //! Blocking file I/O: callers run [`load`] off the async executor.
 
+pub mod attach;
 mod parse;
 pub mod render;
 mod scan;
