@@ -326,6 +326,23 @@ fn skills_of_both_dialects_are_listed_and_only_implicit_ones_reach_the_model() {
         &[("HOME", user_home.path())],
     );
     let printed: Value = serde_json::from_slice(&out.stdout).unwrap();
+    // Listing needs no model provider: a fresh home with no key lists them too.
+    let fresh = tempfile::tempdir().unwrap();
+    let human = rein_ok_with(
+        fresh.path(),
+        &["skills", "list", "-C", sub.to_str().unwrap()],
+        &[("HOME", user_home.path())],
+    );
+    let text = String::from_utf8(human.stdout).unwrap();
+    assert!(
+        text.contains(&format!(
+            "secret\trepo (explicit only)\t{}",
+            skill(".agents/skills/secret/SKILL.md")
+        )),
+        "{text}"
+    );
+    assert!(String::from_utf8_lossy(&human.stderr)
+        .contains("broken/SKILL.md: missing field `description`"));
     assert_eq!(printed["skills"], entry["skills"]);
     assert_eq!(printed["errors"], entry["errors"]);
 

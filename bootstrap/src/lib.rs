@@ -149,13 +149,9 @@ impl Kernel {
             .map_err(|e| format!("{}: {e}", config.config_path.display()))
     }
 
-    /// The skills a thread in `cwd` would have (`skills/list`, `rein skills list`), read on
-    /// a blocking thread.
+    /// The skills a thread in `cwd` would have (`skills/list`), read on a blocking thread.
     pub async fn skills(&self, cwd: PathBuf) -> rein_context::SkillsOutcome {
-        let config = self.context.skills.clone();
-        tokio::task::spawn_blocking(move || rein_context::skills::load(&config, &cwd))
-            .await
-            .unwrap_or_default()
+        list_skills(self.context.skills.clone(), cwd).await
     }
 
     /// Attach the skills `parts` mention (`$name`) to them: each named skill of `cwd`,
@@ -286,6 +282,30 @@ pub fn bootstrap(
         context,
         load_options: reload_with,
     })
+}
+
+/// Where skills are looked for, from the configuration alone: listing skills
+/// (`rein skills list`) needs no model provider or API key.
+pub fn skills_config(
+    options: &BootstrapOptions,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<SkillsConfig, BootstrapError> {
+    let home = match &options.home {
+        Some(home) => home.clone(),
+        None => config::rein_home(env).ok_or(BootstrapError::NoHome)?,
+    };
+    let config = config::load(
+        &load_options(&home, &options.profile, &options.overrides),
+        env,
+    )?;
+    Ok(context_config(&home, Some(&config), false, env).skills)
+}
+
+/// The skills of `cwd` under `config`, read on a blocking thread.
+pub async fn list_skills(config: SkillsConfig, cwd: PathBuf) -> rein_context::SkillsOutcome {
+    tokio::task::spawn_blocking(move || rein_context::skills::load(&config, &cwd))
+        .await
+        .unwrap_or_default()
 }
 
 /// Where a new thread's `AGENTS.md` comes from: `$REIN_HOME`'s global file (and

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 
 use anyhow::Context;
 use clap::{Args, Subcommand};
-use rein_bootstrap::{bootstrap, BootstrapOptions};
+use rein_bootstrap::{list_skills, skills_config, BootstrapOptions};
 
 #[derive(Args)]
 pub struct SkillsArgs {
@@ -41,15 +41,15 @@ pub async fn run(args: SkillsArgs) -> anyhow::Result<()> {
         None => std::env::current_dir()?,
     };
     let env = |k: &str| std::env::var(k).ok();
-    let kernel = bootstrap(
-        BootstrapOptions {
+    let config = skills_config(
+        &BootstrapOptions {
             overrides,
             ..BootstrapOptions::default()
         },
         &env,
     )
     .context("reading the configuration")?;
-    let outcome = kernel.skills(cwd.clone()).await;
+    let outcome = list_skills(config, cwd.clone()).await;
     if json {
         let entry = rein_app_server::handlers::skills::entry(cwd.display().to_string(), &outcome);
         println!("{}", serde_json::to_string(&entry)?);
@@ -72,6 +72,5 @@ pub async fn run(args: SkillsArgs) -> anyhow::Result<()> {
             eprintln!("error: {}: {}", error.path.display(), error.message);
         }
     }
-    kernel.shutdown().await;
     Ok(())
 }
