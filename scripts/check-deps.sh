@@ -52,6 +52,8 @@ forbid() {
         rein-app-server-protocol
     forbid rein-mcp rusqlite jsonrpsee landlock seccompiler rein-rollout \
         rein-providers rein-tools $front_ends
+    forbid rein-context tokio reqwest rusqlite hyper toml jsonrpsee rein-core rein-config \
+        rein-tools rein-rollout rein-providers rein-mcp $front_ends
     forbid rein-bootstrap jsonrpsee tungstenite tokio-tungstenite rein-app-server \
         rein-app-server-protocol rein-acp
 }

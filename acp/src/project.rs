@@ -193,6 +193,7 @@ impl Projector {
             | EventMsg::Error { .. }
             // This thread is itself a sub-agent: its parent's session shows it.
             | EventMsg::AgentOrigin { .. }
+            | EventMsg::ContextLoaded { .. }
             | EventMsg::ShutdownComplete => Vec::new(),
         }
     }

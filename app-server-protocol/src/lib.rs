@@ -25,6 +25,7 @@ pub mod mcp;
 pub mod meta;
 pub mod notification;
 pub mod schema;
+pub mod skills;
 pub mod thread;
 pub mod turn;
 

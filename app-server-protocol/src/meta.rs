@@ -177,6 +177,6 @@ pub struct SkillsListResponse {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct SkillsListEntry {
     pub cwd: String,
-    pub skills: Vec<serde_json::Value>,
-    pub errors: Vec<serde_json::Value>,
+    pub skills: Vec<crate::skills::SkillMetadata>,
+    pub errors: Vec<crate::skills::SkillErrorInfo>,
 }

@@ -181,6 +181,7 @@ async fn attach(
         threads: Arc::clone(&hub.threads),
         idle_unload: hub.idle_unload,
         sub_agent: true,
+        gate: None,
     };
     tokio::spawn(pump.run());
     adopt(&hub, &kernel, id);

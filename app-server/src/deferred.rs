@@ -64,6 +64,14 @@ impl PendingAnswer {
     }
 }
 
+/// A pump that must not send anything before the current request's answer (a new
+/// thread's first events, such as a warning about its `AGENTS.md`, come after
+/// `thread/start`'s answer and `thread/started`): it waits on the receiver.
+pub fn gate() -> (Release, oneshot::Receiver<()>) {
+    let (tx, rx) = oneshot::channel();
+    (Release(tx), rx)
+}
+
 impl Release {
     pub fn fire(self) {
         let _ = self.0.send(());

@@ -123,11 +123,17 @@ impl ServerState {
         };
         self.out.respond(id, outcome).await;
         let follow = std::mem::take(&mut *self.lock_after());
+        // The answer's own notifications first (`thread/started`), then the pumps it
+        // holds back go on: what they send follows all of them.
+        let mut releases = Vec::new();
         for next in follow {
             match next {
                 AfterAnswer::Notify(n) => self.out.notify(*n).await,
-                AfterAnswer::Release(release) => release.fire(),
+                AfterAnswer::Release(release) => releases.push(release),
             }
+        }
+        for release in releases {
+            release.fire();
         }
     }
 

@@ -12,7 +12,7 @@ use serde_json::Value;
 
 use crate::dispatch::{raw_params, ServerState};
 use crate::error::RpcError;
-use crate::handlers::{client_meta, history, mcp, meta, thread, trajectory, turn};
+use crate::handlers::{client_meta, history, mcp, meta, skills, thread, trajectory, turn};
 
 pub type Module = RpcModule<ServerState>;
 
@@ -36,11 +36,9 @@ pub fn module(state: Arc<ServerState>) -> Result<Module, RegisterMethodError> {
     add(&mut m, "permissionProfile/list", |_, p| async move {
         meta::permission_profiles(p)
     })?;
-    add(
-        &mut m,
-        "skills/list",
-        |_, p| async move { meta::skills_list(p) },
-    )?;
+    add(&mut m, "skills/list", |s, p| async move {
+        skills::list(&s, p).await
+    })?;
     add(&mut m, "configRequirements/read", |_, p| async move {
         client_meta::config_requirements(p)
     })?;

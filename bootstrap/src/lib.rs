@@ -13,6 +13,10 @@
 
 pub mod replay;
 pub mod sessions;
+mod skills_tool;
+
+/// What front ends show of skills (the loader itself stays behind [`Kernel::skills`]).
+pub use rein_context::skills;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -21,6 +25,7 @@ use rein_protocol::script::{Script, ScriptedReply, WhenExhausted};
 use rein_protocol::{ApprovalPolicy, SandboxPolicy, ThreadSettings, TurnBudget};
 
 use rein_config::{self as config, ConfigError, LoadOptions, ModelConfig};
+use rein_context::{ContextConfig, ProjectDocConfig, SkillsConfig};
 use rein_core::agents::AgentsConfig;
 use rein_core::kernel_config::KernelConfig;
 use rein_core::manager::ThreadManager;
@@ -48,6 +53,8 @@ pub struct BootstrapOptions {
     /// How the built-in tools (shell, apply_patch, files, plan) are set up.
     pub tools: BuiltinConfig,
     pub durability: Durability,
+    /// Send no `AGENTS.md` (`rein exec --no-project-doc`).
+    pub no_project_doc: bool,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -78,6 +85,8 @@ pub struct Kernel {
     pub store: Arc<dyn SessionStore>,
     /// The MCP servers of `[mcp_servers]` (none in demo mode).
     pub mcp: Option<Arc<rein_mcp::McpManager>>,
+    /// How a new thread's context (`AGENTS.md`) is read from files.
+    pub context: ContextConfig,
     /// How the configuration was loaded, to load it again (`reload_mcp`).
     load_options: Option<LoadOptions>,
 }
@@ -104,6 +113,7 @@ impl Kernel {
             durability,
             store,
             mcp: None,
+            context: ContextConfig::default(),
             load_options: None,
         }
     }
@@ -143,6 +153,60 @@ impl Kernel {
         mcp.reload(&config.mcp_servers)
             .await
             .map_err(|e| format!("{}: {e}", config.config_path.display()))
+    }
+
+    /// The skills a thread in `cwd` would have (`skills/list`), read on a blocking thread.
+    pub async fn skills(&self, cwd: PathBuf) -> rein_context::SkillsOutcome {
+        list_skills(self.context.skills.clone(), cwd).await
+    }
+
+    /// Attach the skills `parts` mention (`$name`) to them: each named skill of `cwd`,
+    /// explicit-only ones included, as a text part holding its `SKILL.md`. Returns the
+    /// names attached. Read on a blocking thread, when the input is submitted.
+    pub async fn attach_mentioned_skills(
+        &self,
+        cwd: PathBuf,
+        parts: &mut Vec<rein_protocol::InputPart>,
+    ) -> Vec<String> {
+        let text: String = parts
+            .iter()
+            .filter_map(|p| match p {
+                rein_protocol::InputPart::Text { text } => Some(text.as_str()),
+                rein_protocol::InputPart::Image { .. } => None,
+            })
+            .collect::<Vec<_>>()
+            .join("\n");
+        let names: Vec<String> = skills::attach::mentions(&text)
+            .into_iter()
+            .map(str::to_owned)
+            .collect();
+        if names.is_empty() {
+            return Vec::new();
+        }
+        let config = self.context.skills.clone();
+        let found = tokio::task::spawn_blocking(move || {
+            let outcome = skills::load(&config, &cwd);
+            names
+                .iter()
+                .filter_map(|name| {
+                    let skill = outcome.find(name)?;
+                    let contents = std::fs::read_to_string(&skill.path).ok()?;
+                    Some((
+                        skill.name.clone(),
+                        skills::attach::attachment(skill, &contents),
+                    ))
+                })
+                .collect::<Vec<_>>()
+        })
+        .await
+        .unwrap_or_default();
+        found
+            .into_iter()
+            .map(|(name, text)| {
+                parts.push(rein_protocol::InputPart::text(text));
+                name
+            })
+            .collect()
     }
 
     /// Shut every thread down (everything durable), then stop the MCP servers (no server
@@ -210,6 +274,7 @@ pub fn bootstrap(
     if let Some(mcp) = &mcp {
         manager.add_thread_tool_source(Arc::clone(mcp) as _);
     }
+    let context = context_config(&home, config.as_ref(), options.no_project_doc, env);
     Ok(Kernel {
         manager,
         home,
@@ -220,8 +285,68 @@ pub fn bootstrap(
         durability: options.durability,
         store,
         mcp,
+        context,
         load_options: reload_with,
     })
+}
+
+/// Where skills are looked for, from the configuration alone: listing skills
+/// (`rein skills list`) needs no model provider or API key.
+pub fn skills_config(
+    options: &BootstrapOptions,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<SkillsConfig, BootstrapError> {
+    let home = match &options.home {
+        Some(home) => home.clone(),
+        None => config::rein_home(env).ok_or(BootstrapError::NoHome)?,
+    };
+    let config = config::load(
+        &load_options(&home, &options.profile, &options.overrides),
+        env,
+    )?;
+    Ok(context_config(&home, Some(&config), false, env).skills)
+}
+
+/// The skills of `cwd` under `config`, read on a blocking thread.
+pub async fn list_skills(config: SkillsConfig, cwd: PathBuf) -> rein_context::SkillsOutcome {
+    tokio::task::spawn_blocking(move || rein_context::skills::load(&config, &cwd))
+        .await
+        .unwrap_or_default()
+}
+
+/// Where a new thread's `AGENTS.md` comes from: `$REIN_HOME`'s global file (and
+/// `$CODEX_HOME`'s, default `~/.codex`, when `[project_doc] read_codex_home`), then the
+/// project's, as the configuration's Codex keys say.
+fn context_config(
+    home: &std::path::Path,
+    config: Option<&ModelConfig>,
+    no_project_doc: bool,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> ContextConfig {
+    let settings = config.map(|c| c.project_doc.clone()).unwrap_or_default();
+    let mut global_dirs = vec![home.to_owned()];
+    if settings.read_codex_home {
+        let codex_home = env("CODEX_HOME")
+            .filter(|h| !h.is_empty())
+            .map(PathBuf::from)
+            .or_else(|| env("HOME").map(|h| PathBuf::from(h).join(".codex")));
+        global_dirs.extend(codex_home.filter(|c| c != home));
+    }
+    ContextConfig {
+        skills: SkillsConfig {
+            rein_home: Some(home.to_owned()),
+            home: env("HOME").filter(|h| !h.is_empty()).map(PathBuf::from),
+            root_markers: settings.root_markers.clone(),
+            ..SkillsConfig::default()
+        },
+        project_doc: ProjectDocConfig {
+            enabled: !no_project_doc,
+            global_dirs,
+            max_bytes: settings.max_bytes,
+            fallback_filenames: settings.fallback_filenames,
+            root_markers: settings.root_markers,
+        },
+    }
 }
 
 /// The kernel's settings: `base` refined by what the configuration says.

@@ -13,6 +13,7 @@ use crate::Kernel;
 use rein_core::error::KernelError;
 use rein_core::manager::{NewThread, ThreadOptions, ThreadOrigin};
 use rein_core::store::{ForkSource, SessionStore};
+use rein_core::tools::StaticTools;
 use rein_rollout::format::SessionMeta;
 use rein_rollout::index::ThreadEntry;
 use rein_rollout::reader::Diagnostic;
@@ -53,7 +54,21 @@ impl Kernel {
         // Checked before anything is written, so a bad request leaves no file behind.
         self.manager.services().models.client(&settings.model)?;
         let thread_id = ThreadId::new();
-        let mut options = ThreadOptions::new(settings.clone());
+        // Read now, once: the thread keeps what it was told even when the files change.
+        let context = self.context.clone();
+        let cwd = settings.cwd.clone();
+        let window = self.models.context_window(&settings.model);
+        let assembled =
+            tokio::task::spawn_blocking(move || rein_context::assemble(&context, &cwd, window))
+                .await
+                .unwrap_or_else(|e| rein_context::Assembled {
+                    warnings: vec![format!("could not read the project's instructions: {e}")],
+                    ..Default::default()
+                });
+        let search = (assembled.unlisted_skills > 0)
+            .then(|| crate::skills_tool::SearchSkills::new(assembled.skills.skills));
+        let mut options = ThreadOptions::new(settings.clone())
+            .with_context(assembled.context, assembled.warnings);
         options.thread_id = Some(thread_id);
         let mut path = None;
         if persistence == Persistence::Rollout {
@@ -70,6 +85,12 @@ impl Kernel {
         }
         let mut thread = self.manager.create_thread(options)?;
         thread.path = path;
+        if let Some(search) = search {
+            // Offered from the thread's first step: added before any input can reach it.
+            thread
+                .handle
+                .add_tool_source(Arc::new(StaticTools::new(vec![Arc::new(search)])));
+        }
         Ok(thread)
     }
 

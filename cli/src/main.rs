@@ -11,6 +11,7 @@ mod mock_model_cmd;
 mod replay_cmd;
 mod schema_cmd;
 mod sessions_cmd;
+mod skills_cmd;
 mod ws_auth;
 
 use clap::{Parser, Subcommand};
@@ -34,6 +35,8 @@ enum Command {
     MockModel(mock_model_cmd::MockModelArgs),
     /// List and show persisted sessions.
     Sessions(sessions_cmd::SessionsArgs),
+    /// The skills of a directory, Codex's and Claude Code's.
+    Skills(skills_cmd::SkillsArgs),
     /// Run recorded sessions again and compare each step's request and tool calls.
     Replay(replay_cmd::ReplayArgs),
     /// Write the JSON Schema of rein's wire types into a directory.
@@ -62,6 +65,7 @@ fn main() -> anyhow::Result<()> {
         Command::Acp(args) => runtime()?.block_on(acp_cmd::run(args)),
         Command::MockModel(args) => runtime()?.block_on(mock_model_cmd::run(args)),
         Command::Sessions(args) => sessions_cmd::run(args),
+        Command::Skills(args) => runtime()?.block_on(skills_cmd::run(args)),
         Command::Replay(args) => {
             let code = runtime()?.block_on(replay_cmd::run(args))?;
             std::process::exit(code);

@@ -37,6 +37,7 @@ pub mod advisor;
 pub mod agents;
 pub mod error;
 pub mod overrides;
+pub mod project_doc;
 pub mod provider;
 
 use std::collections::BTreeMap;
@@ -49,6 +50,7 @@ pub use acp::{AcpSettings, AcpToml};
 pub use advisor::{AdvisorConfig, AdvisorMode, AdvisorToml};
 pub use error::{ConfigError, OverrideProblem};
 pub use overrides::Override;
+pub use project_doc::{ProjectDocSettings, ProjectDocToml};
 pub use provider::{ProviderInfo, ProviderToml, WireApi};
 
 /// The model used when neither the file nor a profile names one.
@@ -86,6 +88,12 @@ pub struct ConfigToml {
     /// `[mcp_servers.NAME]`, kept as written: the MCP crate reads it.
     #[serde(default)]
     pub mcp_servers: toml::Table,
+    /// Codex's `AGENTS.md` keys.
+    pub project_doc_max_bytes: Option<usize>,
+    pub project_doc_fallback_filenames: Option<Vec<String>>,
+    pub project_root_markers: Option<Vec<String>>,
+    #[serde(default)]
+    pub project_doc: ProjectDocToml,
 }
 
 #[derive(Clone, Debug, Default, Deserialize)]
@@ -137,6 +145,8 @@ pub struct ModelConfig {
     pub acp: AcpSettings,
     /// `[mcp_servers]` as written (after overrides), for the MCP crate to check and use.
     pub mcp_servers: toml::Table,
+    /// How `AGENTS.md` files are found and capped.
+    pub project_doc: ProjectDocSettings,
 }
 
 /// What to load: where, which profile, which overrides.
@@ -249,6 +259,7 @@ pub fn resolve(
             )
         }
     };
+    let project_doc = project_doc_settings(&file);
     Ok(ModelConfig {
         model: profile
             .model
@@ -272,8 +283,25 @@ pub fn resolve(
         agents: agents::agents_settings(&file.agents, &file.features),
         advisor,
         acp: file.acp.resolve(),
+        project_doc,
         mcp_servers: file.mcp_servers,
     })
+}
+
+fn project_doc_settings(file: &ConfigToml) -> ProjectDocSettings {
+    let defaults = ProjectDocSettings::default();
+    ProjectDocSettings {
+        max_bytes: file.project_doc_max_bytes.unwrap_or(defaults.max_bytes),
+        fallback_filenames: file
+            .project_doc_fallback_filenames
+            .clone()
+            .unwrap_or(defaults.fallback_filenames),
+        root_markers: file
+            .project_root_markers
+            .clone()
+            .unwrap_or(defaults.root_markers),
+        read_codex_home: file.project_doc.read_codex_home.unwrap_or(false),
+    }
 }
 
 /// `[advisor]` resolved: its profile's model (and provider, by default the main one).

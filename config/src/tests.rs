@@ -280,3 +280,29 @@ timeout_ms = 1500
     let bad = resolve_with("[advisor]\nmode = \"sometimes\"\n", opts(None, &[]));
     assert!(matches!(bad, Err(ConfigError::Parse { .. })));
 }
+
+#[test]
+fn codex_project_doc_keys_and_read_codex_home() {
+    let defaults = resolve_with("", opts(None, &[])).unwrap();
+    assert_eq!(defaults.project_doc, ProjectDocSettings::default());
+    assert_eq!(defaults.project_doc.max_bytes, 32768);
+    let text = r#"
+project_doc_max_bytes = 100
+project_doc_fallback_filenames = ["CLAUDE.md"]
+project_root_markers = [".git", ".hg"]
+[project_doc]
+read_codex_home = true
+"#;
+    let config = resolve_with(text, opts(None, &["project_doc_max_bytes=0"])).unwrap();
+    assert_eq!(
+        config.project_doc,
+        ProjectDocSettings {
+            max_bytes: 0,
+            fallback_filenames: vec!["CLAUDE.md".into()],
+            root_markers: vec![".git".into(), ".hg".into()],
+            read_codex_home: true,
+        }
+    );
+    let bad = resolve_with("[project_doc]\nread_codex = true\n", opts(None, &[]));
+    assert!(bad.unwrap_err().to_string().contains("read_codex"));
+}

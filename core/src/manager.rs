@@ -11,7 +11,9 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, RwLock, Weak};
 
-use rein_protocol::{AgentOrigin, Event, EventMsg, Item, SessionId, ThreadId, ThreadSettings};
+use rein_protocol::{
+    AgentOrigin, Event, EventMsg, Item, SessionId, ThreadContext, ThreadId, ThreadSettings,
+};
 use tokio::sync::broadcast;
 
 use crate::agents::{AgentControl, AgentsConfig};
@@ -60,6 +62,12 @@ pub struct ThreadOptions {
     /// A new sub-agent: where it comes from, its tree's session id, and the history it
     /// starts with (a forked context). Recorded right after `ThreadConfigured`.
     pub agent: Option<SpawnedAgent>,
+    /// What a new thread's requests send before its history (recorded as
+    /// `ContextLoaded`); `None` or empty: nothing.
+    pub context: Option<ThreadContext>,
+    /// Said to the new thread's clients as warnings right after its context (what was cut
+    /// from it or could not be read).
+    pub context_warnings: Vec<String>,
 }
 
 /// What a new sub-agent starts with.
@@ -91,6 +99,8 @@ impl ThreadOptions {
             thread_id: None,
             origin: ThreadOrigin::New,
             agent: None,
+            context: None,
+            context_warnings: Vec::new(),
         }
     }
 
@@ -102,6 +112,8 @@ impl ThreadOptions {
             thread_id: None,
             origin: ThreadOrigin::Resumed,
             agent: None,
+            context: None,
+            context_warnings: Vec::new(),
         }
     }
 
@@ -112,6 +124,14 @@ impl ThreadOptions {
 
     pub fn with_origin(mut self, origin: ThreadOrigin) -> Self {
         self.origin = origin;
+        self
+    }
+
+    /// A new thread's fixed prefix (ignored when resuming: the rollout has its own), and
+    /// what its clients should be told about it.
+    pub fn with_context(mut self, context: ThreadContext, warnings: Vec<String>) -> Self {
+        self.context = Some(context).filter(|c| !c.is_empty());
+        self.context_warnings = warnings;
         self
     }
 }
@@ -297,13 +317,22 @@ impl ThreadManager {
                     forked_from: None,
                 },
             );
-            if let Some(spawned) = options.agent {
+            let spawned = options.agent;
+            if let Some(spawned) = &spawned {
                 submission_loop.emit(
                     None,
                     EventMsg::AgentOrigin {
-                        origin: spawned.origin,
+                        origin: spawned.origin.clone(),
                     },
                 );
+            }
+            if let Some(context) = options.context {
+                submission_loop.emit(None, EventMsg::ContextLoaded { context });
+            }
+            for message in options.context_warnings {
+                submission_loop.emit(None, EventMsg::Warning { message });
+            }
+            if let Some(spawned) = spawned {
                 for item in spawned.history {
                     submission_loop.emit(None, EventMsg::ItemCompleted { item });
                 }

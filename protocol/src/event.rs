@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize};
 use crate::advisor::{AdvisorRisk, AdvisorVerdict, ReviewedCall};
 use crate::agents::AgentOrigin;
 use crate::client_request::{ClientRequest, SessionGrant};
+use crate::context::ThreadContext;
 use crate::fingerprint::RequestFingerprint;
 use crate::ids::{ItemId, SessionId, SubmissionId, ThreadId, TurnId};
 use crate::items::{InputPart, Item};
@@ -91,6 +92,12 @@ pub enum EventMsg {
         settings: ThreadSettings,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         forked_from: Option<ThreadId>,
+    },
+    /// What the model is told before the thread's history in every request (the
+    /// project's `AGENTS.md`, the skills list), assembled when the thread was created.
+    /// Recorded right after `ThreadConfigured` (and a sub-agent's `AgentOrigin`).
+    ContextLoaded {
+        context: ThreadContext,
     },
     /// This thread is a sub-agent (the second event of a child's rollout).
     AgentOrigin {

@@ -9,6 +9,7 @@
 pub mod advisor;
 pub mod agents;
 pub mod client_request;
+pub mod context;
 pub mod event;
 pub mod fingerprint;
 pub mod ids;
@@ -26,6 +27,9 @@ pub use advisor::{AdvisorFailure, AdvisorRisk, AdvisorVerdict, ReviewedCall};
 pub use agents::{AgentOp, AgentOrigin, AgentReport, AgentReportStatus, ChildAgent};
 pub use client_request::{
     ClientRequest, ClientResponse, ElicitationAction, Question, QuestionOption, SessionGrant,
+};
+pub use context::{
+    ContextKind, ContextMessage, ContextRole, ContextSource, ContextSourceKind, ThreadContext,
 };
 pub use event::{
     ApprovalOutcome, CompactionTrigger, ErrorCode, Event, EventMsg, FileChangeKind, FileDiff,

@@ -392,3 +392,31 @@ fn an_advisor_review_is_a_card_closed_with_its_verdict() {
     );
     acp.finish();
 }
+
+#[test]
+fn a_session_sends_the_projects_agents_md_before_each_prompt() {
+    let model = MockModel::start(json!({"replies": [{"text": "one"}, {"text": "two"}]}));
+    let home = home_for(&model);
+    let repo = tempfile::tempdir().unwrap();
+    let root = repo.path().canonicalize().unwrap();
+    std::fs::create_dir(root.join(".git")).unwrap();
+    std::fs::write(root.join("AGENTS.md"), "root rules").unwrap();
+    std::fs::create_dir(root.join("sub")).unwrap();
+    std::fs::write(root.join("sub/AGENTS.override.md"), "sub rules").unwrap();
+    let mut acp = Acp::start(home.path());
+    acp.initialize();
+    let session = acp.new_session(&root.join("sub"));
+    for text in ["first", "second"] {
+        let id = acp.prompt(&session, text);
+        let (_, answer) = acp.answer_to(&id);
+        assert_eq!(answer["result"]["stopReason"], "end_turn");
+    }
+    let block = json!({"type": "message", "role": "user", "content": [{"type": "input_text",
+        "text": format!("# AGENTS.md instructions for {}\n\n<INSTRUCTIONS>\nroot rules\n\nsub rules\n</INSTRUCTIONS>",
+            root.join("sub").display())}]});
+    let requests = model.requests();
+    assert_eq!(requests[0]["input"][0], block);
+    assert_eq!(requests[1]["input"][0], block);
+    assert_eq!(requests[1]["input"][3]["content"][0]["text"], "second");
+    acp.finish();
+}

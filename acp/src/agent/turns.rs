@@ -45,10 +45,16 @@ impl Agent {
         if let Some(command) = prompt::command_of(&request.prompt) {
             return self.command(&session, command, responder, ticket).await;
         }
-        let items = match prompt::input_of(&request.prompt) {
+        let mut items = match prompt::input_of(&request.prompt) {
             Ok(items) => items,
             Err(m) => return reply(responder, Err(invalid_params(&m))),
         };
+        // `$name` attaches that skill of the session's directory.
+        if let Some(settings) = session.handle.state().await.ok().and_then(|s| s.settings) {
+            self.kernel
+                .attach_mentioned_skills(settings.cwd, &mut items)
+                .await;
+        }
         let Some(place) = session.wait_in_line(ticket).await else {
             return answer(responder, &Ending::Stopped(StopReason::Cancelled));
         };

@@ -122,6 +122,7 @@ impl EventMapper {
             EventMsg::ThreadConfigured { .. }
             | EventMsg::SettingsChanged { .. }
             | EventMsg::AgentOrigin { .. }
+            | EventMsg::ContextLoaded { .. }
             | EventMsg::AgentSpawned { .. }
             | EventMsg::AgentTasked { .. }
             | EventMsg::AgentClosed { .. }

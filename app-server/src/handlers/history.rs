@@ -141,7 +141,8 @@ async fn load(
         agent: folded.agent.clone(),
     };
     let turns = turns_from_state(&folded);
-    let (response, thread) = register(state, new, meta);
+    let (mut response, thread) = register(state, new, meta);
+    response.instruction_sources = super::thread::instruction_sources(folded.context.as_ref());
     Ok((response, thread, turns))
 }
 

@@ -1,5 +1,5 @@
-//! The handshake and the read-only methods clients call at startup. rein has no account,
-//! skills or permission profiles yet, so those answer with Codex's shapes, empty.
+//! The handshake and the read-only methods clients call at startup. rein has no account
+//! or permission profiles yet, so those answer with Codex's shapes, empty.
 
 use std::collections::{BTreeMap, HashSet};
 use std::path::Path;
@@ -7,8 +7,7 @@ use std::path::Path;
 use rein_app_server_protocol::{
     ConfigReadParams, ConfigReadResponse, GetAccountParams, GetAccountResponse, InitializeParams,
     InitializeResponse, Model, ModelListParams, ModelListResponse, PermissionProfileListParams,
-    PermissionProfileListResponse, ReasoningEffortOption, SkillsListEntry, SkillsListParams,
-    SkillsListResponse, CODEX_PROTOCOL_VERSION,
+    PermissionProfileListResponse, ReasoningEffortOption, CODEX_PROTOCOL_VERSION,
 };
 use serde_json::{json, Value};
 
@@ -151,21 +150,6 @@ pub fn permission_profiles(raw: Value) -> Result<Value, RpcError> {
         data: Vec::new(),
         next_cursor: None,
     })
-}
-
-pub fn skills_list(raw: Value) -> Result<Value, RpcError> {
-    let p: SkillsListParams = params(raw)?;
-    // One entry per asked directory, each with no skills: rein has none yet.
-    let data = p
-        .cwds
-        .into_iter()
-        .map(|cwd| SkillsListEntry {
-            cwd,
-            skills: Vec::new(),
-            errors: Vec::new(),
-        })
-        .collect();
-    to_value(&SkillsListResponse { data })
 }
 
 fn sandbox_mode(policy: rein_protocol::SandboxPolicy) -> &'static str {

@@ -4,6 +4,7 @@ pub mod client_meta;
 pub mod history;
 pub mod mcp;
 pub mod meta;
+pub mod skills;
 pub mod thread;
 pub mod trajectory;
 pub mod turn;

@@ -117,8 +117,23 @@ async fn start_thread(
         forked_from: None,
         agent: None,
     };
-    let (response, thread) = register(state, new, meta);
+    let context = new.handle.state().await.ok().and_then(|s| s.context);
+    let (mut response, thread) = register(state, new, meta);
+    response.instruction_sources = instruction_sources(context.as_ref());
     Ok((response, thread))
+}
+
+/// Codex's `instructionSources`: the `AGENTS.md` files the thread's model was told, as
+/// it read them when the thread was created.
+pub fn instruction_sources(context: Option<&rein_protocol::ThreadContext>) -> Vec<String> {
+    context
+        .map(|c| {
+            c.sources
+                .iter()
+                .map(|s| s.path.display().to_string())
+                .collect()
+        })
+        .unwrap_or_default()
 }
 
 /// Map a kernel error to the answer a client can act on.
@@ -173,6 +188,7 @@ pub fn register(
     let settings = meta.settings.clone();
     let thread = meta.to_wire();
     let (tx, rx) = mpsc::channel(PUMP_QUEUE);
+    let (release, gate) = crate::deferred::gate();
     let subscribers = Subscribers::default();
     subscribers.join(state.subscriber());
     let entry = LoadedThread {
@@ -193,7 +209,9 @@ pub fn register(
         threads: Arc::clone(&state.threads),
         idle_unload: state.hub.idle_unload,
         sub_agent: false,
+        gate: Some(gate),
     };
+    state.release_after_answer(release);
     tokio::spawn(pump.run());
     crate::children::adopt(&state.hub, kernel, id);
     (answer(state, &settings, thread.clone()), thread)

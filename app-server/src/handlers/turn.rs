@@ -37,7 +37,8 @@ pub async fn start(state: &ServerState, raw: Value) -> Result<Value, RpcError> {
         ));
     }
     let thread = loaded(state, &p.thread_id)?;
-    let items = input_from_wire(&p.input)?;
+    let mut items = input_from_wire(&p.input)?;
+    attach_skills(state, &thread, p.cwd.as_deref(), &mut items).await;
     let mut settings = SettingsChange {
         model: p.model.clone(),
         ..SettingsChange::default()
@@ -72,11 +73,27 @@ pub async fn start(state: &ServerState, raw: Value) -> Result<Value, RpcError> {
     .await
 }
 
+/// `$name` in the input attaches that skill of the turn's directory.
+async fn attach_skills(
+    state: &ServerState,
+    thread: &crate::loaded::LoadedThread,
+    cwd: Option<&str>,
+    items: &mut Vec<rein_protocol::InputPart>,
+) {
+    let cwd = match cwd {
+        Some(cwd) => PathBuf::from(cwd),
+        None => thread.meta().settings.cwd.clone(),
+    };
+    state.kernel.attach_mentioned_skills(cwd, items).await;
+}
+
 pub async fn steer(state: &ServerState, raw: Value) -> Result<Value, RpcError> {
     let p: TurnSteerParams = params(raw)?;
     let expected = turn_id(&p.expected_turn_id, "expectedTurnId")?;
     let thread = loaded(state, &p.thread_id)?;
-    let items = input_from_wire(&p.input)?;
+    let mut items = input_from_wire(&p.input)?;
+    // A mention attaches its skill mid-turn too.
+    attach_skills(state, &thread, None, &mut items).await;
     ask_pump(state, &thread, |reply| PumpCmd::Steer {
         reply,
         items,

@@ -47,10 +47,16 @@ pub struct Pump {
     /// A sub-agent's pump: it shares its root's subscribers, so it never unloads the
     /// thread on its own (the kernel ends the subtree with its root) nor forgets them.
     pub sub_agent: bool,
+    /// Fired once the answer that made the thread is queued; the pump sends nothing before.
+    pub gate: Option<tokio::sync::oneshot::Receiver<()>>,
 }
 
 impl Pump {
     pub async fn run(mut self) {
+        if let Some(gate) = self.gate.take() {
+            // Dropped unfired (the connection is gone) also lets it go on.
+            let _ = gate.await;
+        }
         let mut asked = Asked::new();
         let mut unload_at: Option<Instant> = None;
         loop {

@@ -260,7 +260,10 @@ impl Replayer {
                 None => {
                     let new = self
                         .manager
-                        .create_thread(ThreadOptions::new(settings.clone()))
+                        .create_thread(ThreadOptions::new(settings.clone()).with_context(
+                            recording.context.clone().unwrap_or_default(),
+                            Vec::new(),
+                        ))
                         .map_err(|e| ReplayError::Kernel(e.to_string()))?;
                     if let Some(mcp) = &self.mcp {
                         mcp.wait_required(&settings.cwd)

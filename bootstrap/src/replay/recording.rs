@@ -2,9 +2,11 @@
 //! settings it ran with; per step, the request fingerprint (when recorded), the model's
 //! reply and the outcome of each tool call. Sessions a replay cannot reproduce say why.
 
+use rein_core::thread::state::prefix_items;
 use rein_core::tools::ToolResult;
 use rein_protocol::{
     ApprovalOutcome, Event, EventMsg, InputPart, Item, RequestFingerprint, SessionGrant, TaskKind,
+    ThreadContext,
     ThreadSettings, TokenUsage, ToolOutcome, TurnAbortReason,
 };
 
@@ -13,8 +15,12 @@ use rein_protocol::{
 pub struct Recording {
     pub turns: Vec<RecordedTurn>,
     /// Every history item in the order it was completed: a step's input is a prefix of it
-    /// (a replayable session was never compacted or rolled back).
+    /// (a replayable session was never compacted or rolled back). Starts with the
+    /// thread's fixed prefix, which every request sends first.
     pub history: Vec<Item>,
+    /// What the thread was told before its history (`ContextLoaded`), given again to the
+    /// replayed thread.
+    pub context: Option<ThreadContext>,
 }
 
 impl Recording {
@@ -127,6 +133,7 @@ impl Recording {
         Ok(Recording {
             turns: reader.turns,
             history: reader.history,
+            context: reader.context,
         })
     }
 }
@@ -136,6 +143,7 @@ struct Reader {
     turns: Vec<RecordedTurn>,
     turn: Option<RecordedTurn>,
     history: Vec<Item>,
+    context: Option<ThreadContext>,
     /// The last step is still taking in its reply (no tool output or other item since).
     in_reply: bool,
     /// The call each open client request came from, by request id.
@@ -185,6 +193,11 @@ impl Reader {
                 self.in_reply = true;
             }
             EventMsg::ItemCompleted { item } => self.item(item)?,
+            EventMsg::ContextLoaded { context } => {
+                self.history
+                    .extend(prefix_items(context).iter().map(|i| (**i).clone()));
+                self.context = Some(context.clone());
+            }
             EventMsg::ClientRequested {
                 request_id,
                 call_id,

@@ -118,6 +118,9 @@ pub struct CommonArgs {
     /// Do not persist the session.
     #[arg(long, global = true)]
     pub ephemeral: bool,
+    /// Send the model no AGENTS.md (neither the global file nor the project's).
+    #[arg(long, global = true)]
+    pub no_project_doc: bool,
     /// When to color human output.
     #[arg(long, value_enum, default_value_t = ColorMode::Auto, global = true)]
     pub color: ColorMode,

@@ -297,6 +297,7 @@ impl<W: Write> HumanProgress<W> {
             EventMsg::PatchApplied { .. } => {}
             EventMsg::SettingsChanged { .. }
             | EventMsg::AgentOrigin { .. }
+            | EventMsg::ContextLoaded { .. }
             | EventMsg::AgentSpawned { .. }
             | EventMsg::AgentTasked { .. }
             | EventMsg::AgentClosed { .. }

@@ -177,6 +177,7 @@ impl JsonlMapper {
             // loop; the rest has no counterpart on this wire.
             EventMsg::SettingsChanged { .. }
             | EventMsg::AgentOrigin { .. }
+            | EventMsg::ContextLoaded { .. }
             | EventMsg::AgentSpawned { .. }
             | EventMsg::AgentTasked { .. }
             | EventMsg::AgentClosed { .. }

@@ -92,6 +92,7 @@ async fn run_exec(args: ExecArgs) -> anyhow::Result<i32> {
                 network_access: opts.network_access,
                 ..BuiltinConfig::default()
             },
+            no_project_doc: common.no_project_doc,
             ..BootstrapOptions::default()
         },
         &env,
@@ -133,6 +134,10 @@ async fn run_exec(args: ExecArgs) -> anyhow::Result<i32> {
         // A continued thread keeps its own instructions, so the schema rides with the input.
         input.push(InputPart::text(schema.instructions()));
     }
+    // `$name` attaches a skill, explicit-only ones too.
+    kernel
+        .attach_mentioned_skills(cwd.clone(), &mut input)
+        .await;
     let thread = session::open(&kernel, &start, settings, common.ephemeral).await?;
     // A `required` MCP server that cannot start fails the run before its turn, as in Codex.
     if let Some(mcp) = &kernel.mcp {

@@ -198,12 +198,12 @@ impl AgentControl {
         req: &SpawnRequest,
         task: &str,
     ) -> Result<crate::thread::EventStream, String> {
+        let handle = manager
+            .get(ctx.thread_id)
+            .ok_or("the calling thread is gone")?;
+        let parent = handle.state().await.map_err(|e| e.to_string())?;
         let history = if req.fork_context {
-            let handle = manager
-                .get(ctx.thread_id)
-                .ok_or("the calling thread is gone")?;
-            let state = handle.state().await.map_err(|e| e.to_string())?;
-            forked_history(&state.history)
+            forked_history(&parent.history)
         } else {
             Vec::new()
         };
@@ -225,6 +225,11 @@ impl AgentControl {
             parent: ctx.thread_id,
         });
         options.thread_id = Some(child);
+        // A child is told what its parent was told about the project (Codex gives its
+        // sub-agents the same instructions), as the parent read it.
+        if let Some(context) = parent.context.clone() {
+            options = options.with_context(context, Vec::new());
+        }
         options.agent = Some(SpawnedAgent {
             origin: AgentOrigin {
                 parent_thread_id: ctx.thread_id,

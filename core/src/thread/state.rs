@@ -9,9 +9,9 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use rein_protocol::{
-    AgentOrigin, AgentStatus, ApprovalOutcome, ChildAgent, ClientRequest, ErrorCode, Event,
-    EventMsg, InputPart, Item, SessionId, SubmissionId, TaskKind, ThreadId, ThreadSettings,
-    TokenUsage, TurnAbortReason, TurnId,
+    AgentOrigin, AgentStatus, ApprovalOutcome, ChildAgent, ClientRequest, ContextRole, ErrorCode,
+    Event, EventMsg, InputPart, Item, ItemId, SessionId, SubmissionId, TaskKind, ThreadContext,
+    ThreadId, ThreadSettings, TokenUsage, TurnAbortReason, TurnId,
 };
 
 use crate::tools::{SessionApprovals, SessionDenials};
@@ -83,6 +83,11 @@ pub struct ThreadState {
     pub status: AgentStatus,
     /// The model-visible history, in order.
     pub history: Vec<Arc<Item>>,
+    /// What every request sends before `history` (`ContextLoaded`): the same items, so
+    /// the same bytes, in every turn of the thread.
+    pub prefix: Arc<[Arc<Item>]>,
+    /// Where `prefix` came from.
+    pub context: Option<ThreadContext>,
     pub turns: Vec<TurnRecord>,
     pub active_turn: Option<ActiveTurn>,
     /// The last turn that was aborted, while no later turn has started: what `Recover`
@@ -164,6 +169,10 @@ impl ThreadState {
                 self.session_id = Some(*session_id);
                 self.settings = Some(settings.clone());
                 self.forked_from = *forked_from;
+            }
+            EventMsg::ContextLoaded { context } => {
+                self.prefix = prefix_items(context);
+                self.context = Some(context.clone());
             }
             EventMsg::AgentOrigin { origin } => self.agent = Some(origin.clone()),
             EventMsg::AgentSpawned {
@@ -398,6 +407,29 @@ impl ThreadState {
             _ => None,
         })
     }
+}
+
+/// The items a context's messages are sent as. Their ids are fixed (`context_N`): the
+/// model never sees an id, and a resumed thread folds the same state as the live one.
+pub fn prefix_items(context: &ThreadContext) -> Arc<[Arc<Item>]> {
+    context
+        .messages
+        .iter()
+        .enumerate()
+        .map(|(n, message)| {
+            let id = ItemId(format!("context_{n}"));
+            Arc::new(match message.role {
+                ContextRole::Developer => Item::DeveloperMessage {
+                    id,
+                    text: message.text.clone(),
+                },
+                ContextRole::User => Item::UserMessage {
+                    id,
+                    content: vec![InputPart::text(message.text.clone())],
+                },
+            })
+        })
+        .collect()
 }
 
 /// Folds events into a thread's state, moving items instead of copying them.

@@ -16,7 +16,7 @@ pub(crate) mod tool_runner;
 
 use std::sync::Arc;
 
-use rein_protocol::{ErrorCode, TaskKind, ThreadId, ThreadSettings, TurnId};
+use rein_protocol::{ErrorCode, Item, TaskKind, ThreadId, ThreadSettings, TurnId};
 
 use crate::model::ModelClient;
 use crate::tools::ThreadTools;
@@ -28,6 +28,8 @@ pub(crate) struct TurnContext {
     pub turn_id: TurnId,
     pub kind: TaskKind,
     pub settings: Arc<ThreadSettings>,
+    /// Sent before the history in every request: the thread's `ContextLoaded` prefix.
+    pub prefix: Arc<[Arc<Item>]>,
     pub model: Arc<dyn ModelClient>,
     /// Where requests go once `model` has failed recoverably past its retries.
     pub fallback: Option<Fallback>,

@@ -29,6 +29,8 @@ pub(crate) struct StepContext {
     /// The thread's tool state, shared by the calls this step runs.
     pub thread_tools: Arc<ThreadTools>,
     pub settings: Arc<ThreadSettings>,
+    /// Sent before the history: the thread's fixed prefix.
+    pub prefix: Arc<[Arc<Item>]>,
     pub parallel_tool_calls: bool,
     pub prompt_cache_key: String,
     /// Stream nothing to clients (a compaction's summary is not an agent message).
@@ -51,6 +53,7 @@ impl StepContext {
             },
             thread_tools: Arc::clone(&turn.tools),
             settings: Arc::clone(&turn.settings),
+            prefix: Arc::clone(&turn.prefix),
             parallel_tool_calls: turn.parallel_tool_calls,
             prompt_cache_key: turn.thread_id.to_string(),
             silent: false,
@@ -69,6 +72,7 @@ impl StepContext {
             tools: Arc::new(ToolSet::empty()),
             thread_tools: Arc::clone(&self.thread_tools),
             settings: Arc::clone(&self.settings),
+            prefix: Arc::clone(&self.prefix),
             parallel_tool_calls: false,
             prompt_cache_key: self.prompt_cache_key.clone(),
             silent: true,
@@ -83,7 +87,7 @@ impl StepContext {
         ModelRequest {
             model: self.model_name.clone(),
             instructions: self.settings.instructions.clone(),
-            input: history.to_vec(),
+            input: self.prefix.iter().chain(history).cloned().collect(),
             tools: self.tools.specs(),
             parallel_tool_calls: self.parallel_tool_calls,
             reasoning_effort: self.settings.reasoning_effort,

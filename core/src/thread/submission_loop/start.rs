@@ -82,6 +82,12 @@ impl SubmissionLoop {
                 turn_id,
                 kind,
                 settings: Arc::new(settings),
+                // A review starts from a clean context: only its request.
+                prefix: if kind == TaskKind::Review {
+                    Arc::default()
+                } else {
+                    Arc::clone(&self.state.prefix)
+                },
                 model,
                 fallback,
                 tools: Arc::clone(&self.tools),

@@ -1,0 +1,89 @@
+//! `skills/list {cwds, forceReload}`: the skills a thread in each directory would have,
+//! in Codex's shapes. Every call reads the folders again (rein keeps no skills cache, so
+//! `forceReload` changes nothing); the scan runs on a blocking thread.
+
+use std::path::PathBuf;
+
+use rein_app_server_protocol::meta::{SkillsListEntry, SkillsListParams, SkillsListResponse};
+use rein_app_server_protocol::skills::{
+    SkillDependencies, SkillErrorInfo, SkillInterface, SkillMetadata, SkillToolDependency,
+};
+use rein_bootstrap::skills::{Skill, SkillsOutcome};
+use serde_json::Value;
+
+use super::to_value;
+use crate::dispatch::{params, ServerState};
+use crate::error::RpcError;
+
+pub async fn list(state: &ServerState, raw: Value) -> Result<Value, RpcError> {
+    let p: SkillsListParams = params(raw)?;
+    let mut cwds = p.cwds;
+    if cwds.is_empty() {
+        // Codex: "defaults to the current session working directory".
+        let cwd = std::env::current_dir().map_err(RpcError::internal)?;
+        cwds.push(cwd.display().to_string());
+    }
+    let mut data = Vec::with_capacity(cwds.len());
+    for cwd in cwds {
+        let path = PathBuf::from(&cwd);
+        if !path.is_absolute() {
+            return Err(RpcError::invalid_params(
+                format!("cwds: must be absolute paths: {cwd}"),
+                Some("cwds".into()),
+            ));
+        }
+        let outcome = state.kernel.skills(path).await;
+        data.push(entry(cwd, &outcome));
+    }
+    to_value(&SkillsListResponse { data })
+}
+
+/// One directory's skills and errors as Codex lists them (`rein skills list --json` too).
+pub fn entry(cwd: String, outcome: &SkillsOutcome) -> SkillsListEntry {
+    SkillsListEntry {
+        cwd,
+        skills: outcome.skills.iter().map(metadata).collect(),
+        errors: outcome
+            .errors
+            .iter()
+            .map(|e| SkillErrorInfo {
+                path: e.path.display().to_string(),
+                message: e.message.clone(),
+            })
+            .collect(),
+    }
+}
+
+fn metadata(skill: &Skill) -> SkillMetadata {
+    let path = |p: &Option<PathBuf>| p.as_ref().map(|p| p.display().to_string());
+    SkillMetadata {
+        name: skill.name.clone(),
+        description: skill.description.clone(),
+        short_description: skill.short_description.clone(),
+        interface: skill.interface.as_ref().map(|i| SkillInterface {
+            display_name: i.display_name.clone(),
+            short_description: i.short_description.clone(),
+            icon_small: path(&i.icon_small),
+            icon_large: path(&i.icon_large),
+            brand_color: i.brand_color.clone(),
+            default_prompt: i.default_prompt.clone(),
+        }),
+        dependencies: skill.dependencies.as_ref().map(|tools| SkillDependencies {
+            tools: tools
+                .iter()
+                .map(|t| SkillToolDependency {
+                    kind: t.kind.clone(),
+                    value: t.value.clone(),
+                    description: t.description.clone(),
+                    transport: t.transport.clone(),
+                    command: t.command.clone(),
+                    url: t.url.clone(),
+                })
+                .collect(),
+        }),
+        path: skill.path.display().to_string(),
+        scope: skill.scope.as_str().to_owned(),
+        // No skill is disabled yet (`skills/config/write` is not implemented).
+        enabled: true,
+    }
+}

@@ -1,0 +1,78 @@
+//! What `search_skills` answers: the skills whose name, description or body hold the
+//! query's words, best first (a word in the name counts most, in the body least).
+
+use super::Skill;
+
+/// At most `limit` skills matching `query`, best first; ties keep the list's order.
+pub fn search<'a>(skills: &'a [Skill], query: &str, limit: usize) -> Vec<&'a Skill> {
+    let words: Vec<String> = query
+        .split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .map(str::to_lowercase)
+        .collect();
+    if words.is_empty() {
+        return Vec::new();
+    }
+    let mut scored: Vec<(usize, usize, &Skill)> = skills
+        .iter()
+        .enumerate()
+        .filter_map(|(i, skill)| {
+            let (name, description, body) = (
+                skill.name.to_lowercase(),
+                skill.description.to_lowercase(),
+                skill.body.to_lowercase(),
+            );
+            let score: usize = words
+                .iter()
+                .map(|w| {
+                    6 * usize::from(name.contains(w.as_str()))
+                        + 3 * usize::from(description.contains(w.as_str()))
+                        + usize::from(body.contains(w.as_str()))
+                })
+                .sum();
+            (score > 0).then_some((score, i, skill))
+        })
+        .collect();
+    scored.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
+    scored.into_iter().take(limit).map(|(_, _, s)| s).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::skills::{Dialect, SkillScope};
+
+    fn skill(name: &str, description: &str, body: &str) -> Skill {
+        Skill {
+            name: name.into(),
+            description: description.into(),
+            short_description: None,
+            path: format!("/s/{name}/SKILL.md").into(),
+            scope: SkillScope::Repo,
+            dialect: Dialect::Codex,
+            root: "/s".into(),
+            interface: None,
+            dependencies: None,
+            allow_implicit: true,
+            allowed_tools: Vec::new(),
+            body: body.into(),
+        }
+    }
+
+    #[test]
+    fn names_count_most_then_descriptions_then_bodies() {
+        let skills = vec![
+            skill("notes", "Take notes", "mentions invoices in passing"),
+            skill("billing", "Write invoices", ""),
+            skill("invoice", "Make one", ""),
+            skill("other", "Nothing", ""),
+        ];
+        let names: Vec<&str> = search(&skills, "Invoice!", 10)
+            .iter()
+            .map(|s| s.name.as_str())
+            .collect();
+        assert_eq!(names, ["invoice", "billing", "notes"]);
+        assert_eq!(search(&skills, "invoice", 1).len(), 1);
+        assert!(search(&skills, "  ", 5).is_empty());
+    }
+}

@@ -1,0 +1,77 @@
+//! What a thread's model is told before its history: the project's instructions
+//! (`AGENTS.md`, as Codex assembles them) and the list of skills it may use. Assembled once,
+//! when the thread is created, recorded as `EventMsg::ContextLoaded`, and sent at the head
+//! of every request of the thread, so a second turn's request starts with the same bytes
+//! (the provider's prompt cache keeps working) and replay and `thread/read` know what the
+//! model was told. A change to the files is seen by the next thread, never mid-thread.
+
+use std::path::PathBuf;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+/// The fixed prefix of a thread's requests, and where it came from.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct ThreadContext {
+    /// Sent before the history, in this order, in every request of the thread.
+    pub messages: Vec<ContextMessage>,
+    /// The files the messages were assembled from, in the order they were read.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub sources: Vec<ContextSource>,
+}
+
+impl ThreadContext {
+    pub fn is_empty(&self) -> bool {
+        self.messages.is_empty() && self.sources.is_empty()
+    }
+}
+
+/// One message of the prefix.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct ContextMessage {
+    pub role: ContextRole,
+    pub kind: ContextKind,
+    pub text: String,
+}
+
+/// Who the model reads a prefix message as: Codex sends the skills list as a developer
+/// message and `AGENTS.md` as a user message.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ContextRole {
+    Developer,
+    User,
+}
+
+/// What a prefix message carries.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ContextKind {
+    /// `# AGENTS.md instructions for <cwd>`: the global file and the project's files.
+    ProjectDoc,
+    /// `<skills_instructions>`: the skills the model may use on its own.
+    SkillsList,
+}
+
+/// A file read into the prefix.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct ContextSource {
+    pub path: PathBuf,
+    pub kind: ContextSourceKind,
+    /// Bytes of it the prefix holds.
+    pub bytes: u64,
+    /// Its size when it was cut to fit `project_doc_max_bytes`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub truncated_from: Option<u64>,
+    /// SHA-256 of the bytes read (hex), so a replay can tell the file changed since.
+    pub sha256: String,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ContextSourceKind {
+    /// `$REIN_HOME/AGENTS.md` (or `$CODEX_HOME`'s, when configured).
+    GlobalDoc,
+    /// An `AGENTS.md` between the project root and the cwd.
+    ProjectDoc,
+}
