@@ -116,7 +116,7 @@ impl Kernel {
             approval_policy: ApprovalPolicy::OnRequest,
             sandbox_policy: SandboxPolicy::WorkspaceWrite,
             sandbox_options: None,
-            reasoning_effort: self.config.as_ref().and_then(|c| c.reasoning_effort),
+            reasoning_effort: self.config.as_ref().and_then(|c| c.reasoning_effort.clone()),
             budget: TurnBudget::default(),
             instructions: self
                 .config
@@ -280,6 +280,7 @@ pub fn demo_catalog() -> Arc<StaticCatalog> {
             id: DEMO_MODEL.into(),
             provider: "scripted".into(),
             context_window: Some(128_000),
+            traits: Default::default(),
         },
         model,
     ))

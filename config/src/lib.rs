@@ -49,7 +49,7 @@ pub use acp::{AcpSettings, AcpToml};
 pub use advisor::{AdvisorConfig, AdvisorMode, AdvisorToml};
 pub use error::{ConfigError, OverrideProblem};
 pub use overrides::Override;
-pub use provider::{ProviderInfo, ProviderToml, WireApi};
+pub use provider::{ProviderInfo, ProviderToml, ThinkingOff, WireApi};
 
 /// The model used when neither the file nor a profile names one.
 pub const DEFAULT_MODEL: &str = "gpt-5";

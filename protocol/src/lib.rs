@@ -38,7 +38,7 @@ pub use op::{
     ReviewTarget, Submission,
 };
 pub use settings::{
-    ApprovalPolicy, ReasoningEffort, SandboxOptions, SandboxPolicy, SettingsChange, ThreadSettings,
+    ApprovalPolicy, EmptyEffort, ReasoningEffort, SandboxOptions, SandboxPolicy, SettingsChange, ThreadSettings,
     TurnBudget,
 };
 pub use status::{AgentStatus, TokenUsage};

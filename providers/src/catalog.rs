@@ -62,6 +62,7 @@ impl ProviderCatalog {
                     id: config.model.clone(),
                     provider: config.provider.clone(),
                     context_window: config.context_window,
+                    traits: Default::default(),
                 },
                 Arc::clone(&main),
             ),
@@ -73,6 +74,7 @@ impl ProviderCatalog {
                     id: fb.model.clone(),
                     provider: fb.provider.clone(),
                     context_window: None,
+                    traits: Default::default(),
                 },
                 client,
             ));
@@ -84,6 +86,7 @@ impl ProviderCatalog {
                     id: model.clone(),
                     provider: provider.clone(),
                     context_window: None,
+                    traits: Default::default(),
                 },
                 client,
             ));
@@ -164,5 +167,6 @@ pub fn endpoint(
         stream_idle_timeout: info.stream_idle_timeout,
         request_retry: retry(info.request_max_retries),
         stream_retry: retry(info.stream_max_retries),
+        thinking_off: info.thinking_off,
     })
 }

@@ -86,7 +86,7 @@ impl StepContext {
             input: history.to_vec(),
             tools: self.tools.specs(),
             parallel_tool_calls: self.parallel_tool_calls,
-            reasoning_effort: self.settings.reasoning_effort,
+            reasoning_effort: self.settings.reasoning_effort.clone(),
             prompt_cache_key: self.prompt_cache_key.clone(),
             output_schema: self.output_schema.clone(),
         }
