@@ -42,6 +42,8 @@ pub struct BootstrapOptions {
     pub profile: Option<String>,
     /// `-c key=value` overrides, in order.
     pub overrides: Vec<String>,
+    /// `-m`: the model, over the environment, the profile and the file.
+    pub model: Option<String>,
     /// Use the built-in scripted model instead of the configured providers.
     pub demo: bool,
     pub kernel: KernelConfig,
@@ -156,7 +158,7 @@ pub fn bootstrap(
     // The provider keys are in this process's environment and memory: no command it runs
     // may read them through /proc.
     rein_tools::sandbox::protect_this_process();
-    let home = match options.home {
+    let home = match options.home.clone() {
         Some(home) => home,
         None => config::rein_home(env).ok_or(BootstrapError::NoHome)?,
     };
@@ -169,7 +171,7 @@ pub fn bootstrap(
         (demo_catalog(), DEMO_MODEL.into(), "scripted".into(), None)
     } else {
         let config = config::load(
-            &load_options(&home, &options.profile, &options.overrides),
+            &load_options(&home, &options),
             env,
         )?;
         let catalog = ProviderCatalog::from_config(&config, env)?;
@@ -181,7 +183,7 @@ pub fn bootstrap(
         )
     };
     let reload_with =
-        (!options.demo).then(|| load_options(&home, &options.profile, &options.overrides));
+        (!options.demo).then(|| load_options(&home, &options));
     let kernel_config = kernel_config(options.kernel, config.as_ref());
     let store: Arc<dyn SessionStore> = RolloutService::start(
         home.clone(),
@@ -243,15 +245,12 @@ fn mcp_manager(config: &ModelConfig) -> Result<Option<Arc<rein_mcp::McpManager>>
         })
 }
 
-fn load_options(
-    home: &std::path::Path,
-    profile: &Option<String>,
-    overrides: &[String],
-) -> LoadOptions {
+fn load_options(home: &std::path::Path, options: &BootstrapOptions) -> LoadOptions {
     LoadOptions {
         home: home.to_owned(),
-        profile: profile.clone(),
-        overrides: overrides.to_vec(),
+        profile: options.profile.clone(),
+        overrides: options.overrides.clone(),
+        model: options.model.clone(),
     }
 }
 

@@ -37,6 +37,7 @@ pub mod advisor;
 pub mod agents;
 pub mod error;
 pub mod overrides;
+pub mod policy;
 pub mod provider;
 
 use std::collections::BTreeMap;
@@ -45,10 +46,13 @@ use std::path::{Path, PathBuf};
 use rein_protocol::ReasoningEffort;
 use serde::Deserialize;
 
+use policy::Policy;
+
 pub use acp::{AcpSettings, AcpToml};
 pub use advisor::{AdvisorConfig, AdvisorMode, AdvisorToml};
 pub use error::{ConfigError, OverrideProblem};
 pub use overrides::Override;
+pub use policy::{Fallback, ModelTable, ModelToml, ENV_VARS};
 pub use provider::{ProviderInfo, ProviderToml, ThinkingOff, WireApi};
 
 /// The model used when neither the file nor a profile names one.
@@ -64,6 +68,14 @@ pub struct ConfigToml {
     pub model_context_window: Option<u64>,
     pub model_auto_compact_token_limit: Option<u64>,
     pub model_reasoning_effort: Option<ReasoningEffort>,
+    /// The model a request carrying images goes to when `model` is not known to read them.
+    pub multimodal_model: Option<String>,
+    pub multimodal_provider: Option<String>,
+    pub fallback_model: Option<String>,
+    pub fallback_provider: Option<String>,
+    /// `[models.NAME]`: what a model accepts, over what rein's catalog knows of it.
+    #[serde(default)]
+    pub models: ModelTable,
     pub profile: Option<String>,
     /// A file whose text is the instructions every new thread sends (relative paths are
     /// read from `$REIN_HOME`).
@@ -91,15 +103,10 @@ pub struct ProfileToml {
     pub model_context_window: Option<u64>,
     pub model_auto_compact_token_limit: Option<u64>,
     pub model_reasoning_effort: Option<ReasoningEffort>,
+    pub multimodal_model: Option<String>,
+    pub multimodal_provider: Option<String>,
     pub fallback_model: Option<String>,
     pub fallback_provider: Option<String>,
-}
-
-/// The model to try once when the main one fails recoverably after its retries.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Fallback {
-    pub model: String,
-    pub provider: String,
 }
 
 /// The resolved model configuration.
@@ -113,7 +120,12 @@ pub struct ModelConfig {
     pub reasoning_effort: Option<ReasoningEffort>,
     /// The text of `model_instructions_file`, read when the configuration was loaded.
     pub instructions: Option<String>,
+    /// The model to try once when the main one fails recoverably after its retries.
     pub fallback: Option<Fallback>,
+    /// Where requests carrying images go when the model is not known to read them.
+    pub multimodal: Option<Fallback>,
+    /// `[models.NAME]` as written.
+    pub models: ModelTable,
     /// The active profile, if any.
     pub profile: Option<String>,
     /// Every known provider: built-ins refined by the file, plus the file's own.
@@ -138,6 +150,8 @@ pub struct LoadOptions {
     pub profile: Option<String>,
     /// `-c key=value` arguments, applied in order.
     pub overrides: Vec<String>,
+    /// `-m`: the model, over the environment, the profile and the file.
+    pub model: Option<String>,
 }
 
 /// `$REIN_HOME`, else `~/.rein`.
@@ -199,10 +213,8 @@ pub fn resolve(
                 })?
         }
     };
-    let provider = profile
-        .model_provider
-        .or(file.model_provider.clone())
-        .unwrap_or_else(|| DEFAULT_PROVIDER.into());
+    let policy = Policy::resolve(options, env, &profile, &file);
+    let provider = policy.provider.clone();
     let known = |id: &str| -> Result<(), ConfigError> {
         if providers.contains_key(id) {
             Ok(())
@@ -215,19 +227,9 @@ pub fn resolve(
         }
     };
     known(&provider)?;
-    let fallback = match profile.fallback_model {
-        None => None,
-        Some(model) => {
-            let fallback_provider = profile
-                .fallback_provider
-                .unwrap_or_else(|| provider.clone());
-            known(&fallback_provider)?;
-            Some(Fallback {
-                model,
-                provider: fallback_provider,
-            })
-        }
-    };
+    for second in [&policy.fallback, &policy.multimodal].into_iter().flatten() {
+        known(&second.provider)?;
+    }
     let advisor = resolve_advisor(&file, &provider, path, &known)?;
     let instructions = match &file.model_instructions_file {
         None => None,
@@ -240,20 +242,17 @@ pub fn resolve(
         }
     };
     Ok(ModelConfig {
-        model: profile
-            .model
-            .or(file.model)
-            .unwrap_or_else(|| DEFAULT_MODEL.into()),
+        model: policy.model,
         provider,
         context_window: profile.model_context_window.or(file.model_context_window),
         auto_compact_token_limit: profile
             .model_auto_compact_token_limit
             .or(file.model_auto_compact_token_limit),
-        reasoning_effort: profile
-            .model_reasoning_effort
-            .or(file.model_reasoning_effort),
+        reasoning_effort: policy.effort,
         instructions,
-        fallback,
+        fallback: policy.fallback,
+        multimodal: policy.multimodal,
+        models: file.models,
         profile: profile_name,
         providers,
         config_path: path.to_owned(),

@@ -146,6 +146,7 @@ impl Replayer {
                     home: options.home.clone(),
                     profile,
                     overrides,
+                    model: None,
                 },
                 env,
             )
