@@ -587,7 +587,10 @@ fn turn_start_effort_none_sends_it_and_streamed_reasoning_never_becomes_an_item(
     assert_eq!(bodies[1]["reasoning"]["effort"], "xhigh");
     assert!(server.finish().success());
     let rollouts = walk_text(home.path());
-    assert!(rollouts.contains("VISIBLE-THOUGHTS"), "the rollout was read");
+    assert!(
+        rollouts.contains("VISIBLE-THOUGHTS"),
+        "the rollout was read"
+    );
     assert!(!rollouts.contains("SECRET-THOUGHTS"));
 }
 

@@ -34,7 +34,10 @@ fn home(mock: &MockModel, wire: &str, top: &str, tables: &str) -> tempfile::Temp
 }
 
 fn exec(home: &Path, args: &[&str], env: &[(&str, &str)]) -> std::process::Output {
-    let mut cmd = rein_in(home, &[&["exec", "--json", "--skip-git-repo-check"], args].concat());
+    let mut cmd = rein_in(
+        home,
+        &[&["exec", "--json", "--skip-git-repo-check"], args].concat(),
+    );
     for (k, v) in env {
         cmd.env(k, v);
     }
@@ -105,7 +108,10 @@ fn effort_none_sends_both_flags_and_streamed_reasoning_never_reaches_json_or_rol
     );
     let body = &mock.requests()[0];
     assert_eq!(body["enable_thinking"], json!(false));
-    assert_eq!(body["chat_template_kwargs"], json!({"enable_thinking": false}));
+    assert_eq!(
+        body["chat_template_kwargs"],
+        json!({"enable_thinking": false})
+    );
     assert_eq!(body.get("reasoning_effort"), None, "{body}");
     let stdout = serde_json::to_string(&events).unwrap();
     assert!(!stdout.contains("SECRET-THOUGHTS"), "{stdout}");
@@ -156,7 +162,11 @@ fn thinking_off_per_provider_chooses_the_flags() {
         let events = exec_ok(home.path(), &["Think?"], &[]);
         let body = &mock.requests()[0];
         assert_eq!(body.get("enable_thinking").cloned(), flag, "{mode}");
-        assert_eq!(body.get("chat_template_kwargs").cloned(), template, "{mode}");
+        assert_eq!(
+            body.get("chat_template_kwargs").cloned(),
+            template,
+            "{mode}"
+        );
         assert_eq!(body.get("reasoning_effort").cloned(), effort, "{mode}");
         assert!(!serde_json::to_string(&events)
             .unwrap()
@@ -204,7 +214,9 @@ fn an_effort_the_catalog_does_not_list_is_refused_naming_the_allowed_ones() {
     assert!(!out.status.success());
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
-        stderr.contains("does not support reasoning effort `none` (it supports: minimal, low, medium, high)"),
+        stderr.contains(
+            "does not support reasoning effort `none` (it supports: minimal, low, medium, high)"
+        ),
         "{stderr}"
     );
     // A model's own table.
@@ -260,7 +272,11 @@ fn an_image_and_no_model_that_reads_it_is_an_error_naming_the_setting() {
         "[models.mock]\ninput_modalities = [\"text\"]",
     );
     let work = tempfile::tempdir().unwrap();
-    let out = exec(home.path(), &["-i", &image(work.path()), "What is this?"], &[]);
+    let out = exec(
+        home.path(),
+        &["-i", &image(work.path()), "What is this?"],
+        &[],
+    );
     assert_eq!(out.status.code(), Some(1));
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(stdout.contains("set `multimodal_model`"), "{stdout}");
@@ -288,7 +304,10 @@ fn precedence_model_request_env_profile_file_default() {
     // The file's `model = "mock"` is the "config" layer in every case.
     let p = Some("model = \"from-profile\"");
     let env = [("REIN_MODEL", "from-env")];
-    assert_eq!(model_sent("", p, &env, &["-m", "from-flag"])["model"], "from-flag");
+    assert_eq!(
+        model_sent("", p, &env, &["-m", "from-flag"])["model"],
+        "from-flag"
+    );
     assert_eq!(model_sent("", p, &env, &[])["model"], "from-env");
     assert_eq!(model_sent("", p, &[], &[])["model"], "from-profile");
     assert_eq!(model_sent("", None, &[], &[])["model"], "mock");
@@ -301,7 +320,10 @@ fn precedence_effort_env_profile_file() {
     let env = [("REIN_REASONING_EFFORT", "xhigh")];
     assert_eq!(model_sent(file, p, &env, &[])["reasoning_effort"], "xhigh");
     assert_eq!(model_sent(file, p, &[], &[])["reasoning_effort"], "low");
-    assert_eq!(model_sent(file, None, &[], &[])["reasoning_effort"], "medium");
+    assert_eq!(
+        model_sent(file, None, &[], &[])["reasoning_effort"],
+        "medium"
+    );
     // Built-in default: no effort sent at all.
     assert_eq!(model_sent("", None, &[], &[]).get("reasoning_effort"), None);
 }
@@ -322,13 +344,26 @@ fn precedence_provider_env_profile_file() {
         "profile = \"p\"",
         &format!("{providers}[profiles.p]\nmodel_provider = \"b\"\n"),
     );
-    exec_ok(with_profile.path(), &["hi"], &[("REIN_MODEL_PROVIDER", "c")]);
-    assert_eq!((a.requests().len(), b.requests().len(), c.requests().len()), (0, 0, 1));
+    exec_ok(
+        with_profile.path(),
+        &["hi"],
+        &[("REIN_MODEL_PROVIDER", "c")],
+    );
+    assert_eq!(
+        (a.requests().len(), b.requests().len(), c.requests().len()),
+        (0, 0, 1)
+    );
     exec_ok(with_profile.path(), &["hi"], &[]);
-    assert_eq!((a.requests().len(), b.requests().len(), c.requests().len()), (0, 1, 1));
+    assert_eq!(
+        (a.requests().len(), b.requests().len(), c.requests().len()),
+        (0, 1, 1)
+    );
     let file_only = home(&a, "chat", "", &providers);
     exec_ok(file_only.path(), &["hi"], &[]);
-    assert_eq!((a.requests().len(), b.requests().len(), c.requests().len()), (1, 1, 1));
+    assert_eq!(
+        (a.requests().len(), b.requests().len(), c.requests().len()),
+        (1, 1, 1)
+    );
 }
 
 /// The model the image turn's request went to.

@@ -11,7 +11,6 @@ use rein_protocol::{
     AgentOp, AgentReport, AgentReportStatus, ReasoningEffort, ThreadId, ToolOutcome,
 };
 
-
 /// What an agent tool call says about itself.
 pub struct AgentCall<'a> {
     pub op: AgentOp,

@@ -118,7 +118,10 @@ impl Kernel {
             approval_policy: ApprovalPolicy::OnRequest,
             sandbox_policy: SandboxPolicy::WorkspaceWrite,
             sandbox_options: None,
-            reasoning_effort: self.config.as_ref().and_then(|c| c.reasoning_effort.clone()),
+            reasoning_effort: self
+                .config
+                .as_ref()
+                .and_then(|c| c.reasoning_effort.clone()),
             budget: TurnBudget::default(),
             instructions: self
                 .config
@@ -170,10 +173,7 @@ pub fn bootstrap(
     ) = if options.demo {
         (demo_catalog(), DEMO_MODEL.into(), "scripted".into(), None)
     } else {
-        let config = config::load(
-            &load_options(&home, &options),
-            env,
-        )?;
+        let config = config::load(&load_options(&home, &options), env)?;
         let catalog = ProviderCatalog::from_config(&config, env)?;
         (
             Arc::new(catalog),
@@ -182,8 +182,7 @@ pub fn bootstrap(
             Some(config),
         )
     };
-    let reload_with =
-        (!options.demo).then(|| load_options(&home, &options));
+    let reload_with = (!options.demo).then(|| load_options(&home, &options));
     let kernel_config = kernel_config(options.kernel, config.as_ref());
     let store: Arc<dyn SessionStore> = RolloutService::start(
         home.clone(),

@@ -58,9 +58,7 @@ fn is_false(b: &bool) -> bool {
 /// thinking off (see [`ReasoningEffort::is_off`]).
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, JsonSchema)]
 #[serde(transparent)]
-pub struct ReasoningEffort(
-    #[schemars(length(min = 1))] std::borrow::Cow<'static, str>,
-);
+pub struct ReasoningEffort(#[schemars(length(min = 1))] std::borrow::Cow<'static, str>);
 
 /// An empty effort name.
 #[derive(Clone, Debug, PartialEq, Eq)]

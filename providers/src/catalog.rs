@@ -9,8 +9,8 @@ use std::sync::Arc;
 use rein_config::{ConfigError, Fallback, ModelConfig, ProviderInfo, WireApi};
 use rein_core::model::{ModelCatalog, ModelClient, ModelInfo, RetryPolicy, UnknownModel};
 
-use crate::known_models;
 use crate::http::{http_client, ApiKey, ChatClient, Endpoint, ResponsesClient};
+use crate::known_models;
 
 pub struct ProviderCatalog {
     main: Arc<dyn ModelClient>,
@@ -82,10 +82,9 @@ impl ProviderCatalog {
         }
         // Models named only in `[models]` are served by the main provider, like any name.
         for model in config.models.keys() {
-            routes.entry(model.clone()).or_insert((
-                info(model, &config.provider, None),
-                Arc::clone(&main),
-            ));
+            routes
+                .entry(model.clone())
+                .or_insert((info(model, &config.provider, None), Arc::clone(&main)));
         }
         let catalog = Self {
             main,
@@ -95,12 +94,12 @@ impl ProviderCatalog {
             multimodal: config.multimodal.clone(),
         };
         if let Some(effort) = &config.reasoning_effort {
-            catalog
-                .check_effort(&config.model, effort)
-                .map_err(|e| ConfigError::UnsupportedEffort {
+            catalog.check_effort(&config.model, effort).map_err(|e| {
+                ConfigError::UnsupportedEffort {
                     message: e.to_string(),
                     config_path: config.config_path.clone(),
-                })?;
+                }
+            })?;
         }
         Ok(catalog)
     }

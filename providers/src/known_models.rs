@@ -46,25 +46,58 @@ const GPT52: &[ReasoningEffort] = &[
 ];
 
 const KNOWN: &[Known] = &[
-    Known { name: "gpt-5", efforts: GPT5, images: true },
-    Known { name: "gpt-5-mini", efforts: GPT5, images: true },
-    Known { name: "gpt-5-nano", efforts: GPT5, images: true },
-    Known { name: "gpt-5-codex", efforts: GPT5_CODEX, images: true },
-    Known { name: "gpt-5.1", efforts: GPT51, images: true },
-    Known { name: "gpt-5.1-codex", efforts: GPT5_CODEX, images: true },
-    Known { name: "gpt-5.1-codex-max", efforts: GPT51_CODEX_MAX, images: true },
-    Known { name: "gpt-5.2", efforts: GPT52, images: true },
+    Known {
+        name: "gpt-5",
+        efforts: GPT5,
+        images: true,
+    },
+    Known {
+        name: "gpt-5-mini",
+        efforts: GPT5,
+        images: true,
+    },
+    Known {
+        name: "gpt-5-nano",
+        efforts: GPT5,
+        images: true,
+    },
+    Known {
+        name: "gpt-5-codex",
+        efforts: GPT5_CODEX,
+        images: true,
+    },
+    Known {
+        name: "gpt-5.1",
+        efforts: GPT51,
+        images: true,
+    },
+    Known {
+        name: "gpt-5.1-codex",
+        efforts: GPT5_CODEX,
+        images: true,
+    },
+    Known {
+        name: "gpt-5.1-codex-max",
+        efforts: GPT51_CODEX_MAX,
+        images: true,
+    },
+    Known {
+        name: "gpt-5.2",
+        efforts: GPT52,
+        images: true,
+    },
 ];
 
 /// What is known of `model`: the built-in entry, refined by its `[models.NAME]` table.
 pub fn traits(model: &str, configured: Option<&ModelToml>) -> ModelTraits {
-    let mut traits = KNOWN
-        .iter()
-        .find(|k| k.name == model)
-        .map_or_else(ModelTraits::default, |k| ModelTraits {
-            efforts: Some(k.efforts.to_vec()),
-            images: Some(k.images),
-        });
+    let mut traits =
+        KNOWN
+            .iter()
+            .find(|k| k.name == model)
+            .map_or_else(ModelTraits::default, |k| ModelTraits {
+                efforts: Some(k.efforts.to_vec()),
+                images: Some(k.images),
+            });
     if let Some(t) = configured {
         if let Some(efforts) = &t.reasoning_efforts {
             traits.efforts = Some(efforts.clone());

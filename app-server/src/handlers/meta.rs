@@ -14,10 +14,10 @@ use serde_json::{json, Value};
 
 use super::to_value;
 use crate::convert::approval_policy_to_wire;
-use rein_protocol::ReasoningEffort;
 use crate::dispatch::{params, ServerState};
 use crate::error::RpcError;
 use crate::outbound::Outbound;
+use rein_protocol::ReasoningEffort;
 
 /// The answer to `initialize`; applies the client's notification opt-outs to `out`.
 /// Whether `initialize`'s params opt into the experimental API.
@@ -139,7 +139,10 @@ pub fn config_read(state: &ServerState, raw: Value) -> Result<Value, RpcError> {
     );
     config.insert(
         "model_reasoning_effort".into(),
-        json!(defaults.reasoning_effort.as_ref().map(ReasoningEffort::as_str)),
+        json!(defaults
+            .reasoning_effort
+            .as_ref()
+            .map(ReasoningEffort::as_str)),
     );
     if let Some(window) = kernel.config.as_ref().and_then(|c| c.context_window) {
         config.insert("model_context_window".into(), json!(window));

@@ -24,8 +24,7 @@ use tokio::sync::mpsc::error::TrySendError;
 use super::meta::page;
 use super::{loaded, to_value};
 use crate::convert::{
-    approval_policy_from_wire, approval_policy_to_wire, sandbox_from_mode,
-    sandbox_to_wire,
+    approval_policy_from_wire, approval_policy_to_wire, sandbox_from_mode, sandbox_to_wire,
 };
 use crate::dispatch::{
     bounded, params, wire_id, ServerState, MAX_MODEL_BYTES, MAX_NAME_BYTES, MAX_PATH_BYTES,

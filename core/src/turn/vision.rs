@@ -46,7 +46,11 @@ impl Vision {
     }
 
     /// Point `step` at the model for `history`; a failed turn when none can read it.
-    pub(crate) fn route(&self, step: &mut StepContext, history: &[Arc<Item>]) -> Result<(), TaskOutcome> {
+    pub(crate) fn route(
+        &self,
+        step: &mut StepContext,
+        history: &[Arc<Item>],
+    ) -> Result<(), TaskOutcome> {
         if !history.iter().any(|i| carries_image(i)) {
             return Ok(());
         }
@@ -77,9 +81,9 @@ impl Vision {
 
 fn carries_image(item: &Item) -> bool {
     match item {
-        Item::UserMessage { content, .. } => content
-            .iter()
-            .any(|p| matches!(p, InputPart::Image { .. })),
+        Item::UserMessage { content, .. } => {
+            content.iter().any(|p| matches!(p, InputPart::Image { .. }))
+        }
         // Tool results are text: an MCP image block reaches the model as a line of text.
         _ => false,
     }

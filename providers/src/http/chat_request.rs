@@ -210,7 +210,10 @@ fn messages(request: &ModelRequest) -> Vec<Message<'_>> {
 /// The request body for `request`; deterministic like the Responses one. Effort `none`
 /// becomes the flags `thinking_off` names; the effort itself is then left out, since
 /// servers that take the flags (vLLM) refuse efforts they do not list.
-pub fn request_body(request: &ModelRequest, thinking_off: ThinkingOff) -> Result<Vec<u8>, ModelError> {
+pub fn request_body(
+    request: &ModelRequest,
+    thinking_off: ThinkingOff,
+) -> Result<Vec<u8>, ModelError> {
     let has_tools = !request.tools.is_empty();
     let off = request
         .reasoning_effort
