@@ -284,17 +284,29 @@ fn an_image_and_no_model_that_reads_it_is_an_error_naming_the_setting() {
     assert!(mock.requests().is_empty(), "no request was sent");
 }
 
+/// A chat home with `top` and `tables`, plus `[profiles.p]` (selected) when given.
+fn layered_home(
+    mock: &MockModel,
+    top: &str,
+    tables: &str,
+    profile_body: Option<&str>,
+) -> tempfile::TempDir {
+    match profile_body {
+        None => home(mock, "chat", top, tables),
+        Some(p) => home(
+            mock,
+            "chat",
+            &format!("{top}\nprofile = \"p\""),
+            &format!("{tables}\n[profiles.p]\n{p}\n"),
+        ),
+    }
+}
+
 /// The model of the first request a run sends, with `top` in the file, `profile_body`
 /// as `[profiles.p]` (selected when given), `env` and `args`.
 fn model_sent(top: &str, profile_body: Option<&str>, env: &[(&str, &str)], args: &[&str]) -> Value {
     let mock = MockModel::start(thinking_script());
-    let tables = profile_body.map_or_else(String::new, |p| format!("[profiles.p]\n{p}"));
-    let top = if profile_body.is_some() {
-        format!("{top}\nprofile = \"p\"")
-    } else {
-        top.to_owned()
-    };
-    let home = home(&mock, "chat", &top, &tables);
+    let home = layered_home(&mock, top, "", profile_body);
     exec_ok(home.path(), &[args, &["hi"]].concat(), env);
     mock.requests()[0].clone()
 }
@@ -369,13 +381,8 @@ fn precedence_provider_env_profile_file() {
 /// The model the image turn's request went to.
 fn multimodal_sent(top: &str, profile_body: Option<&str>, env: &[(&str, &str)]) -> Value {
     let mock = MockModel::start(json!({"replies": [{"text": "A dot."}]}));
-    let mut tables = "[models.mock]\ninput_modalities = [\"text\"]\n".to_owned();
-    let mut top = top.to_owned();
-    if let Some(p) = profile_body {
-        tables.push_str(&format!("[profiles.p]\n{p}\n"));
-        top.push_str("\nprofile = \"p\"");
-    }
-    let home = home(&mock, "chat", &top, &tables);
+    let tables = "[models.mock]\ninput_modalities = [\"text\"]";
+    let home = layered_home(&mock, top, tables, profile_body);
     let work = tempfile::tempdir().unwrap();
     exec_ok(home.path(), &["-i", &image(work.path()), "What?"], env);
     mock.requests()[0]["model"].clone()
@@ -397,13 +404,8 @@ fn fallback_sent(top: &str, profile_body: Option<&str>, env: &[(&str, &str)]) ->
         {"fault": {"type": "http_error", "status": 503, "message": "down"}},
         {"text": "From the fallback."}
     ]}));
-    let mut tables = "request_max_retries = 0\nstream_max_retries = 0\n".to_owned();
-    let mut top = top.to_owned();
-    if let Some(p) = profile_body {
-        tables.push_str(&format!("[profiles.p]\n{p}\n"));
-        top.push_str("\nprofile = \"p\"");
-    }
-    let home = home(&mock, "chat", &top, &tables);
+    let tables = "request_max_retries = 0\nstream_max_retries = 0";
+    let home = layered_home(&mock, top, tables, profile_body);
     exec_ok(home.path(), &["hi"], env);
     let requests = mock.requests();
     assert_eq!(requests[0]["model"], "mock");
