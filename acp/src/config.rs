@@ -90,7 +90,7 @@ impl Choices {
         Self {
             mode: Mode::of(settings),
             model: settings.model.clone(),
-            effort: settings.reasoning_effort,
+            effort: settings.reasoning_effort.clone(),
         }
     }
 
@@ -107,15 +107,12 @@ impl Choices {
                 "unknown model {value:?}; known: {}",
                 models.join(", ")
             )),
-            EFFORT => match effort_of(value) {
-                Some(effort) => {
-                    self.effort = Some(effort);
-                    Ok(())
-                }
-                None => Err(format!(
-                    "unknown reasoning effort {value:?}; known: minimal, low, medium, high"
-                )),
-            },
+            // Any effort the model may advertise; the kernel checks it against the
+            // catalog when the change reaches the thread.
+            EFFORT => {
+                self.effort = Some(ReasoningEffort::new(value).map_err(|e| e.to_string())?);
+                Ok(())
+            }
             other => Err(format!(
                 "unknown config option {other:?}; known: {MODE}, {MODEL}, {EFFORT}"
             )),
@@ -139,7 +136,8 @@ impl Choices {
             sandbox_policy: new_mode.then_some(sandbox),
             reasoning_effort: self
                 .effort
-                .filter(|e| settings.reasoning_effort != Some(*e)),
+                .clone()
+                .filter(|e| settings.reasoning_effort.as_ref() != Some(e)),
             ..SettingsChange::default()
         }
     }
@@ -179,18 +177,24 @@ impl Choices {
                     .description("What the model does unless asked"),
             );
         }
-        for (id, name) in [
-            ("minimal", "Minimal"),
-            ("low", "Low"),
-            ("medium", "Medium"),
-            ("high", "High"),
-        ] {
-            efforts.push(SessionConfigSelectOption::new(id, name));
+        let mut offered = ReasoningEffort::COMMON.to_vec();
+        if let Some(current) = self.effort.as_ref().filter(|e| !offered.contains(e)) {
+            offered.push(current.clone());
+        }
+        for effort in offered {
+            let name = match effort.as_str() {
+                "none" => "None (thinking off)".to_owned(),
+                "xhigh" => "Extra high".to_owned(),
+                other => capitalised(other),
+            };
+            efforts.push(SessionConfigSelectOption::new(effort.to_string(), name));
         }
         let effort = SessionConfigOption::select(
             EFFORT,
             "Reasoning effort",
-            self.effort.map_or("default", effort_id),
+            self.effort
+                .as_ref()
+                .map_or_else(|| "default".to_owned(), ToString::to_string),
             efforts,
         )
         .category(SessionConfigOptionCategory::ThoughtLevel);
@@ -209,23 +213,11 @@ impl Choices {
     }
 }
 
-fn effort_of(value: &str) -> Option<ReasoningEffort> {
-    match value {
-        "minimal" => Some(ReasoningEffort::Minimal),
-        "low" => Some(ReasoningEffort::Low),
-        "medium" => Some(ReasoningEffort::Medium),
-        "high" => Some(ReasoningEffort::High),
-        _ => None,
-    }
-}
-
-fn effort_id(effort: ReasoningEffort) -> &'static str {
-    match effort {
-        ReasoningEffort::Minimal => "minimal",
-        ReasoningEffort::Low => "low",
-        ReasoningEffort::Medium => "medium",
-        ReasoningEffort::High => "high",
-    }
+fn capitalised(name: &str) -> String {
+    let mut chars = name.chars();
+    chars.next().map_or_else(String::new, |first| {
+        first.to_uppercase().chain(chars).collect()
+    })
 }
 
 #[cfg(test)]
@@ -261,7 +253,7 @@ mod tests {
                 model: Some("m2".into()),
                 approval_policy: Some(ApprovalPolicy::Never),
                 sandbox_policy: Some(SandboxPolicy::DangerFullAccess),
-                reasoning_effort: Some(ReasoningEffort::High),
+                reasoning_effort: Some(ReasoningEffort::HIGH),
                 ..SettingsChange::default()
             }
         );

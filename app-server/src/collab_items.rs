@@ -11,8 +11,6 @@ use rein_protocol::{
     AgentOp, AgentReport, AgentReportStatus, ReasoningEffort, ThreadId, ToolOutcome,
 };
 
-use crate::convert::effort_to_wire;
-
 /// What an agent tool call says about itself.
 pub struct AgentCall<'a> {
     pub op: AgentOp,
@@ -63,7 +61,7 @@ pub fn collab_item(
         receiver_thread_ids: receivers,
         prompt: call.prompt.map(str::to_owned),
         model: call.model.map(str::to_owned),
-        reasoning_effort: call.reasoning_effort.map(|e| effort_to_wire(e).into()),
+        reasoning_effort: call.reasoning_effort.as_ref().map(ToString::to_string),
         agents_states,
     }
 }

@@ -120,28 +120,10 @@ pub fn sandbox_to_wire(
     }
 }
 
-/// Codex's effort names, folded onto rein's four levels.
-pub fn effort_from_wire(effort: &str) -> Result<Option<ReasoningEffort>, RpcError> {
-    match effort {
-        "none" => Ok(None),
-        "minimal" => Ok(Some(ReasoningEffort::Minimal)),
-        "low" => Ok(Some(ReasoningEffort::Low)),
-        "medium" => Ok(Some(ReasoningEffort::Medium)),
-        "high" | "xhigh" => Ok(Some(ReasoningEffort::High)),
-        other => Err(bad_field(
-            "effort",
-            format!("unknown reasoning effort `{other}`"),
-        )),
-    }
-}
-
-pub fn effort_to_wire(effort: ReasoningEffort) -> &'static str {
-    match effort {
-        ReasoningEffort::Minimal => "minimal",
-        ReasoningEffort::Low => "low",
-        ReasoningEffort::Medium => "medium",
-        ReasoningEffort::High => "high",
-    }
+/// Codex's effort, as any non-empty name; whether the model takes it is the kernel's
+/// check when the turn starts (against what the model catalog advertises).
+pub fn effort_from_wire(effort: &str) -> Result<ReasoningEffort, RpcError> {
+    ReasoningEffort::new(effort).map_err(|e| bad_field("effort", e.to_string()))
 }
 
 pub fn input_from_wire(input: &[UserInput]) -> Result<Vec<InputPart>, RpcError> {

@@ -9,7 +9,6 @@ use rein_core::ThreadHandle;
 use rein_protocol::{AgentOrigin, ThreadId, ThreadSettings};
 use tokio::sync::mpsc;
 
-use crate::convert::effort_to_wire;
 use crate::pump::PumpRequest;
 use crate::subscribers::Subscribers;
 
@@ -48,7 +47,8 @@ impl ThreadMeta {
             reasoning_effort: self
                 .settings
                 .reasoning_effort
-                .map(|e| effort_to_wire(e).into()),
+                .as_ref()
+                .map(ToString::to_string),
             created_at: self.created_at,
             updated_at: self.updated_at,
             recency_at: Some(self.updated_at),

@@ -174,7 +174,7 @@ pub fn tool_item(
                 targets,
                 prompt: prompt.as_deref(),
                 model: model.as_deref(),
-                reasoning_effort: *reasoning_effort,
+                reasoning_effort: reasoning_effort.clone(),
             },
             outcome,
         ),

@@ -47,6 +47,8 @@ pub struct BootstrapOptions {
     pub profile: Option<String>,
     /// `-c key=value` overrides, in order.
     pub overrides: Vec<String>,
+    /// `-m`: the model, over the environment, the profile and the file.
+    pub model: Option<String>,
     /// Use the built-in scripted model instead of the configured providers.
     pub demo: bool,
     pub kernel: KernelConfig,
@@ -132,7 +134,10 @@ impl Kernel {
                 .and_then(|c| c.sandbox_mode)
                 .unwrap_or(SandboxPolicy::WorkspaceWrite),
             sandbox_options: None,
-            reasoning_effort: self.config.as_ref().and_then(|c| c.reasoning_effort),
+            reasoning_effort: self
+                .config
+                .as_ref()
+                .and_then(|c| c.reasoning_effort.clone()),
             budget: TurnBudget::default(),
             instructions: self
                 .config
@@ -226,7 +231,7 @@ pub fn bootstrap(
     // The provider keys are in this process's environment and memory: no command it runs
     // may read them through /proc.
     rein_tools::sandbox::protect_this_process();
-    let home = match options.home {
+    let home = match options.home.clone() {
         Some(home) => home,
         None => config::rein_home(env).ok_or(BootstrapError::NoHome)?,
     };
@@ -238,10 +243,7 @@ pub fn bootstrap(
     ) = if options.demo {
         (demo_catalog(), DEMO_MODEL.into(), "scripted".into(), None)
     } else {
-        let config = config::load(
-            &load_options(&home, &options.profile, &options.overrides),
-            env,
-        )?;
+        let config = config::load(&load_options(&home, &options), env)?;
         let catalog = ProviderCatalog::from_config(&config, env)?;
         (
             Arc::new(catalog),
@@ -250,8 +252,7 @@ pub fn bootstrap(
             Some(config),
         )
     };
-    let reload_with =
-        (!options.demo).then(|| load_options(&home, &options.profile, &options.overrides));
+    let reload_with = (!options.demo).then(|| load_options(&home, &options));
     let kernel_config = kernel_config(options.kernel, config.as_ref());
     let store: Arc<dyn SessionStore> = RolloutService::start(
         home.clone(),
@@ -301,7 +302,7 @@ pub fn skills_config(
         None => config::rein_home(env).ok_or(BootstrapError::NoHome)?,
     };
     let config = config::load(
-        &load_options(&home, &options.profile, &options.overrides),
+        &load_options(&home, options),
         env,
     )?;
     Ok(context_config(&home, Some(&config), false, env).skills)
@@ -374,15 +375,12 @@ fn mcp_manager(config: &ModelConfig) -> Result<Option<Arc<rein_mcp::McpManager>>
         })
 }
 
-fn load_options(
-    home: &std::path::Path,
-    profile: &Option<String>,
-    overrides: &[String],
-) -> LoadOptions {
+fn load_options(home: &std::path::Path, options: &BootstrapOptions) -> LoadOptions {
     LoadOptions {
         home: home.to_owned(),
-        profile: profile.clone(),
-        overrides: overrides.to_vec(),
+        profile: options.profile.clone(),
+        overrides: options.overrides.clone(),
+        model: options.model.clone(),
     }
 }
 
@@ -412,6 +410,7 @@ pub fn demo_catalog() -> Arc<StaticCatalog> {
             id: DEMO_MODEL.into(),
             provider: "scripted".into(),
             context_window: Some(128_000),
+            traits: Default::default(),
         },
         model,
     ))

@@ -57,6 +57,15 @@ pub enum ConfigError {
     },
     #[error("the model provider `{provider}` has an invalid HTTP header `{name}` in http_headers")]
     InvalidHeader { provider: String, name: String },
+    #[error(
+        "{message}: set model_reasoning_effort to one of those (or list the model's efforts \
+         in [models.NAME] reasoning_efforts) in {}",
+        config_path.display()
+    )]
+    UnsupportedEffort {
+        message: String,
+        config_path: PathBuf,
+    },
     #[error("could not set up the HTTP client: {0}")]
     HttpClient(#[source] Box<dyn std::error::Error + Send + Sync>),
 }

@@ -38,6 +38,7 @@ pub mod agents;
 pub mod error;
 pub mod overrides;
 pub mod project_doc;
+pub mod policy;
 pub mod provider;
 
 use std::collections::BTreeMap;
@@ -46,12 +47,15 @@ use std::path::{Path, PathBuf};
 use rein_protocol::{ApprovalPolicy, ReasoningEffort, SandboxPolicy};
 use serde::Deserialize;
 
+use policy::Policy;
+
 pub use acp::{AcpSettings, AcpToml};
 pub use advisor::{AdvisorConfig, AdvisorMode, AdvisorToml};
 pub use error::{ConfigError, OverrideProblem};
 pub use overrides::Override;
 pub use project_doc::{ProjectDocSettings, ProjectDocToml};
-pub use provider::{ProviderInfo, ProviderToml, WireApi};
+pub use policy::{Fallback, ModelTable, ModelToml, ENV_VARS};
+pub use provider::{ProviderInfo, ProviderToml, ThinkingOff, WireApi};
 
 /// The model used when neither the file nor a profile names one.
 pub const DEFAULT_MODEL: &str = "gpt-5";
@@ -70,6 +74,14 @@ pub struct ConfigToml {
     /// `untrusted`, `on-failure`, `on-request`, `never`); any other value fails the load.
     pub sandbox_mode: Option<SandboxPolicy>,
     pub approval_policy: Option<ApprovalPolicy>,
+    /// The model a request carrying images goes to when `model` is not known to read them.
+    pub multimodal_model: Option<String>,
+    pub multimodal_provider: Option<String>,
+    pub fallback_model: Option<String>,
+    pub fallback_provider: Option<String>,
+    /// `[models.NAME]`: what a model accepts, over what rein's catalog knows of it.
+    #[serde(default)]
+    pub models: ModelTable,
     pub profile: Option<String>,
     /// A file whose text is the instructions every new thread sends (relative paths are
     /// read from `$REIN_HOME`).
@@ -105,15 +117,10 @@ pub struct ProfileToml {
     pub model_reasoning_effort: Option<ReasoningEffort>,
     pub sandbox_mode: Option<SandboxPolicy>,
     pub approval_policy: Option<ApprovalPolicy>,
+    pub multimodal_model: Option<String>,
+    pub multimodal_provider: Option<String>,
     pub fallback_model: Option<String>,
     pub fallback_provider: Option<String>,
-}
-
-/// The model to try once when the main one fails recoverably after its retries.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Fallback {
-    pub model: String,
-    pub provider: String,
 }
 
 /// The resolved model configuration.
@@ -131,7 +138,12 @@ pub struct ModelConfig {
     pub approval_policy: Option<ApprovalPolicy>,
     /// The text of `model_instructions_file`, read when the configuration was loaded.
     pub instructions: Option<String>,
+    /// The model to try once when the main one fails recoverably after its retries.
     pub fallback: Option<Fallback>,
+    /// Where requests carrying images go when the model is not known to read them.
+    pub multimodal: Option<Fallback>,
+    /// `[models.NAME]` as written.
+    pub models: ModelTable,
     /// The active profile, if any.
     pub profile: Option<String>,
     /// Every known provider: built-ins refined by the file, plus the file's own.
@@ -158,6 +170,8 @@ pub struct LoadOptions {
     pub profile: Option<String>,
     /// `-c key=value` arguments, applied in order.
     pub overrides: Vec<String>,
+    /// `-m`: the model, over the environment, the profile and the file.
+    pub model: Option<String>,
 }
 
 /// `$REIN_HOME`, else `~/.rein`.
@@ -219,10 +233,8 @@ pub fn resolve(
                 })?
         }
     };
-    let provider = profile
-        .model_provider
-        .or(file.model_provider.clone())
-        .unwrap_or_else(|| DEFAULT_PROVIDER.into());
+    let policy = Policy::resolve(options, env, &profile, &file);
+    let provider = policy.provider.clone();
     let known = |id: &str| -> Result<(), ConfigError> {
         if providers.contains_key(id) {
             Ok(())
@@ -235,19 +247,9 @@ pub fn resolve(
         }
     };
     known(&provider)?;
-    let fallback = match profile.fallback_model {
-        None => None,
-        Some(model) => {
-            let fallback_provider = profile
-                .fallback_provider
-                .unwrap_or_else(|| provider.clone());
-            known(&fallback_provider)?;
-            Some(Fallback {
-                model,
-                provider: fallback_provider,
-            })
-        }
-    };
+    for second in [&policy.fallback, &policy.multimodal].into_iter().flatten() {
+        known(&second.provider)?;
+    }
     let advisor = resolve_advisor(&file, &provider, path, &known)?;
     let instructions = match &file.model_instructions_file {
         None => None,
@@ -261,22 +263,19 @@ pub fn resolve(
     };
     let project_doc = project_doc_settings(&file);
     Ok(ModelConfig {
-        model: profile
-            .model
-            .or(file.model)
-            .unwrap_or_else(|| DEFAULT_MODEL.into()),
+        model: policy.model,
         provider,
         context_window: profile.model_context_window.or(file.model_context_window),
         auto_compact_token_limit: profile
             .model_auto_compact_token_limit
             .or(file.model_auto_compact_token_limit),
-        reasoning_effort: profile
-            .model_reasoning_effort
-            .or(file.model_reasoning_effort),
         sandbox_mode: profile.sandbox_mode.or(file.sandbox_mode),
         approval_policy: profile.approval_policy.or(file.approval_policy),
+        reasoning_effort: policy.effort,
         instructions,
-        fallback,
+        fallback: policy.fallback,
+        multimodal: policy.multimodal,
+        models: file.models,
         profile: profile_name,
         providers,
         config_path: path.to_owned(),

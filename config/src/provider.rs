@@ -21,6 +21,30 @@ pub enum WireApi {
     Chat,
 }
 
+/// How a Chat Completions server is told not to think when the effort is `none`:
+/// `enable_thinking: false` at the top of the body (DeepSeek, some vLLM builds), inside
+/// `chat_template_kwargs` (Qwen on vLLM or SGLang, llama.cpp), both (the default: servers
+/// ignore the key they do not know), or neither (the effort is sent as `reasoning_effort`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ThinkingOff {
+    Flag,
+    Template,
+    #[default]
+    Both,
+    None,
+}
+
+impl ThinkingOff {
+    pub fn flag(self) -> bool {
+        matches!(self, ThinkingOff::Flag | ThinkingOff::Both)
+    }
+
+    pub fn template(self) -> bool {
+        matches!(self, ThinkingOff::Template | ThinkingOff::Both)
+    }
+}
+
 /// A `[model_providers.<id>]` table as written; every field refines a built-in of the
 /// same id, or defines a new provider.
 #[derive(Clone, Debug, Default, Deserialize)]
@@ -42,6 +66,8 @@ pub struct ProviderToml {
     pub request_max_retries: Option<u32>,
     pub stream_max_retries: Option<u32>,
     pub stream_idle_timeout_ms: Option<u64>,
+    /// Chat Completions only: how effort `none` is sent (see [`ThinkingOff`]).
+    pub thinking_off: Option<ThinkingOff>,
 }
 
 /// Retry counts above this are configuration mistakes, not intentions.
@@ -64,6 +90,7 @@ pub struct ProviderInfo {
     pub request_max_retries: u32,
     pub stream_max_retries: u32,
     pub stream_idle_timeout: Duration,
+    pub thinking_off: ThinkingOff,
 }
 
 impl ProviderInfo {
@@ -81,6 +108,7 @@ impl ProviderInfo {
             request_max_retries: 4,
             stream_max_retries: 5,
             stream_idle_timeout: DEFAULT_STREAM_IDLE_TIMEOUT,
+            thinking_off: ThinkingOff::default(),
         }
     }
 
@@ -167,6 +195,9 @@ impl ProviderInfo {
         }
         if let Some(v) = t.stream_idle_timeout_ms {
             p.stream_idle_timeout = Duration::from_millis(v);
+        }
+        if let Some(v) = t.thinking_off {
+            p.thinking_off = v;
         }
         p.validate()?;
         Ok(p)

@@ -30,6 +30,7 @@ fn opts(profile: Option<&str>, overrides: &[&str]) -> LoadOptions {
         home: PathBuf::from("/home/u/.rein"),
         profile: profile.map(str::to_owned),
         overrides: overrides.iter().map(|s| (*s).to_owned()).collect(),
+        model: None,
     }
 }
 

@@ -36,6 +36,7 @@ fn main() {
                 id: "m".into(),
                 provider: "scripted".into(),
                 context_window: None,
+                traits: Default::default(),
             },
             ScriptedModel::echo(),
         );

@@ -27,6 +27,7 @@ fn manager() -> ThreadManager {
             id: "instant".into(),
             provider: "scripted".into(),
             context_window: None,
+            traits: Default::default(),
         },
         model,
     );

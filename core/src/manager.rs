@@ -243,6 +243,12 @@ impl ThreadManager {
         let (state, thread_id, fresh) = match options.start {
             ThreadStart::New { settings } => {
                 self.services.models.client(&settings.model)?;
+                if let Some(effort) = &settings.reasoning_effort {
+                    self.services
+                        .models
+                        .check_effort(&settings.model, effort)
+                        .map_err(|e| KernelError::InvalidSettings(e.to_string()))?;
+                }
                 if !settings.cwd.is_absolute() {
                     return Err(KernelError::InvalidSettings(format!(
                         "cwd must be an absolute path: {}",

@@ -43,8 +43,8 @@ pub use op::{
     ReviewTarget, Submission,
 };
 pub use settings::{
-    ApprovalPolicy, ReasoningEffort, SandboxOptions, SandboxPolicy, SettingsChange, ThreadSettings,
-    TurnBudget,
+    ApprovalPolicy, EmptyEffort, ReasoningEffort, SandboxOptions, SandboxPolicy, SettingsChange,
+    ThreadSettings, TurnBudget,
 };
 pub use status::{AgentStatus, TokenUsage};
 pub use tool_facts::{

@@ -52,13 +52,83 @@ fn is_false(b: &bool) -> bool {
     !*b
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "lowercase")]
-pub enum ReasoningEffort {
-    Minimal,
-    Low,
-    Medium,
-    High,
+/// A reasoning effort as Codex takes it: any non-empty name the model advertises
+/// (`none`, `minimal`, `low`, `medium`, `high`, `xhigh`, …). Which names a model accepts is
+/// the model catalog's knowledge, checked where a setting is made, not here; `none` means
+/// thinking off (see [`ReasoningEffort::is_off`]).
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, JsonSchema)]
+#[serde(transparent)]
+pub struct ReasoningEffort(#[schemars(length(min = 1))] std::borrow::Cow<'static, str>);
+
+/// An empty effort name.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct EmptyEffort;
+
+impl std::fmt::Display for EmptyEffort {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("a reasoning effort must be a non-empty name (e.g. `none`, `low`, `high`)")
+    }
+}
+
+impl std::error::Error for EmptyEffort {}
+
+impl ReasoningEffort {
+    /// Thinking off: the request asks the server not to reason, and any reasoning it
+    /// streams anyway is dropped.
+    pub const NONE: ReasoningEffort = ReasoningEffort(std::borrow::Cow::Borrowed("none"));
+    pub const MINIMAL: ReasoningEffort = ReasoningEffort(std::borrow::Cow::Borrowed("minimal"));
+    pub const LOW: ReasoningEffort = ReasoningEffort(std::borrow::Cow::Borrowed("low"));
+    pub const MEDIUM: ReasoningEffort = ReasoningEffort(std::borrow::Cow::Borrowed("medium"));
+    pub const HIGH: ReasoningEffort = ReasoningEffort(std::borrow::Cow::Borrowed("high"));
+    pub const XHIGH: ReasoningEffort = ReasoningEffort(std::borrow::Cow::Borrowed("xhigh"));
+
+    /// The efforts a picker offers for a model whose own list is not known.
+    pub const COMMON: [ReasoningEffort; 6] = [
+        Self::NONE,
+        Self::MINIMAL,
+        Self::LOW,
+        Self::MEDIUM,
+        Self::HIGH,
+        Self::XHIGH,
+    ];
+
+    /// The effort named `name` (trimmed); empty names are refused.
+    pub fn new(name: &str) -> Result<Self, EmptyEffort> {
+        let name = name.trim();
+        if name.is_empty() {
+            return Err(EmptyEffort);
+        }
+        Ok(Self(std::borrow::Cow::Owned(name.to_owned())))
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    /// Whether this effort turns thinking off.
+    pub fn is_off(&self) -> bool {
+        self.0.eq_ignore_ascii_case("none")
+    }
+}
+
+impl std::fmt::Display for ReasoningEffort {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::str::FromStr for ReasoningEffort {
+    type Err = EmptyEffort;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Self::new(s)
+    }
+}
+
+impl<'de> Deserialize<'de> for ReasoningEffort {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let name = String::deserialize(d)?;
+        Self::new(&name).map_err(serde::de::Error::custom)
+    }
 }
 
 /// Limits on one turn; a turn that spends either is aborted with `BudgetLimited`.
@@ -136,8 +206,8 @@ impl SettingsChange {
         if let Some(o) = &self.sandbox_options {
             next.sandbox_options = Some(SandboxOptions::clone(o));
         }
-        if let Some(e) = self.reasoning_effort {
-            next.reasoning_effort = Some(e);
+        if let Some(e) = &self.reasoning_effort {
+            next.reasoning_effort = Some(e.clone());
         }
         if let Some(b) = self.budget {
             next.budget = b;

@@ -10,12 +10,14 @@ use rein_config::{ConfigError, Fallback, ModelConfig, ProviderInfo, WireApi};
 use rein_core::model::{ModelCatalog, ModelClient, ModelInfo, RetryPolicy, UnknownModel};
 
 use crate::http::{http_client, ApiKey, ChatClient, Endpoint, ResponsesClient};
+use crate::known_models;
 
 pub struct ProviderCatalog {
     main: Arc<dyn ModelClient>,
     main_provider: String,
     routes: BTreeMap<String, (ModelInfo, Arc<dyn ModelClient>)>,
     fallback: Option<Fallback>,
+    multimodal: Option<Fallback>,
 }
 
 impl ProviderCatalog {
@@ -54,46 +56,52 @@ impl ProviderCatalog {
             Ok(client)
         };
         let main = client_for(&config.provider)?;
+        let info = |id: &str, provider: &str, context_window| ModelInfo {
+            id: id.to_owned(),
+            provider: provider.to_owned(),
+            context_window,
+            traits: known_models::traits(id, config.models.get(id)),
+        };
         let mut routes = BTreeMap::new();
         routes.insert(
             config.model.clone(),
             (
-                ModelInfo {
-                    id: config.model.clone(),
-                    provider: config.provider.clone(),
-                    context_window: config.context_window,
-                },
+                info(&config.model, &config.provider, config.context_window),
                 Arc::clone(&main),
             ),
         );
-        if let Some(fb) = &config.fallback {
-            let client = client_for(&fb.provider)?;
-            routes.entry(fb.model.clone()).or_insert((
-                ModelInfo {
-                    id: fb.model.clone(),
-                    provider: fb.provider.clone(),
-                    context_window: None,
-                },
-                client,
-            ));
+        let seconds = [&config.fallback, &config.multimodal]
+            .into_iter()
+            .flatten()
+            .map(|m| (m.model.clone(), m.provider.clone()));
+        for (model, provider) in seconds.chain(config.advisor.model.clone()) {
+            let client = client_for(&provider)?;
+            routes
+                .entry(model.clone())
+                .or_insert((info(&model, &provider, None), client));
         }
-        if let Some((model, provider)) = &config.advisor.model {
-            let client = client_for(provider)?;
-            routes.entry(model.clone()).or_insert((
-                ModelInfo {
-                    id: model.clone(),
-                    provider: provider.clone(),
-                    context_window: None,
-                },
-                client,
-            ));
+        // Models named only in `[models]` are served by the main provider, like any name.
+        for model in config.models.keys() {
+            routes
+                .entry(model.clone())
+                .or_insert((info(model, &config.provider, None), Arc::clone(&main)));
         }
-        Ok(Self {
+        let catalog = Self {
             main,
             main_provider: config.provider.clone(),
             routes,
             fallback: config.fallback.clone(),
-        })
+            multimodal: config.multimodal.clone(),
+        };
+        if let Some(effort) = &config.reasoning_effort {
+            catalog.check_effort(&config.model, effort).map_err(|e| {
+                ConfigError::UnsupportedEffort {
+                    message: e.to_string(),
+                    config_path: config.config_path.clone(),
+                }
+            })?;
+        }
+        Ok(catalog)
     }
 
     /// The model to reroute to once the main one has failed recoverably.
@@ -116,6 +124,13 @@ impl ModelCatalog for ProviderCatalog {
 
     fn models(&self) -> Vec<ModelInfo> {
         self.routes.values().map(|(i, _)| i.clone()).collect()
+    }
+
+    fn multimodal_for(&self, model: &str) -> Option<String> {
+        self.multimodal
+            .as_ref()
+            .filter(|m| m.model != model)
+            .map(|m| m.model.clone())
     }
 
     fn fallback_for(&self, model: &str) -> Option<String> {
@@ -164,5 +179,6 @@ pub fn endpoint(
         stream_idle_timeout: info.stream_idle_timeout,
         request_retry: retry(info.request_max_retries),
         stream_retry: retry(info.stream_max_retries),
+        thinking_off: info.thinking_off,
     })
 }

@@ -10,5 +10,6 @@
 
 pub mod catalog;
 pub mod http;
+pub mod known_models;
 
 pub use catalog::{endpoint, ProviderCatalog};

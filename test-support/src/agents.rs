@@ -27,6 +27,7 @@ pub fn catalog(models: &[(&str, &Arc<ScriptedModel>)]) -> Arc<StaticCatalog> {
                 id: (*name).into(),
                 provider: "scripted".into(),
                 context_window: Some(200_000),
+                traits: Default::default(),
             },
             Arc::clone(model) as Arc<dyn rein_core::model::ModelClient>,
         );

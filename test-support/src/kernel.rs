@@ -42,6 +42,7 @@ pub fn catalog(model: Arc<dyn ModelClient>) -> Arc<StaticCatalog> {
                     id: MODEL.into(),
                     provider: "scripted".into(),
                     context_window: Some(200_000),
+                    traits: Default::default(),
                 },
                 Arc::clone(&model),
             )
@@ -50,6 +51,7 @@ pub fn catalog(model: Arc<dyn ModelClient>) -> Arc<StaticCatalog> {
                     id: "scripted-small".into(),
                     provider: "scripted".into(),
                     context_window: Some(8_000),
+                    traits: Default::default(),
                 },
                 model,
             ),

@@ -54,6 +54,7 @@ pub fn kernel(model: Arc<ScriptedModel>, mcp: &Arc<McpManager>) -> ThreadManager
             id: MODEL.into(),
             provider: "scripted".into(),
             context_window: Some(200_000),
+            traits: Default::default(),
         },
         model,
     ));

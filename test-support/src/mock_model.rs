@@ -40,6 +40,13 @@ pub fn rein_in(home: &std::path::Path, args: &[&str]) -> Command {
         .env_remove("CODEX_API_KEY")
         .env_remove("OPENAI_BASE_URL")
         .env_remove("RUST_LOG")
+        .env_remove("REIN_MODEL")
+        .env_remove("REIN_MODEL_PROVIDER")
+        .env_remove("REIN_REASONING_EFFORT")
+        .env_remove("REIN_MULTIMODAL_MODEL")
+        .env_remove("REIN_MULTIMODAL_PROVIDER")
+        .env_remove("REIN_FALLBACK_MODEL")
+        .env_remove("REIN_FALLBACK_PROVIDER")
         .stdin(Stdio::null());
     cmd
 }

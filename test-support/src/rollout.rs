@@ -182,6 +182,16 @@ pub fn every_variant_thread() -> ThreadScript {
     s.push(EventMsg::ThreadNamed {
         name: "Fix the parser".into(),
     });
+    s.push(EventMsg::ContextLoaded {
+        context: rein_protocol::ThreadContext {
+            messages: vec![rein_protocol::ContextMessage {
+                role: rein_protocol::ContextRole::User,
+                kind: rein_protocol::ContextKind::ProjectDoc,
+                text: "# AGENTS.md instructions for /work/project\n\n<INSTRUCTIONS>\nBe brief.\n</INSTRUCTIONS>".into(),
+            }],
+            sources: Vec::new(),
+        },
+    });
     s.push(EventMsg::AgentOrigin {
         origin: rein_protocol::AgentOrigin {
             parent_thread_id: ThreadId::new(),

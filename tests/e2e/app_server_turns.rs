@@ -551,3 +551,58 @@ fn a_review_runs_as_a_review_turn_with_review_mode_items() {
     );
     assert!(server.finish().success());
 }
+
+#[test]
+fn turn_start_effort_none_sends_it_and_streamed_reasoning_never_becomes_an_item() {
+    let model = MockModel::start(json!({"replies": [
+        { "reasoning": "SECRET-THOUGHTS", "text": "Quiet answer." },
+        { "reasoning": "VISIBLE-THOUGHTS", "text": "Loud answer." }
+    ]}));
+    let (mut server, home) = started(&model);
+    let cwd = tempfile::tempdir().unwrap();
+    let thread = server.start_thread(json!({ "cwd": cwd.path() }));
+    server.request(
+        "turn/start",
+        json!({ "threadId": thread, "input": text_input("one"), "effort": "none" }),
+    );
+    let quiet = server.until(|m| method(m) == "turn/completed");
+    let text = serde_json::to_string(&quiet).unwrap();
+    assert!(!text.contains("SECRET-THOUGHTS"), "{text}");
+    assert!(!text.contains("\"reasoning\""), "{text}");
+    assert!(text.contains("Quiet answer."), "{text}");
+    // The same server's reasoning is an item once thinking is on again.
+    server.request(
+        "turn/start",
+        json!({ "threadId": thread, "input": text_input("two"), "effort": "xhigh" }),
+    );
+    let loud = server.until(|m| method(m) == "turn/completed");
+    let reasoning = loud
+        .iter()
+        .find(|m| method(m) == "item/completed" && m["params"]["item"]["type"] == "reasoning")
+        .unwrap();
+    assert!(reasoning.to_string().contains("VISIBLE-THOUGHTS"));
+    let bodies = model.requests();
+    assert_eq!(bodies[0]["reasoning"], json!({"effort": "none"}));
+    assert_eq!(bodies[1]["reasoning"]["effort"], "xhigh");
+    assert!(server.finish().success());
+    let rollouts = walk_text(home.path());
+    assert!(
+        rollouts.contains("VISIBLE-THOUGHTS"),
+        "the rollout was read"
+    );
+    assert!(!rollouts.contains("SECRET-THOUGHTS"));
+}
+
+/// Every `.jsonl` file under `dir`, concatenated.
+fn walk_text(dir: &std::path::Path) -> String {
+    let mut out = String::new();
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            out.push_str(&walk_text(&path));
+        } else if path.extension().is_some_and(|e| e == "jsonl") {
+            out.push_str(&std::fs::read_to_string(&path).unwrap());
+        }
+    }
+    out
+}

@@ -12,10 +12,11 @@ use rein_app_server_protocol::{
 use serde_json::{json, Value};
 
 use super::to_value;
-use crate::convert::{approval_policy_to_wire, effort_to_wire};
+use crate::convert::approval_policy_to_wire;
 use crate::dispatch::{params, ServerState};
 use crate::error::RpcError;
 use crate::outbound::Outbound;
+use rein_protocol::ReasoningEffort;
 
 /// The answer to `initialize`; applies the client's notification opt-outs to `out`.
 /// Whether `initialize`'s params opt into the experimental API.
@@ -71,8 +72,8 @@ pub fn model_list(state: &ServerState, raw: Value) -> Result<Value, RpcError> {
     let default_effort = kernel
         .config
         .as_ref()
-        .and_then(|c| c.reasoning_effort)
-        .map_or("medium", effort_to_wire);
+        .and_then(|c| c.reasoning_effort.clone())
+        .unwrap_or(ReasoningEffort::MEDIUM);
     let mut models: Vec<Model> = kernel
         .models
         .models()
@@ -82,23 +83,41 @@ pub fn model_list(state: &ServerState, raw: Value) -> Result<Value, RpcError> {
                 .as_ref()
                 .is_none_or(|want| *want == m.provider)
         })
-        .map(|m| Model {
-            id: m.id.clone(),
-            model: m.id.clone(),
-            display_name: m.id.clone(),
-            description: format!("{} via {}", m.id, m.provider),
-            hidden: false,
-            is_default: m.id == kernel.model,
-            default_reasoning_effort: default_effort.into(),
-            supported_reasoning_efforts: ["minimal", "low", "medium", "high"]
-                .iter()
-                .map(|e| ReasoningEffortOption {
-                    reasoning_effort: (*e).into(),
-                    description: format!("{e} reasoning effort"),
-                })
-                .collect(),
-            input_modalities: vec!["text".into(), "image".into()],
-            upgrade: None,
+        .map(|m| {
+            // What the catalog knows of the model; a model it knows nothing of is offered
+            // every common effort and images (it is tried with whatever is asked).
+            let efforts = m
+                .traits
+                .efforts
+                .clone()
+                .unwrap_or_else(|| ReasoningEffort::COMMON.to_vec());
+            let default_effort = if efforts.contains(&default_effort) {
+                default_effort.clone()
+            } else {
+                efforts.first().cloned().unwrap_or(ReasoningEffort::MEDIUM)
+            };
+            let mut input_modalities = vec!["text".to_owned()];
+            if m.traits.images != Some(false) {
+                input_modalities.push("image".into());
+            }
+            Model {
+                id: m.id.clone(),
+                model: m.id.clone(),
+                display_name: m.id.clone(),
+                description: format!("{} via {}", m.id, m.provider),
+                hidden: false,
+                is_default: m.id == kernel.model,
+                default_reasoning_effort: default_effort.to_string(),
+                supported_reasoning_efforts: efforts
+                    .iter()
+                    .map(|e| ReasoningEffortOption {
+                        reasoning_effort: e.to_string(),
+                        description: format!("{e} reasoning effort"),
+                    })
+                    .collect(),
+                input_modalities,
+                upgrade: None,
+            }
         })
         .collect();
     // The default model first: pickers preselect the head of the list.
@@ -124,7 +143,10 @@ pub fn config_read(state: &ServerState, raw: Value) -> Result<Value, RpcError> {
     );
     config.insert(
         "model_reasoning_effort".into(),
-        json!(defaults.reasoning_effort.map(effort_to_wire)),
+        json!(defaults
+            .reasoning_effort
+            .as_ref()
+            .map(ReasoningEffort::as_str)),
     );
     if let Some(window) = kernel.config.as_ref().and_then(|c| c.context_window) {
         config.insert("model_context_window".into(), json!(window));

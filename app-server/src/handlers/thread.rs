@@ -24,8 +24,7 @@ use tokio::sync::mpsc::error::TrySendError;
 use super::meta::page;
 use super::{loaded, to_value};
 use crate::convert::{
-    approval_policy_from_wire, approval_policy_to_wire, effort_to_wire, sandbox_from_mode,
-    sandbox_to_wire,
+    approval_policy_from_wire, approval_policy_to_wire, sandbox_from_mode, sandbox_to_wire,
 };
 use crate::dispatch::{
     bounded, params, wire_id, ServerState, MAX_MODEL_BYTES, MAX_NAME_BYTES, MAX_PATH_BYTES,
@@ -233,7 +232,7 @@ pub fn answer(
         approval_policy: approval_policy_to_wire(settings.approval_policy),
         approvals_reviewer: "user".into(),
         sandbox: sandbox_to_wire(settings.sandbox_policy, settings.sandbox_options.as_ref()),
-        reasoning_effort: settings.reasoning_effort.map(|e| effort_to_wire(e).into()),
+        reasoning_effort: settings.reasoning_effort.as_ref().map(ToString::to_string),
     }
 }
 

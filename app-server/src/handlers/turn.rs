@@ -62,7 +62,7 @@ pub async fn start(state: &ServerState, raw: Value) -> Result<Value, RpcError> {
         settings.sandbox_options = Some(Box::new(options));
     }
     if let Some(effort) = &p.effort {
-        settings.reasoning_effort = effort_from_wire(effort)?;
+        settings.reasoning_effort = Some(effort_from_wire(effort)?);
     }
     ask_pump(state, &thread, |reply| PumpCmd::StartTurn {
         reply,

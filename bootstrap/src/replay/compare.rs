@@ -219,15 +219,16 @@ fn compare_fingerprints(
         return Some((Part::Tools, tools_diff(rec, rep, request)));
     }
     if rec.reasoning_effort != rep.reasoning_effort {
-        let show = |e: Option<rein_protocol::ReasoningEffort>| {
-            e.map_or_else(|| "default".to_owned(), |e| format!("{e:?}").to_lowercase())
+        let show = |e: &Option<rein_protocol::ReasoningEffort>| {
+            e.as_ref()
+                .map_or_else(|| "default".to_owned(), ToString::to_string)
         };
         return Some((
             Part::ReasoningEffort,
             format!(
                 "- {}\n+ {}\n",
-                show(rec.reasoning_effort),
-                show(rep.reasoning_effort)
+                show(&rec.reasoning_effort),
+                show(&rep.reasoning_effort)
             ),
         ));
     }

@@ -119,8 +119,8 @@ impl Adjust {
         if let Some(model) = &self.model {
             s.model.clone_from(model);
         }
-        if let Some(effort) = self.reasoning_effort {
-            s.reasoning_effort = Some(effort);
+        if let Some(effort) = &self.reasoning_effort {
+            s.reasoning_effort = Some(effort.clone());
         }
         if let Some(instructions) = &self.instructions {
             s.instructions.clone_from(instructions);
@@ -151,6 +151,7 @@ impl Replayer {
                     home: options.home.clone(),
                     profile,
                     overrides,
+                    model: None,
                 },
                 env,
             )
@@ -161,6 +162,7 @@ impl Replayer {
             model: (config.model != base.model).then(|| config.model.clone()),
             reasoning_effort: config
                 .reasoning_effort
+                .clone()
                 .filter(|_| config.reasoning_effort != base.reasoning_effort),
             instructions: config.instructions.clone(),
         };
@@ -364,7 +366,7 @@ fn change_to(s: &ThreadSettings) -> SettingsChange {
         approval_policy: Some(s.approval_policy),
         sandbox_policy: Some(s.sandbox_policy),
         sandbox_options: s.sandbox_options.clone().map(Box::new),
-        reasoning_effort: s.reasoning_effort,
+        reasoning_effort: s.reasoning_effort.clone(),
         budget: Some(s.budget),
     }
 }

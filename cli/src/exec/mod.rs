@@ -87,6 +87,7 @@ async fn run_exec(args: ExecArgs) -> anyhow::Result<i32> {
             demo: common.demo,
             profile: common.profile.clone(),
             overrides: opts.overrides.clone(),
+            model: common.model.clone(),
             tools: BuiltinConfig {
                 extra_writable_roots: add_dirs(&cwd, &common.add_dirs)?,
                 network_access: opts.network_access,

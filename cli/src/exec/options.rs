@@ -14,6 +14,11 @@ const CONFIG_KEYS: &[&str] = &[
     "model_context_window",
     "model_auto_compact_token_limit",
     "model_reasoning_effort",
+    "multimodal_model",
+    "multimodal_provider",
+    "fallback_model",
+    "fallback_provider",
+    "models",
     "model_instructions_file",
     "profile",
     "model_providers",
@@ -48,7 +53,9 @@ pub struct RunOptions {
 
 impl RunOptions {
     pub fn from_args(args: &CommonArgs) -> Self {
-        let mut opts = Self::from_overrides(&args.overrides, args.model.as_deref());
+        // `-m` is a request parameter, over the environment and the profile: it goes to
+        // the loader as itself, not as a `-c model=` edit of the file.
+        let mut opts = Self::from_overrides(&args.overrides, None);
         opts.sandbox_from_flags = args.sandbox.is_some() || args.full_auto || args.bypass;
         opts.approval_from_flags = args.bypass;
         if let Some(mode) = args.sandbox {
@@ -244,11 +251,16 @@ mod tests {
     }
 
     #[test]
-    fn model_flag_becomes_a_quoted_override() {
-        let o = opts(&["-m", "gpt \"x\""]);
+    fn model_flag_becomes_a_quoted_override_for_replay() {
+        let o = RunOptions::from_overrides(&[], Some("gpt \"x\""));
         let parsed = Override::parse(&o.overrides[0]).unwrap();
         assert_eq!(parsed.path, vec!["model".to_owned()]);
         assert_eq!(parsed.value, toml::Value::String("gpt \"x\"".into()));
+    }
+
+    #[test]
+    fn exec_model_flag_is_no_file_override() {
+        assert!(opts(&["-m", "gpt-x"]).overrides.is_empty());
     }
 
     #[test]

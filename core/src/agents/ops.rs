@@ -98,8 +98,8 @@ impl AgentControl {
                 .map_err(|_| format!("unknown model `{model}` for spawn_agent"))?;
             settings.model.clone_from(model);
         }
-        if let Some(effort) = req.reasoning_effort {
-            settings.reasoning_effort = Some(effort);
+        if let Some(effort) = &req.reasoning_effort {
+            settings.reasoning_effort = Some(effort.clone());
         }
         match req.role.as_deref() {
             None | Some("default" | "worker") => {}

@@ -55,7 +55,7 @@ impl InputHashes {
                 .collect(),
             input_reused: reused,
             input: self.hashes[reused..].to_vec(),
-            reasoning_effort: request.reasoning_effort,
+            reasoning_effort: request.reasoning_effort.clone(),
         }
     }
 }

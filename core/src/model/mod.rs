@@ -192,6 +192,26 @@ pub struct ModelInfo {
     pub id: String,
     pub provider: String,
     pub context_window: Option<u64>,
+    #[serde(default)]
+    pub traits: ModelTraits,
+}
+
+/// What is known of a model's abilities; `None`: not known (anything is tried).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ModelTraits {
+    /// The reasoning efforts it accepts, in the order a picker shows them.
+    pub efforts: Option<Vec<ReasoningEffort>>,
+    /// Whether it reads images.
+    pub images: Option<bool>,
+}
+
+/// An effort the model's catalog entry does not list.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("model `{model}` does not support reasoning effort `{effort}` (it supports: {allowed})")]
+pub struct UnsupportedEffort {
+    pub model: String,
+    pub effort: ReasoningEffort,
+    pub allowed: String,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -209,6 +229,38 @@ pub trait ModelCatalog: Send + Sync + 'static {
     /// The model to reroute to once `model` has failed recoverably and exhausted its
     /// retries. Bad requests and tool errors never fall back.
     fn fallback_for(&self, _model: &str) -> Option<String> {
+        None
+    }
+
+    /// What is known of `model`.
+    fn traits(&self, model: &str) -> ModelTraits {
+        self.models()
+            .into_iter()
+            .find(|m| m.id == model)
+            .map(|m| m.traits)
+            .unwrap_or_default()
+    }
+
+    /// Whether `model` accepts `effort`: any non-empty effort unless the catalog lists
+    /// the model's efforts.
+    fn check_effort(&self, model: &str, effort: &ReasoningEffort) -> Result<(), UnsupportedEffort> {
+        match self.traits(model).efforts {
+            Some(allowed) if !allowed.contains(effort) => Err(UnsupportedEffort {
+                model: model.to_owned(),
+                effort: effort.clone(),
+                allowed: allowed
+                    .iter()
+                    .map(ReasoningEffort::as_str)
+                    .collect::<Vec<_>>()
+                    .join(", "),
+            }),
+            _ => Ok(()),
+        }
+    }
+
+    /// The model a request carrying images goes to when `model` is not known to read
+    /// them (`multimodal_model` in the configuration).
+    fn multimodal_for(&self, _model: &str) -> Option<String> {
         None
     }
 

@@ -13,6 +13,7 @@ pub mod stop_hook;
 pub(crate) mod task;
 pub(crate) mod tokens;
 pub(crate) mod tool_runner;
+pub(crate) mod vision;
 
 use std::sync::Arc;
 
@@ -33,6 +34,8 @@ pub(crate) struct TurnContext {
     pub model: Arc<dyn ModelClient>,
     /// Where requests go once `model` has failed recoverably past its retries.
     pub fallback: Option<Fallback>,
+    /// Where requests carrying images go.
+    pub vision: vision::Vision,
     /// The thread's tool state; its sources are consulted at every step.
     pub tools: Arc<ThreadTools>,
     /// Tools this turn is not offered whatever its sources say (a review edits nothing).

@@ -8,7 +8,9 @@
 use std::sync::Arc;
 
 use futures::StreamExt;
-use rein_protocol::{EventMsg, Item, ItemId, ItemKind, TaskKind, ThreadSettings, TokenUsage};
+use rein_protocol::{
+    EventMsg, Item, ItemId, ItemKind, ReasoningEffort, TaskKind, ThreadSettings, TokenUsage,
+};
 use tokio_util::sync::CancellationToken;
 
 use super::advisor::Advisor;
@@ -90,7 +92,7 @@ impl StepContext {
             input: self.prefix.iter().chain(history).cloned().collect(),
             tools: self.tools.specs(),
             parallel_tool_calls: self.parallel_tool_calls,
-            reasoning_effort: self.settings.reasoning_effort,
+            reasoning_effort: self.settings.reasoning_effort.clone(),
             prompt_cache_key: self.prompt_cache_key.clone(),
             output_schema: self.output_schema.clone(),
         }
@@ -261,6 +263,14 @@ async fn sample_once(
         silent: step.silent,
         ..ReplyBuilder::default()
     };
+    // Thinking off means off: reasoning a server streams anyway never becomes an event
+    // or a history item (so no client, rollout or later request sees it).
+    let thinking_off = step
+        .settings
+        .reasoning_effort
+        .as_ref()
+        .is_some_and(ReasoningEffort::is_off);
+    let mut dropped = 0usize;
     loop {
         let next = tokio::select! {
             // Dropping the stream on cancel closes the request at once.
@@ -273,6 +283,11 @@ async fn sample_once(
         };
         match next {
             Some(Ok(ModelEvent::TextDelta(d))) => reply.on_delta(ItemKind::AgentMessage, d, sink),
+            Some(Ok(ModelEvent::ReasoningDelta(_) | ModelEvent::ReasoningEncrypted(_)))
+                if thinking_off =>
+            {
+                dropped += 1;
+            }
             Some(Ok(ModelEvent::ReasoningDelta(d))) => reply.on_delta(ItemKind::Reasoning, d, sink),
             Some(Ok(ModelEvent::ReasoningEncrypted(blob))) => reply.encrypted.push(blob),
             Some(Ok(ModelEvent::ToolCall {
@@ -285,6 +300,13 @@ async fn sample_once(
                 arguments,
             }),
             Some(Ok(ModelEvent::Completed { usage })) => {
+                if dropped > 0 {
+                    tracing::info!(
+                        model = %step.model_name,
+                        dropped,
+                        "reasoning effort is none: dropped the reasoning the server streamed"
+                    );
+                }
                 sink.usage(usage);
                 return Ok(reply.finish(usage));
             }

@@ -134,6 +134,9 @@ impl RegularTask {
                 return TaskOutcome::Cancelled;
             }
             let mut step = StepContext::freeze(&self.turn);
+            if let Err(refused) = self.turn.vision.route(&mut step, &self.history) {
+                return refused;
+            }
             let reply = match self.sample(&mut step, &mut hashes).await {
                 Ok(reply) => {
                     // From the first reply on, the turn's input is part of the work to summarise.

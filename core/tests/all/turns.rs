@@ -251,6 +251,7 @@ fn catalog_with_fallback(
         id: id.into(),
         provider: "scripted".into(),
         context_window: None,
+        traits: Default::default(),
     };
     Arc::new(
         StaticCatalog::new()

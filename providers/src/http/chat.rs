@@ -13,6 +13,7 @@ use super::client::{HttpModelClient, WireFormat};
 use super::errors::{error_for_stream_failure, malformed, ApiErrorBody};
 use super::sse::SseEvent;
 use super::stream::WireDecoder;
+use super::Endpoint;
 use rein_core::model::{ModelError, ModelEvent, ModelRequest};
 
 /// The Chat Completions wire format.
@@ -23,8 +24,8 @@ impl WireFormat for Chat {
     const PATH: &'static str = "chat/completions";
     type Decoder = ChatDecoder;
 
-    fn request_body(request: &ModelRequest) -> Result<Vec<u8>, ModelError> {
-        request_body(request)
+    fn request_body(request: &ModelRequest, endpoint: &Endpoint) -> Result<Vec<u8>, ModelError> {
+        request_body(request, endpoint.thinking_off)
     }
 
     fn decoder() -> ChatDecoder {

@@ -7,6 +7,7 @@ use std::borrow::Cow;
 use rein_protocol::{InputPart, Item, ReasoningEffort};
 use serde::Serialize;
 
+use rein_config::ThinkingOff;
 use rein_core::model::{ModelError, ModelRequest};
 
 #[derive(Serialize)]
@@ -23,7 +24,13 @@ struct Body<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     parallel_tool_calls: Option<bool>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    reasoning_effort: Option<ReasoningEffort>,
+    reasoning_effort: Option<&'a ReasoningEffort>,
+    /// Thinking off, as DeepSeek and some vLLM builds read it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    enable_thinking: Option<bool>,
+    /// Thinking off, as Qwen's chat template (vLLM, SGLang, llama.cpp) reads it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    chat_template_kwargs: Option<TemplateKwargs>,
     prompt_cache_key: &'a str,
     #[serde(skip_serializing_if = "Option::is_none")]
     response_format: Option<ResponseFormat<'a>>,
@@ -42,6 +49,11 @@ struct NamedSchema<'a> {
     name: &'static str,
     schema: &'a serde_json::Value,
     strict: bool,
+}
+
+#[derive(Serialize)]
+struct TemplateKwargs {
+    enable_thinking: bool,
 }
 
 #[derive(Serialize)]
@@ -195,9 +207,19 @@ fn messages(request: &ModelRequest) -> Vec<Message<'_>> {
     out
 }
 
-/// The request body for `request`; deterministic like the Responses one.
-pub fn request_body(request: &ModelRequest) -> Result<Vec<u8>, ModelError> {
+/// The request body for `request`; deterministic like the Responses one. Effort `none`
+/// becomes the flags `thinking_off` names; the effort itself is then left out, since
+/// servers that take the flags (vLLM) refuse efforts they do not list.
+pub fn request_body(
+    request: &ModelRequest,
+    thinking_off: ThinkingOff,
+) -> Result<Vec<u8>, ModelError> {
     let has_tools = !request.tools.is_empty();
+    let off = request
+        .reasoning_effort
+        .as_ref()
+        .is_some_and(ReasoningEffort::is_off);
+    let flagged = off && thinking_off != ThinkingOff::None;
     let body = Body {
         model: &request.model,
         messages: messages(request),
@@ -219,7 +241,11 @@ pub fn request_body(request: &ModelRequest) -> Result<Vec<u8>, ModelError> {
             .collect(),
         tool_choice: has_tools.then_some("auto"),
         parallel_tool_calls: has_tools.then_some(request.parallel_tool_calls),
-        reasoning_effort: request.reasoning_effort,
+        reasoning_effort: request.reasoning_effort.as_ref().filter(|_| !flagged),
+        enable_thinking: (off && thinking_off.flag()).then_some(false),
+        chat_template_kwargs: (off && thinking_off.template()).then_some(TemplateKwargs {
+            enable_thinking: false,
+        }),
         prompt_cache_key: &request.prompt_cache_key,
         response_format: request
             .output_schema
@@ -262,11 +288,11 @@ mod tests {
             output_schema: None,
         };
         let plain: serde_json::Value =
-            serde_json::from_slice(&request_body(&request).unwrap()).unwrap();
+            serde_json::from_slice(&request_body(&request, ThinkingOff::Both).unwrap()).unwrap();
         assert!(plain.get("response_format").is_none());
         request.output_schema = Some(Arc::new(schema.clone()));
         let body: serde_json::Value =
-            serde_json::from_slice(&request_body(&request).unwrap()).unwrap();
+            serde_json::from_slice(&request_body(&request, ThinkingOff::Both).unwrap()).unwrap();
         assert_eq!(
             body["response_format"],
             serde_json::json!({"type": "json_schema", "json_schema": {"name": "final_answer", "schema": schema, "strict": true}})
@@ -310,7 +336,7 @@ mod tests {
             output_schema: None,
         };
         let body: serde_json::Value =
-            serde_json::from_slice(&request_body(&request).unwrap()).unwrap();
+            serde_json::from_slice(&request_body(&request, ThinkingOff::Both).unwrap()).unwrap();
         assert_eq!(
             body["messages"],
             serde_json::json!([

@@ -18,7 +18,8 @@ pub trait WireFormat: Send + Sync + 'static {
     const PATH: &'static str;
     type Decoder: WireDecoder;
 
-    fn request_body(request: &ModelRequest) -> Result<Vec<u8>, ModelError>;
+    /// The body of `request` to `endpoint` (whose settings may shape it).
+    fn request_body(request: &ModelRequest, endpoint: &Endpoint) -> Result<Vec<u8>, ModelError>;
     fn decoder() -> Self::Decoder;
 }
 
@@ -63,7 +64,7 @@ impl<W: WireFormat> HttpModelClient<W> {
 
 impl<W: WireFormat> ModelClient for HttpModelClient<W> {
     fn stream(&self, request: ModelRequest) -> ModelStream {
-        let body = match W::request_body(&request) {
+        let body = match W::request_body(&request, &self.endpoint) {
             Ok(body) => body,
             Err(e) => return futures::stream::once(async move { Err(e) }).boxed(),
         };

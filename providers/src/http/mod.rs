@@ -63,6 +63,8 @@ pub struct Endpoint {
     pub request_retry: RetryPolicy,
     /// Retries of a stream that broke after it started (cut, idle timeout).
     pub stream_retry: RetryPolicy,
+    /// Chat Completions: how effort `none` is sent.
+    pub thinking_off: rein_config::ThinkingOff,
 }
 
 impl fmt::Debug for Endpoint {
@@ -98,6 +100,7 @@ impl Endpoint {
                 max_retries: 5,
                 ..RetryPolicy::default()
             },
+            thinking_off: rein_config::ThinkingOff::default(),
         }
     }
 

@@ -21,7 +21,7 @@ impl WireFormat for Responses {
     const PATH: &'static str = "responses";
     type Decoder = ResponsesDecoder;
 
-    fn request_body(request: &ModelRequest) -> Result<Vec<u8>, ModelError> {
+    fn request_body(request: &ModelRequest, _: &super::Endpoint) -> Result<Vec<u8>, ModelError> {
         request_body(request)
     }
 
@@ -50,7 +50,7 @@ struct Body<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     parallel_tool_calls: Option<bool>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    reasoning: Option<Reasoning>,
+    reasoning: Option<Reasoning<'a>>,
     store: bool,
     stream: bool,
     include: Vec<&'static str>,
@@ -75,9 +75,11 @@ struct JsonSchemaFormat<'a> {
 }
 
 #[derive(Serialize)]
-struct Reasoning {
-    effort: ReasoningEffort,
-    summary: &'static str,
+struct Reasoning<'a> {
+    effort: &'a ReasoningEffort,
+    /// No summary is asked for when thinking is off: there is nothing to summarise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    summary: Option<&'static str>,
 }
 
 #[derive(Serialize)]
@@ -207,13 +209,18 @@ pub fn request_body(request: &ModelRequest) -> Result<Vec<u8>, ModelError> {
             .collect(),
         tool_choice: has_tools.then_some("auto"),
         parallel_tool_calls: has_tools.then_some(request.parallel_tool_calls),
-        reasoning: request.reasoning_effort.map(|effort| Reasoning {
+        // Effort `none` is sent as the Responses API defines it: `reasoning.effort: "none"`.
+        reasoning: request.reasoning_effort.as_ref().map(|effort| Reasoning {
             effort,
-            summary: "auto",
+            summary: (!effort.is_off()).then_some("auto"),
         }),
         store: false,
         stream: true,
-        include: if request.reasoning_effort.is_some() {
+        include: if request
+            .reasoning_effort
+            .as_ref()
+            .is_some_and(|e| !e.is_off())
+        {
             vec!["reasoning.encrypted_content"]
         } else {
             Vec::new()

@@ -38,7 +38,7 @@ fn sample_request() -> ModelRequest {
             parameters: serde_json::json!({"type": "object"}),
         }]),
         parallel_tool_calls: true,
-        reasoning_effort: Some(ReasoningEffort::Low),
+        reasoning_effort: Some(ReasoningEffort::LOW),
         prompt_cache_key: "thread-1".into(),
         output_schema: None,
     }

@@ -347,7 +347,11 @@ async fn request_log_holds_exactly_the_bodies_sent() {
     )
     .unwrap();
     let sent_chat: serde_json::Value = serde_json::from_slice(
-        &rein_providers::http::chat::request_body(&request("second")).unwrap(),
+        &rein_providers::http::chat::request_body(
+            &request("second"),
+            rein_config::ThinkingOff::Both,
+        )
+        .unwrap(),
     )
     .unwrap();
     assert_eq!(lines[0]["body"], sent_responses);

@@ -161,7 +161,7 @@ async fn encrypted_reasoning_goes_back_to_the_model_on_the_next_request() {
         main.base_url()
     ));
     let mut settings = thread_settings("m");
-    settings.reasoning_effort = Some(rein_protocol::ReasoningEffort::Low);
+    settings.reasoning_effort = Some(rein_protocol::ReasoningEffort::LOW);
     let mut t = m.create_thread(ThreadOptions::new(settings)).unwrap();
     for text in ["one", "two"] {
         t.handle.submit(Op::user_text(text)).await.unwrap();

@@ -427,11 +427,5 @@ fn sandbox_policy(text: &str) -> Option<SandboxPolicy> {
 }
 
 fn reasoning_effort(text: &str) -> Option<ReasoningEffort> {
-    Some(match text {
-        "minimal" => ReasoningEffort::Minimal,
-        "low" => ReasoningEffort::Low,
-        "medium" => ReasoningEffort::Medium,
-        "high" => ReasoningEffort::High,
-        _ => return None,
-    })
+    ReasoningEffort::new(text).ok()
 }

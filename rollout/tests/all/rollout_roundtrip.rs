@@ -24,6 +24,7 @@ fn variant(msg: &EventMsg) -> &'static str {
         EventMsg::ThreadConfigured { .. } => "ThreadConfigured",
         EventMsg::SettingsChanged { .. } => "SettingsChanged",
         EventMsg::ThreadNamed { .. } => "ThreadNamed",
+        EventMsg::ContextLoaded { .. } => "ContextLoaded",
         EventMsg::AgentOrigin { .. } => "AgentOrigin",
         EventMsg::AgentSpawned { .. } => "AgentSpawned",
         EventMsg::AgentTasked { .. } => "AgentTasked",
@@ -62,7 +63,7 @@ fn variant(msg: &EventMsg) -> &'static str {
     }
 }
 
-const ALL_VARIANTS: usize = 38;
+const ALL_VARIANTS: usize = 39;
 
 fn meta_for(thread: ThreadId) -> SessionMeta {
     SessionMeta::new(

@@ -119,6 +119,7 @@ fn store_and_manager(
             id: MODEL.into(),
             provider: "scripted".into(),
             context_window: Some(200_000),
+            traits: Default::default(),
         },
         ScriptedModel::echo(),
     );

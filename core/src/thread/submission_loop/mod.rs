@@ -280,6 +280,12 @@ impl SubmissionLoop {
             .client(&settings.model)
             .map(|_| ())
             .map_err(|e| e.to_string())?;
+        if let Some(effort) = &settings.reasoning_effort {
+            self.services
+                .models
+                .check_effort(&settings.model, effort)
+                .map_err(|e| e.to_string())?;
+        }
         if !settings.cwd.is_absolute() {
             return Err(format!(
                 "cwd must be an absolute path: {}",

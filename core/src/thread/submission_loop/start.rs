@@ -20,6 +20,7 @@ use crate::turn::review::{review_request, review_settings};
 use crate::turn::sink::TurnSink;
 use crate::turn::task::{AutoCompaction, RegularTask};
 use crate::turn::tokens::estimate;
+use crate::turn::vision::Vision;
 use crate::turn::{Fallback, TaskOutcome, TurnContext};
 use rein_protocol::advisor::AdvisorMode;
 
@@ -60,6 +61,7 @@ impl SubmissionLoop {
             let client = models.client(&model).ok()?;
             Some(Fallback { model, client })
         });
+        let vision = Vision::for_model(models.as_ref(), &settings.model);
         let advisor = self.advisor_for(&settings.model);
         self.emit(
             Some(turn_id),
@@ -90,6 +92,7 @@ impl SubmissionLoop {
                 },
                 model,
                 fallback,
+                vision,
                 tools: Arc::clone(&self.tools),
                 withheld: &[],
                 parallel_tool_calls: self.services.config.parallel_tool_calls,

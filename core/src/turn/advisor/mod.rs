@@ -183,7 +183,7 @@ impl Advisor {
             })],
             tools: Arc::from(Vec::new()),
             parallel_tool_calls: false,
-            reasoning_effort: settings.reasoning_effort,
+            reasoning_effort: settings.reasoning_effort.clone(),
             prompt_cache_key: "rein-advisor".into(),
             output_schema: Some(Arc::new(answer_schema())),
         }
