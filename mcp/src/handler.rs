@@ -60,6 +60,15 @@ impl ClientHandler for Handler {
             tracing::info!(server = %self.shared.name, "MCP elicitation outside a tool call: declined");
             return Ok(ElicitResult::new(ElicitationAction::Decline));
         };
+        // Under `never` nobody is asked anything: declined, as Codex does.
+        if ctx.settings.approval_policy == rein_protocol::ApprovalPolicy::Never {
+            tracing::info!(server = %self.shared.name, "MCP elicitation under approval policy never: declined");
+            return Ok(ElicitResult::new(ElicitationAction::Decline));
+        }
+        if !self.shared.elicitation_allowed() {
+            tracing::warn!(server = %self.shared.name, "MCP elicitation past the rate limit: declined");
+            return Ok(ElicitResult::new(ElicitationAction::Decline));
+        }
         let request = ClientRequest::Elicitation {
             server: self.shared.name.clone(),
             message,

@@ -137,6 +137,33 @@ impl McpManager {
         }
     }
 
+    /// The servers of threads in `cwd` that are still starting (a one-shot run waits for
+    /// them, see [`McpManager::wait_started`]).
+    pub fn starting(&self, cwd: &Path) -> Vec<String> {
+        self.servers_for(cwd)
+            .iter()
+            .filter(|s| s.status() == ServerStatus::Starting)
+            .map(|s| s.name().to_owned())
+            .collect()
+    }
+
+    /// Wait until every server of threads in `cwd` has settled (each startup is bounded
+    /// by its `startup_timeout`), so a one-shot run's only step offers their tools; gives
+    /// the servers that did not start, with why.
+    pub async fn wait_started(&self, cwd: &Path) -> Vec<(String, String)> {
+        let servers = self.servers_for(cwd);
+        let settled = futures::future::join_all(servers.iter().map(Server::wait_settled)).await;
+        servers
+            .iter()
+            .zip(settled)
+            .filter_map(|(server, status)| match status {
+                ServerStatus::Failed { error } => Some((server.name().to_owned(), error)),
+                ServerStatus::Stopped { reason } => Some((server.name().to_owned(), reason)),
+                ServerStatus::Ready | ServerStatus::Starting => None,
+            })
+            .collect()
+    }
+
     /// Use `table` from now on: servers whose configuration changed or that are gone are
     /// stopped (threads start the new ones at their next step), and a server that had
     /// failed is tried again.
