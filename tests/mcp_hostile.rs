@@ -179,3 +179,216 @@ fn a_relisting_that_never_answers_times_out() {
     );
     server.finish();
 }
+
+/// The text of every request the model was sent, as one string to search.
+fn requests_text(model: &MockModel) -> String {
+    serde_json::to_string(&model.requests()).unwrap()
+}
+
+/// `rein exec --json` in a fresh directory; returns the run's output.
+fn exec(home: &Path, prompt: &str) -> std::process::Output {
+    let cwd = tempfile::tempdir().unwrap();
+    support::rein_in(
+        home,
+        &["exec", "--json", "-C", cwd.path().to_str().unwrap(), prompt],
+    )
+    .output()
+    .unwrap()
+}
+
+#[test]
+#[cfg_attr(not(rein_has_python), ignore = "needs python3")]
+fn exec_waits_for_a_plain_server_so_its_only_step_offers_the_tools() {
+    let model = MockModel::start(json!({"replies": [
+        {"tool_calls": [{"call_id": "c1", "name": "mcp__weather__tool_001", "arguments": {"city": "lima"}}]},
+        {"text": "Done."}
+    ]}));
+    let home = home_for(&model);
+    add_config(home.path(), &server_config("weather", &["many", "3"], ""));
+    let out = exec(home.path(), "Use the weather tool.");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("waiting for MCP servers to start: weather"),
+        "{stderr}"
+    );
+    let requests = model.requests();
+    let tools: Vec<&str> = requests[0]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|t| t["name"].as_str())
+        .filter(|n| n.starts_with("mcp__"))
+        .collect();
+    assert_eq!(
+        tools,
+        [
+            "mcp__weather__tool_000",
+            "mcp__weather__tool_001",
+            "mcp__weather__tool_002"
+        ]
+    );
+    assert!(requests_text(&model).contains("ran tool_001"));
+}
+
+#[test]
+#[cfg_attr(not(rein_has_python), ignore = "needs python3")]
+fn an_oversized_answer_is_reported_as_such_not_as_a_timeout() {
+    let model = MockModel::start(json!({"replies": [
+        {"tool_calls": [{"call_id": "c1", "name": "mcp__big__big", "arguments": {}}]},
+        {"text": "Done."}
+    ]}));
+    let home = home_for(&model);
+    add_config(
+        home.path(),
+        &server_config(
+            "big",
+            &["bigline"],
+            "required = true\ntool_timeout_sec = 120",
+        ),
+    );
+    let started = std::time::Instant::now();
+    let out = exec(home.path(), "Call big.");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // Well before the tool timeout: the call failed as soon as the line passed the limit.
+    assert!(started.elapsed() < std::time::Duration::from_secs(60));
+    assert!(
+        requests_text(&model).contains(
+            "tool call error: MCP server 'big' sent a message of more than 4194304 bytes (the limit); rein closed the connection"
+        ),
+        "{}",
+        requests_text(&model)
+    );
+}
+
+#[test]
+#[cfg_attr(not(rein_has_python), ignore = "needs python3")]
+fn server_names_that_could_share_tool_names_are_refused() {
+    let model = MockModel::start(json!({"replies": [{"text": "Done."}]}));
+    for (servers, error) in [
+        (
+            vec!["a", "a__b"],
+            "[mcp_servers.a__b]: invalid server name: it may not start or end with '_' or '-', nor hold two of them in a row",
+        ),
+        (
+            vec!["a-b", "a_b"],
+            "[mcp_servers.a_b]: server names 'a-b' and 'a_b' would both name their tools mcp__a_b__…: rename one",
+        ),
+    ] {
+        let home = home_for(&model);
+        for name in servers {
+            add_config(home.path(), &server_config(name, &["many", "1"], ""));
+        }
+        let out = exec(home.path(), "hi");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success());
+        assert!(stderr.contains(error), "{stderr}");
+    }
+}
+
+/// A thread under `policy` whose model calls the hostile server's `ask` (200 elicitations);
+/// returns the elicitation requests the client saw (each accepted) and the tool's result.
+fn elicitations_under(policy: &str) -> (usize, Value) {
+    let model = MockModel::start(json!({"replies": [
+        {"tool_calls": [{"call_id": "c1", "name": "mcp__el__ask", "arguments": {}}]},
+        {"text": "Done."}
+    ]}));
+    let home = home_for(&model);
+    add_config(
+        home.path(),
+        &server_config("el", &["elicit", "200"], "required = true"),
+    );
+    let cwd = tempfile::tempdir().unwrap();
+    let mut server = AppServer::start(home.path(), &[]);
+    server.initialize();
+    let thread = server.start_thread(
+        json!({ "cwd": cwd.path(), "sandbox": "read-only", "approvalPolicy": policy }),
+    );
+    server.request(
+        "turn/start",
+        json!({ "threadId": thread, "input": [{ "type": "text", "text": "ask" }] }),
+    );
+    let mut asked = 0;
+    let mut result = Value::Null;
+    loop {
+        let m = server.recv();
+        if method(&m) == "mcpServer/elicitation/request" {
+            asked += 1;
+            server.send(
+                &json!({"id": m["id"], "result": {"action": "accept", "content": {"ok": true}}}),
+            );
+        } else if method(&m) == "item/completed" && m["params"]["item"]["type"] == "mcpToolCall" {
+            result = m["params"]["item"]["result"].clone();
+        } else if method(&m) == "turn/completed" {
+            break;
+        }
+    }
+    server.finish();
+    (asked, result)
+}
+
+#[test]
+#[cfg_attr(not(rein_has_python), ignore = "needs python3")]
+fn elicitations_follow_the_approval_policy_and_are_rate_limited() {
+    let text = |r: &Value| r["content"][0]["text"].as_str().unwrap().to_owned();
+    let (asked, result) = elicitations_under("never");
+    assert_eq!((asked, text(&result)), (0, "decline=200".to_owned()));
+    let (asked, result) = elicitations_under("on-request");
+    assert_eq!(
+        (asked, text(&result)),
+        (5, "accept=5 decline=195".to_owned())
+    );
+}
+
+#[test]
+#[cfg_attr(not(rein_has_python), ignore = "needs python3")]
+fn custom_headers_never_follow_a_redirect_to_another_origin() {
+    use std::io::BufRead;
+    let logs = tempfile::tempdir().unwrap();
+    let log = logs.path().join("seen.jsonl");
+    let script =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures/mcp/redirect_server.py");
+    let mut redirector = std::process::Command::new("python3")
+        .arg(script)
+        .arg(&log)
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    std::io::BufReader::new(redirector.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let port = line.trim().strip_prefix("listening ").unwrap().to_owned();
+    let model = MockModel::start(json!({"replies": [{"text": "Done."}]}));
+    let home = home_for(&model);
+    add_config(
+        home.path(),
+        &format!(
+            "\n[mcp_servers.moved]\nurl = \"http://127.0.0.1:{port}/mcp\"\nrequired = true\n\
+             http_headers = {{ \"X-Team\" = \"secret-team\" }}\n\
+             env_http_headers = {{ \"X-Env\" = \"REIN_REDIRECT_TEST_ENV\" }}\n"
+        ),
+    );
+    let cwd = tempfile::tempdir().unwrap();
+    let out = support::rein_in(
+        home.path(),
+        &["exec", "-C", cwd.path().to_str().unwrap(), "hi"],
+    )
+    .env("REIN_REDIRECT_TEST_ENV", "secret-env")
+    .output()
+    .unwrap();
+    let _ = redirector.kill();
+    let _ = redirector.wait();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(
+        stderr.contains("the server redirects to another origin"),
+        "{stderr}"
+    );
+    // The other origin never saw a request, so none of the headers.
+    assert_eq!(std::fs::read_to_string(&log).unwrap_or_default(), "");
+}
