@@ -392,3 +392,60 @@ fn custom_headers_never_follow_a_redirect_to_another_origin() {
     // The other origin never saw a request, so none of the headers.
     assert_eq!(std::fs::read_to_string(&log).unwrap_or_default(), "");
 }
+
+#[test]
+#[cfg_attr(not(rein_has_python), ignore = "needs python3")]
+fn tools_past_the_budget_are_offered_through_tool_search() {
+    let model = MockModel::start(json!({"replies": [
+        {"tool_calls": [{"call_id": "s1", "name": "tool_search", "arguments": {"query": "lima weather", "limit": 3}}]},
+        {"tool_calls": [{"call_id": "c1", "name": "mcp__w__tool_002", "arguments": {"city": "lima"}}]},
+        {"text": "Done."}
+    ]}));
+    let home = home_for(&model);
+    add_config(home.path(), &server_config("w", &["many", "200"], ""));
+    let out = exec(home.path(), "What is the weather in Lima?");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let requests = model.requests();
+    let names = |r: &Value| -> Vec<String> {
+        r["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|t| t["name"].as_str())
+            .filter(|n| n.starts_with("mcp__") || *n == "tool_search")
+            .map(str::to_owned)
+            .collect()
+    };
+    // 200 tools are past the budget (40): the first request offers the search, not them.
+    assert_eq!(names(&requests[0]), ["tool_search"]);
+    // The search answered the best matches and offers them from the next request on.
+    let found = ["mcp__w__tool_002", "mcp__w__tool_010", "mcp__w__tool_018"];
+    assert_eq!(
+        names(&requests[1]),
+        std::iter::once("tool_search")
+            .chain(found)
+            .map(str::to_owned)
+            .collect::<Vec<_>>()
+    );
+    let output = requests[1]["input"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|i| i["type"] == "function_call_output" && i["call_id"] == "s1")
+        .map(|i| i["output"].as_str().unwrap().to_owned())
+        .unwrap();
+    let listed: Value = serde_json::from_str(&output).unwrap();
+    let listed: Vec<&str> = listed["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(listed, found);
+    // A found tool is called as any other.
+    assert!(requests_text(&model).contains("ran tool_002"));
+}

@@ -82,6 +82,8 @@ pub struct ConfigToml {
     /// `[mcp_servers.NAME]`, kept as written: the MCP crate reads it.
     #[serde(default)]
     pub mcp_servers: toml::Table,
+    /// MCP tools offered directly at most; past it they are behind `tool_search`.
+    pub mcp_tool_budget: Option<usize>,
 }
 
 #[derive(Clone, Debug, Default, Deserialize)]
@@ -127,6 +129,8 @@ pub struct ModelConfig {
     pub acp: AcpSettings,
     /// `[mcp_servers]` as written (after overrides), for the MCP crate to check and use.
     pub mcp_servers: toml::Table,
+    /// `mcp_tool_budget`, if set.
+    pub mcp_tool_budget: Option<usize>,
 }
 
 /// What to load: where, which profile, which overrides.
@@ -261,6 +265,7 @@ pub fn resolve(
         advisor,
         acp: file.acp.resolve(),
         mcp_servers: file.mcp_servers,
+        mcp_tool_budget: file.mcp_tool_budget,
     })
 }
 

@@ -18,6 +18,7 @@ pub mod launch;
 pub mod listing;
 pub mod manager;
 pub mod naming;
+pub mod search;
 pub mod server;
 mod tool;
 
