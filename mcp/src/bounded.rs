@@ -92,6 +92,8 @@ impl<R: AsyncRead + Unpin> AsyncRead for BoundedLines<R> {
             );
             tracing::warn!("{why}");
             this.broken.set(why.clone());
+            // A failed read hands over no bytes.
+            buf.set_filled(before);
             return Poll::Ready(Err(io::Error::new(io::ErrorKind::InvalidData, why)));
         }
         Poll::Ready(Ok(()))
