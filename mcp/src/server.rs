@@ -34,10 +34,6 @@ pub const MAX_RESTARTS: u32 = 3;
 const FIRST_BACKOFF: Duration = Duration::from_millis(250);
 /// A server up this long has its restart count forgiven.
 const STABLE_AFTER: Duration = Duration::from_secs(60);
-/// Elicitations of one server asked of the user at most in any [`ELICITATION_WINDOW`];
-/// more are declined without asking.
-pub const ELICITATION_LIMIT: usize = 5;
-pub const ELICITATION_WINDOW: Duration = Duration::from_secs(60);
 
 /// Where a server is in its life.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -78,8 +74,8 @@ pub(crate) struct Shared {
     warnings: RwLock<Vec<String>>,
     /// Why rein ended the connection itself (an oversized message), if it did.
     pub(crate) broken: Broken,
-    /// When the elicitations of the last [`ELICITATION_WINDOW`] were asked.
-    elicited: Mutex<std::collections::VecDeque<Instant>>,
+    /// When the elicitations of the last [`crate::handler::ELICITATION_WINDOW`] were asked.
+    pub(crate) elicited: Mutex<std::collections::VecDeque<Instant>>,
     peer: RwLock<Option<Peer<RoleClient>>>,
     pid: watch::Sender<Option<u32>>,
     pub(crate) progress: ProgressMap,
@@ -126,23 +122,6 @@ impl Shared {
     pub(crate) fn current_call(&self) -> Option<ToolContext> {
         let calls = self.calls.lock().unwrap_or_else(PoisonError::into_inner);
         calls.last().map(|(_, ctx)| ctx.clone())
-    }
-
-    /// Whether one more elicitation may be asked of the user now (and note it if so).
-    pub(crate) fn elicitation_allowed(&self) -> bool {
-        let now = Instant::now();
-        let mut asked = self.elicited.lock().unwrap_or_else(PoisonError::into_inner);
-        while asked
-            .front()
-            .is_some_and(|t| now.duration_since(*t) >= ELICITATION_WINDOW)
-        {
-            asked.pop_front();
-        }
-        if asked.len() >= ELICITATION_LIMIT {
-            return false;
-        }
-        asked.push_back(now);
-        true
     }
 
     /// The connection to call through, if the server is up.
