@@ -94,6 +94,7 @@ fn endless_tools_list_pages_stop_at_the_page_limit_and_memory_stays_bounded() {
     let cwd = tempfile::tempdir().unwrap();
     let (mut server, settled) = settled_app_server(home.path(), cwd.path());
     let peak = peak_rss_kib(server.pid());
+    eprintln!("peak RSS of the app-server: {peak} KiB");
     assert_eq!(
         settled,
         json!({"name": "pages", "status": "ready", "error": null, "threadId": null})
@@ -142,6 +143,7 @@ fn a_ten_megabyte_enum_schema_is_refused_and_memory_stays_bounded() {
     let cwd = tempfile::tempdir().unwrap();
     let (server, settled) = settled_app_server(home.path(), cwd.path());
     let peak = peak_rss_kib(server.pid());
+    eprintln!("peak RSS of the app-server: {peak} KiB");
     assert_eq!(settled["status"], "failed", "{settled}");
     let error = settled["error"].as_str().unwrap();
     assert!(
