@@ -368,7 +368,12 @@ fn mcp_manager(config: &ModelConfig) -> Result<Option<Arc<rein_mcp::McpManager>>
     // configuration names (`env_vars`).
     let process_env: rein_mcp::Env = Arc::new(|k: &str| std::env::var(k).ok());
     rein_mcp::McpManager::new(&config.mcp_servers, process_env)
-        .map(Some)
+        .map(|manager| {
+            if let Some(budget) = config.mcp_tool_budget {
+                manager.set_tool_budget(budget);
+            }
+            Some(manager)
+        })
         .map_err(|source| BootstrapError::Mcp {
             config_path: config.config_path.clone(),
             source,

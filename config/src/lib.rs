@@ -106,6 +106,8 @@ pub struct ConfigToml {
     pub project_root_markers: Option<Vec<String>>,
     #[serde(default)]
     pub project_doc: ProjectDocToml,
+    /// MCP tools offered directly at most; past it they are behind `tool_search`.
+    pub mcp_tool_budget: Option<usize>,
 }
 
 #[derive(Clone, Debug, Default, Deserialize)]
@@ -159,6 +161,8 @@ pub struct ModelConfig {
     pub mcp_servers: toml::Table,
     /// How `AGENTS.md` files are found and capped.
     pub project_doc: ProjectDocSettings,
+    /// `mcp_tool_budget`, if set.
+    pub mcp_tool_budget: Option<usize>,
 }
 
 /// What to load: where, which profile, which overrides.
@@ -284,6 +288,7 @@ pub fn resolve(
         acp: file.acp.resolve(),
         project_doc,
         mcp_servers: file.mcp_servers,
+        mcp_tool_budget: file.mcp_tool_budget,
     })
 }
 

@@ -196,23 +196,55 @@ fn check_header(server: &str, key: &str, header: &str) -> Result<(), ConfigError
 
 /// Read the `[mcp_servers]` table. Every server is checked, disabled ones too.
 pub fn parse(table: &toml::Table) -> Result<Vec<McpServerConfig>, ConfigError> {
+    let mut namespaces: BTreeMap<String, &str> = BTreeMap::new();
+    for name in table.keys() {
+        // Two servers whose tools would share `mcp__<server>__` could offer the same
+        // model-visible name: refused, so that a name always says its server.
+        let namespace = crate::naming::sanitize(name);
+        if let Some(other) = namespaces.insert(namespace.clone(), name) {
+            return Err(ConfigError::new(
+                name,
+                None,
+                format!(
+                    "server names '{other}' and '{name}' would both name their tools mcp__{namespace}__…: rename one"
+                ),
+            ));
+        }
+    }
     table
         .iter()
         .map(|(name, value)| parse_server(name, value))
         .collect()
 }
 
-fn parse_server(name: &str, value: &toml::Value) -> Result<McpServerConfig, ConfigError> {
+/// Why `name` cannot name a server, if it cannot. Besides the characters Codex allows, the
+/// name must not start or end with `_`/`-`, hold `__` (or `--`, `_-`: alike once '-' is
+/// read as '_') nor pass [`crate::naming::MAX_SERVER_NAME_LEN`] bytes: then the first `__`
+/// after `mcp__` in a tool's name always ends its server's name, and two servers' tools
+/// can never share a name (`a` + `b__c` against `a__b` + `c`).
+fn name_problem(name: &str) -> Option<&'static str> {
     if name.is_empty()
         || !name
             .chars()
             .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
     {
-        return Err(ConfigError::new(
-            name,
-            None,
-            "invalid server name: use only letters, digits, '_' and '-'",
-        ));
+        return Some("invalid server name: use only letters, digits, '_' and '-'");
+    }
+    let sanitized = crate::naming::sanitize(name);
+    if sanitized.starts_with('_') || sanitized.ends_with('_') || sanitized.contains("__") {
+        return Some(
+            "invalid server name: it may not start or end with '_' or '-', nor hold two of them in a row (tool names are mcp__<server>__<tool>)",
+        );
+    }
+    if name.len() > crate::naming::MAX_SERVER_NAME_LEN {
+        return Some("invalid server name: longer than 40 characters");
+    }
+    None
+}
+
+fn parse_server(name: &str, value: &toml::Value) -> Result<McpServerConfig, ConfigError> {
+    if let Some(problem) = name_problem(name) {
+        return Err(ConfigError::new(name, None, problem));
     }
     let raw: RawServer = value
         .clone()
@@ -496,6 +528,18 @@ mod tests {
             (
                 "[mcp_servers.\"a b\"]\ncommand = \"x\"",
                 "[mcp_servers.a b]: invalid server name: use only letters, digits, '_' and '-'",
+            ),
+            (
+                "[mcp_servers.a__b]\ncommand = \"x\"",
+                "[mcp_servers.a__b]: invalid server name: it may not start or end with '_' or '-', nor hold two of them in a row (tool names are mcp__<server>__<tool>)",
+            ),
+            (
+                "[mcp_servers.a_]\ncommand = \"x\"",
+                "[mcp_servers.a_]: invalid server name: it may not start or end with '_' or '-', nor hold two of them in a row (tool names are mcp__<server>__<tool>)",
+            ),
+            (
+                "[mcp_servers.a-b]\ncommand = \"x\"\n[mcp_servers.a_b]\ncommand = \"y\"",
+                "[mcp_servers.a_b]: server names 'a-b' and 'a_b' would both name their tools mcp__a_b__…: rename one",
             ),
         ];
         for (text, message) in cases {

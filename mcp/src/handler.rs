@@ -14,7 +14,33 @@ use rmcp::model::{
 use rmcp::service::{NotificationContext, RequestContext, RoleClient};
 use rmcp::ClientHandler;
 
+use std::collections::VecDeque;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
 use crate::server::Shared;
+
+/// Elicitations of one server asked of the user at most in any [`ELICITATION_WINDOW`];
+/// more are declined without asking.
+pub(crate) const ELICITATION_LIMIT: usize = 5;
+pub(crate) const ELICITATION_WINDOW: Duration = Duration::from_secs(60);
+
+/// Whether one more elicitation may be asked of the user now (and note it if so).
+fn elicitation_allowed(asked: &Mutex<VecDeque<Instant>>) -> bool {
+    let now = Instant::now();
+    let mut asked = asked.lock().unwrap_or_else(PoisonError::into_inner);
+    while asked
+        .front()
+        .is_some_and(|t| now.duration_since(*t) >= ELICITATION_WINDOW)
+    {
+        asked.pop_front();
+    }
+    if asked.len() >= ELICITATION_LIMIT {
+        return false;
+    }
+    asked.push_back(now);
+    true
+}
 
 /// What the server tells rein while connected.
 pub(crate) struct Handler {
@@ -60,6 +86,15 @@ impl ClientHandler for Handler {
             tracing::info!(server = %self.shared.name, "MCP elicitation outside a tool call: declined");
             return Ok(ElicitResult::new(ElicitationAction::Decline));
         };
+        // Under `never` nobody is asked anything: declined, as Codex does.
+        if ctx.settings.approval_policy == rein_protocol::ApprovalPolicy::Never {
+            tracing::info!(server = %self.shared.name, "MCP elicitation under approval policy never: declined");
+            return Ok(ElicitResult::new(ElicitationAction::Decline));
+        }
+        if !elicitation_allowed(&self.shared.elicited) {
+            tracing::warn!(server = %self.shared.name, "MCP elicitation past the rate limit: declined");
+            return Ok(ElicitResult::new(ElicitationAction::Decline));
+        }
         let request = ClientRequest::Elicitation {
             server: self.shared.name.clone(),
             message,

@@ -38,7 +38,23 @@ pub struct HttpClient(reqwest::Client);
 
 impl HttpClient {
     pub fn new() -> Result<Self, reqwest::Error> {
-        Ok(Self(reqwest::Client::builder().build()?))
+        // A redirect is followed only within the server's origin: the configured headers
+        // (and the token) are for that server, and reqwest would carry custom headers to
+        // any host a redirect names.
+        let policy = reqwest::redirect::Policy::custom(|attempt| {
+            let same_origin = attempt
+                .previous()
+                .first()
+                .is_some_and(|first| first.origin() == attempt.url().origin());
+            if !same_origin {
+                attempt.stop()
+            } else if attempt.previous().len() > 10 {
+                attempt.error("more than 10 redirects")
+            } else {
+                attempt.follow()
+            }
+        });
+        Ok(Self(reqwest::Client::builder().redirect(policy).build()?))
     }
 
     fn request(
@@ -247,6 +263,16 @@ impl StreamableHttpClient for HttpClient {
         let headers = response.headers().clone();
         let session = session_of(&headers);
         let json = content_type_is(&headers, JSON_MIME_TYPE);
+        if status.is_redirection() {
+            let to = headers
+                .get(reqwest::header::LOCATION)
+                .and_then(|v| v.to_str().ok())
+                .map(|v| &v[..v.floor_char_boundary(200)])
+                .unwrap_or("?");
+            return Err(StreamableHttpError::UnexpectedServerResponse(Cow::Owned(
+                format!("HTTP {status}: the server redirects to another origin ({to}); rein does not follow, so its headers stay with the configured server"),
+            )));
+        }
         if !status.is_success() {
             // A failed response may still carry the JSON-RPC error that explains it.
             if json && status != StatusCode::TOO_MANY_REQUESTS {
@@ -452,7 +478,9 @@ pub(crate) fn transport(
     }
     let mut config = StreamableHttpClientTransportConfig::with_uri(url)
         .custom_headers(headers)
-        .reinit_on_expired_session(true);
+        .reinit_on_expired_session(true)
+        .max_json_response_size(crate::bounded::MAX_MESSAGE_BYTES)
+        .max_sse_event_size(crate::bounded::MAX_MESSAGE_BYTES);
     if let Some(var) = bearer_token_env_var {
         let token = match env(var) {
             None => {

@@ -8,17 +8,21 @@
 //! `ToolAction::Mcp` with a `ToolOutcome` like any other tool's, so every front end shows
 //! it from the kernel's facts.
 
+mod bounded;
 pub mod config;
 mod content;
 mod direct;
 mod handler;
 pub mod http;
 pub mod launch;
+pub mod listing;
 pub mod manager;
 pub mod naming;
+pub mod search;
 pub mod server;
 mod tool;
 
+pub use bounded::MAX_MESSAGE_BYTES;
 pub use config::{ConfigError, McpServerConfig, Transport};
 pub use direct::CallError;
 pub use launch::Env;

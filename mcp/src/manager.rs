@@ -8,6 +8,7 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, RwLock, Weak};
 
 use rein_core::tools::{ThreadToolSource, ToolSet, ToolSource};
@@ -16,6 +17,7 @@ use tokio::sync::broadcast;
 
 use crate::config::{self, ConfigError, McpServerConfig};
 use crate::launch::Env;
+use crate::search::{Deferred, DEFAULT_TOOL_BUDGET};
 use crate::server::{Server, ServerStatus, StatusUpdate};
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -35,6 +37,8 @@ pub struct McpManager {
     inner: Mutex<Inner>,
     env: Env,
     updates: broadcast::Sender<StatusUpdate>,
+    /// MCP tools a thread is offered directly at most (see [`crate::search`]).
+    tool_budget: AtomicUsize,
     me: Weak<McpManager>,
 }
 
@@ -51,8 +55,15 @@ impl McpManager {
             }),
             env,
             updates: broadcast::channel(256).0,
+            tool_budget: AtomicUsize::new(DEFAULT_TOOL_BUDGET),
             me: me.clone(),
         }))
+    }
+
+    /// Offer threads at most `budget` MCP tools directly (`mcp_tool_budget`); past it,
+    /// `tool_search` instead.
+    pub fn set_tool_budget(&self, budget: usize) {
+        self.tool_budget.store(budget, Ordering::Relaxed);
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
@@ -137,6 +148,33 @@ impl McpManager {
         }
     }
 
+    /// The servers of threads in `cwd` that are still starting (a one-shot run waits for
+    /// them, see [`McpManager::wait_started`]).
+    pub fn starting(&self, cwd: &Path) -> Vec<String> {
+        self.servers_for(cwd)
+            .iter()
+            .filter(|s| s.status() == ServerStatus::Starting)
+            .map(|s| s.name().to_owned())
+            .collect()
+    }
+
+    /// Wait until every server of threads in `cwd` has settled (each startup is bounded
+    /// by its `startup_timeout`), so a one-shot run's only step offers their tools; gives
+    /// the servers that did not start, with why.
+    pub async fn wait_started(&self, cwd: &Path) -> Vec<(String, String)> {
+        let servers = self.servers_for(cwd);
+        let settled = futures::future::join_all(servers.iter().map(Server::wait_settled)).await;
+        servers
+            .iter()
+            .zip(settled)
+            .filter_map(|(server, status)| match status {
+                ServerStatus::Failed { error } => Some((server.name().to_owned(), error)),
+                ServerStatus::Stopped { reason } => Some((server.name().to_owned(), reason)),
+                ServerStatus::Ready | ServerStatus::Starting => None,
+            })
+            .collect()
+    }
+
     /// Use `table` from now on: servers whose configuration changed or that are gone are
     /// stopped (threads start the new ones at their next step), and a server that had
     /// failed is tried again.
@@ -190,8 +228,11 @@ impl ThreadToolSource for McpManager {
                 generation,
                 servers,
                 parts: Vec::new(),
+                all: Arc::new(ToolSet::empty()),
+                found: 0,
                 merged: Arc::new(ToolSet::empty()),
             }),
+            deferred: Arc::default(),
         }))
     }
 }
@@ -200,6 +241,11 @@ struct Cache {
     generation: u64,
     servers: Vec<Server>,
     parts: Vec<Arc<ToolSet>>,
+    /// Every tool of the servers.
+    all: Arc<ToolSet>,
+    /// The version of the searches' findings `merged` was made with.
+    found: u64,
+    /// What the thread is offered: `all`, or `tool_search` and what it found.
     merged: Arc<ToolSet>,
 }
 
@@ -208,6 +254,7 @@ struct ThreadServers {
     manager: Weak<McpManager>,
     cwd: PathBuf,
     cache: RwLock<Cache>,
+    deferred: Arc<Deferred>,
 }
 
 impl ToolSource for ThreadServers {
@@ -227,9 +274,20 @@ impl ToolSource for ThreadServers {
                 .iter()
                 .zip(&cache.parts)
                 .all(|(a, b)| Arc::ptr_eq(a, b));
-        if !same {
-            cache.merged = Arc::new(ToolSet::merged(parts.iter().map(AsRef::as_ref)));
-            cache.parts = parts;
+        let found = self.deferred.version.load(Ordering::Relaxed);
+        if !same || found != cache.found {
+            if !same {
+                cache.all = Arc::new(ToolSet::merged(parts.iter().map(AsRef::as_ref)));
+                cache.parts = parts;
+            }
+            let budget = manager.tool_budget.load(Ordering::Relaxed);
+            cache.merged = if cache.all.specs().len() > budget {
+                self.deferred.set_catalog(Arc::clone(&cache.all));
+                Arc::new(self.deferred.offered())
+            } else {
+                Arc::clone(&cache.all)
+            };
+            cache.found = found;
         }
         Arc::clone(&cache.merged)
     }

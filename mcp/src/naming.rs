@@ -10,6 +10,9 @@ use std::collections::HashSet;
 use sha1::{Digest, Sha1};
 
 pub const MAX_TOOL_NAME_LEN: usize = 64;
+/// The longest server name (checked with the configuration): `mcp__<server>__` then always
+/// fits before a hashed tool part, so a name is never cut into its server's part.
+pub const MAX_SERVER_NAME_LEN: usize = 40;
 const HASH_LEN: usize = 12;
 const PREFIX: &str = "mcp";
 const DELIMITER: &str = "__";
@@ -50,19 +53,25 @@ pub fn model_names(server: &str, tools: &[&str]) -> Vec<Option<String>> {
             continue;
         }
         let plain = format!("{namespace}{}", sanitize(raw));
-        let name = if plain.len() <= MAX_TOOL_NAME_LEN && !taken.contains(&plain) {
-            plain
-        } else {
-            hashed(&namespace, server, raw)
-        };
+        let mut name = plain;
+        let mut salt = 0u32;
+        // A name taken (or too long) gets a hash; one whose hash is taken too, another.
+        while name.len() > MAX_TOOL_NAME_LEN || taken.contains(&name) {
+            name = hashed(&namespace, server, raw, salt);
+            salt += 1;
+        }
         taken.insert(name.clone());
         names[i] = Some(name);
     }
     names
 }
 
-fn hashed(namespace: &str, server: &str, raw: &str) -> String {
-    let digest = Sha1::digest(format!("{server}{DELIMITER}{raw}").as_bytes());
+fn hashed(namespace: &str, server: &str, raw: &str, salt: u32) -> String {
+    let identity = match salt {
+        0 => format!("{server}{DELIMITER}{raw}"),
+        n => format!("{server}{DELIMITER}{raw}#{n}"),
+    };
+    let digest = Sha1::digest(identity.as_bytes());
     let hex: String = digest
         .iter()
         .flat_map(|b| [b >> 4, b & 0xf])

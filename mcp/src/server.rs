@@ -22,6 +22,7 @@ use serde::Serialize;
 use tokio::sync::{broadcast, mpsc, watch, Notify};
 use tokio_util::sync::CancellationToken;
 
+use crate::bounded::{BoundedLines, Broken, MAX_MESSAGE_BYTES};
 use crate::config::{McpServerConfig, Transport};
 use crate::handler::Handler;
 use crate::launch::{self, Env, StdioProcess, StdioSpec};
@@ -69,6 +70,12 @@ pub(crate) struct Shared {
     tools: RwLock<Arc<ToolSet>>,
     /// The raw tools as listed (for status listings).
     listed: RwLock<Vec<rmcp::model::Tool>>,
+    /// What the last listing left out (limits), for the server's status.
+    warnings: RwLock<Vec<String>>,
+    /// Why rein ended the connection itself (an oversized message), if it did.
+    pub(crate) broken: Broken,
+    /// When the elicitations of the last [`crate::handler::ELICITATION_WINDOW`] were asked.
+    pub(crate) elicited: Mutex<std::collections::VecDeque<Instant>>,
     peer: RwLock<Option<Peer<RoleClient>>>,
     pid: watch::Sender<Option<u32>>,
     pub(crate) progress: ProgressMap,
@@ -180,6 +187,9 @@ impl Server {
             status,
             tools: RwLock::default(),
             listed: RwLock::default(),
+            warnings: RwLock::default(),
+            broken: Broken::default(),
+            elicited: Mutex::default(),
             peer: RwLock::default(),
             pid: watch::channel(None).0,
             progress: Mutex::default(),
@@ -231,6 +241,16 @@ impl Server {
     pub fn listed_tools(&self) -> Vec<rmcp::model::Tool> {
         self.shared
             .listed
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    /// What the last listing of the server's tools left out, by the limits of
+    /// [`crate::listing`] (empty when nothing was).
+    pub fn listing_warnings(&self) -> Vec<String> {
+        self.shared
+            .warnings
             .read()
             .unwrap_or_else(PoisonError::into_inner)
             .clone()
@@ -453,12 +473,18 @@ async fn serve(shared: &Arc<Shared>, connection: &mut Connection) -> Ended {
         tokio::select! {
             () = shared.stop.cancelled() => return Ended::Stopped,
             () = shared.tools_changed.notified() => {
-                if let Err(e) = list_tools(shared, &peer).await {
-                    return Ended::Died(e);
+                // Timed (startup_timeout a request), and given up when the server is stopped.
+                tokio::select! {
+                    listed = list_tools(shared, &peer) => if let Err(e) = listed {
+                        return Ended::Died(e);
+                    },
+                    () = shared.stop.cancelled() => return Ended::Stopped,
                 }
             }
             _ = &mut connection.quit => {
-                return Ended::Died("the server closed the connection (it exited?)".into());
+                return Ended::Died(shared.broken.or(
+                    "the server closed the connection (it exited?)".into(),
+                ));
             }
             () = shared.lost.notified() => {
                 return Ended::Died("the server could not be reached".into());
@@ -475,6 +501,7 @@ async fn connect(
     let handler = Handler {
         shared: Arc::clone(shared),
     };
+    shared.broken.clear();
     let service = match &shared.config.transport {
         Transport::Stdio {
             command,
@@ -496,9 +523,15 @@ async fn connect(
                 .map_err(|e| format!("cannot start `{command}` in {}: {e}", dir.display()))?;
             shared.pid.send_replace(process.pid);
             *slot = Some(process);
+            let stdout = BoundedLines::new(
+                stdout,
+                MAX_MESSAGE_BYTES,
+                &shared.name,
+                shared.broken.clone(),
+            );
             match handler.serve((stdout, stdin)).await {
                 Ok(service) => service,
-                Err(e) => return Err(format!("initialize failed: {e}")),
+                Err(e) => return Err(shared.broken.or(format!("initialize failed: {e}"))),
             }
         }
         Transport::StreamableHttp {
@@ -528,18 +561,19 @@ async fn connect(
     let peer = connection.peer.clone();
     if let Err(e) = list_tools(shared, &peer).await {
         connection.close().await;
-        return Err(e);
+        return Err(shared.broken.or(e));
     }
     *shared.peer.write().unwrap_or_else(PoisonError::into_inner) = Some(peer);
     Ok(connection)
 }
 
-/// List the server's tools and offer the enabled ones from the next step on.
+/// List the server's tools (within the limits of [`crate::listing`]) and offer the enabled
+/// ones from the next step on.
 async fn list_tools(shared: &Arc<Shared>, peer: &Peer<RoleClient>) -> Result<(), String> {
-    let listed = peer
-        .list_all_tools()
+    let listing = crate::listing::list(peer, shared.config.startup_timeout)
         .await
-        .map_err(|e| format!("tools/list failed: {e}"))?;
+        .map_err(|e| shared.broken.or(e))?;
+    let listed = listing.tools;
     let offered: Vec<&rmcp::model::Tool> = listed
         .iter()
         .filter(|t| shared.config.offers(&t.name))
@@ -559,6 +593,10 @@ async fn list_tools(shared: &Arc<Shared>, peer: &Peer<RoleClient>) -> Result<(),
         .listed
         .write()
         .unwrap_or_else(PoisonError::into_inner) = listed;
+    *shared
+        .warnings
+        .write()
+        .unwrap_or_else(PoisonError::into_inner) = listing.warnings;
     shared.listings.send_modify(|n| *n += 1);
     Ok(())
 }

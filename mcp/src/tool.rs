@@ -247,10 +247,13 @@ pub(crate) fn transport_error(server: &Shared, e: &ServiceError, timeout: Durati
             timeout.as_secs_f64(),
             server.name
         ),
-        ServiceError::TransportClosed => format!(
-            "tool call error: MCP server '{}' closed the connection during the call",
-            server.name
-        ),
+        ServiceError::TransportClosed => match server.broken.get() {
+            Some(why) => format!("tool call error: {why}"),
+            None => format!(
+                "tool call error: MCP server '{}' closed the connection during the call",
+                server.name
+            ),
+        },
         ServiceError::TransportSend(e) => {
             // An HTTP server that went away is only seen when something is sent to it:
             // the supervisor connects again.

@@ -46,6 +46,7 @@ mod hostile_sessions;
 mod idle_threads;
 mod mcp_app_server;
 mod mcp_exec;
+mod mcp_hostile;
 mod model_policy;
 mod project_context;
 mod replay_e2e;

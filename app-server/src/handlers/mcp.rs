@@ -135,9 +135,13 @@ fn statuses(mcp: &McpManager) -> Vec<McpServerStatus> {
                 server_info: server
                     .and_then(Server::server_info)
                     .and_then(|i| serde_json::to_value(i).ok()),
+                // A ready server whose listing passed rein's limits says what was left out.
                 tools_error: match status {
                     Some(ServerStatus::Failed { error }) => Some(error),
-                    _ => None,
+                    _ => server
+                        .map(Server::listing_warnings)
+                        .filter(|w| !w.is_empty())
+                        .map(|w| w.join("; ")),
                 },
             }
         })

@@ -146,6 +146,15 @@ async fn run_exec(args: ExecArgs) -> anyhow::Result<i32> {
             kernel.shutdown().await;
             bail!(e);
         }
+        // A one-shot run may have one step only: the other servers are waited for too
+        // (each within its startup_timeout), so that step offers their tools.
+        let starting = mcp.starting(&cwd);
+        if !starting.is_empty() {
+            eprintln!("waiting for MCP servers to start: {}", starting.join(", "));
+        }
+        for (server, error) in mcp.wait_started(&cwd).await {
+            eprintln!("MCP server '{server}' did not start, its tools are not offered: {error}");
+        }
     }
 
     let mode = if common.json || common.experimental_json {
