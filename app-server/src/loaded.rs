@@ -107,7 +107,9 @@ struct SpawnedInner {
 
 impl Spawned {
     fn lock(&self) -> MutexGuard<'_, SpawnedInner> {
-        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+        self.inner
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     /// The pump forwarded the spawn of `child`.

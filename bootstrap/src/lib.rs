@@ -301,10 +301,7 @@ pub fn skills_config(
         Some(home) => home.clone(),
         None => config::rein_home(env).ok_or(BootstrapError::NoHome)?,
     };
-    let config = config::load(
-        &load_options(&home, options),
-        env,
-    )?;
+    let config = config::load(&load_options(&home, options), env)?;
     Ok(context_config(&home, Some(&config), false, env).skills)
 }
 

@@ -37,8 +37,8 @@ pub mod advisor;
 pub mod agents;
 pub mod error;
 pub mod overrides;
-pub mod project_doc;
 pub mod policy;
+pub mod project_doc;
 pub mod provider;
 
 use std::collections::BTreeMap;
@@ -53,8 +53,8 @@ pub use acp::{AcpSettings, AcpToml};
 pub use advisor::{AdvisorConfig, AdvisorMode, AdvisorToml};
 pub use error::{ConfigError, OverrideProblem};
 pub use overrides::Override;
-pub use project_doc::{ProjectDocSettings, ProjectDocToml};
 pub use policy::{Fallback, ModelTable, ModelToml, ENV_VARS};
+pub use project_doc::{ProjectDocSettings, ProjectDocToml};
 pub use provider::{ProviderInfo, ProviderToml, ThinkingOff, WireApi};
 
 /// The model used when neither the file nor a profile names one.

@@ -5,7 +5,7 @@
 //! [`MAX_TOOL_BYTES`] is dropped, and a server's kept tools together stay under
 //! [`MAX_LISTED_BYTES`]. What was cut or dropped is said in the listing's warnings (shown
 //! on the server's status) rather than failing the server: its other tools still work.
-//! The size of a single message is bounded before it is parsed (see [`crate::bounded`]).
+//! The size of a single message is bounded before it is parsed (see `crate::bounded`).
 
 use std::time::Duration;
 

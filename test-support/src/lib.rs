@@ -36,9 +36,9 @@ pub mod mock_model;
 #[cfg(feature = "e2e")]
 pub mod replay;
 #[cfg(feature = "e2e")]
-pub mod ws_client;
-#[cfg(feature = "e2e")]
 pub mod tmux;
+#[cfg(feature = "e2e")]
+pub mod ws_client;
 
 #[cfg(feature = "kernel")]
 pub mod agents;

@@ -4,8 +4,8 @@
 //! patched file, an editor line that is not UTF-8, a terminal output of 100 MiB.
 #![allow(clippy::unwrap_used)]
 
-use rein_test_support::fs_events;
 use rein_test_support::acp as support;
+use rein_test_support::fs_events;
 
 use pretty_assertions::assert_eq;
 use serde_json::{json, Value};

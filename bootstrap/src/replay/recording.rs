@@ -6,8 +6,7 @@ use rein_core::thread::state::prefix_items;
 use rein_core::tools::ToolResult;
 use rein_protocol::{
     ApprovalOutcome, Event, EventMsg, InputPart, Item, RequestFingerprint, SessionGrant, TaskKind,
-    ThreadContext,
-    ThreadSettings, TokenUsage, ToolOutcome, TurnAbortReason,
+    ThreadContext, ThreadSettings, TokenUsage, ToolOutcome, TurnAbortReason,
 };
 
 /// What a replay runs and compares against.

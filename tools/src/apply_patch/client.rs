@@ -10,7 +10,7 @@
 //! The editor writes by path, after rein's check, while sandboxed commands of the same batch
 //! may still change the workspace: a symlink swapped in between would carry the write
 //! anywhere (the editor follows it). So each path is checked again at the moment it is
-//! handed to the editor (see [`unchanged_target`]): the policy judged it with every link
+//! handed to the editor (see `unchanged_target`): the policy judged it with every link
 //! resolved, so a link on it now means its target changed, and the write is refused. What
 //! is left is the editor's own moment between that check and its write.
 //!

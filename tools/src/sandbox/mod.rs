@@ -11,7 +11,7 @@
 //! 2. bubblewrap ([`bwrap`]) where Landlock is missing;
 //! 3. Landlock + seccomp without namespaces where the kernel forbids them: metadata
 //!    outside the roots stays changeable, `.git` is protected by granting around it, and
-//!    a supervisor ([`supervise`]) bounds a command's lifetime.
+//!    a supervisor (`supervise`) bounds a command's lifetime.
 //!
 //! Commands that run unconfined ([`unconfined_command`]: full access, approved
 //! escalations) get the same supervisor, so none outlives rein, even a SIGKILLed rein.
@@ -399,7 +399,7 @@ impl Sandbox {
 }
 
 /// A `Command` running `argv` outside any sandbox, under a supervisor that kills it and
-/// everything it started when it ends or when rein does ([`supervise`]).
+/// everything it started when it ends or when rein does (`supervise`).
 pub fn unconfined_command(
     argv: &[String],
     cwd: &Path,

@@ -3,7 +3,7 @@
 //! - [`is_known_safe`]: under the `untrusted` approval policy these run inside the sandbox
 //!   without asking. Conservative by design: anything not recognised, any redirection,
 //!   command substitution, option that can write or execute (read as `getopt` reads it, see
-//!   [`options`]), or environment variable outside a short list of harmless ones makes a
+//!   `options`), or environment variable outside a short list of harmless ones makes a
 //!   command unsafe.
 //! - [`is_safe_unconfined`]: in an editor's terminal (outside rein's sandbox) only a short
 //!   allow-list of argv forms runs unasked, and only with no environment set by the model.
