@@ -325,16 +325,26 @@ fn a_command_prefix_rule_lets_later_commands_through_also_after_a_resume() {
     );
     server.finish();
 
-    // A live replay answers as recorded, rule included: the commands the rule let through
-    // run again without being asked.
-    let out = rein_in(home.path(), &["replay", &thread, "--tools", "live"])
-        .output()
-        .unwrap();
+    // A replay answers as recorded, rule included (nothing runs).
+    let out = rein_in(home.path(), &["replay", &thread]).output().unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert_eq!(
         (out.status.code(), stdout.as_ref()),
         (Some(0), "identical: 4 turns, 8 steps identical\n"),
         "{}",
         String::from_utf8_lossy(&out.stderr)
+    );
+    // A live replay never takes a rule from the file (a rollout is a file anyone can
+    // edit): what the rule let through is declined, and the replay says so.
+    let out = rein_in(home.path(), &["replay", &thread, "--tools", "live"])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{stdout}");
+    assert!(
+        stdout.starts_with(
+            "differs at step 1 (turn 1, step 1 of the turn): tool outcome of call 0\n"
+        ) && stdout.contains("+declined by policy\n"),
+        "{stdout}"
     );
 }

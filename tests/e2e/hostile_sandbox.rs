@@ -254,6 +254,12 @@ fn interrupt_takes_survivors_along(sandbox: &str) {
         }
         output.contains("STARTED_2")
     });
+    // A process between fork and exec can briefly show no command line: poll /proc
+    // (there is no event to wait on) until all three are seen, within the patience.
+    let deadline = std::time::Instant::now() + rein_test_support::PATIENCE;
+    while processes_with(&mark).len() < 3 && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
     assert!(
         processes_with(&mark).len() >= 3,
         "{:?}",
