@@ -49,6 +49,62 @@ fn user_texts(request: &Value) -> Vec<String> {
         .collect()
 }
 
+/// The turns of thread `id` as `thread/read` gives them: status and agent messages.
+fn turns_of(server: &mut AppServer, id: &str) -> Vec<(String, Vec<String>)> {
+    let read = server.call(
+        "thread/read",
+        json!({ "threadId": id, "includeTurns": true }),
+    );
+    read["result"]["thread"]["turns"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| {
+            let texts = t["items"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter(|i| i["type"] == "agentMessage")
+                .map(|i| i["text"].as_str().unwrap().to_owned())
+                .collect();
+            (t["status"].as_str().unwrap().to_owned(), texts)
+        })
+        .collect()
+}
+
+/// Run until `Babbage` streams (its model hangs) and a `send_input` call completed: where
+/// the server is killed. Ada's and Babbage's thread ids.
+fn until_babbage_streams_after_send(a: &mut AppServer) -> (String, String) {
+    let mut babbage = None;
+    let mut sent = false;
+    let mut streaming = false;
+    let seen = a.until(|m| {
+        if method(m) == "thread/started" && m["params"]["thread"]["agentNickname"] == "Babbage" {
+            babbage = m["params"]["thread"]["id"].as_str().map(str::to_owned);
+        }
+        if method(m) == "item/agentMessage/delta"
+            && babbage.is_some()
+            && thread_of(m) == babbage.as_deref()
+        {
+            streaming = true;
+        }
+        if method(m) == "item/completed"
+            && m["params"]["item"]["type"] == "collabAgentToolCall"
+            && m["params"]["item"]["tool"] == "sendInput"
+        {
+            sent = true;
+        }
+        streaming && sent
+    });
+    let ada = seen
+        .iter()
+        .find(|m| method(m) == "thread/started" && m["params"]["thread"]["agentNickname"] == "Ada")
+        .and_then(|m| m["params"]["thread"]["id"].as_str())
+        .unwrap()
+        .to_owned();
+    (ada, babbage.unwrap())
+}
+
 #[test]
 fn a_tree_killed_mid_turn_comes_back_whole_on_resume() {
     let parent_model = MockModel::start(json!({
@@ -88,34 +144,7 @@ fn a_tree_killed_mid_turn_comes_back_whole_on_resume() {
     );
     // The second child streams and hangs; the steer has been accepted (its send_input item
     // completed) and the root waits: then the process dies.
-    let mut babbage = None;
-    let mut steered = false;
-    let mut streaming = false;
-    let seen = a.until(|m| {
-        if method(m) == "thread/started" && m["params"]["thread"]["agentNickname"] == "Babbage" {
-            babbage = m["params"]["thread"]["id"].as_str().map(str::to_owned);
-        }
-        if method(m) == "item/agentMessage/delta"
-            && babbage.is_some()
-            && thread_of(m) == babbage.as_deref()
-        {
-            streaming = true;
-        }
-        if method(m) == "item/completed"
-            && m["params"]["item"]["type"] == "collabAgentToolCall"
-            && m["params"]["item"]["tool"] == "sendInput"
-        {
-            steered = true;
-        }
-        streaming && steered
-    });
-    let babbage = babbage.unwrap();
-    let ada = seen
-        .iter()
-        .find(|m| method(m) == "thread/started" && m["params"]["thread"]["agentNickname"] == "Ada")
-        .and_then(|m| m["params"]["thread"]["id"].as_str())
-        .unwrap()
-        .to_owned();
+    let (ada, babbage) = until_babbage_streams_after_send(&mut a);
     a.kill();
 
     let mut b = AppServer::start(home.path(), &[]);
@@ -125,27 +154,13 @@ fn a_tree_killed_mid_turn_comes_back_whole_on_resume() {
 
     // Both children are back, each with what its own rollout says.
     let status_of = |server: &mut AppServer, id: &str| -> Vec<(String, Vec<String>)> {
-        let read = server.call(
-            "thread/read",
-            json!({ "threadId": id, "includeTurns": true }),
+        let read = server.call("thread/read", json!({ "threadId": id }));
+        assert_eq!(
+            read["result"]["thread"]["parentThreadId"],
+            json!(root),
+            "{read:#}"
         );
-        let thread = &read["result"]["thread"];
-        assert_eq!(thread["parentThreadId"], json!(root), "{read:#}");
-        thread["turns"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|t| {
-                let texts = t["items"]
-                    .as_array()
-                    .unwrap()
-                    .iter()
-                    .filter(|i| i["type"] == "agentMessage")
-                    .map(|i| i["text"].as_str().unwrap().to_owned())
-                    .collect();
-                (t["status"].as_str().unwrap().to_owned(), texts)
-            })
-            .collect()
+        turns_of(server, id)
     };
     assert_eq!(
         status_of(&mut b, &ada),
@@ -219,29 +234,6 @@ fn a_tree_killed_mid_turn_comes_back_whole_on_resume() {
     b.kill();
 }
 
-/// The turns of thread `id` as `thread/read` gives them: status and agent messages.
-fn turns_of(server: &mut AppServer, id: &str) -> Vec<(String, Vec<String>)> {
-    let read = server.call(
-        "thread/read",
-        json!({ "threadId": id, "includeTurns": true }),
-    );
-    read["result"]["thread"]["turns"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|t| {
-            let texts = t["items"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .filter(|i| i["type"] == "agentMessage")
-                .map(|i| i["text"].as_str().unwrap().to_owned())
-                .collect();
-            (t["status"].as_str().unwrap().to_owned(), texts)
-        })
-        .collect()
-}
-
 /// With `[agents] max_concurrent_turns = 1`: `Ada` finishes, `Babbage` runs and hangs
 /// (holding the tree's one slot), and `send_input` to the idle `Ada` waits for capacity.
 /// The kill lands while that mail waits in the queue; after `thread/resume` of the root
@@ -286,33 +278,7 @@ fn mail_waiting_for_capacity_at_a_kill_is_delivered_once_on_resume() {
         "turn/start",
         json!({ "threadId": root, "input": [{ "type": "text", "text": "Delegate both." }] }),
     );
-    let mut babbage = None;
-    let mut sent = false;
-    let mut streaming = false;
-    let seen = a.until(|m| {
-        if method(m) == "thread/started" && m["params"]["thread"]["agentNickname"] == "Babbage" {
-            babbage = m["params"]["thread"]["id"].as_str().map(str::to_owned);
-        }
-        if method(m) == "item/agentMessage/delta"
-            && babbage.is_some()
-            && thread_of(m) == babbage.as_deref()
-        {
-            streaming = true;
-        }
-        if method(m) == "item/completed"
-            && m["params"]["item"]["type"] == "collabAgentToolCall"
-            && m["params"]["item"]["tool"] == "sendInput"
-        {
-            sent = true;
-        }
-        streaming && sent
-    });
-    let ada = seen
-        .iter()
-        .find(|m| method(m) == "thread/started" && m["params"]["thread"]["agentNickname"] == "Ada")
-        .and_then(|m| m["params"]["thread"]["id"].as_str())
-        .unwrap()
-        .to_owned();
+    let (ada, _babbage) = until_babbage_streams_after_send(&mut a);
     // Ada did not start a turn for the mail: it waits for Babbage's slot.
     assert_eq!(child_model.requests().len(), 2, "Ada once, Babbage");
     a.kill();
