@@ -42,6 +42,16 @@ pub enum Op {
         from: ThreadId,
         items: Vec<InputPart>,
     },
+    /// Mail that waits in its tree's capacity queue, before it is sent as `AgentMail`
+    /// under the same submission id: only recorded (`MailQueued`), so a crash before it is
+    /// sent does not lose it (a restore sends it again).
+    HoldMail {
+        from: ThreadId,
+        items: Vec<InputPart>,
+    },
+    /// Held mail that will never be sent (dropped from the capacity queue): recorded as
+    /// taken (`MailTaken`), so a restore does not bring it back.
+    DropMail { submission_ids: Vec<SubmissionId> },
     /// Restart the interrupted turn with the same turn id and no new input.
     Recover,
 

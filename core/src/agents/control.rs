@@ -196,6 +196,23 @@ impl AgentControl {
         if follow.changed {
             self.changed.notify_waiters();
         }
+        for mail in follow.hold {
+            let control = Arc::clone(self);
+            tokio::spawn(async move { control.hold(mail).await });
+        }
+        for (to, id) in follow.drop {
+            let control = Arc::clone(self);
+            tokio::spawn(async move {
+                let handle = control.manager().ok().and_then(|m| m.get(to));
+                if let Some(handle) = handle {
+                    let _ = handle
+                        .submit(Op::DropMail {
+                            submission_ids: vec![id],
+                        })
+                        .await;
+                }
+            });
+        }
         if !follow.mail.is_empty() {
             let control = Arc::clone(self);
             tokio::spawn(async move {
@@ -228,14 +245,32 @@ impl AgentControl {
         }
     }
 
+    /// Record queued `mail` in its receiver's rollout (a crash does not lose it), then let
+    /// the queue release it.
+    async fn hold(self: &Arc<Self>, mail: Mail) {
+        if let Some(handle) = self.manager().ok().and_then(|m| m.get(mail.to)) {
+            let op = Op::HoldMail {
+                from: mail.from,
+                items: mail.items,
+            };
+            if let Err(e) = handle.submit_with_id(mail.id, op).await {
+                tracing::warn!(to = %mail.to, "queued mail not recorded: {e}");
+            }
+        }
+        let follow = self.lock().hold_recorded(mail.to, mail.id, &self.config);
+        self.follow_up(follow);
+    }
+
     /// Hand `mail` to its thread's loop, then settle the capacity it was given.
     async fn submit_mail(self: &Arc<Self>, mail: Mail) {
         if !self.lock().handing(&mail) {
-            // A wait took it into its answer: it is not handed over, and any capacity it
-            // was given goes back (`Accepted` is "no turn started").
-            let follow = self
+            // A wait took it into its answer: it is not handed over (its hold, if it was
+            // queued, is dropped), and any capacity it was given goes back (`Accepted` is
+            // "no turn started").
+            let mut follow = self
                 .lock()
                 .delivered(mail.to, Some(OpResult::Accepted), &self.config);
+            follow.drop.push((mail.to, mail.id));
             self.follow_up(follow);
             return;
         }
@@ -263,12 +298,17 @@ impl AgentControl {
         self.follow_up(follow);
     }
 
-    /// Route mail like [`Self::send`], and wait until the mail that goes at once is in its
-    /// thread's loop (recorded there, so a crash after this does not lose it).
+    /// Route mail like [`Self::send`], and wait until it is recorded: the mail that goes
+    /// at once is in its thread's loop, mail queued for capacity is held in its receiver's
+    /// rollout (so a crash after this does not lose it).
     pub(super) async fn deliver(self: &Arc<Self>, mail: Mail) {
         let mut follow = self.lock().route(mail, &self.config);
         let now = std::mem::take(&mut follow.mail);
+        let holds = std::mem::take(&mut follow.hold);
         self.follow_up(follow);
+        for mail in holds {
+            self.hold(mail).await;
+        }
         for mail in now {
             self.submit_mail(mail).await;
         }

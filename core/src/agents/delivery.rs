@@ -122,9 +122,7 @@ impl Registry {
                 sent: Sent::Queued,
             };
         }
-        if let Some(now) = self.route_one(mail) {
-            f.mail.push(now);
-        }
+        self.route_one(mail, f);
     }
 
     /// Send `id`'s held result as mail (it is no longer waited for).
@@ -179,13 +177,17 @@ impl Registry {
 
     /// Claim result mail `mail` that has not reached its loop: out of the tree's queue, or
     /// remembered so it is not handed over.
-    fn claim_queued(&mut self, root: ThreadId, mail: SubmissionId) {
+    fn claim_queued(&mut self, root: ThreadId, mail: SubmissionId, f: &mut FollowUp) {
         let queued = self.trees.get_mut(&root).and_then(|tree| {
             let at = tree.queue.iter().position(|m| m.id == mail)?;
             tree.queue.remove(at)
         });
-        if queued.is_none() {
-            self.claimed.insert(mail);
+        match queued {
+            // Its hold may be recorded in the receiver's rollout.
+            Some(m) => f.drop.push((m.to, m.id)),
+            None => {
+                self.claimed.insert(mail);
+            }
         }
     }
 
@@ -250,10 +252,13 @@ impl Registry {
         if status.is_empty() && claims.is_empty() && !end {
             return (None, FollowUp::default());
         }
+        // Claimed before the wait ends, which may release queued mail.
+        let mut dropped = FollowUp::default();
         for (root, mail) in unclaimed {
-            self.claim_queued(root, mail);
+            self.claim_queued(root, mail, &mut dropped);
         }
-        let follow = self.set_waiting(waiter, None, config);
+        let mut follow = self.set_waiting(waiter, None, config);
+        follow.drop.append(&mut dropped.drop);
         let answer = (!status.is_empty() || !claims.is_empty()).then_some(WaitAnswer {
             status,
             already_delivered,

@@ -79,6 +79,8 @@ pub(super) struct Tree {
     /// Turns handed out and not started yet.
     inflight: usize,
     pub(super) queue: VecDeque<Mail>,
+    /// Queued mail whose hold (`Op::HoldMail`) is not recorded yet: not released before.
+    holding: HashSet<SubmissionId>,
     /// Agents spawned so far (nicknames are handed out in order).
     pub(super) spawned: usize,
     pub(super) tokens: u64,
@@ -102,6 +104,7 @@ impl Tree {
 }
 
 /// Input for another thread of the tree.
+#[derive(Clone)]
 pub(super) struct Mail {
     pub(super) id: SubmissionId,
     pub(super) from: ThreadId,
@@ -114,6 +117,10 @@ pub(super) struct Mail {
 pub(super) struct FollowUp {
     pub(super) changed: bool,
     pub(super) mail: Vec<Mail>,
+    /// Mail queued for capacity, to be recorded in its receiver's rollout (`HoldMail`).
+    pub(super) hold: Vec<Mail>,
+    /// Mail dropped from the queue, by receiver: recorded as taken there (`DropMail`).
+    pub(super) drop: Vec<(ThreadId, SubmissionId)>,
     pub(super) interrupt: Vec<ThreadId>,
     /// Running turns stopped because the tree's budget is spent.
     pub(super) budget_stop: Vec<ThreadId>,
@@ -201,7 +208,9 @@ impl Registry {
                     }
                 }
                 if let Some(tree) = self.trees.get_mut(&root) {
-                    tree.queue.retain(|m| !below.contains(&m.to));
+                    let (gone, kept) = tree.queue.drain(..).partition(|m| below.contains(&m.to));
+                    tree.queue = kept;
+                    f.drop.extend(gone.iter().map(|m: &Mail| (m.to, m.id)));
                 }
             }
             EventMsg::TokenCount { last, .. } => {
@@ -210,7 +219,7 @@ impl Registry {
                 if let Some(max) = config.max_tree_tokens {
                     if tree.tokens >= max && !tree.budget_spent {
                         tree.budget_spent = true;
-                        tree.queue.clear();
+                        f.drop.extend(tree.queue.drain(..).map(|m| (m.to, m.id)));
                         f.budget_stop.extend(
                             self.nodes
                                 .iter()
@@ -288,26 +297,51 @@ impl Registry {
     pub(super) fn route(&mut self, mail: Mail, config: &AgentsConfig) -> FollowUp {
         let mut f = FollowUp::default();
         let root = self.nodes.get(&mail.to).map(|n| n.root);
-        if let Some(now) = self.route_one(mail) {
-            f.mail.push(now);
-        }
+        self.route_one(mail, &mut f);
         if let Some(root) = root {
             f.mail.extend(self.take_ready(root, config));
         }
         f
     }
 
-    pub(super) fn route_one(&mut self, mail: Mail) -> Option<Mail> {
+    /// Mail that goes at once into `f.mail`; mail that waits for capacity into the queue,
+    /// held there until its receiver's rollout records it (`f.hold`).
+    pub(super) fn route_one(&mut self, mail: Mail, f: &mut FollowUp) {
         let Some(node) = self.nodes.get_mut(&mail.to) else {
-            return Some(mail); // not a tree member: its loop answers
+            return f.mail.push(mail); // not a tree member: its loop answers
         };
         if node.parent.is_none() || node.running {
-            return Some(mail);
+            return f.mail.push(mail);
         }
         node.state = AgentState::PendingInit;
         let root = node.root;
-        self.trees.entry(root).or_default().queue.push_back(mail);
-        None
+        let tree = self.trees.entry(root).or_default();
+        tree.holding.insert(mail.id);
+        f.hold.push(mail.clone());
+        tree.queue.push_back(mail);
+    }
+
+    /// The hold of queued mail `id` for `to` is recorded: it may go once there is room.
+    /// Mail dropped from the queue meanwhile is recorded as dropped too.
+    pub(super) fn hold_recorded(
+        &mut self,
+        to: ThreadId,
+        id: SubmissionId,
+        config: &AgentsConfig,
+    ) -> FollowUp {
+        let mut f = FollowUp::default();
+        let Some(root) = self.nodes.get(&to).map(|n| n.root) else {
+            return f;
+        };
+        let Some(tree) = self.trees.get_mut(&root) else {
+            return f;
+        };
+        tree.holding.remove(&id);
+        if !tree.queue.iter().any(|m| m.id == id) {
+            f.drop.push((to, id));
+        }
+        f.mail.extend(self.take_ready(root, config));
+        f
     }
 
     /// Queued mail the tree has room for now: mail to an agent that runs by now goes at
@@ -321,6 +355,10 @@ impl Registry {
         let mut i = 0;
         while i < tree.queue.len() {
             let to = tree.queue[i].to;
+            if tree.holding.contains(&tree.queue[i].id) {
+                i += 1;
+                continue;
+            }
             match self.nodes.get_mut(&to) {
                 None => {
                     tree.queue.remove(i);
@@ -426,5 +464,95 @@ impl Registry {
             .values()
             .filter(|n| n.root == root && n.parent.is_some() && n.open)
             .count()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    //! The capacity queue's holds, by hand: queued mail is not released before its hold
+    //! is recorded, and mail dropped from the queue is recorded as dropped.
+    use pretty_assertions::assert_eq;
+    use rein_protocol::TurnAbortReason;
+
+    use super::*;
+
+    /// A root with one running child `busy` and an idle child `idle`, one slot.
+    fn full_tree() -> (Registry, AgentsConfig, ThreadId, ThreadId, ThreadId) {
+        let mut reg = Registry::default();
+        let config = AgentsConfig {
+            max_concurrent_turns: Some(1),
+            ..AgentsConfig::default()
+        };
+        let (root, busy, idle) = (ThreadId::new(), ThreadId::new(), ThreadId::new());
+        reg.nodes.insert(root, Node::new(root, None, 0));
+        reg.nodes.insert(busy, Node::new(root, Some(root), 1));
+        reg.nodes.insert(idle, Node::new(root, Some(root), 1));
+        if let Some(n) = reg.nodes.get_mut(&busy) {
+            n.running = true;
+        }
+        reg.trees.entry(root).or_default().running = 1;
+        (reg, config, root, busy, idle)
+    }
+
+    fn mail(from: ThreadId, to: ThreadId) -> Mail {
+        Mail {
+            id: SubmissionId::new(),
+            from,
+            to,
+            items: vec![InputPart::text("task")],
+        }
+    }
+
+    fn ids(mail: &[Mail]) -> Vec<SubmissionId> {
+        mail.iter().map(|m| m.id).collect()
+    }
+
+    #[test]
+    fn queued_mail_waits_for_its_hold_then_for_capacity() {
+        let (mut reg, config, root, busy, idle) = full_tree();
+        let m = mail(root, idle);
+        let f = reg.route(m.clone(), &config);
+        assert_eq!((ids(&f.mail), ids(&f.hold)), (Vec::new(), vec![m.id]));
+        // Capacity comes before the hold is recorded: the mail stays queued.
+        let f = reg.observe(
+            busy,
+            &EventMsg::TurnCompleted {
+                last_agent_message: None,
+            },
+            &config,
+        );
+        assert_eq!(f.mail.iter().filter(|x| x.to == idle).count(), 0);
+        let f = reg.hold_recorded(idle, m.id, &config);
+        assert_eq!((ids(&f.mail), f.drop), (vec![m.id], Vec::new()));
+    }
+
+    #[test]
+    fn mail_dropped_from_the_queue_is_recorded_as_dropped() {
+        let (mut reg, config, root, _busy, idle) = full_tree();
+        let m = mail(root, idle);
+        reg.route(m.clone(), &config);
+        reg.hold_recorded(idle, m.id, &config);
+        // The root's turn is interrupted: the cascade drops its children's queued mail.
+        let f = reg.observe(
+            root,
+            &EventMsg::TurnAborted {
+                reason: TurnAbortReason::Interrupted,
+            },
+            &config,
+        );
+        assert_eq!(f.drop, vec![(idle, m.id)]);
+        // A hold recorded after its mail was dropped is dropped too.
+        let late = mail(root, idle);
+        reg.route(late.clone(), &config);
+        let f = reg.observe(
+            root,
+            &EventMsg::TurnAborted {
+                reason: TurnAbortReason::Interrupted,
+            },
+            &config,
+        );
+        assert_eq!(f.drop, vec![(idle, late.id)]);
+        let f = reg.hold_recorded(idle, late.id, &config);
+        assert_eq!((ids(&f.mail), f.drop), (Vec::new(), vec![(idle, late.id)]));
     }
 }

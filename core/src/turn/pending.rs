@@ -49,6 +49,11 @@ impl PendingInput {
         queue.len() != before
     }
 
+    /// Whether the mail `id` waits in the mailbox.
+    pub(crate) fn has_mail(&self, id: SubmissionId) -> bool {
+        self.lock().iter().any(|e| e.mail && e.submission == id)
+    }
+
     pub(crate) fn take_all(&self) -> Vec<PendingEntry> {
         self.lock().drain(..).collect()
     }

@@ -6,6 +6,7 @@
 
 mod agents;
 mod agents_limits;
+mod agents_restore;
 mod compaction;
 mod interrupt;
 mod lifecycle;

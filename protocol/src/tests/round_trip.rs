@@ -42,6 +42,13 @@ fn ops_round_trip() {
             },
         },
         Op::Rollback { turns: 2 },
+        Op::HoldMail {
+            from: ThreadId::new(),
+            items: vec![InputPart::text("a task")],
+        },
+        Op::DropMail {
+            submission_ids: vec![SubmissionId::new()],
+        },
     ] {
         round_trip(Submission {
             id: SubmissionId::new(),

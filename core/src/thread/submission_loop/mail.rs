@@ -6,7 +6,8 @@
 //! the history), so the thread's fold knows what a crash left undelivered.
 
 use rein_protocol::{
-    EventMsg, InputOutcome, InputPart, RejectReason, SubmissionId, TaskKind, ThreadId, TurnId,
+    EventMsg, InputOutcome, InputPart, OpResult, RejectReason, SubmissionId, TaskKind, ThreadId,
+    TurnId,
 };
 
 use super::SubmissionLoop;
@@ -71,5 +72,47 @@ impl SubmissionLoop {
                 }
             }
         }
+    }
+
+    /// Mail waiting for the tree's capacity: recorded only (the mailbox does not hold it;
+    /// it comes as `AgentMail` under the same id once the tree has room).
+    pub(super) fn on_hold_mail(
+        &mut self,
+        id: SubmissionId,
+        from: ThreadId,
+        items: Vec<InputPart>,
+    ) -> OpResult {
+        let turn = self.running.as_ref().map(|t| t.id);
+        self.emit(
+            turn,
+            EventMsg::MailQueued {
+                submission_id: id,
+                from,
+                items,
+            },
+        );
+        OpResult::Accepted
+    }
+
+    /// Held mail that will never come: taken, so a restore does not send it again. Mail
+    /// that reached the mailbox meanwhile is left to its turn.
+    pub(super) fn on_drop_mail(&mut self, mut ids: Vec<SubmissionId>) -> OpResult {
+        ids.retain(|id| {
+            self.state
+                .pending_mail
+                .iter()
+                .any(|m| m.submission_id == *id)
+                && !self.pending.has_mail(*id)
+        });
+        if !ids.is_empty() {
+            let turn = self.running.as_ref().map(|t| t.id);
+            self.emit(
+                turn,
+                EventMsg::MailTaken {
+                    submission_ids: ids,
+                },
+            );
+        }
+        OpResult::Accepted
     }
 }

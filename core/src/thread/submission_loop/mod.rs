@@ -186,6 +186,8 @@ impl SubmissionLoop {
                 OpResult::Input(self.on_mail(id, from, items)),
                 Flow::Continue,
             ),
+            Op::HoldMail { from, items } => (self.on_hold_mail(id, from, items), Flow::Continue),
+            Op::DropMail { submission_ids } => (self.on_drop_mail(submission_ids), Flow::Continue),
             Op::Recover => (OpResult::Input(self.on_recover()), Flow::Continue),
             op @ (Op::Interrupt | Op::InterruptTurn { .. } | Op::BudgetStop) => {
                 let reason = if matches!(op, Op::BudgetStop) {
