@@ -488,22 +488,25 @@ fn assert_exited(fds: &[std::os::fd::OwnedFd], when: &str) {
     assert!(gone, "the server or its setsid grandchild survived {when}");
 }
 
-#[test]
-fn a_servers_setsid_grandchild_dies_with_a_killed_rein() {
+/// A server's `setsid` grandchild and the server itself are gone once `end` ended rein.
+fn setsid_grandchild_dies_when(end: impl FnOnce(AppServer), when: &str) {
     let model = MockModel::start(json!({"replies": [{"text": "Done."}]}));
     let home = home_for(&model);
     let (pids, cwd) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
     let (server, fds) = app_server_with_a_setsid_grandchild(home.path(), pids.path(), cwd.path());
-    server.kill();
-    assert_exited(&fds, "a kill -9 of rein");
+    end(server);
+    assert_exited(&fds, when);
+}
+
+#[test]
+fn a_servers_setsid_grandchild_dies_with_a_killed_rein() {
+    setsid_grandchild_dies_when(AppServer::kill, "a kill -9 of rein");
 }
 
 #[test]
 fn a_servers_setsid_grandchild_dies_when_rein_shuts_down() {
-    let model = MockModel::start(json!({"replies": [{"text": "Done."}]}));
-    let home = home_for(&model);
-    let (pids, cwd) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
-    let (server, fds) = app_server_with_a_setsid_grandchild(home.path(), pids.path(), cwd.path());
-    assert!(server.finish().success());
-    assert_exited(&fds, "rein's clean shutdown");
+    setsid_grandchild_dies_when(
+        |server| assert!(server.finish().success()),
+        "rein's clean shutdown",
+    );
 }
