@@ -305,9 +305,17 @@ fn elicitations_under(policy: &str) -> (usize, Value) {
     let cwd = tempfile::tempdir().unwrap();
     let mut server = AppServer::start(home.path(), &[]);
     server.initialize();
-    let thread = server.start_thread(
+    // Not `start_thread`: the required server's status notifications may come before
+    // `thread/started` (both are sent once the server is ready).
+    let started = server.call(
+        "thread/start",
         json!({ "cwd": cwd.path(), "sandbox": "read-only", "approvalPolicy": policy }),
     );
+    let thread = started["result"]["thread"]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    server.until(|m| method(m) == "thread/started");
     server.request(
         "turn/start",
         json!({ "threadId": thread, "input": [{ "type": "text", "text": "ask" }] }),
