@@ -54,6 +54,8 @@ forbid() {
         rein-providers rein-tools $front_ends
     forbid rein-context tokio reqwest rusqlite hyper toml jsonrpsee rein-core rein-config \
         rein-tools rein-rollout rein-providers rein-mcp $front_ends
+    forbid rein-supervise tokio reqwest rusqlite hyper toml rein-protocol rein-core \
+        rein-tools rein-mcp $front_ends
     forbid rein-bootstrap jsonrpsee tungstenite tokio-tungstenite rein-app-server \
         rein-app-server-protocol rein-acp
 }

@@ -1,7 +1,18 @@
 //! Starting a stdio server: a minimal environment plus what the configuration names (so
 //! rein's provider keys never reach a server that was not given them), its own process
-//! group (so `npx`/`uv` grandchildren die with it), stdout and stdin for the protocol, and
-//! stderr drained line by line into the log, never to rein's stdout.
+//! group (so `npx`/`uv` grandchildren die with it), under rein's supervisor (so what
+//! escapes the group, `setsid` children, dies with it too, and everything dies when rein
+//! does, even by SIGKILL), stdout and stdin for the protocol, and stderr drained line by
+//! line into the log, never to rein's stdout.
+//!
+//! ```text
+//! rein ── supervisor (subreaper, rein's group) ── server (its own group) ── …
+//! ```
+//!
+//! The process rein holds is the supervisor: it ends once the server has ended and the
+//! supervisor has killed what the server left behind. So rein never kills the supervisor
+//! first (that would orphan the server's `setsid` children); it kills the server's group
+//! and waits for the supervisor.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -51,11 +62,22 @@ pub struct StdioProcess {
 }
 
 impl StdioProcess {
-    /// Kill the group at once and wait for the leader (a server that never got going).
+    /// Kill the group at once and wait for the supervisor (a server that never got going).
     pub async fn kill(mut self) {
         self.group.signal(Signal::KILL);
-        let _ = self.child.start_kill();
-        let _ = self.child.wait().await;
+        self.reap().await;
+    }
+
+    /// Wait for the supervisor, which ends once it has killed what the server left; should
+    /// it not, kill it (the life pipe is then the last word, at rein's exit).
+    async fn reap(&mut self) {
+        if tokio::time::timeout(EXIT_GRACE, self.child.wait())
+            .await
+            .is_err()
+        {
+            let _ = self.child.start_kill();
+            let _ = self.child.wait().await;
+        }
     }
 
     /// Stop it: the caller has closed its stdin already; wait a little, then SIGTERM the
@@ -70,11 +92,12 @@ impl StdioProcess {
                 .await
                 .is_err()
             {
-                let _ = self.child.start_kill();
-                let _ = self.child.wait().await;
+                self.group.signal(Signal::KILL);
+                self.reap().await;
             }
         }
-        // Grandchildren may outlive the leader: the group goes in any case (on drop).
+        // The supervisor killed the server's descendants; the group goes in any case (on
+        // drop), for a kernel without the supervisor's child list.
     }
 }
 
@@ -108,8 +131,7 @@ pub fn spawn(
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
-        .process_group(0)
-        .kill_on_drop(true);
+        .process_group(0);
     for name in DEFAULT_ENV_VARS
         .iter()
         .copied()
@@ -120,6 +142,14 @@ pub fn spawn(
         }
     }
     command.envs(spec.env);
+    let supervisor = rein_supervise::Supervisor::new()?;
+    // SAFETY: the hook forks and, in the supervisor, makes raw syscalls only on data
+    // prepared before the fork (see `Supervisor::apply`). No `kill_on_drop`: a dropped
+    // server is ended through its group (on the group's drop), never by killing the
+    // supervisor first.
+    unsafe {
+        command.pre_exec(move || supervisor.apply());
+    }
     let mut child = command.spawn()?;
     let pid = child.id();
     let group = ProcessGroup(pid.and_then(|p| Pid::from_raw(p as i32)));

@@ -225,7 +225,8 @@ impl Server {
         self.status.borrow().clone()
     }
 
-    /// The process id of a running stdio server.
+    /// The process id of a running stdio server's supervisor (the server is its child; see
+    /// `launch`).
     pub fn pid(&self) -> Option<u32> {
         *self.shared.pid.borrow()
     }

@@ -64,30 +64,59 @@ fn pidfds_of(marker: &str) -> Vec<OwnedFd> {
 pub fn all_gone_within(marker: &str, patience: Duration) -> bool {
     let deadline = Instant::now() + patience;
     loop {
-        let mut fds = pidfds_of(marker);
+        let fds = pidfds_of(marker);
         if fds.is_empty() {
             return true;
         }
-        while !fds.is_empty() {
-            let Some(left) = deadline.checked_duration_since(Instant::now()) else {
-                return false;
-            };
-            let timeout = Timespec::try_from(left).unwrap();
-            let mut polled: Vec<PollFd<'_>> = fds
-                .iter()
-                .map(|fd| PollFd::new(fd, PollFlags::IN))
-                .collect();
-            match poll(&mut polled, Some(&timeout)) {
-                Ok(0) => return false,
-                Ok(_) => {}
-                Err(rustix::io::Errno::INTR) => continue,
-                Err(e) => panic!("poll on pidfds: {e}"),
-            }
-            let exited: Vec<bool> = polled.iter().map(|p| !p.revents().is_empty()).collect();
-            drop(polled);
-            let mut exited = exited.into_iter();
-            fds.retain(|_| !exited.next().unwrap_or(false));
+        if !exited_by(&fds, deadline) {
+            return false;
         }
+    }
+}
+
+/// Blocks on `fds` (pidfds) until each process has exited, or `deadline` passes (false).
+fn exited_by(fds: &[OwnedFd], deadline: Instant) -> bool {
+    let mut fds: Vec<&OwnedFd> = fds.iter().collect();
+    while !fds.is_empty() {
+        let Some(left) = deadline.checked_duration_since(Instant::now()) else {
+            return false;
+        };
+        let timeout = Timespec::try_from(left).unwrap();
+        let mut polled: Vec<PollFd<'_>> = fds
+            .iter()
+            .map(|fd| PollFd::new(*fd, PollFlags::IN))
+            .collect();
+        match poll(&mut polled, Some(&timeout)) {
+            Ok(0) => return false,
+            Ok(_) => {}
+            Err(rustix::io::Errno::INTR) => continue,
+            Err(e) => panic!("poll on pidfds: {e}"),
+        }
+        let exited: Vec<bool> = polled.iter().map(|p| !p.revents().is_empty()).collect();
+        drop(polled);
+        let mut exited = exited.into_iter();
+        fds.retain(|_| !exited.next().unwrap_or(false));
+    }
+    true
+}
+
+/// Pidfds of `pids` (those still alive; a pid already gone has nothing to wait for).
+pub fn pidfds(pids: &[i32]) -> Vec<OwnedFd> {
+    pids.iter()
+        .filter_map(|&pid| pidfd_open(Pid::from_raw(pid)?, PidfdFlags::empty()).ok())
+        .collect()
+}
+
+/// Waits until every process behind `fds` (from [`pidfds`], opened while they were known
+/// to be the processes meant) has exited, for at most `patience`.
+pub fn exited_within(fds: &[OwnedFd], patience: Duration) -> bool {
+    exited_by(fds, Instant::now() + patience)
+}
+
+/// SIGKILLs the processes behind `fds` (a control run's survivors).
+pub fn kill_fds(fds: &[OwnedFd]) {
+    for fd in fds {
+        let _ = rustix::process::pidfd_send_signal(fd.as_fd(), rustix::process::Signal::KILL);
     }
 }
 

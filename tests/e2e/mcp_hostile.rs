@@ -13,6 +13,7 @@ use rein_test_support::app_server as support;
 use std::path::{Path, PathBuf};
 
 use pretty_assertions::assert_eq;
+use rein_test_support::processes;
 use serde_json::{json, Value};
 use support::{home_for, method, AppServer, MockModel};
 
@@ -304,9 +305,17 @@ fn elicitations_under(policy: &str) -> (usize, Value) {
     let cwd = tempfile::tempdir().unwrap();
     let mut server = AppServer::start(home.path(), &[]);
     server.initialize();
-    let thread = server.start_thread(
+    // Not `start_thread`: the required server's status notifications may come before
+    // `thread/started` (both are sent once the server is ready).
+    let started = server.call(
+        "thread/start",
         json!({ "cwd": cwd.path(), "sandbox": "read-only", "approvalPolicy": policy }),
     );
+    let thread = started["result"]["thread"]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    server.until(|m| method(m) == "thread/started");
     server.request(
         "turn/start",
         json!({ "threadId": thread, "input": [{ "type": "text", "text": "ask" }] }),
@@ -447,4 +456,65 @@ fn tools_past_the_budget_are_offered_through_tool_search() {
     assert_eq!(listed, found);
     // A found tool is called as any other.
     assert!(requests_text(&model).contains("ran tool_002"));
+}
+
+/// The pid a `setsid`-mode server wrote to `dir/name` (written before it answers anything).
+fn written_pid(dir: &Path, name: &str) -> i32 {
+    std::fs::read_to_string(dir.join(name))
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap()
+}
+
+/// An app-server whose one server starts a `setsid sleep` grandchild; returns once the
+/// server is ready, with pidfds of the server and of its grandchild (opened while both run).
+fn app_server_with_a_setsid_grandchild(
+    home: &Path,
+    pids: &Path,
+    cwd: &Path,
+) -> (AppServer, Vec<std::os::fd::OwnedFd>) {
+    let dir = pids.to_string_lossy().into_owned();
+    add_config(home, &server_config("hostile", &["setsid", &dir], ""));
+    let (server, settled) = settled_app_server(home, cwd);
+    assert_eq!(settled["status"], "ready", "{settled}");
+    let (server_pid, grandchild) = (
+        written_pid(pids, "server.pid"),
+        written_pid(pids, "grandchild.pid"),
+    );
+    let fds = processes::pidfds(&[server_pid, grandchild]);
+    assert_eq!(fds.len(), 2, "the server or its grandchild is not running");
+    (server, fds)
+}
+
+/// Both are gone within the patience; survivors of a failing run are killed.
+fn assert_exited(fds: &[std::os::fd::OwnedFd], when: &str) {
+    let gone = processes::exited_within(fds, std::time::Duration::from_secs(15));
+    if !gone {
+        processes::kill_fds(fds);
+    }
+    assert!(gone, "the server or its setsid grandchild survived {when}");
+}
+
+/// A server's `setsid` grandchild and the server itself are gone once `end` ended rein.
+fn setsid_grandchild_dies_when(end: impl FnOnce(AppServer), when: &str) {
+    let model = MockModel::start(json!({"replies": [{"text": "Done."}]}));
+    let home = home_for(&model);
+    let (pids, cwd) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let (server, fds) = app_server_with_a_setsid_grandchild(home.path(), pids.path(), cwd.path());
+    end(server);
+    assert_exited(&fds, when);
+}
+
+#[test]
+fn a_servers_setsid_grandchild_dies_with_a_killed_rein() {
+    setsid_grandchild_dies_when(AppServer::kill, "a kill -9 of rein");
+}
+
+#[test]
+fn a_servers_setsid_grandchild_dies_when_rein_shuts_down() {
+    setsid_grandchild_dies_when(
+        |server| assert!(server.finish().success()),
+        "rein's clean shutdown",
+    );
 }

@@ -18,21 +18,20 @@
 //! command also gets a session of its own, so it has no controlling terminal.
 //!
 //! Without namespaces (machines that forbid them) the child becomes a supervisor
-//! ([`super::supervise`]) and the command it forks confines itself in place and execs.
+//! ([`rein_supervise`]) and the command it forks confines itself in place and execs.
 //!
 //! Everything is prepared in the parent; the children only make syscalls (see
 //! [`super::sys`]), as required between fork and exec in a multi-threaded process.
 
 use std::io;
-use std::os::fd::{AsRawFd, OwnedFd, RawFd};
-use std::sync::OnceLock;
+use std::os::fd::{OwnedFd, RawFd};
 
 use super::caps;
 use super::mounts::MountPlan;
 use super::seccomp::Filters;
-use super::supervise::Supervisor;
 use super::sys;
 use super::{landlock, SandboxError, SandboxSpec};
+use rein_supervise::{life_pipe, Supervisor};
 
 /// How a command's namespaces are set up.
 #[derive(Clone, Debug)]
@@ -52,30 +51,6 @@ pub(crate) struct Confinement {
     /// The read end of a pipe whose write end only rein holds: it reads EOF once rein is
     /// gone.
     rein_alive: RawFd,
-}
-
-/// The pipe that tells monitors rein is gone: its write end stays open in rein (close-on-
-/// exec, so no command inherits it) until the process ends.
-pub(super) fn life_pipe() -> io::Result<RawFd> {
-    static PIPE: OnceLock<Result<(OwnedFd, OwnedFd), i32>> = OnceLock::new();
-    let pipe = PIPE.get_or_init(|| {
-        let mut fds = [0; 2];
-        // SAFETY: the kernel writes two descriptors into our array.
-        if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
-            return Err(io::Error::last_os_error()
-                .raw_os_error()
-                .unwrap_or(libc::EIO));
-        }
-        // SAFETY: both descriptors were just created and are owned here.
-        Ok(unsafe {
-            use std::os::fd::FromRawFd;
-            (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1]))
-        })
-    });
-    match pipe {
-        Ok((read, _write)) => Ok(read.as_raw_fd()),
-        Err(errno) => Err(io::Error::from_raw_os_error(*errno)),
-    }
 }
 
 impl Confinement {

@@ -11,7 +11,7 @@
 //! 2. bubblewrap ([`bwrap`]) where Landlock is missing;
 //! 3. Landlock + seccomp without namespaces where the kernel forbids them: metadata
 //!    outside the roots stays changeable, `.git` is protected by granting around it, and
-//!    a supervisor (`supervise`) bounds a command's lifetime.
+//!    a supervisor ([`rein_supervise`]) bounds a command's lifetime.
 //!
 //! Commands that run unconfined ([`unconfined_command`]: full access, approved
 //! escalations) get the same supervisor, so none outlives rein, even a SIGKILLed rein.
@@ -41,7 +41,6 @@ pub mod landlock;
 pub mod mounts;
 mod probe;
 pub mod seccomp;
-mod supervise;
 mod sys;
 
 pub(crate) use confine::Confinement;
@@ -399,13 +398,13 @@ impl Sandbox {
 }
 
 /// A `Command` running `argv` outside any sandbox, under a supervisor that kills it and
-/// everything it started when it ends or when rein does (`supervise`).
+/// everything it started when it ends or when rein does ([`rein_supervise`]).
 pub fn unconfined_command(
     argv: &[String],
     cwd: &Path,
     env: &BTreeMap<String, String>,
 ) -> Result<Command, SandboxError> {
-    let supervisor = supervise::Supervisor::new()
+    let supervisor = rein_supervise::Supervisor::new()
         .map_err(|e| SandboxError::Setup(format!("supervisor pipe: {e}")))?;
     let mut cmd = exec::command(argv, cwd, env).map_err(|_| SandboxError::EmptyCommand)?;
     // SAFETY: the hook forks and, in the supervisor, makes raw syscalls only on data

@@ -1,6 +1,6 @@
-//! The supervisor of a command that runs without rein's namespaces (full access, an
-//! approved escalation, bubblewrap, Landlock without namespaces): what ties the command,
-//! and everything it starts, to rein's lifetime.
+//! The supervisor of a child rein starts outside its own namespaces (a command under full
+//! access, an approved escalation, bubblewrap or Landlock without namespaces; an MCP stdio
+//! server): what ties the child, and everything it starts, to rein's lifetime.
 //!
 //! ```text
 //! rein ── supervisor (subreaper) ── command ── …  (`setsid` children, daemons)
@@ -16,13 +16,14 @@
 //! command ends, the supervisor kills what it left behind and ends the way it ended, so
 //! the exit status rein reads is the command's.
 //!
-//! Like [`super::confine`], the children only make raw syscalls on data prepared in the
-//! parent, as required between fork and exec in a multi-threaded process.
+//! The children only make raw syscalls ([`sys`]) on data prepared in the parent, as
+//! required between fork and exec in a multi-threaded process.
 
 use std::io;
-use std::os::fd::RawFd;
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::sync::OnceLock;
 
-use super::sys;
+pub mod sys;
 
 /// How often the supervisor reaps orphans that died while the command runs (and, where
 /// `pidfd_open` is missing, how late it may notice the command's end).
@@ -30,19 +31,19 @@ const REAP_INTERVAL_MS: libc::c_int = 250;
 
 /// Prepared in the parent; applied in the spawned child before exec.
 #[derive(Clone, Copy, Debug)]
-pub(crate) struct Supervisor {
+pub struct Supervisor {
     rein_alive: RawFd,
     /// rein's process group, which the supervisor joins (see [`supervise`]).
     rein_group: libc::pid_t,
 }
 
 impl Supervisor {
-    pub(crate) fn new() -> io::Result<Self> {
-        Ok(Self::from_pipe(super::confine::life_pipe()?))
+    pub fn new() -> io::Result<Self> {
+        Ok(Self::from_pipe(life_pipe()?))
     }
 
     /// With the read end of the life pipe already opened.
-    pub(crate) fn from_pipe(rein_alive: RawFd) -> Self {
+    pub fn from_pipe(rein_alive: RawFd) -> Self {
         // SAFETY: getpgrp cannot fail.
         let rein_group = unsafe { libc::getpgrp() };
         Self {
@@ -53,7 +54,7 @@ impl Supervisor {
 
     /// In the spawned child: fork the command and supervise it. Returns only in the
     /// command, which goes on to exec.
-    pub(crate) fn apply(self) -> io::Result<()> {
+    pub fn apply(self) -> io::Result<()> {
         sys::prctl(libc::PR_SET_CHILD_SUBREAPER, 1)?;
         // SAFETY: getpid cannot fail.
         let supervisor = unsafe { libc::getpid() };
@@ -67,6 +68,30 @@ impl Supervisor {
             sys::exit(137);
         }
         Ok(())
+    }
+}
+
+/// The pipe that tells monitors rein is gone: its write end stays open in rein (close-on-
+/// exec, so no command inherits it) until the process ends.
+pub fn life_pipe() -> io::Result<RawFd> {
+    static PIPE: OnceLock<Result<(OwnedFd, OwnedFd), i32>> = OnceLock::new();
+    let pipe = PIPE.get_or_init(|| {
+        let mut fds = [0; 2];
+        // SAFETY: the kernel writes two descriptors into our array.
+        if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+            return Err(io::Error::last_os_error()
+                .raw_os_error()
+                .unwrap_or(libc::EIO));
+        }
+        // SAFETY: both descriptors were just created and are owned here.
+        Ok(unsafe {
+            use std::os::fd::FromRawFd;
+            (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1]))
+        })
+    });
+    match pipe {
+        Ok((read, _write)) => Ok(read.as_raw_fd()),
+        Err(errno) => Err(io::Error::from_raw_os_error(*errno)),
     }
 }
 
