@@ -20,6 +20,7 @@ mod abort;
 mod approvals;
 mod mail;
 mod maintenance;
+mod record;
 mod start;
 
 use crate::manager::KernelServices;
@@ -359,23 +360,6 @@ impl SubmissionLoop {
         }
     }
 
-    fn on_set_name(&mut self, name: String) -> OpResult {
-        let name = name.trim();
-        if name.is_empty() {
-            return OpResult::Refused {
-                message: "a thread name must not be blank".into(),
-            };
-        }
-        let turn = self.state.active_turn.as_ref().map(|t| t.id);
-        self.emit(
-            turn,
-            EventMsg::ThreadNamed {
-                name: name.to_owned(),
-            },
-        );
-        OpResult::Accepted
-    }
-
     fn on_recover(&mut self) -> InputOutcome {
         let Some(turn) = self
             .state
@@ -552,30 +536,6 @@ impl SubmissionLoop {
                 },
             );
         }
-    }
-
-    fn on_rollback(&mut self, turns: u32) -> OpResult {
-        if let Some(turn) = &self.running {
-            return OpResult::Refused {
-                message: format!(
-                    "turn {} is running; interrupt it before rolling back",
-                    turn.id
-                ),
-            };
-        }
-        let available = self.state.rollbackable_turns();
-        if turns == 0 || turns as usize > available {
-            let why = if available < self.state.turns.len() {
-                " since its last compaction (earlier turns are summarised)"
-            } else {
-                ""
-            };
-            return OpResult::Refused {
-                message: format!("cannot roll back {turns} turns; the thread has {available}{why}"),
-            };
-        }
-        self.emit(None, EventMsg::RolledBack { turns });
-        OpResult::Accepted
     }
 
     /// From any state: abort what runs, release everything, say goodbye, stop taking Ops.
