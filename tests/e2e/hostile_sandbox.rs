@@ -28,12 +28,15 @@ fn is_root() -> bool {
         .unwrap()
 }
 
+/// A marker unique to this call across every process running the suite (the root run
+/// and its `nobody` rerun run side by side): fixed width, so no marker is a substring of
+/// another, and a valid `sleep` duration (about three years).
 fn marker() -> String {
     use std::sync::atomic::{AtomicU32, Ordering};
     static N: AtomicU32 = AtomicU32::new(1);
     format!(
-        "{}.{}",
-        4000 + std::process::id() % 500,
+        "9{:07}.{:03}",
+        std::process::id() % 10_000_000,
         N.fetch_add(1, Ordering::Relaxed)
     )
 }
@@ -255,16 +258,14 @@ fn interrupt_takes_survivors_along(sandbox: &str) {
         output.contains("STARTED_2")
     });
     // A process between fork and exec can briefly show no command line: poll /proc
-    // (there is no event to wait on) until all three are seen, within the patience.
-    let deadline = std::time::Instant::now() + rein_test_support::PATIENCE;
-    while processes_with(&mark).len() < 3 && std::time::Instant::now() < deadline {
-        std::thread::sleep(std::time::Duration::from_millis(10));
+    // (there is no event to wait on) until all three have been seen, within the patience.
+    let deadline = Instant::now() + rein_test_support::PATIENCE;
+    let mut seen = std::collections::BTreeSet::new();
+    while seen.len() < 3 && Instant::now() < deadline {
+        seen.extend(processes_with(&mark));
+        std::thread::sleep(Duration::from_millis(10));
     }
-    assert!(
-        processes_with(&mark).len() >= 3,
-        "{:?}",
-        processes_with(&mark)
-    );
+    assert!(seen.len() >= 3, "under {sandbox}, saw only {seen:?}");
     s.server.call(
         "turn/interrupt",
         json!({"threadId": s.thread, "turnId": turn_id}),
