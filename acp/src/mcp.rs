@@ -12,11 +12,12 @@
 //! refuses it among the plain ones): the token is kept in this session's manager, never
 //! in rein's environment. Other headers the transport owns are refused.
 
-use std::collections::HashSet;
+use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;
 
 use agent_client_protocol::v1::schema::{McpServer, McpServerHttp, McpServerStdio};
 use agent_client_protocol::Error;
+use rein_config::mcp::{self, McpServerConfig, Transport};
 use rein_core::tools::ThreadToolSource;
 use rein_core::ThreadHandle;
 use rein_mcp::{McpManager, ServerStatus};
@@ -36,7 +37,7 @@ impl ClientServers {
         if servers.is_empty() {
             return Ok(Self { manager: None });
         }
-        let (table, tokens) = table_of(servers)?;
+        let (configs, tokens) = configs_of(servers)?;
         // The tokens of the client's servers, by the made-up variable each entry names;
         // anything else is rein's environment, as for the servers of config.toml.
         let env: rein_mcp::Env = Arc::new(move |k: &str| {
@@ -46,8 +47,7 @@ impl ClientServers {
                 .map(|(_, token)| token.clone())
                 .or_else(|| std::env::var(k).ok())
         });
-        let manager = McpManager::new(&table, env)
-            .map_err(|e| invalid_params(&format!("mcpServers: {e}")))?;
+        let manager = McpManager::new(&configs, env);
         Ok(Self {
             manager: Some(manager),
         })
@@ -81,40 +81,40 @@ impl ClientServers {
 /// The bearer tokens of HTTP servers, by the variable name their entry gives.
 type Tokens = Vec<(String, String)>;
 
-/// `[mcp_servers]` as config.toml would say it for `servers`, and the bearer tokens it
-/// refers to. Names are reduced to the characters rein's server names allow (ACP's are
-/// free text), and made unique.
-fn table_of(servers: &[McpServer]) -> Result<(toml::Table, Tokens), Error> {
-    let mut table = toml::Table::new();
+/// The configurations of `servers`, as `[mcp_servers]` would give them with Codex's
+/// defaults, and the bearer tokens they refer to. Names are reduced to the characters
+/// rein's server names allow (ACP's are free text), and made unique; the result passes the
+/// same check as config.toml's servers.
+fn configs_of(servers: &[McpServer]) -> Result<(Vec<McpServerConfig>, Tokens), Error> {
+    let mut configs = Vec::new();
     let mut tokens = Tokens::new();
     let mut taken = HashSet::new();
     for server in servers {
-        match server {
-            McpServer::Stdio(stdio) => {
-                let name = unique(&stdio.name, &mut taken);
-                table.insert(name, toml::Value::Table(stdio_entry(stdio)?));
-            }
+        let (name, transport) = match server {
+            McpServer::Stdio(stdio) => (unique(&stdio.name, &mut taken), stdio_transport(stdio)?),
             McpServer::Http(http) => {
                 let name = unique(&http.name, &mut taken);
                 // Named after the unique name, so two servers never share one; the `:`
                 // keeps it apart from any real environment variable.
                 let var = format!("acp-client-token:{name}");
-                let (entry, token) = http_entry(http, &var)?;
+                let (transport, token) = http_transport(http, &var)?;
                 tokens.extend(token.map(|token| (var, token)));
-                table.insert(name, toml::Value::Table(entry));
+                (name, transport)
             }
             _ => {
                 return Err(invalid_params(
                     "mcpServers: only stdio and http servers are supported (mcpCapabilities has no sse)",
                 ))
             }
-        }
+        };
+        configs.push(McpServerConfig::new(name, transport));
     }
-    Ok((table, tokens))
+    mcp::check(&configs).map_err(|e| invalid_params(&format!("mcpServers: {e}")))?;
+    Ok((configs, tokens))
 }
 
 fn unique(given: &str, taken: &mut HashSet<String>) -> String {
-    let base = rein_mcp::naming::sanitize(given);
+    let base = mcp::sanitize(given);
     let mut name = base.clone();
     let mut n = 1;
     while !taken.insert(name.clone()) {
@@ -124,41 +124,32 @@ fn unique(given: &str, taken: &mut HashSet<String>) -> String {
     name
 }
 
-fn stdio_entry(stdio: &McpServerStdio) -> Result<toml::Table, Error> {
+fn stdio_transport(stdio: &McpServerStdio) -> Result<Transport, Error> {
     let Some(command) = stdio.command.to_str() else {
         return Err(invalid_params(&format!(
             "mcpServers: the command of {:?} is not UTF-8",
             stdio.name
         )));
     };
-    let env: toml::Table = stdio
-        .env
-        .iter()
-        .map(|v| (v.name.clone(), toml::Value::String(v.value.clone())))
-        .collect();
-    let mut entry = toml::Table::new();
-    entry.insert("command".into(), toml::Value::String(command.to_owned()));
-    entry.insert(
-        "args".into(),
-        toml::Value::Array(
-            stdio
-                .args
-                .iter()
-                .cloned()
-                .map(toml::Value::String)
-                .collect(),
-        ),
-    );
-    entry.insert("env".into(), toml::Value::Table(env));
-    Ok(entry)
+    Ok(Transport::Stdio {
+        command: command.to_owned(),
+        args: stdio.args.clone(),
+        env: stdio
+            .env
+            .iter()
+            .map(|v| (v.name.clone(), v.value.clone()))
+            .collect(),
+        env_vars: Vec::new(),
+        cwd: None,
+    })
 }
 
-/// The entry of an HTTP server, and its bearer token (which the entry names `token_var`).
-fn http_entry(
+/// The transport of an HTTP server, and its bearer token (which it names `token_var`).
+fn http_transport(
     http: &McpServerHttp,
     token_var: &str,
-) -> Result<(toml::Table, Option<String>), Error> {
-    let mut headers = toml::Table::new();
+) -> Result<(Transport, Option<String>), Error> {
+    let mut headers = BTreeMap::new();
     let mut token = None;
     for header in &http.headers {
         if header.name.eq_ignore_ascii_case("authorization") {
@@ -178,7 +169,7 @@ fn http_entry(
             token = Some(rest.trim().to_owned());
             continue;
         }
-        if rein_mcp::http::RESERVED_HEADERS
+        if mcp::RESERVED_HEADERS
             .iter()
             .any(|r| r.eq_ignore_ascii_case(&header.name))
         {
@@ -187,21 +178,15 @@ fn http_entry(
                 http.name, header.name
             )));
         }
-        headers.insert(
-            header.name.clone(),
-            toml::Value::String(header.value.clone()),
-        );
+        headers.insert(header.name.clone(), header.value.clone());
     }
-    let mut entry = toml::Table::new();
-    entry.insert("url".into(), toml::Value::String(http.url.clone()));
-    entry.insert("http_headers".into(), toml::Value::Table(headers));
-    if token.is_some() {
-        entry.insert(
-            "bearer_token_env_var".into(),
-            toml::Value::String(token_var.to_owned()),
-        );
-    }
-    Ok((entry, token))
+    let transport = Transport::StreamableHttp {
+        url: http.url.clone(),
+        bearer_token_env_var: token.as_ref().map(|_| token_var.to_owned()),
+        http_headers: headers,
+        env_http_headers: BTreeMap::new(),
+    };
+    Ok((transport, token))
 }
 
 #[cfg(test)]
@@ -212,7 +197,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn stdio_and_http_servers_become_config_entries_with_unique_names() {
+    fn stdio_and_http_servers_become_configurations_with_unique_names() {
         let servers = vec![
             McpServer::Stdio(
                 McpServerStdio::new("My files", "/usr/bin/files")
@@ -228,28 +213,48 @@ mod tests {
             ),
             McpServer::Http(McpServerHttp::new("web", "https://example.test/mcp")),
         ];
-        let (table, tokens) = table_of(&servers).unwrap();
-        let expected: toml::Table = toml::from_str(
-            r#"
-            [My_files]
-            command = "/usr/bin/files"
-            args = ["--root", "/tmp"]
-            env = { TOKEN = "t" }
-            [My_files_2]
-            command = "/usr/bin/other"
-            args = []
-            env = {}
-            [web]
-            url = "http://127.0.0.1:1/mcp"
-            http_headers = { X-Team = "rein" }
-            bearer_token_env_var = "acp-client-token:web"
-            [web_2]
-            url = "https://example.test/mcp"
-            http_headers = {}
-            "#,
-        )
-        .unwrap();
-        assert_eq!(table, expected);
+        let (configs, tokens) = configs_of(&servers).unwrap();
+        let stdio = |command: &str, args: &[&str], env: &[(&str, &str)]| Transport::Stdio {
+            command: command.into(),
+            args: args.iter().map(|a| (*a).to_owned()).collect(),
+            env: env
+                .iter()
+                .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+                .collect(),
+            env_vars: Vec::new(),
+            cwd: None,
+        };
+        let http = |url: &str, headers: &[(&str, &str)], token: Option<&str>| {
+            Transport::StreamableHttp {
+                url: url.into(),
+                bearer_token_env_var: token.map(str::to_owned),
+                http_headers: headers
+                    .iter()
+                    .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+                    .collect(),
+                env_http_headers: BTreeMap::new(),
+            }
+        };
+        let expected = vec![
+            McpServerConfig::new(
+                "My_files".into(),
+                stdio("/usr/bin/files", &["--root", "/tmp"], &[("TOKEN", "t")]),
+            ),
+            McpServerConfig::new("My_files_2".into(), stdio("/usr/bin/other", &[], &[])),
+            McpServerConfig::new(
+                "web".into(),
+                http(
+                    "http://127.0.0.1:1/mcp",
+                    &[("X-Team", "rein")],
+                    Some("acp-client-token:web"),
+                ),
+            ),
+            McpServerConfig::new(
+                "web_2".into(),
+                http("https://example.test/mcp", &[], None),
+            ),
+        ];
+        assert_eq!(configs, expected);
         assert_eq!(
             tokens,
             vec![("acp-client-token:web".to_owned(), "s3cret".to_owned())]
@@ -276,7 +281,7 @@ mod tests {
         refused(http(HttpHeader::new("Authorization", "Basic dXNlcg==")));
         refused(http(HttpHeader::new("Authorization", "Bearer ")));
         refused(http(HttpHeader::new("Mcp-Session-Id", "x")));
-        // What rein-mcp's own checks refuse reaches the client too.
+        // What the configuration's own checks refuse reaches the client too.
         refused(http(HttpHeader::new("bad header", "x")));
         refused(McpServer::Http(McpServerHttp::new(
             "web",

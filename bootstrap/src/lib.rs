@@ -65,11 +65,6 @@ pub enum BootstrapError {
     NoHome,
     #[error(transparent)]
     Config(#[from] ConfigError),
-    #[error("{config_path}: {source}")]
-    Mcp {
-        config_path: PathBuf,
-        source: rein_mcp::ConfigError,
-    },
 }
 
 /// A kernel ready to create threads.
@@ -149,15 +144,14 @@ impl Kernel {
 
     /// Read `[mcp_servers]` again from the configuration: changed and removed servers
     /// stop, new ones start for threads at their next step, failed ones are retried.
-    pub async fn reload_mcp(&self) -> Result<(), String> {
+    pub async fn reload_mcp(&self) -> Result<(), ConfigError> {
         let (Some(mcp), Some(options)) = (&self.mcp, &self.load_options) else {
             return Ok(());
         };
         let env = |k: &str| std::env::var(k).ok();
-        let config = config::load(options, &env).map_err(|e| e.to_string())?;
-        mcp.reload(&config.mcp_servers)
-            .await
-            .map_err(|e| format!("{}: {e}", config.config_path.display()))
+        let config = config::load(options, &env)?;
+        mcp.reload(&config.mcp_servers).await;
+        Ok(())
     }
 
     /// The skills a thread in `cwd` would have (`skills/list`), read on a blocking thread.
@@ -268,10 +262,7 @@ pub fn bootstrap(
         .store(Arc::clone(&store))
         .agents(agents)
         .build_shared();
-    let mcp = match config.as_ref() {
-        None => None,
-        Some(config) => mcp_manager(config)?,
-    };
+    let mcp = config.as_ref().map(mcp_manager);
     if let Some(mcp) = &mcp {
         manager.add_thread_tool_source(Arc::clone(mcp) as _);
     }
@@ -360,21 +351,15 @@ fn kernel_config(base: KernelConfig, config: Option<&ModelConfig>) -> KernelConf
 }
 
 /// The MCP servers of `[mcp_servers]`, not started yet.
-fn mcp_manager(config: &ModelConfig) -> Result<Option<Arc<rein_mcp::McpManager>>, BootstrapError> {
+fn mcp_manager(config: &ModelConfig) -> Arc<rein_mcp::McpManager> {
     // Servers get a minimal environment drawn from rein's own, plus what their
     // configuration names (`env_vars`).
     let process_env: rein_mcp::Env = Arc::new(|k: &str| std::env::var(k).ok());
-    rein_mcp::McpManager::new(&config.mcp_servers, process_env)
-        .map(|manager| {
-            if let Some(budget) = config.mcp_tool_budget {
-                manager.set_tool_budget(budget);
-            }
-            Some(manager)
-        })
-        .map_err(|source| BootstrapError::Mcp {
-            config_path: config.config_path.clone(),
-            source,
-        })
+    let manager = rein_mcp::McpManager::new(&config.mcp_servers, process_env);
+    if let Some(budget) = config.mcp_tool_budget {
+        manager.set_tool_budget(budget);
+    }
+    manager
 }
 
 fn load_options(home: &std::path::Path, options: &BootstrapOptions) -> LoadOptions {

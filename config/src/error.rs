@@ -66,6 +66,11 @@ pub enum ConfigError {
         message: String,
         config_path: PathBuf,
     },
+    #[error("{}: {source}", config_path.display())]
+    McpServer {
+        config_path: PathBuf,
+        source: crate::mcp::McpServerError,
+    },
     #[error("could not set up the HTTP client: {0}")]
     HttpClient(#[source] Box<dyn std::error::Error + Send + Sync>),
 }

@@ -36,6 +36,7 @@ pub mod acp;
 pub mod advisor;
 pub mod agents;
 pub mod error;
+pub mod mcp;
 pub mod overrides;
 pub mod policy;
 pub mod project_doc;
@@ -97,7 +98,7 @@ pub struct ConfigToml {
     pub advisor: Option<AdvisorToml>,
     #[serde(default)]
     pub acp: AcpToml,
-    /// `[mcp_servers.NAME]`, kept as written: the MCP crate reads it.
+    /// `[mcp_servers.NAME]`, read by [`mcp::parse`] once the overrides are applied.
     #[serde(default)]
     pub mcp_servers: toml::Table,
     /// Codex's `AGENTS.md` keys.
@@ -157,8 +158,8 @@ pub struct ModelConfig {
     pub advisor: AdvisorConfig,
     /// `[acp]`: what `rein acp` asks of the editor.
     pub acp: AcpSettings,
-    /// `[mcp_servers]` as written (after overrides), for the MCP crate to check and use.
-    pub mcp_servers: toml::Table,
+    /// `[mcp_servers]` (after overrides), checked, in name order.
+    pub mcp_servers: Vec<mcp::McpServerConfig>,
     /// How `AGENTS.md` files are found and capped.
     pub project_doc: ProjectDocSettings,
     /// `mcp_tool_budget`, if set.
@@ -287,7 +288,10 @@ pub fn resolve(
         advisor,
         acp: file.acp.resolve(),
         project_doc,
-        mcp_servers: file.mcp_servers,
+        mcp_servers: mcp::parse(&file.mcp_servers).map_err(|source| ConfigError::McpServer {
+            config_path: path.to_owned(),
+            source,
+        })?,
         mcp_tool_budget: file.mcp_tool_budget,
     })
 }

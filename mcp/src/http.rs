@@ -430,16 +430,6 @@ pub(crate) fn root_cause(error: &(dyn std::error::Error + 'static)) -> String {
     }
 }
 
-/// Headers a configuration may not set: the transport sets them itself.
-pub const RESERVED_HEADERS: &[&str] = &[
-    "accept",
-    "authorization",
-    "content-type",
-    HEADER_SESSION_ID,
-    HEADER_LAST_EVENT_ID,
-    rmcp::transport::common::http_header::HEADER_MCP_PROTOCOL_VERSION,
-];
-
 /// The transport to a streamable-HTTP server: the bearer token and header values read
 /// from rein's environment now (so a token changed since is picked up at the next start).
 pub(crate) fn transport(
@@ -513,5 +503,24 @@ mod tests {
         );
         assert_eq!(scope_of("Bearer scope=read, realm=x"), Some("read".into()));
         assert_eq!(scope_of("Bearer realm=x"), None);
+    }
+
+    /// The configuration refuses every header this transport sets itself.
+    #[test]
+    fn the_configuration_reserves_the_transports_headers() {
+        let reserved = rein_config::mcp::RESERVED_HEADERS;
+        for header in [
+            "accept",
+            "authorization",
+            "content-type",
+            HEADER_SESSION_ID,
+            HEADER_LAST_EVENT_ID,
+            rmcp::transport::common::http_header::HEADER_MCP_PROTOCOL_VERSION,
+        ] {
+            assert!(
+                reserved.iter().any(|r| r.eq_ignore_ascii_case(header)),
+                "{header} is not reserved"
+            );
+        }
     }
 }

@@ -1,6 +1,6 @@
 //! MCP servers as tool sources for the rein kernel.
 //!
-//! `[mcp_servers.NAME]` in config.toml ([`config`]) names servers; the [`McpManager`]
+//! `[mcp_servers.NAME]` in config.toml (read by `rein_config::mcp`) names servers; the [`McpManager`]
 //! starts each one in the background when the first thread that needs it is created
 //! (one process per configuration and working directory, shared by the threads), supervises
 //! it ([`server`]: starting → ready → failed / stopped, restarts with backoff) and offers
@@ -9,7 +9,6 @@
 //! it from the kernel's facts.
 
 mod bounded;
-pub mod config;
 mod content;
 mod direct;
 mod handler;
@@ -23,7 +22,6 @@ pub mod server;
 mod tool;
 
 pub use bounded::MAX_MESSAGE_BYTES;
-pub use config::{ConfigError, McpServerConfig, Transport};
 pub use direct::CallError;
 pub use launch::Env;
 pub use manager::McpManager;

@@ -15,7 +15,7 @@ use rein_core::tools::{ThreadToolSource, ToolSet, ToolSource};
 use rein_protocol::ThreadSettings;
 use tokio::sync::broadcast;
 
-use crate::config::{self, ConfigError, McpServerConfig};
+use rein_config::mcp::McpServerConfig;
 use crate::launch::Env;
 use crate::search::{Deferred, DEFAULT_TOOL_BUDGET};
 use crate::server::{Server, ServerStatus, StatusUpdate};
@@ -43,11 +43,11 @@ pub struct McpManager {
 }
 
 impl McpManager {
-    /// Check `[mcp_servers]` (every error names its server and key); nothing starts until
-    /// a thread needs its servers.
-    pub fn new(table: &toml::Table, env: Env) -> Result<Arc<Self>, ConfigError> {
-        let configs = config::parse(table)?.into_iter().map(Arc::new).collect();
-        Ok(Arc::new_cyclic(|me| Self {
+    /// The servers of `configs` (checked by `rein_config::mcp`); nothing starts until a
+    /// thread needs its servers.
+    pub fn new(configs: &[McpServerConfig], env: Env) -> Arc<Self> {
+        let configs = configs.iter().cloned().map(Arc::new).collect();
+        Arc::new_cyclic(|me| Self {
             inner: Mutex::new(Inner {
                 configs,
                 generation: 0,
@@ -57,7 +57,7 @@ impl McpManager {
             updates: broadcast::channel(256).0,
             tool_budget: AtomicUsize::new(DEFAULT_TOOL_BUDGET),
             me: me.clone(),
-        }))
+        })
     }
 
     /// Offer threads at most `budget` MCP tools directly (`mcp_tool_budget`); past it,
@@ -175,12 +175,11 @@ impl McpManager {
             .collect()
     }
 
-    /// Use `table` from now on: servers whose configuration changed or that are gone are
+    /// Use `configs` from now on: servers whose configuration changed or that are gone are
     /// stopped (threads start the new ones at their next step), and a server that had
     /// failed is tried again.
-    pub async fn reload(&self, table: &toml::Table) -> Result<(), ConfigError> {
-        let configs: Vec<Arc<McpServerConfig>> =
-            config::parse(table)?.into_iter().map(Arc::new).collect();
+    pub async fn reload(&self, configs: &[McpServerConfig]) {
+        let configs: Vec<Arc<McpServerConfig>> = configs.iter().cloned().map(Arc::new).collect();
         let stopped: Vec<Server> = {
             let mut inner = self.lock();
             let keep = |server: &Server| {
@@ -206,7 +205,6 @@ impl McpManager {
         for server in stopped {
             server.stop().await;
         }
-        Ok(())
     }
 
     /// Stop every server and wait until each has (its process group is gone).

@@ -9,29 +9,12 @@ use std::collections::HashSet;
 
 use sha1::{Digest, Sha1};
 
+use rein_config::mcp::sanitize;
+
 pub const MAX_TOOL_NAME_LEN: usize = 64;
-/// The longest server name (checked with the configuration): `mcp__<server>__` then always
-/// fits before a hashed tool part, so a name is never cut into its server's part.
-pub const MAX_SERVER_NAME_LEN: usize = 40;
 const HASH_LEN: usize = 12;
 const PREFIX: &str = "mcp";
 const DELIMITER: &str = "__";
-
-/// `part` with every character outside `[A-Za-z0-9_]` replaced by `_` (empty: `_`).
-pub fn sanitize(part: &str) -> String {
-    if part.is_empty() {
-        return "_".into();
-    }
-    part.chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || c == '_' {
-                c
-            } else {
-                '_'
-            }
-        })
-        .collect()
-}
 
 /// The model-visible names of `tools` (raw names) of `server`, in the same order. Exact
 /// duplicates get `None` (the later one is dropped).

@@ -23,7 +23,7 @@ use tokio::sync::{broadcast, mpsc, watch, Notify};
 use tokio_util::sync::CancellationToken;
 
 use crate::bounded::{BoundedLines, Broken, MAX_MESSAGE_BYTES};
-use crate::config::{McpServerConfig, Transport};
+use rein_config::mcp::{McpServerConfig, Transport};
 use crate::handler::Handler;
 use crate::launch::{self, Env, StdioProcess, StdioSpec};
 use crate::tool::McpTool;

@@ -20,7 +20,7 @@ use rmcp::service::{PeerRequestOptions, ServiceError};
 use serde_json::Value;
 use tokio::sync::mpsc;
 
-use crate::config::Annotations;
+use rein_config::mcp::Annotations;
 use crate::server::Shared;
 
 /// What the model reads of one result at most (as for a command's output).

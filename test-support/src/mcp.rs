@@ -44,8 +44,7 @@ pub fn env() -> rein_mcp::Env {
 }
 
 pub fn mcp(config: &str) -> Arc<McpManager> {
-    let table: toml::Table = toml::from_str(config).unwrap();
-    McpManager::new(table["mcp_servers"].as_table().unwrap(), env()).unwrap()
+    McpManager::new(&rein_config::mcp::parse_document(config).unwrap(), env())
 }
 
 pub fn kernel(model: Arc<ScriptedModel>, mcp: &Arc<McpManager>) -> ThreadManager {

@@ -9,7 +9,7 @@ use rein_app_server_protocol::{
     McpServerStatusUpdatedNotification, McpServerToolCallParams, McpServerToolCallResponse,
     ServerNotification,
 };
-use rein_mcp::{CallError, McpManager, Server, ServerStatus, StatusUpdate, Transport};
+use rein_mcp::{CallError, McpManager, Server, ServerStatus, StatusUpdate};
 use serde_json::Value;
 
 use super::{loaded, to_value};
@@ -37,7 +37,7 @@ pub async fn reload(state: &ServerState) -> Result<Value, RpcError> {
         .kernel
         .reload_mcp()
         .await
-        .map_err(RpcError::invalid_request)?;
+        .map_err(|e| RpcError::invalid_request(e.to_string()))?;
     to_value(&McpServerRefreshResponse {})
 }
 
@@ -104,12 +104,10 @@ fn statuses(mcp: &McpManager) -> Vec<McpServerStatus> {
             let status = server.map(Server::status);
             McpServerStatus {
                 name: config.name.clone(),
-                auth_status: match &config.transport {
-                    Transport::StreamableHttp {
-                        bearer_token_env_var: Some(_),
-                        ..
-                    } => McpAuthStatus::BearerToken,
-                    _ => McpAuthStatus::Unsupported,
+                auth_status: if config.bearer_token_env_var().is_some() {
+                    McpAuthStatus::BearerToken
+                } else {
+                    McpAuthStatus::Unsupported
                 },
                 tools: server
                     .map(|s| {

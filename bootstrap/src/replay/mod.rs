@@ -183,7 +183,7 @@ impl Replayer {
             .config(kernel_config)
             .agents(crate::agents_config(Some(&config.agents)))
             .build_shared();
-        let mcp = crate::mcp_manager(&config)?;
+        let mcp = Some(crate::mcp_manager(&config));
         if let Some(mcp) = &mcp {
             manager.add_thread_tool_source(Arc::new(ReplayThreadSource {
                 inner: Arc::clone(mcp) as _,

@@ -88,16 +88,14 @@ async fn everything_http(entry: &std::path::Path) -> HttpServer {
 }
 
 fn manager(config: &str, vars: &'static [(&'static str, &'static str)]) -> Arc<McpManager> {
-    let table: toml::Table = toml::from_str(config).unwrap();
     McpManager::new(
-        table["mcp_servers"].as_table().unwrap(),
+        &rein_config::mcp::parse_document(config).unwrap(),
         Arc::new(move |k: &str| {
             vars.iter()
                 .find(|(name, _)| *name == k)
                 .map(|(_, v)| (*v).to_owned())
         }),
     )
-    .unwrap()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -289,10 +287,8 @@ async fn an_http_server_that_goes_away_fails_calls_at_once_and_is_connected_agai
         )
     );
     let http = scripted_http(&python, port).await;
-    let table: toml::Table = toml::from_str(&config).unwrap();
-    mcp.reload(table["mcp_servers"].as_table().unwrap())
-        .await
-        .unwrap();
+    mcp.reload(&rein_config::mcp::parse_document(&config).unwrap())
+        .await;
     let server = mcp.servers_for(cwd.path()).remove(0);
     assert_eq!(server.wait_settled().await, ServerStatus::Ready);
     assert_eq!(server.status(), ServerStatus::Ready);

@@ -1,7 +1,10 @@
-//! `[mcp_servers.NAME]` in config.toml, with Codex's keys and defaults. The transport is
-//! chosen by the key present (`command`: stdio, `url`: streamable HTTP); a key of the other
-//! transport, an unknown key, an inline `bearer_token` or a bad server name is an error
-//! naming the server and the key, found when the configuration is loaded, never mid-turn.
+//! `[mcp_servers.NAME]` in config.toml, with Codex's keys and defaults, read here once into
+//! typed [`McpServerConfig`]s that `rein-mcp` runs. The transport is chosen by the key
+//! present (`command`: stdio, `url`: streamable HTTP); a key of the other transport, an
+//! unknown key, an inline `bearer_token`, a header the transport sets itself or a bad server
+//! name is an error naming the server and the key, found when the configuration is loaded,
+//! never mid-turn. Servers made another way (an editor's, under `rein acp`) pass the same
+//! [`check`].
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -14,16 +17,31 @@ pub const DEFAULT_STARTUP_TIMEOUT: Duration = Duration::from_secs(30);
 /// Codex's default for one `tools/call`.
 pub const DEFAULT_TOOL_TIMEOUT: Duration = Duration::from_secs(300);
 
+/// The headers the MCP transport sets itself (`rein-mcp`'s streamable-HTTP client): a
+/// configured one would be sent twice or override the transport's, so it is refused.
+pub const RESERVED_HEADERS: &[&str] = &[
+    "accept",
+    "authorization",
+    "content-type",
+    "mcp-session-id",
+    "last-event-id",
+    "mcp-protocol-version",
+];
+
+/// The longest server name: `mcp__<server>__` then always fits before a hashed tool part
+/// of a 64-byte tool name, so a name is never cut into its server's part.
+pub const MAX_SERVER_NAME_LEN: usize = 40;
+
 /// A configuration problem, naming the server and, where there is one, the key.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[error("[mcp_servers.{server}]{}: {message}", key.as_ref().map(|k| format!(" {k}")).unwrap_or_default())]
-pub struct ConfigError {
+pub struct McpServerError {
     pub server: String,
     pub key: Option<String>,
     pub message: String,
 }
 
-impl ConfigError {
+impl McpServerError {
     fn new(server: &str, key: Option<&str>, message: impl Into<String>) -> Self {
         Self {
             server: server.to_owned(),
@@ -88,6 +106,23 @@ pub enum ApprovalMode {
 }
 
 impl McpServerConfig {
+    /// A server with Codex's defaults for everything but its name and transport (as a
+    /// `[mcp_servers.NAME]` entry with only `command` or `url` would give it).
+    pub fn new(name: String, transport: Transport) -> Self {
+        Self {
+            name,
+            transport,
+            enabled: true,
+            required: false,
+            startup_timeout: DEFAULT_STARTUP_TIMEOUT,
+            tool_timeout: DEFAULT_TOOL_TIMEOUT,
+            enabled_tools: None,
+            disabled_tools: Vec::new(),
+            default_tools_approval_mode: ApprovalMode::Auto,
+            tool_approval_modes: BTreeMap::new(),
+        }
+    }
+
     /// Whether a call of raw tool `tool` asks first, given the tool's annotations
     /// (`destructiveHint`, `readOnlyHint`, `openWorldHint`), as Codex decides it.
     pub fn asks_for(&self, tool: &str, annotations: Option<&Annotations>) -> bool {
@@ -105,6 +140,17 @@ impl McpServerConfig {
                 Some(a) if a.read_only == Some(true) => false,
                 Some(a) => a.destructive != Some(false) || a.open_world != Some(false),
             },
+        }
+    }
+
+    /// The variable holding a streamable-HTTP server's bearer token, if it has one.
+    pub fn bearer_token_env_var(&self) -> Option<&str> {
+        match &self.transport {
+            Transport::StreamableHttp {
+                bearer_token_env_var,
+                ..
+            } => bearer_token_env_var.as_deref(),
+            Transport::Stdio { .. } => None,
         }
     }
 
@@ -172,20 +218,38 @@ enum EnvVar {
     },
 }
 
+/// `part` with every character outside `[A-Za-z0-9_]` replaced by `_` (empty: `_`): how
+/// Codex reduces each part of an MCP tool's model-visible name (`rein-mcp`'s naming), and
+/// so what two server names must not share.
+pub fn sanitize(part: &str) -> String {
+    if part.is_empty() {
+        return "_".into();
+    }
+    part.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '_' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect()
+}
+
 /// A configured header must be a valid name the transport does not set itself.
-fn check_header(server: &str, key: &str, header: &str) -> Result<(), ConfigError> {
-    if reqwest::header::HeaderName::from_bytes(header.as_bytes()).is_err() {
-        return Err(ConfigError::new(
+fn check_header(server: &str, key: &str, header: &str) -> Result<(), McpServerError> {
+    if http::HeaderName::from_bytes(header.as_bytes()).is_err() {
+        return Err(McpServerError::new(
             server,
             Some(key),
             format!("`{header}` is not a valid header name"),
         ));
     }
-    if crate::http::RESERVED_HEADERS
+    if RESERVED_HEADERS
         .iter()
         .any(|r| r.eq_ignore_ascii_case(header))
     {
-        return Err(ConfigError::new(
+        return Err(McpServerError::new(
             server,
             Some(key),
             format!("`{header}` is set by the transport (use bearer_token_env_var for a token)"),
@@ -195,14 +259,47 @@ fn check_header(server: &str, key: &str, header: &str) -> Result<(), ConfigError
 }
 
 /// Read the `[mcp_servers]` table. Every server is checked, disabled ones too.
-pub fn parse(table: &toml::Table) -> Result<Vec<McpServerConfig>, ConfigError> {
+pub fn parse(table: &toml::Table) -> Result<Vec<McpServerConfig>, McpServerError> {
+    let servers = table
+        .iter()
+        .map(|(name, value)| parse_server(name, value))
+        .collect::<Result<Vec<_>, _>>()?;
+    check(&servers)?;
+    Ok(servers)
+}
+
+/// `[mcp_servers]` of a whole TOML document (tests and tools that hold the text).
+pub fn parse_document(text: &str) -> Result<Vec<McpServerConfig>, McpDocumentError> {
+    let document: toml::Table = toml::from_str(text)?;
+    match document.get("mcp_servers") {
+        None => Ok(Vec::new()),
+        Some(toml::Value::Table(table)) => Ok(parse(table)?),
+        Some(_) => Err(McpDocumentError::NotATable),
+    }
+}
+
+/// Why [`parse_document`] failed.
+#[derive(Debug, thiserror::Error)]
+pub enum McpDocumentError {
+    #[error(transparent)]
+    Toml(#[from] toml::de::Error),
+    #[error("`mcp_servers` is not a table")]
+    NotATable,
+    #[error(transparent)]
+    Server(#[from] McpServerError),
+}
+
+/// What holds for every set of servers, however it was made: names that say their server
+/// (and never share a tool namespace), URLs and headers the transport can send.
+pub fn check(servers: &[McpServerConfig]) -> Result<(), McpServerError> {
     let mut namespaces: BTreeMap<String, &str> = BTreeMap::new();
-    for name in table.keys() {
+    for server in servers {
+        let name = server.name.as_str();
         // Two servers whose tools would share `mcp__<server>__` could offer the same
         // model-visible name: refused, so that a name always says its server.
-        let namespace = crate::naming::sanitize(name);
+        let namespace = sanitize(name);
         if let Some(other) = namespaces.insert(namespace.clone(), name) {
-            return Err(ConfigError::new(
+            return Err(McpServerError::new(
                 name,
                 None,
                 format!(
@@ -211,15 +308,59 @@ pub fn parse(table: &toml::Table) -> Result<Vec<McpServerConfig>, ConfigError> {
             ));
         }
     }
-    table
-        .iter()
-        .map(|(name, value)| parse_server(name, value))
-        .collect()
+    for server in servers {
+        if let Some(problem) = name_problem(&server.name) {
+            return Err(McpServerError::new(&server.name, None, problem));
+        }
+        if let Transport::StreamableHttp {
+            url,
+            http_headers,
+            env_http_headers,
+            ..
+        } = &server.transport
+        {
+            check_http(&server.name, url, http_headers, env_http_headers)?;
+        }
+    }
+    Ok(())
+}
+
+fn check_http(
+    name: &str,
+    url: &str,
+    http_headers: &BTreeMap<String, String>,
+    env_http_headers: &BTreeMap<String, String>,
+) -> Result<(), McpServerError> {
+    if !(url.starts_with("http://") || url.starts_with("https://")) {
+        return Err(McpServerError::new(
+            name,
+            Some("url"),
+            format!("`{url}` is not an http:// or https:// URL"),
+        ));
+    }
+    for (key, names) in [
+        ("http_headers", http_headers),
+        ("env_http_headers", env_http_headers),
+    ] {
+        for header in names.keys() {
+            check_header(name, key, header)?;
+        }
+    }
+    for (header, value) in http_headers {
+        if http::HeaderValue::from_str(value).is_err() {
+            return Err(McpServerError::new(
+                name,
+                Some("http_headers"),
+                format!("the value of `{header}` is not a valid header value"),
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// Why `name` cannot name a server, if it cannot. Besides the characters Codex allows, the
 /// name must not start or end with `_`/`-`, hold `__` (or `--`, `_-`: alike once '-' is
-/// read as '_') nor pass [`crate::naming::MAX_SERVER_NAME_LEN`] bytes: then the first `__`
+/// read as '_') nor pass [`MAX_SERVER_NAME_LEN`] bytes: then the first `__`
 /// after `mcp__` in a tool's name always ends its server's name, and two servers' tools
 /// can never share a name (`a` + `b__c` against `a__b` + `c`).
 fn name_problem(name: &str) -> Option<&'static str> {
@@ -230,33 +371,30 @@ fn name_problem(name: &str) -> Option<&'static str> {
     {
         return Some("invalid server name: use only letters, digits, '_' and '-'");
     }
-    let sanitized = crate::naming::sanitize(name);
+    let sanitized = sanitize(name);
     if sanitized.starts_with('_') || sanitized.ends_with('_') || sanitized.contains("__") {
         return Some(
             "invalid server name: it may not start or end with '_' or '-', nor hold two of them in a row (tool names are mcp__<server>__<tool>)",
         );
     }
-    if name.len() > crate::naming::MAX_SERVER_NAME_LEN {
+    if name.len() > MAX_SERVER_NAME_LEN {
         return Some("invalid server name: longer than 40 characters");
     }
     None
 }
 
-fn parse_server(name: &str, value: &toml::Value) -> Result<McpServerConfig, ConfigError> {
-    if let Some(problem) = name_problem(name) {
-        return Err(ConfigError::new(name, None, problem));
-    }
+fn parse_server(name: &str, value: &toml::Value) -> Result<McpServerConfig, McpServerError> {
     let raw: RawServer = value
         .clone()
         .try_into()
-        .map_err(|e: toml::de::Error| ConfigError::new(name, None, e.message().to_owned()))?;
+        .map_err(|e: toml::de::Error| McpServerError::new(name, None, e.message().to_owned()))?;
     let _ = (
         raw.supports_parallel_tool_calls,
         raw.name,
         raw.experimental_environment,
     );
     if raw.bearer_token.is_some() {
-        return Err(ConfigError::new(
+        return Err(McpServerError::new(
             name,
             Some("bearer_token"),
             "inline tokens are not accepted: put the token in an environment variable and name it with bearer_token_env_var",
@@ -264,7 +402,7 @@ fn parse_server(name: &str, value: &toml::Value) -> Result<McpServerConfig, Conf
     }
     let transport = match (raw.command, raw.url) {
         (Some(_), Some(_)) => {
-            return Err(ConfigError::new(
+            return Err(McpServerError::new(
                 name,
                 Some("url"),
                 "a server has either `command` (stdio) or `url` (streamable HTTP), not both",
@@ -280,14 +418,14 @@ fn parse_server(name: &str, value: &toml::Value) -> Result<McpServerConfig, Conf
                 ("oauth_resource", raw.oauth_resource.is_some()),
             ];
             if let Some((key, _)) = http_only.iter().find(|(_, set)| *set) {
-                return Err(ConfigError::new(
+                return Err(McpServerError::new(
                     name,
                     Some(key),
                     "is not supported for stdio",
                 ));
             }
             if command.trim().is_empty() {
-                return Err(ConfigError::new(name, Some("command"), "is empty"));
+                return Err(McpServerError::new(name, Some("command"), "is empty"));
             }
             let env_vars = raw
                 .env_vars
@@ -297,7 +435,7 @@ fn parse_server(name: &str, value: &toml::Value) -> Result<McpServerConfig, Conf
                     EnvVar::Name(n) => Ok(n),
                     EnvVar::Sourced { name: n, source } => match source.as_deref() {
                         None | Some("local") => Ok(n),
-                        Some(other) => Err(ConfigError::new(
+                        Some(other) => Err(McpServerError::new(
                             name,
                             Some("env_vars"),
                             format!("unsupported env_vars source `{other}` (only `local`)"),
@@ -321,38 +459,14 @@ fn parse_server(name: &str, value: &toml::Value) -> Result<McpServerConfig, Conf
                 ("cwd", raw.cwd.is_some()),
             ];
             if let Some((key, _)) = stdio_only.iter().find(|(_, set)| *set) {
-                return Err(ConfigError::new(
+                return Err(McpServerError::new(
                     name,
                     Some(key),
                     "is not supported for streamable_http",
                 ));
             }
-            if !(url.starts_with("http://") || url.starts_with("https://")) {
-                return Err(ConfigError::new(
-                    name,
-                    Some("url"),
-                    format!("`{url}` is not an http:// or https:// URL"),
-                ));
-            }
             let http_headers = raw.http_headers.unwrap_or_default();
             let env_http_headers = raw.env_http_headers.unwrap_or_default();
-            for (key, names) in [
-                ("http_headers", &http_headers),
-                ("env_http_headers", &env_http_headers),
-            ] {
-                for header in names.keys() {
-                    check_header(name, key, header)?;
-                }
-            }
-            for (header, value) in &http_headers {
-                if reqwest::header::HeaderValue::from_str(value).is_err() {
-                    return Err(ConfigError::new(
-                        name,
-                        Some("http_headers"),
-                        format!("the value of `{header}` is not a valid header value"),
-                    ));
-                }
-            }
             Transport::StreamableHttp {
                 url,
                 bearer_token_env_var: raw.bearer_token_env_var,
@@ -361,7 +475,7 @@ fn parse_server(name: &str, value: &toml::Value) -> Result<McpServerConfig, Conf
             }
         }
         (None, None) => {
-            return Err(ConfigError::new(
+            return Err(McpServerError::new(
                 name,
                 None,
                 "invalid transport: set `command` (stdio) or `url` (streamable HTTP)",
@@ -371,7 +485,7 @@ fn parse_server(name: &str, value: &toml::Value) -> Result<McpServerConfig, Conf
     let seconds = |key: &str, secs: Option<f64>, default: Duration| match secs {
         None => Ok(default),
         Some(s) if s.is_finite() && s > 0.0 && s < 1e9 => Ok(Duration::from_secs_f64(s)),
-        Some(s) => Err(ConfigError::new(
+        Some(s) => Err(McpServerError::new(
             name,
             Some(key),
             format!("{s} is not a positive number of seconds"),
@@ -379,7 +493,7 @@ fn parse_server(name: &str, value: &toml::Value) -> Result<McpServerConfig, Conf
     };
     let startup_timeout = match (raw.startup_timeout_sec, raw.startup_timeout_ms) {
         (None, Some(0)) => {
-            return Err(ConfigError::new(
+            return Err(McpServerError::new(
                 name,
                 Some("startup_timeout_ms"),
                 "must be positive",
@@ -417,7 +531,7 @@ mod tests {
     use super::*;
     use pretty_assertions::assert_eq;
 
-    fn parse_str(text: &str) -> Result<Vec<McpServerConfig>, ConfigError> {
+    fn parse_str(text: &str) -> Result<Vec<McpServerConfig>, McpServerError> {
         let table: toml::Table = toml::from_str(text).unwrap();
         parse(table["mcp_servers"].as_table().unwrap())
     }
