@@ -224,8 +224,8 @@ mod tests {
             env_vars: Vec::new(),
             cwd: None,
         };
-        let http = |url: &str, headers: &[(&str, &str)], token: Option<&str>| {
-            Transport::StreamableHttp {
+        let http =
+            |url: &str, headers: &[(&str, &str)], token: Option<&str>| Transport::StreamableHttp {
                 url: url.into(),
                 bearer_token_env_var: token.map(str::to_owned),
                 http_headers: headers
@@ -233,8 +233,7 @@ mod tests {
                     .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
                     .collect(),
                 env_http_headers: BTreeMap::new(),
-            }
-        };
+            };
         let expected = vec![
             McpServerConfig::new(
                 "My_files".into(),
@@ -249,10 +248,7 @@ mod tests {
                     Some("acp-client-token:web"),
                 ),
             ),
-            McpServerConfig::new(
-                "web_2".into(),
-                http("https://example.test/mcp", &[], None),
-            ),
+            McpServerConfig::new("web_2".into(), http("https://example.test/mcp", &[], None)),
         ];
         assert_eq!(configs, expected);
         assert_eq!(

@@ -15,10 +15,10 @@ use rein_core::tools::{ThreadToolSource, ToolSet, ToolSource};
 use rein_protocol::ThreadSettings;
 use tokio::sync::broadcast;
 
-use rein_config::mcp::McpServerConfig;
 use crate::launch::Env;
 use crate::search::{Deferred, DEFAULT_TOOL_BUDGET};
 use crate::server::{Server, ServerStatus, StatusUpdate};
+use rein_config::mcp::McpServerConfig;
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 struct Key {

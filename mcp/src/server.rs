@@ -23,10 +23,10 @@ use tokio::sync::{broadcast, mpsc, watch, Notify};
 use tokio_util::sync::CancellationToken;
 
 use crate::bounded::{BoundedLines, Broken, MAX_MESSAGE_BYTES};
-use rein_config::mcp::{McpServerConfig, Transport};
 use crate::handler::Handler;
 use crate::launch::{self, Env, StdioProcess, StdioSpec};
 use crate::tool::McpTool;
+use rein_config::mcp::{McpServerConfig, Transport};
 
 /// Restarts in a row (each after a longer wait) before a server that keeps dying is left
 /// failed until a reload.

@@ -20,8 +20,8 @@ use rmcp::service::{PeerRequestOptions, ServiceError};
 use serde_json::Value;
 use tokio::sync::mpsc;
 
-use rein_config::mcp::Annotations;
 use crate::server::Shared;
+use rein_config::mcp::Annotations;
 
 /// What the model reads of one result at most (as for a command's output).
 pub const OUTPUT_CAP: usize = 32 * 1024;
