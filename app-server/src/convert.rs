@@ -14,16 +14,9 @@ use crate::error::RpcError;
 
 pub fn approval_policy_from_wire(value: &Value) -> Result<ApprovalPolicy, RpcError> {
     match value {
-        Value::String(s) => match s.as_str() {
-            "untrusted" => Ok(ApprovalPolicy::Untrusted),
-            "on-request" => Ok(ApprovalPolicy::OnRequest),
-            "on-failure" => Ok(ApprovalPolicy::OnFailure),
-            "never" => Ok(ApprovalPolicy::Never),
-            other => Err(bad_field(
-                "approvalPolicy",
-                format!("unknown variant `{other}`, expected one of `untrusted`, `on-request`, `on-failure`, `never`"),
-            )),
-        },
+        Value::String(s) => s
+            .parse()
+            .map_err(|e: rein_protocol::UnknownPolicy| bad_field("approvalPolicy", e.to_string())),
         // Codex's granular policy asks for some kinds of approval: the nearest is on-request.
         Value::Object(map) if map.contains_key("granular") => Ok(ApprovalPolicy::OnRequest),
         _ => Err(bad_field(

@@ -57,6 +57,12 @@ impl Override {
     }
 }
 
+/// `text` as a TOML string literal (quoted and escaped), for building an override such as
+/// `model="..."` from a flag.
+pub fn quote(text: &str) -> String {
+    toml::Value::String(text.to_owned()).to_string()
+}
+
 fn parse_value(raw: &str) -> toml::Value {
     let doc = format!("v = {raw}");
     match toml::from_str::<toml::Table>(&doc) {

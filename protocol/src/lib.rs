@@ -44,7 +44,7 @@ pub use op::{
 };
 pub use settings::{
     ApprovalPolicy, EmptyEffort, ReasoningEffort, SandboxOptions, SandboxPolicy, SettingsChange,
-    ThreadSettings, TurnBudget,
+    ThreadSettings, TurnBudget, UnknownPolicy,
 };
 pub use status::{AgentStatus, TokenUsage};
 pub use tool_facts::{

@@ -30,6 +30,78 @@ pub enum SandboxPolicy {
     DangerFullAccess,
 }
 
+/// The one spelling of each policy name: the kebab-case that config, the wire and Codex use,
+/// and that serde derives above. `FromStr` is its inverse; `UnknownPolicy` names the choices.
+macro_rules! policy_names {
+    ($ty:ident, $what:literal, $($variant:ident => $name:literal),+ $(,)?) => {
+        impl $ty {
+            /// Every policy, in declaration order.
+            pub const ALL: &'static [$ty] = &[$($ty::$variant),+];
+
+            /// The policy's name as config and the wire spell it.
+            pub const fn as_str(self) -> &'static str {
+                match self {
+                    $($ty::$variant => $name),+
+                }
+            }
+        }
+
+        impl std::fmt::Display for $ty {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str(self.as_str())
+            }
+        }
+
+        impl std::str::FromStr for $ty {
+            type Err = UnknownPolicy;
+
+            fn from_str(text: &str) -> Result<Self, UnknownPolicy> {
+                $ty::ALL
+                    .iter()
+                    .copied()
+                    .find(|policy| policy.as_str() == text)
+                    .ok_or_else(|| UnknownPolicy {
+                        what: $what,
+                        given: text.to_owned(),
+                        expected: $ty::ALL.iter().map(|p| p.as_str()).collect(),
+                    })
+            }
+        }
+    };
+}
+
+policy_names!(ApprovalPolicy, "approval policy",
+    Untrusted => "untrusted", OnRequest => "on-request", OnFailure => "on-failure", Never => "never");
+policy_names!(SandboxPolicy, "sandbox policy",
+    ReadOnly => "read-only", WorkspaceWrite => "workspace-write",
+    DangerFullAccess => "danger-full-access");
+
+/// A policy name that is none of the policies.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct UnknownPolicy {
+    /// "approval policy" or "sandbox policy".
+    pub what: &'static str,
+    /// The name given.
+    pub given: String,
+    /// The names that exist.
+    pub expected: Vec<&'static str>,
+}
+
+impl std::fmt::Display for UnknownPolicy {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let expected: Vec<String> = self.expected.iter().map(|n| format!("`{n}`")).collect();
+        write!(
+            f,
+            "unknown {} `{}`, expected one of {}",
+            self.what,
+            self.given,
+            expected.join(", ")
+        )
+    }
+}
+
+impl std::error::Error for UnknownPolicy {}
+
 /// Refinements of a sandbox policy, as a client gives them with the policy (Codex's
 /// `sandboxPolicy` object). When a thread has none, the configuration's defaults apply.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
@@ -213,5 +285,33 @@ impl SettingsChange {
             next.budget = b;
         }
         next
+    }
+}
+
+#[cfg(test)]
+mod policy_name_tests {
+    use super::*;
+
+    #[test]
+    fn names_are_what_serde_writes_and_parse_back() {
+        for policy in ApprovalPolicy::ALL {
+            let json = serde_json::to_value(policy).unwrap();
+            assert_eq!(json, serde_json::Value::from(policy.as_str()));
+            assert_eq!(policy.as_str().parse::<ApprovalPolicy>(), Ok(*policy));
+        }
+        for policy in SandboxPolicy::ALL {
+            let json = serde_json::to_value(policy).unwrap();
+            assert_eq!(json, serde_json::Value::from(policy.to_string()));
+            assert_eq!(policy.as_str().parse::<SandboxPolicy>(), Ok(*policy));
+        }
+    }
+
+    #[test]
+    fn an_unknown_name_lists_the_choices() {
+        let err = "sometimes".parse::<ApprovalPolicy>().unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "unknown approval policy `sometimes`, expected one of `untrusted`, `on-request`, `on-failure`, `never`"
+        );
     }
 }

@@ -139,7 +139,7 @@ pub fn config_read(state: &ServerState, raw: Value) -> Result<Value, RpcError> {
     );
     config.insert(
         "sandbox_mode".into(),
-        json!(sandbox_mode(defaults.sandbox_policy)),
+        json!(defaults.sandbox_policy.as_str()),
     );
     config.insert(
         "model_reasoning_effort".into(),
@@ -172,14 +172,6 @@ pub fn permission_profiles(raw: Value) -> Result<Value, RpcError> {
         data: Vec::new(),
         next_cursor: None,
     })
-}
-
-fn sandbox_mode(policy: rein_protocol::SandboxPolicy) -> &'static str {
-    match policy {
-        rein_protocol::SandboxPolicy::ReadOnly => "read-only",
-        rein_protocol::SandboxPolicy::WorkspaceWrite => "workspace-write",
-        rein_protocol::SandboxPolicy::DangerFullAccess => "danger-full-access",
-    }
 }
 
 /// One page of `items` after the opaque `cursor` (an index), with the next cursor.

@@ -2,6 +2,7 @@
 //! the configuration loader reads, the thread's policies, the environment the providers
 //! see (Codex's variable names honoured), and warnings for keys rein does not support.
 
+use rein_config::overrides::quote;
 use rein_config::Override;
 use rein_protocol::{ApprovalPolicy, SandboxPolicy};
 
@@ -102,7 +103,7 @@ impl RunOptions {
             warnings: Vec::new(),
         };
         if let Some(model) = model {
-            opts.overrides.push(format!("model={}", toml_string(model)));
+            opts.overrides.push(format!("model={}", quote(model)));
         }
         for arg in overrides {
             // A malformed override is reported by the loader with its own error.
@@ -148,13 +149,13 @@ impl RunOptions {
             if approval != ApprovalPolicy::Never {
                 self.warnings.push(format!(
                     "approval_policy {}: rein exec cannot ask for approvals, so every approval this policy asks for is denied",
-                    toml_string(approval_name(approval))
+                    quote(approval.as_str())
                 ));
             }
         }
     }
 
-    fn warn_value(&mut self, key: &str, value: &toml::Value) {
+    fn warn_value(&mut self, key: &str, value: &impl std::fmt::Display) {
         self.warnings.push(format!(
             "config key `{key}`: unsupported value {value}; ignored"
         ));
@@ -172,19 +173,6 @@ impl RunOptions {
             }
         }
     }
-}
-
-fn approval_name(policy: ApprovalPolicy) -> &'static str {
-    match policy {
-        ApprovalPolicy::Never => "never",
-        ApprovalPolicy::OnRequest => "on-request",
-        ApprovalPolicy::OnFailure => "on-failure",
-        ApprovalPolicy::Untrusted => "untrusted",
-    }
-}
-
-fn toml_string(s: &str) -> String {
-    toml::Value::String(s.to_owned()).to_string()
 }
 
 #[cfg(test)]
@@ -255,7 +243,7 @@ mod tests {
         let o = RunOptions::from_overrides(&[], Some("gpt \"x\""));
         let parsed = Override::parse(&o.overrides[0]).unwrap();
         assert_eq!(parsed.path, vec!["model".to_owned()]);
-        assert_eq!(parsed.value, toml::Value::String("gpt \"x\"".into()));
+        assert_eq!(parsed.value.as_str(), Some("gpt \"x\""));
     }
 
     #[test]

@@ -10,10 +10,9 @@ use rein_protocol::{
 use serde_json::Value;
 
 use super::{meta_from, CodexLine};
-use crate::format::SessionMeta;
-use crate::reader::{Diagnostic, DiagnosticKind};
 use crate::time::{parse_rfc3339_ms, rfc3339_ms};
 use crate::RolloutError;
+use rein_core::store::{Diagnostic, DiagnosticKind, SessionMeta};
 
 pub(super) struct Importer {
     path: PathBuf,
@@ -408,22 +407,11 @@ fn token_usage(value: &Value) -> Option<TokenUsage> {
 }
 
 fn approval_policy(text: &str) -> Option<ApprovalPolicy> {
-    Some(match text {
-        "untrusted" => ApprovalPolicy::Untrusted,
-        "on-request" => ApprovalPolicy::OnRequest,
-        "on-failure" => ApprovalPolicy::OnFailure,
-        "never" => ApprovalPolicy::Never,
-        _ => return None,
-    })
+    text.parse().ok()
 }
 
 fn sandbox_policy(text: &str) -> Option<SandboxPolicy> {
-    Some(match text {
-        "read-only" => SandboxPolicy::ReadOnly,
-        "workspace-write" => SandboxPolicy::WorkspaceWrite,
-        "danger-full-access" => SandboxPolicy::DangerFullAccess,
-        _ => return None,
-    })
+    text.parse().ok()
 }
 
 fn reasoning_effort(text: &str) -> Option<ReasoningEffort> {

@@ -139,20 +139,12 @@ fn judge_patch(input: &JudgeInput<'_>, paths: &[PathBuf]) -> Verdict {
     }
     let what = format!(
         "the patch writes outside the writable roots of the `{}` sandbox: {}",
-        sandbox_name(input.sandbox),
+        input.sandbox.as_str(),
         outside.join(", ")
     );
     if input.approval == ApprovalPolicy::Never {
         Verdict::DeniedBySandbox { reason: what }
     } else {
         Verdict::NeedsApproval { reason: what }
-    }
-}
-
-pub fn sandbox_name(policy: SandboxPolicy) -> &'static str {
-    match policy {
-        SandboxPolicy::ReadOnly => "read-only",
-        SandboxPolicy::WorkspaceWrite => "workspace-write",
-        SandboxPolicy::DangerFullAccess => "danger-full-access",
     }
 }
