@@ -10,6 +10,7 @@ use std::time::Duration;
 use rein_protocol::{EventMsg, Op, OpResult, ThreadId};
 use tokio::sync::Notify;
 
+use super::error::AgentError;
 use super::registry::{state_from, FollowUp, Mail, Node, Registry};
 use super::state::AgentState;
 use super::tools::agent_tools;
@@ -62,11 +63,11 @@ impl AgentControl {
         }
     }
 
-    pub(super) fn manager(&self) -> Result<Arc<ThreadManager>, String> {
+    pub(super) fn manager(&self) -> Result<Arc<ThreadManager>, AgentError> {
         self.manager
             .get()
             .and_then(Weak::upgrade)
-            .ok_or_else(|| "sub-agents are unavailable: the thread manager is gone".to_owned())
+            .ok_or(AgentError::ManagerGone)
     }
 
     pub(super) fn lock(&self) -> MutexGuard<'_, Registry> {
@@ -112,14 +113,14 @@ impl AgentControl {
     }
 
     /// Make `thread` known as a root (the first time it spawns), watching its events.
-    pub(super) fn ensure_registered(self: &Arc<Self>, thread: ThreadId) -> Result<(), String> {
+    pub(super) fn ensure_registered(self: &Arc<Self>, thread: ThreadId) -> Result<(), AgentError> {
         if self.lock().nodes.contains_key(&thread) {
             return Ok(());
         }
         let handle = self
             .manager()?
             .get(thread)
-            .ok_or_else(|| format!("thread {thread} is not loaded"))?;
+            .ok_or(AgentError::NotLoaded(thread))?;
         let events = handle.subscribe();
         {
             let mut reg = self.lock();

@@ -22,7 +22,7 @@
 use std::collections::BTreeMap;
 
 use rein_protocol::{InputPart, SubmissionId, ThreadId};
-use serde_json::{json, Value};
+use serde::Serialize;
 
 use super::registry::{FollowUp, Mail, Registry};
 use super::state::{result_mail, AgentState};
@@ -65,13 +65,16 @@ pub(super) struct Claim {
     state: AgentState,
 }
 
-/// What a wait returns once one of its targets is final.
-#[derive(Debug, PartialEq)]
+/// What a wait returns once one of its targets is final (Codex's `wait_agent` answer).
+#[derive(Debug, PartialEq, Serialize)]
 pub(super) struct WaitAnswer {
-    pub(super) status: BTreeMap<String, Value>,
+    pub(super) status: BTreeMap<String, AgentState>,
+    pub(super) timed_out: bool,
     /// Targets whose result the parent already has (their status carries no message).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub(super) already_delivered: Vec<String>,
     /// Results mailed into the parent's loop, settled by [`WaitAnswer::settle`].
+    #[serde(skip)]
     pub(super) claims: Vec<Claim>,
 }
 
@@ -81,22 +84,32 @@ impl WaitAnswer {
     pub(super) async fn settle(mut self, ctx: &ToolContext) -> WaitAnswer {
         for claim in std::mem::take(&mut self.claims) {
             let shown = if ctx.claim_mail(claim.mail).await {
-                claim.state.to_json()
+                claim.state
             } else {
                 self.already_delivered.push(claim.target.clone());
-                claim.state.without_message().to_json()
+                claim.state.without_message()
             };
             self.status.insert(claim.target, shown);
         }
         self
     }
 
-    pub(super) fn to_json(&self) -> Value {
-        let mut answer = json!({ "status": self.status, "timed_out": false });
-        if !self.already_delivered.is_empty() {
-            answer["already_delivered"] = json!(self.already_delivered);
+    /// An answer that tells only these statuses (targets that are not agents).
+    pub(super) fn of(status: BTreeMap<String, AgentState>) -> WaitAnswer {
+        WaitAnswer {
+            status,
+            already_delivered: Vec::new(),
+            claims: Vec::new(),
+            timed_out: false,
         }
-        answer
+    }
+
+    /// The answer of a wait whose time ran out before any target finished.
+    pub(super) fn timed_out() -> WaitAnswer {
+        WaitAnswer {
+            timed_out: true,
+            ..WaitAnswer::of(BTreeMap::new())
+        }
     }
 }
 
@@ -207,7 +220,7 @@ impl Registry {
         let mut unclaimed = Vec::new();
         for id in targets {
             let Some(node) = self.nodes.get_mut(id) else {
-                status.insert(id.to_string(), AgentState::NotFound.to_json());
+                status.insert(id.to_string(), AgentState::NotFound);
                 continue;
             };
             if !node.state.is_final() {
@@ -216,20 +229,20 @@ impl Registry {
             let shown = match node.delivery {
                 Delivery::Held => {
                     node.delivery = Delivery::Delivered;
-                    node.state.to_json()
+                    node.state.clone()
                 }
                 Delivery::Mailed { id: mail, sent } => match sent {
                     Sent::Queued => {
                         node.delivery = Delivery::Delivered;
                         unclaimed.push((node.root, mail));
-                        node.state.to_json()
+                        node.state.clone()
                     }
                     // It is in the loop in a moment (which wakes the wait); at the end of
                     // the wait it is left to be read as mail.
                     Sent::Handing if !end => continue,
                     Sent::Handing => {
                         already_delivered.push(id.to_string());
-                        node.state.without_message().to_json()
+                        node.state.without_message()
                     }
                     Sent::InLoop => {
                         node.delivery = Delivery::Delivered;
@@ -243,9 +256,9 @@ impl Registry {
                 },
                 Delivery::Delivered => {
                     already_delivered.push(id.to_string());
-                    node.state.without_message().to_json()
+                    node.state.without_message()
                 }
-                Delivery::Nothing => node.state.to_json(),
+                Delivery::Nothing => node.state.clone(),
             };
             status.insert(id.to_string(), shown);
         }
@@ -261,6 +274,7 @@ impl Registry {
         follow.drop.append(&mut dropped.drop);
         let answer = (!status.is_empty() || !claims.is_empty()).then_some(WaitAnswer {
             status,
+            timed_out: false,
             already_delivered,
             claims,
         });
@@ -372,14 +386,15 @@ mod tests {
             .collect()
     }
 
-    fn answer_of(entries: &[(ThreadId, Value)], delivered: &[ThreadId]) -> WaitAnswer {
+    fn answer_of(entries: &[(ThreadId, AgentState)], delivered: &[ThreadId]) -> WaitAnswer {
         WaitAnswer {
-            status: entries
-                .iter()
-                .map(|(id, v)| (id.to_string(), v.clone()))
-                .collect(),
             already_delivered: delivered.iter().map(ThreadId::to_string).collect(),
-            claims: Vec::new(),
+            ..WaitAnswer::of(
+                entries
+                    .iter()
+                    .map(|(id, v)| (id.to_string(), v.clone()))
+                    .collect(),
+            )
         }
     }
 
@@ -391,14 +406,17 @@ mod tests {
         assert_eq!(t.finish(c, "done"), Vec::<String>::new());
         assert_eq!(
             t.answer(&[c], false),
-            Some(answer_of(&[(c, json!({ "completed": "done" }))], &[]))
+            Some(answer_of(
+                &[(c, AgentState::Completed(Some("done".into())))],
+                &[]
+            ))
         );
         assert!(!t.waiting());
         // A second wait does not repeat it.
         t.wait_on(&[c]);
         assert_eq!(
             t.answer(&[c], false),
-            Some(answer_of(&[(c, json!({ "completed": null }))], &[c]))
+            Some(answer_of(&[(c, AgentState::Completed(None))], &[c]))
         );
     }
 
@@ -425,7 +443,10 @@ mod tests {
         t.wait_on(&[c]);
         assert_eq!(
             t.answer(&[c], false),
-            Some(answer_of(&[(c, json!({ "completed": "done" }))], &[]))
+            Some(answer_of(
+                &[(c, AgentState::Completed(Some("done".into())))],
+                &[]
+            ))
         );
         assert!(
             !t.reg.handing(&mail),
@@ -436,7 +457,7 @@ mod tests {
         t.wait_on(&[c]);
         assert_eq!(
             t.answer(&[c], false),
-            Some(answer_of(&[(c, json!({ "completed": null }))], &[c]))
+            Some(answer_of(&[(c, AgentState::Completed(None))], &[c]))
         );
     }
 
@@ -456,6 +477,7 @@ mod tests {
             answer,
             WaitAnswer {
                 status: BTreeMap::new(),
+                timed_out: false,
                 already_delivered: Vec::new(),
                 claims: vec![Claim {
                     target: c.to_string(),
@@ -477,7 +499,7 @@ mod tests {
         assert_eq!(
             t.answer(&[c], true),
             Some(answer_of(
-                &[(c, json!({ "completed": "just in time" }))],
+                &[(c, AgentState::Completed(Some("just in time".into())))],
                 &[]
             ))
         );
@@ -510,8 +532,8 @@ mod tests {
             t.answer(&[a, b], false),
             Some(answer_of(
                 &[
-                    (a, json!({ "completed": "first" })),
-                    (b, json!({ "completed": "second" })),
+                    (a, AgentState::Completed(Some("first".into()))),
+                    (b, AgentState::Completed(Some("second".into()))),
                 ],
                 &[]
             ))
@@ -563,7 +585,7 @@ mod tests {
         );
         assert_eq!(
             t.answer(&[c], false),
-            Some(answer_of(&[(c, json!("shutdown"))], &[]))
+            Some(answer_of(&[(c, AgentState::Shutdown)], &[]))
         );
     }
 }

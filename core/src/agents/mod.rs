@@ -17,6 +17,7 @@
 
 mod control;
 mod delivery;
+mod error;
 mod ops;
 mod registry;
 mod restore;

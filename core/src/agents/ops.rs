@@ -1,6 +1,7 @@
 //! What the sub-agent tools do, as [`AgentControl`] methods: spawn a child, mail it,
-//! wait on it, close, reopen and list agents, and bring a resumed tree back. Errors are
-//! sentences the model reads.
+//! wait on it, close, reopen and list agents, and bring a resumed tree back. Each answers
+//! with a typed result the tool layer serializes; errors are [`AgentError`]s, sentences the
+//! model reads.
 
 use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;
@@ -10,9 +11,10 @@ use rein_protocol::{
     AgentOrigin, InputPart, Item, Op, ReasoningEffort, SandboxPolicy, SessionId, SubmissionId,
     ThreadId, ThreadSettings,
 };
-use serde_json::{json, Value};
+use serde::Serialize;
 
 use super::delivery::WaitAnswer;
+use super::error::AgentError;
 use super::registry::{Mail, Node};
 use super::state::AgentState;
 use super::AgentControl;
@@ -22,6 +24,46 @@ use crate::tools::{AgentEdge, ToolContext};
 
 /// Roles a spawn may ask for (`agent_type`). A role only narrows what the child inherits.
 pub(super) const ROLES: &[&str] = &["default", "worker", "explorer"];
+
+/// `spawn_agent`'s answer.
+#[derive(Debug, Serialize)]
+pub(super) struct Spawned {
+    pub agent_id: ThreadId,
+    pub nickname: String,
+}
+
+/// `send_input`'s answer: the mail's id.
+#[derive(Debug, Serialize)]
+pub(super) struct InputSent {
+    pub submission_id: SubmissionId,
+}
+
+/// `close_agent`'s answer.
+#[derive(Debug, Serialize)]
+pub(super) struct Closed {
+    pub previous_status: AgentState,
+}
+
+/// `resume_agent`'s answer.
+#[derive(Debug, Serialize)]
+pub(super) struct Resumed {
+    pub status: AgentState,
+}
+
+/// `list_agents`' answer.
+#[derive(Debug, Serialize)]
+pub(super) struct Listed {
+    pub agents: Vec<ListedAgent>,
+}
+
+/// One agent of a tree as `list_agents` shows it.
+#[derive(Debug, Serialize)]
+pub(super) struct ListedAgent {
+    pub id: ThreadId,
+    pub nickname: Option<String>,
+    pub status: AgentState,
+    pub last_task: String,
+}
 
 pub(super) struct SpawnRequest {
     pub items: Vec<InputPart>,
@@ -67,7 +109,7 @@ fn forked_history(history: &[Arc<Item>]) -> Vec<Item> {
 
 impl AgentControl {
     /// The thread `target` names (an id or a nickname) in `caller`'s tree.
-    pub(super) fn resolve(&self, caller: ThreadId, target: &str) -> Result<ThreadId, String> {
+    pub(super) fn resolve(&self, caller: ThreadId, target: &str) -> Result<ThreadId, AgentError> {
         let reg = self.lock();
         let root = reg.nodes.get(&caller).map_or(caller, |n| n.root);
         let found = match target.parse::<ThreadId>() {
@@ -78,7 +120,7 @@ impl AgentControl {
                 .find(|(_, n)| n.root == root && n.nickname.as_deref() == Some(target))
                 .map(|(id, _)| *id),
         };
-        found.ok_or_else(|| format!("no agent `{target}` in this tree (list_agents shows them)"))
+        found.ok_or_else(|| AgentError::UnknownAgent(target.to_owned()))
     }
 
     /// The child's settings: the parent's, with the model and effort asked for, narrowed
@@ -87,7 +129,7 @@ impl AgentControl {
         &self,
         parent: &ThreadSettings,
         req: &SpawnRequest,
-    ) -> Result<ThreadSettings, String> {
+    ) -> Result<ThreadSettings, AgentError> {
         let mut settings = parent.clone();
         if let Some(model) = &req.model {
             let manager = self.manager()?;
@@ -95,7 +137,7 @@ impl AgentControl {
                 .services()
                 .models
                 .client(model)
-                .map_err(|_| format!("unknown model `{model}` for spawn_agent"))?;
+                .map_err(|_| AgentError::UnknownModel(model.clone()))?;
             settings.model.clone_from(model);
         }
         if let Some(effort) = &req.reasoning_effort {
@@ -104,12 +146,7 @@ impl AgentControl {
         match req.role.as_deref() {
             None | Some("default" | "worker") => {}
             Some("explorer") => settings.sandbox_policy = SandboxPolicy::ReadOnly,
-            Some(other) => {
-                return Err(format!(
-                    "unknown agent_type `{other}`; known: {}",
-                    ROLES.join(", ")
-                ))
-            }
+            Some(other) => return Err(AgentError::UnknownRole(other.to_owned())),
         }
         Ok(settings)
     }
@@ -118,7 +155,7 @@ impl AgentControl {
         self: &Arc<Self>,
         ctx: &ToolContext,
         req: SpawnRequest,
-    ) -> Result<Value, String> {
+    ) -> Result<Spawned, AgentError> {
         let manager = self.manager()?;
         let parent = ctx.thread_id;
         self.ensure_registered(parent)?;
@@ -131,27 +168,20 @@ impl AgentControl {
                 .nodes
                 .get(&parent)
                 .map(|n| (n.root, n.depth + 1))
-                .ok_or("the calling thread is not registered")?;
+                .ok_or(AgentError::NotRegistered)?;
             if depth > self.config.max_depth {
-                return Err(format!(
-                    "agent depth limit reached (agents.max_depth = {}): solve the task yourself",
-                    self.config.max_depth
-                ));
+                return Err(AgentError::DepthLimit(self.config.max_depth));
             }
             let open = reg.open_agents(root);
             if open >= self.config.max_threads {
-                return Err(format!(
-                    "agent thread limit reached: {open} agents are open (agents.max_threads = {}); \
-                     close one you no longer need with close_agent",
-                    self.config.max_threads
-                ));
+                return Err(AgentError::ThreadLimit {
+                    open,
+                    max: self.config.max_threads,
+                });
             }
             let tree = reg.trees.entry(root).or_default();
             if tree.budget_spent {
-                return Err(format!(
-                    "the tree's token budget is spent ({} tokens, agents.max_tree_tokens); no new agents",
-                    tree.tokens
-                ));
+                return Err(AgentError::BudgetSpent(tree.tokens));
             }
             let nickname = tree.nickname();
             let mut node = Node::new(root, Some(parent), depth);
@@ -181,7 +211,10 @@ impl AgentControl {
             items: req.items,
         })
         .await;
-        Ok(json!({ "agent_id": child.to_string(), "nickname": nickname }))
+        Ok(Spawned {
+            agent_id: child,
+            nickname,
+        })
     }
 
     /// Record the edge in the parent, then create the child (its rollout first).
@@ -197,11 +230,9 @@ impl AgentControl {
         settings: &ThreadSettings,
         req: &SpawnRequest,
         task: &str,
-    ) -> Result<crate::thread::EventStream, String> {
-        let handle = manager
-            .get(ctx.thread_id)
-            .ok_or("the calling thread is gone")?;
-        let parent = handle.state().await.map_err(|e| e.to_string())?;
+    ) -> Result<crate::thread::EventStream, AgentError> {
+        let handle = manager.get(ctx.thread_id).ok_or(AgentError::CallerGone)?;
+        let parent = handle.state().await?;
         let history = if req.fork_context {
             forked_history(&parent.history)
         } else {
@@ -218,7 +249,7 @@ impl AgentControl {
             })
             .await;
         if !recorded {
-            return Err("the turn ended before the agent could be spawned".into());
+            return Err(AgentError::TurnEnded);
         }
         let session_id = SessionId::from(root);
         let mut options = ThreadOptions::new(settings.clone()).with_origin(ThreadOrigin::Spawned {
@@ -264,7 +295,7 @@ impl AgentControl {
                 Ok(created) => options = options.with_recorder(created.recorder),
                 Err(e) => {
                     undo().await;
-                    return Err(format!("the agent's rollout could not be created: {e}"));
+                    return Err(AgentError::CreateRollout(e));
                 }
             }
         }
@@ -272,7 +303,7 @@ impl AgentControl {
             Ok(new) => Ok(new.events),
             Err(e) => {
                 undo().await;
-                Err(format!("the agent could not be started: {e}"))
+                Err(AgentError::Start(e))
             }
         }
     }
@@ -283,21 +314,22 @@ impl AgentControl {
         target: &str,
         items: Vec<InputPart>,
         interrupt: bool,
-    ) -> Result<Value, String> {
+    ) -> Result<InputSent, AgentError> {
         let manager = self.manager()?;
         self.ensure_registered(ctx.thread_id)?;
         let to = self.resolve(ctx.thread_id, target)?;
         if to == ctx.thread_id {
-            return Err("an agent cannot send input to itself".into());
+            return Err(AgentError::SendToSelf);
         }
         let (open, parent) = {
             let reg = self.lock();
             let n = reg.nodes.get(&to);
             (n.is_some_and(|n| n.open), n.and_then(|n| n.parent))
         };
-        let handle = manager.get(to).filter(|_| open).ok_or_else(|| {
-            format!("agent `{target}` is closed; reopen it with resume_agent first")
-        })?;
+        let handle = manager
+            .get(to)
+            .filter(|_| open)
+            .ok_or_else(|| AgentError::Closed(target.to_owned()))?;
         if interrupt {
             let _ = handle.submit(Op::Interrupt).await;
         }
@@ -320,7 +352,7 @@ impl AgentControl {
             items,
         })
         .await;
-        Ok(json!({ "submission_id": id.to_string() }))
+        Ok(InputSent { submission_id: id })
     }
 
     pub(super) async fn wait(
@@ -328,13 +360,13 @@ impl AgentControl {
         ctx: &ToolContext,
         targets: &[String],
         timeout_ms: Option<u64>,
-    ) -> Result<Value, String> {
+    ) -> Result<WaitAnswer, AgentError> {
         self.ensure_registered(ctx.thread_id)?;
         if targets.is_empty() {
-            return Err("targets must name at least one agent".into());
+            return Err(AgentError::NoTargets);
         }
         let timeout = match timeout_ms {
-            Some(0) => return Err("timeout_ms must be greater than zero".into()),
+            Some(0) => return Err(AgentError::ZeroTimeout),
             Some(ms) => ms.min(self.config.max_wait_ms),
             None => self.config.default_wait_ms,
         };
@@ -344,12 +376,12 @@ impl AgentControl {
             match self.resolve(ctx.thread_id, target) {
                 Ok(id) => ids.push(id),
                 Err(_) => {
-                    unknown.insert(target.clone(), AgentState::NotFound.to_json());
+                    unknown.insert(target.clone(), AgentState::NotFound);
                 }
             }
         }
         if !unknown.is_empty() {
-            return Ok(json!({ "status": unknown, "timed_out": false }));
+            return Ok(WaitAnswer::of(unknown));
         }
         let watched: HashSet<ThreadId> = ids.iter().copied().collect();
         self.set_waiting(ctx.thread_id, Some(watched));
@@ -366,17 +398,17 @@ impl AgentControl {
             tokio::pin!(changed);
             changed.as_mut().enable();
             if let Some(answer) = guard.finish(&ids, false) {
-                return Ok(answer.settle(ctx).await.to_json());
+                return Ok(answer.settle(ctx).await);
             }
             tokio::select! {
                 () = &mut changed => {}
                 () = tokio::time::sleep_until(deadline) => {
                     return Ok(match guard.finish(&ids, true) {
-                        Some(answer) => answer.settle(ctx).await.to_json(),
-                        None => json!({ "status": {}, "timed_out": true }),
+                        Some(answer) => answer.settle(ctx).await,
+                        None => WaitAnswer::timed_out(),
                     });
                 }
-                () = ctx.cancel.cancelled() => return Err("the wait was interrupted".to_owned()),
+                () = ctx.cancel.cancelled() => return Err(AgentError::WaitInterrupted),
             }
         }
     }
@@ -385,35 +417,44 @@ impl AgentControl {
         self: &Arc<Self>,
         ctx: &ToolContext,
         target: &str,
-    ) -> Result<Value, String> {
+    ) -> Result<Closed, AgentError> {
         self.ensure_registered(ctx.thread_id)?;
         let id = self.resolve(ctx.thread_id, target)?;
         let (parent, previous) = {
             let reg = self.lock();
-            let n = reg.nodes.get(&id).ok_or("unknown agent")?;
+            let n = reg
+                .nodes
+                .get(&id)
+                .ok_or_else(|| AgentError::UnknownAgent(target.to_owned()))?;
             (n.parent, n.state.clone())
         };
         if parent != Some(ctx.thread_id) {
-            return Err(format!(
-                "only the agent that spawned `{target}` can close it"
-            ));
+            return Err(AgentError::NotTheParent {
+                target: target.to_owned(),
+                action: "close",
+            });
         }
         ctx.record_agents(AgentEdge::Closed { thread_id: id }).await;
         self.end_subtree(id, true, true).await;
-        Ok(json!({ "previous_status": previous.to_json() }))
+        Ok(Closed {
+            previous_status: previous,
+        })
     }
 
     pub(super) async fn resume_agent(
         self: &Arc<Self>,
         ctx: &ToolContext,
         target: &str,
-    ) -> Result<Value, String> {
+    ) -> Result<Resumed, AgentError> {
         let manager = self.manager()?;
         self.ensure_registered(ctx.thread_id)?;
         let id = self.resolve(ctx.thread_id, target)?;
         let (parent, open, nickname, role, task, root) = {
             let reg = self.lock();
-            let n = reg.nodes.get(&id).ok_or("unknown agent")?;
+            let n = reg
+                .nodes
+                .get(&id)
+                .ok_or_else(|| AgentError::UnknownAgent(target.to_owned()))?;
             (
                 n.parent,
                 n.open,
@@ -424,36 +465,42 @@ impl AgentControl {
             )
         };
         if parent != Some(ctx.thread_id) {
-            return Err(format!(
-                "only the agent that spawned `{target}` can resume it"
-            ));
+            return Err(AgentError::NotTheParent {
+                target: target.to_owned(),
+                action: "resume",
+            });
         }
         if open && manager.get(id).is_some() {
-            return Ok(json!({ "status": self.state_of(id).to_json() }));
+            return Ok(Resumed {
+                status: self.state_of(id),
+            });
         }
         {
             let reg = self.lock();
             let used = reg.open_agents(root);
             if used >= self.config.max_threads {
-                return Err(format!(
-                    "agent thread limit reached: {used} agents are open (agents.max_threads = {}); \
-                     close one you no longer need with close_agent",
-                    self.config.max_threads
-                ));
+                return Err(AgentError::ThreadLimit {
+                    open: used,
+                    max: self.config.max_threads,
+                });
             }
         }
-        let store = manager
-            .store()
-            .ok_or("agents cannot be reopened: threads are not persisted here")?;
+        let store = manager.store().ok_or(AgentError::NotPersisted)?;
         // Wait until the closed thread's writer has let go of its rollout.
         store.flush().await;
         let resumed = store
             .resume(id)
             .await
-            .map_err(|e| format!("agent `{target}` could not be reopened: {e}"))?;
+            .map_err(|source| AgentError::ReopenRead {
+                target: target.to_owned(),
+                source,
+            })?;
         let new = manager
             .create_thread(ThreadOptions::resume(resumed.events, resumed.recorder))
-            .map_err(|e| format!("agent `{target}` could not be reopened: {e}"))?;
+            .map_err(|source| AgentError::ReopenStart {
+                target: target.to_owned(),
+                source,
+            })?;
         ctx.record_agents(AgentEdge::Spawned {
             thread_id: id,
             nickname,
@@ -461,7 +508,7 @@ impl AgentControl {
             task,
         })
         .await;
-        let state = new.handle.state().await.map_err(|e| e.to_string())?;
+        let state = new.handle.state().await?;
         let restored = super::registry::state_from(&state);
         {
             let mut reg = self.lock();
@@ -473,10 +520,10 @@ impl AgentControl {
         self.watch(id, new.events);
         self.redeliver(id, &state, None);
         self.changed.notify_waiters();
-        Ok(json!({ "status": restored.to_json() }))
+        Ok(Resumed { status: restored })
     }
 
-    pub(super) fn list(self: &Arc<Self>, ctx: &ToolContext) -> Result<Value, String> {
+    pub(super) fn list(self: &Arc<Self>, ctx: &ToolContext) -> Result<Listed, AgentError> {
         self.ensure_registered(ctx.thread_id)?;
         let reg = self.lock();
         let root = reg
@@ -489,18 +536,20 @@ impl AgentControl {
             .filter(|(_, n)| n.root == root && n.parent.is_some())
             .collect();
         agents.sort_by_key(|(id, _)| **id);
-        let agents: Vec<Value> = agents
+        let agents = agents
             .into_iter()
-            .map(|(id, n)| {
-                json!({
-                    "id": id.to_string(),
-                    "nickname": n.nickname,
-                    "status": if n.open { n.state.to_json() } else { AgentState::Shutdown.to_json() },
-                    "last_task": n.last_task,
-                })
+            .map(|(id, n)| ListedAgent {
+                id: *id,
+                nickname: n.nickname.clone(),
+                status: if n.open {
+                    n.state.clone()
+                } else {
+                    AgentState::Shutdown
+                },
+                last_task: n.last_task.clone(),
             })
             .collect();
-        Ok(json!({ "agents": agents }))
+        Ok(Listed { agents })
     }
 }
 

@@ -2,9 +2,13 @@
 //! `{"completed": message}` / `{"errored": message}`), and the mail a finished child sends.
 
 use rein_protocol::{AgentReport, AgentReportStatus, ThreadId};
-use serde_json::{json, Value};
+use serde::Serialize;
+use serde_json::json;
 
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// Serialized as Codex's `AgentStatus`: unit variants as their snake_case name, the
+/// others as a one-key object (`{"completed": "..."}`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
 pub enum AgentState {
     /// Created, or given a task that waits for capacity; no turn runs yet.
     PendingInit,
@@ -23,18 +27,6 @@ impl AgentState {
     /// would otherwise last until the timeout.
     pub fn is_final(&self) -> bool {
         !matches!(self, AgentState::PendingInit | AgentState::Running)
-    }
-
-    pub fn to_json(&self) -> Value {
-        match self {
-            AgentState::PendingInit => json!("pending_init"),
-            AgentState::Running => json!("running"),
-            AgentState::Interrupted => json!("interrupted"),
-            AgentState::Completed(message) => json!({ "completed": message }),
-            AgentState::Errored(message) => json!({ "errored": message }),
-            AgentState::Shutdown => json!("shutdown"),
-            AgentState::NotFound => json!("not_found"),
-        }
     }
 
     /// Its status as front ends show it.
@@ -81,7 +73,7 @@ pub(crate) fn result_mail(child: ThreadId, nickname: Option<&str>, state: &Agent
     let body = json!({
         "agent_id": child.to_string(),
         "nickname": nickname,
-        "status": state.to_json(),
+        "status": state,
     });
     format!("<subagent_notification>\n{body}\n</subagent_notification>")
 }
@@ -90,15 +82,25 @@ pub(crate) fn result_mail(child: ThreadId, nickname: Option<&str>, state: &Agent
 mod tests {
     use super::*;
 
+    fn to_json(state: &AgentState) -> serde_json::Value {
+        serde_json::to_value(state).unwrap()
+    }
+
     #[test]
     fn statuses_have_codex_shapes() {
-        assert_eq!(AgentState::Running.to_json(), json!("running"));
+        assert_eq!(to_json(&AgentState::Running), json!("running"));
+        assert_eq!(to_json(&AgentState::PendingInit), json!("pending_init"));
+        assert_eq!(to_json(&AgentState::NotFound), json!("not_found"));
         assert_eq!(
-            AgentState::Completed(Some("done".into())).to_json(),
+            to_json(&AgentState::Completed(Some("done".into()))),
             json!({"completed": "done"})
         );
         assert_eq!(
-            AgentState::Errored("boom".into()).to_json(),
+            to_json(&AgentState::Completed(None)),
+            json!({"completed": null})
+        );
+        assert_eq!(
+            to_json(&AgentState::Errored("boom".into())),
             json!({"errored": "boom"})
         );
         assert!(AgentState::Interrupted.is_final());

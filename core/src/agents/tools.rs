@@ -6,9 +6,10 @@ use std::sync::{Arc, Weak};
 use futures::future::BoxFuture;
 use futures::FutureExt;
 use rein_protocol::{AgentOp, InputPart, ReasoningEffort, ThreadId, ToolAction, ToolOutcome};
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
+use super::error::{AgentError, InputError};
 use super::ops::{SpawnRequest, ROLES};
 use super::AgentControl;
 use crate::tools::{Tool, ToolCall, ToolContext, ToolResult, ToolSpec};
@@ -125,10 +126,13 @@ struct ResumeArgs {
 }
 
 /// `message` or `items`, exactly one, as input parts.
-fn input(message: Option<String>, items: Option<Vec<ItemArg>>) -> Result<Vec<InputPart>, String> {
+fn input(
+    message: Option<String>,
+    items: Option<Vec<ItemArg>>,
+) -> Result<Vec<InputPart>, InputError> {
     let parts = match (message, items) {
-        (Some(_), Some(_)) => return Err("give either `message` or `items`, not both".into()),
-        (None, None) => return Err("give the task as `message` (or `items`)".into()),
+        (Some(_), Some(_)) => return Err(InputError::Both),
+        (None, None) => return Err(InputError::Neither),
         (Some(message), None) => vec![InputPart::text(message)],
         (None, Some(items)) => items
             .into_iter()
@@ -137,19 +141,82 @@ fn input(message: Option<String>, items: Option<Vec<ItemArg>>) -> Result<Vec<Inp
                 "image" => item
                     .image_url
                     .map(|url| InputPart::Image { url })
-                    .ok_or_else(|| "an image item needs `image_url`".to_owned()),
+                    .ok_or(InputError::ImageWithoutUrl),
                 "local_image" => item
                     .path
                     .map(|p| InputPart::text(format!("(image at {p})")))
-                    .ok_or_else(|| "a local_image item needs `path`".to_owned()),
-                other => Err(format!("items of type `{other}` are not supported")),
+                    .ok_or(InputError::LocalImageWithoutPath),
+                other => Err(InputError::Unsupported(other.to_owned())),
             })
             .collect::<Result<_, _>>()?,
     };
     if parts.iter().all(InputPart::is_blank) {
-        return Err("the input is empty".into());
+        return Err(InputError::Empty);
     }
     Ok(parts)
+}
+
+/// An answer as the model reads it. Serializing the answers cannot fail (plain structs,
+/// string keys); `null` would stand for the impossible.
+fn answer<T: Serialize>(value: &T) -> Value {
+    serde_json::to_value(value).unwrap_or(Value::Null)
+}
+
+/// A call's arguments, parsed once, by the tool's own shape.
+enum Args {
+    Spawn(SpawnArgs),
+    Send(SendArgs),
+    Wait(WaitArgs),
+    Close(TargetArgs),
+    Resume(ResumeArgs),
+    List,
+}
+
+impl Args {
+    fn parse(kind: Kind, tool: &'static str, arguments: &str) -> Result<Args, AgentError> {
+        let text = if arguments.trim().is_empty() {
+            "{}"
+        } else {
+            arguments
+        };
+        let bad = |source| AgentError::BadArguments { tool, source };
+        Ok(match kind {
+            Kind::Spawn => Args::Spawn(serde_json::from_str(text).map_err(bad)?),
+            Kind::Send => Args::Send(serde_json::from_str(text).map_err(bad)?),
+            Kind::Wait => Args::Wait(serde_json::from_str(text).map_err(bad)?),
+            Kind::Close => Args::Close(serde_json::from_str(text).map_err(bad)?),
+            Kind::Resume => Args::Resume(serde_json::from_str(text).map_err(bad)?),
+            Kind::List => Args::List,
+        })
+    }
+
+    /// The agents the call names, as the model wrote them.
+    fn named(&self) -> Vec<&str> {
+        match self {
+            Args::Send(a) => vec![a.target.as_str()],
+            Args::Close(a) => vec![a.target.as_str()],
+            Args::Resume(a) => vec![a.id.as_str()],
+            Args::Wait(a) => a.targets.iter().map(String::as_str).collect(),
+            Args::Spawn(_) | Args::List => Vec::new(),
+        }
+    }
+
+    /// The task the call gives, as text.
+    fn prompt(&self) -> Option<String> {
+        let (message, items) = match self {
+            Args::Spawn(a) => (&a.message, &a.items),
+            Args::Send(a) => (&a.message, &a.items),
+            _ => return None,
+        };
+        message.clone().or_else(|| {
+            let texts: Vec<&str> = items
+                .as_deref()?
+                .iter()
+                .filter_map(|i| i.text.as_deref())
+                .collect();
+            (!texts.is_empty()).then(|| texts.join("\n"))
+        })
+    }
 }
 
 fn items_schema() -> Value {
@@ -195,22 +262,12 @@ impl AgentTool {
 
     /// The facts of a call, from its arguments (unreadable arguments: nothing addressed).
     fn action(&self, call: &ToolCall, ctx: &ToolContext) -> ToolAction {
-        let args: Value = serde_json::from_str(&call.arguments).unwrap_or(Value::Null);
-        let text = |key: &str| args.get(key).and_then(Value::as_str).map(str::to_owned);
-        let named: Vec<String> = match self.kind {
-            Kind::Send | Kind::Close => text("target").or_else(|| text("id")).into_iter().collect(),
-            Kind::Resume => text("id").or_else(|| text("target")).into_iter().collect(),
-            Kind::Wait => args
-                .get("targets")
-                .and_then(Value::as_array)
-                .map(|t| {
-                    t.iter()
-                        .filter_map(|v| v.as_str().map(str::to_owned))
-                        .collect()
-                })
-                .unwrap_or_default(),
-            Kind::Spawn | Kind::List => Vec::new(),
-        };
+        let args = Args::parse(self.kind, self.name(), &call.arguments).ok();
+        self.action_of(args.as_ref(), ctx)
+    }
+
+    fn action_of(&self, args: Option<&Args>, ctx: &ToolContext) -> ToolAction {
+        let named = args.map_or_else(Vec::new, Args::named);
         let targets = self.control.upgrade().map_or_else(Vec::new, |control| {
             named
                 .iter()
@@ -222,29 +279,14 @@ impl AgentTool {
                 })
                 .collect()
         });
-        let prompt = match self.kind {
-            Kind::Spawn | Kind::Send => text("message").or_else(|| {
-                let items = args.get("items")?.as_array()?;
-                let texts: Vec<&str> = items
-                    .iter()
-                    .filter_map(|i| i.get("text").and_then(Value::as_str))
-                    .collect();
-                (!texts.is_empty()).then(|| texts.join("\n"))
-            }),
-            _ => None,
-        };
-        let (model, reasoning_effort) = match self.kind {
-            Kind::Spawn => (
-                text("model"),
-                args.get("reasoning_effort")
-                    .and_then(|e| serde_json::from_value(e.clone()).ok()),
-            ),
+        let (model, reasoning_effort) = match args {
+            Some(Args::Spawn(a)) => (a.model.clone(), a.reasoning_effort.clone()),
             _ => (None, None),
         };
         ToolAction::Agent {
             op: self.op(),
             targets,
-            prompt,
+            prompt: args.and_then(Args::prompt),
             model,
             reasoning_effort,
         }
@@ -255,45 +297,17 @@ impl AgentTool {
         &self,
         call: &ToolCall,
         ctx: &ToolContext,
-    ) -> Result<(Value, Vec<ThreadId>), String> {
-        let control = self
-            .control
-            .upgrade()
-            .ok_or("sub-agents are unavailable: the kernel is shutting down")?;
-        let targets = match self.action(call, ctx) {
+    ) -> Result<(Value, Vec<ThreadId>), AgentError> {
+        let control = self.control.upgrade().ok_or(AgentError::ShuttingDown)?;
+        let args = Args::parse(self.kind, self.name(), &call.arguments)?;
+        let targets = match self.action_of(Some(&args), ctx) {
             ToolAction::Agent { targets, .. } => targets,
             _ => Vec::new(),
         };
-        let value = self.dispatch(&control, call, ctx).await?;
-        let concerned = match self.kind {
-            Kind::Spawn => value["agent_id"]
-                .as_str()
-                .and_then(|id| id.parse().ok())
-                .into_iter()
-                .collect(),
-            Kind::List => Vec::new(),
-            _ => targets,
-        };
-        Ok((value, concerned))
-    }
-
-    async fn dispatch(
-        &self,
-        control: &Arc<AgentControl>,
-        call: &ToolCall,
-        ctx: &ToolContext,
-    ) -> Result<Value, String> {
-        let args = if call.arguments.trim().is_empty() {
-            "{}"
-        } else {
-            call.arguments.as_str()
-        };
-        let bad = |e: serde_json::Error| format!("invalid arguments for {}: {e}", self.name());
-        match self.kind {
-            Kind::Spawn => {
-                let a: SpawnArgs = serde_json::from_str(args).map_err(bad)?;
+        let (value, concerned) = match args {
+            Args::Spawn(a) => {
                 let items = input(a.message, a.items)?;
-                control
+                let spawned = control
                     .spawn(
                         ctx,
                         SpawnRequest {
@@ -304,27 +318,25 @@ impl AgentTool {
                             fork_context: a.fork_context.unwrap_or(false),
                         },
                     )
-                    .await
+                    .await?;
+                (answer(&spawned), vec![spawned.agent_id])
             }
-            Kind::Send => {
-                let a: SendArgs = serde_json::from_str(args).map_err(bad)?;
+            Args::Send(a) => {
                 let items = input(a.message, a.items)?;
-                control.send_input(ctx, &a.target, items, a.interrupt).await
+                let sent = control
+                    .send_input(ctx, &a.target, items, a.interrupt)
+                    .await?;
+                (answer(&sent), targets)
             }
-            Kind::Wait => {
-                let a: WaitArgs = serde_json::from_str(args).map_err(bad)?;
-                control.wait(ctx, &a.targets, a.timeout_ms).await
+            Args::Wait(a) => {
+                let waited = control.wait(ctx, &a.targets, a.timeout_ms).await?;
+                (answer(&waited), targets)
             }
-            Kind::Close => {
-                let a: TargetArgs = serde_json::from_str(args).map_err(bad)?;
-                control.close(ctx, &a.target).await
-            }
-            Kind::Resume => {
-                let a: ResumeArgs = serde_json::from_str(args).map_err(bad)?;
-                control.resume_agent(ctx, &a.id).await
-            }
-            Kind::List => control.list(ctx),
-        }
+            Args::Close(a) => (answer(&control.close(ctx, &a.target).await?), targets),
+            Args::Resume(a) => (answer(&control.resume_agent(ctx, &a.id).await?), targets),
+            Args::List => (answer(&control.list(ctx)?), Vec::new()),
+        };
+        Ok((value, concerned))
     }
 }
 
@@ -432,7 +444,7 @@ impl Tool for AgentTool {
                     });
                     ToolResult::new(text.clone(), true, ToolOutcome::Agents { text, agents })
                 }
-                Err(message) => ToolResult::err(message),
+                Err(error) => ToolResult::err(error.to_string()),
             }
         }
         .boxed()
