@@ -12,11 +12,9 @@ use rein_protocol::{SessionId, ThreadId, ThreadSettings};
 use crate::Kernel;
 use rein_core::error::KernelError;
 use rein_core::manager::{NewThread, ThreadOptions, ThreadOrigin};
+use rein_core::store::{Diagnostic, ListQuery, SessionMeta, ThreadEntry};
 use rein_core::store::{ForkSource, SessionStore};
 use rein_core::tools::StaticTools;
-use rein_rollout::format::SessionMeta;
-use rein_rollout::index::ThreadEntry;
-use rein_rollout::reader::Diagnostic;
 use rein_rollout::writer::Durability;
 
 /// Whether a thread is written to a rollout.
@@ -150,7 +148,7 @@ impl Kernel {
     ) -> Result<Option<ThreadId>, KernelError> {
         let page = self
             .store
-            .list(rein_rollout::index::ListQuery {
+            .list(ListQuery {
                 limit: 1,
                 cwd: Some(cwd.to_path_buf()),
                 ..Default::default()

@@ -14,9 +14,9 @@ use clap::Args;
 use rein_bootstrap::replay::{
     LivePolicy, LiveWorkspace, Recording, ReplayOptions, Replayer, Report,
 };
+use rein_core::store::ListQuery;
 use rein_core::store::{LoadedRollout, ThreadEntry};
 use rein_protocol::ThreadId;
-use rein_rollout::index::ListQuery;
 use rein_rollout::RolloutStore;
 use rein_tools::BuiltinConfig;
 use serde::Serialize;

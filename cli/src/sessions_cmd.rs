@@ -7,9 +7,9 @@ use std::path::PathBuf;
 
 use anyhow::Context;
 use clap::{Args, Subcommand};
+use rein_core::store::ListQuery;
 use rein_protocol::trajectory::{StepStatus, TurnOutcome, TurnTrajectory};
 use rein_protocol::{EventMsg, Item, ThreadId};
-use rein_rollout::index::ListQuery;
 use rein_rollout::{trajectory, RolloutStore};
 
 #[derive(Args)]

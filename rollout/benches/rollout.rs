@@ -10,16 +10,19 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use criterion::{BatchSize, Criterion};
+use rein_core::store::SessionMeta;
+use rein_core::store::{ListQuery, SortKey, ThreadEntry};
+use rein_core::thread::state::fold_owned;
 use rein_core::thread::state::ThreadState;
 use rein_protocol::{
     ApprovalPolicy, Event, EventMsg, InputPart, Item, ItemId, SandboxPolicy, TaskKind, ThreadId,
     ThreadSettings, TurnId,
 };
 use rein_rollout::blobs::BlobStore;
-use rein_rollout::index::{ListQuery, RolloutIndex, SortKey, ThreadEntry};
+use rein_rollout::index::RolloutIndex;
 use rein_rollout::reader::read_rollout;
+use rein_rollout::repair_for_resume;
 use rein_rollout::writer::{Durability, RolloutWriter, WriterOptions};
-use rein_rollout::{fold_owned, repair_for_resume, SessionMeta};
 
 const LOAD_ONLY_ENV: &str = "REIN_BENCH_LOAD_ONLY";
 

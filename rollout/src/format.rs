@@ -12,7 +12,7 @@ use schemars::JsonSchema;
 use serde::de::{self, IgnoredAny, MapAccess, Visitor};
 use serde::{Deserialize, Deserializer, Serialize};
 
-pub use rein_core::store::{SessionMeta, FORMAT_VERSION};
+use rein_core::store::SessionMeta;
 
 use super::decode::EventPayload;
 use super::time::rfc3339_ms;

@@ -13,7 +13,7 @@ use std::time::Duration;
 use rein_protocol::ThreadId;
 use rusqlite::{params, Connection, OptionalExtension};
 
-pub use rein_core::store::{ListQuery, SortKey, ThreadEntry, ThreadKinds, ThreadPage};
+use rein_core::store::{ListQuery, SortKey, ThreadEntry, ThreadKinds, ThreadPage};
 
 use super::RolloutError;
 

@@ -14,8 +14,9 @@ use std::sync::mpsc;
 
 use rein_protocol::ThreadId;
 
-use super::index::{RolloutIndex, ThreadEntry};
+use super::index::RolloutIndex;
 use super::RolloutError;
+use rein_core::store::ThreadEntry;
 
 type Update = Box<dyn FnOnce(&mut RolloutIndex) -> Result<(), RolloutError> + Send>;
 type Query = Box<dyn FnOnce(Result<&mut RolloutIndex, &RolloutError>) + Send>;

@@ -34,10 +34,9 @@ pub mod writer;
 // The timestamp helpers are the kernel's (the meta line's `created_at` uses them too).
 use rein_core::store::time;
 
-pub use format::{SessionMeta, FORMAT_VERSION};
-pub use reader::{Diagnostic, DiagnosticKind, LoadedRollout};
-pub use rein_core::store::RolloutError;
-pub use resume::{fold_owned, fork_events, repair_for_resume, ForkError};
+// The store's types are the kernel's (`rein_core::store`): one import path each.
+use rein_core::store::RolloutError;
+pub use resume::{fork_events, repair_for_resume};
 pub use service::{RolloutService, ServiceOptions};
 pub use store::RolloutStore;
 pub use writer::{Durability, RolloutWriter};

@@ -23,10 +23,11 @@ use std::path::Path;
 use rein_protocol::{Event, EventMsg, Item};
 
 use super::blobs::{may_reference, BlobStore};
-use super::format::{LineBody, ParsedLine, SessionMeta, FORMAT_VERSION};
+use super::format::{LineBody, ParsedLine};
 use super::layout;
 use super::writer::MAX_LINE_BYTES;
-pub use rein_core::store::{first_user_text, Diagnostic, DiagnosticKind, LoadedRollout};
+use rein_core::store::{Diagnostic, DiagnosticKind, LoadedRollout};
+use rein_core::store::{SessionMeta, FORMAT_VERSION};
 
 use super::RolloutError;
 

@@ -2,8 +2,7 @@
 //! resumed or forked thread starts from; the state itself always comes from folding those
 //! events through [`ThreadState::apply`](rein_core::thread::state::ThreadState::apply).
 
-pub use rein_core::store::ForkError;
-pub use rein_core::thread::state::fold_owned;
+use rein_core::store::ForkError;
 
 use std::collections::{HashMap, HashSet};
 
@@ -316,7 +315,7 @@ fn is_turn_end(msg: &EventMsg) -> bool {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
-    use rein_core::thread::state::ThreadState;
+    use rein_core::thread::state::{fold_owned, ThreadState};
     use rein_protocol::{TaskKind, ThreadSettings};
 
     fn ev(thread: ThreadId, turn: Option<TurnId>, seq: u64, msg: EventMsg) -> Event {

@@ -17,20 +17,19 @@ use std::sync::OnceLock;
 use rein_protocol::{AgentOrigin, Event, EventMsg, ThreadId};
 
 use super::blobs::BlobStore;
-use super::format::SessionMeta;
-use super::index::{ListQuery, RolloutIndex, SortKey, ThreadEntry, ThreadPage};
+use super::index::RolloutIndex;
 use super::indexer::{stale_marker, IndexClient};
 use super::layout;
 use super::lock::{LockDir, ThreadLock};
-use super::reader::{
-    first_user_text, read_last_name, read_meta, read_rollout, read_rollout_until, LoadedRollout,
-    ReadUntil,
-};
+use super::reader::{read_last_name, read_meta, read_rollout, read_rollout_until, ReadUntil};
 use super::resume::{fork_events, repair_for_resume};
 use super::time::now_ms;
 use super::writer::{Durability, RolloutWriter, WriterOptions};
 use super::RolloutError;
 use rein_core::store::ReindexReport;
+use rein_core::store::{
+    first_user_text, ListQuery, LoadedRollout, SessionMeta, SortKey, ThreadEntry, ThreadPage,
+};
 
 pub struct RolloutStore {
     home: PathBuf,

@@ -21,12 +21,12 @@ use std::sync::Arc;
 use rein_protocol::{Event, EventMsg, Item, ThreadId};
 
 use super::blobs::{BlobStore, BlobWriteError};
-use super::format::{write_line, LineBody, ParsedLine, SessionMeta, TYPE_EVENT, TYPE_SESSION_META};
-use super::index::ThreadEntry;
+use super::format::{write_line, LineBody, ParsedLine, TYPE_EVENT, TYPE_SESSION_META};
 use super::indexer::IndexClient;
 use super::lock::{LockDir, ThreadLock};
 use super::time::now_ms;
 use rein_core::recorder::RecorderError;
+use rein_core::store::{SessionMeta, ThreadEntry};
 
 /// When recorded events are forced to stable storage.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

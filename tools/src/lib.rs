@@ -32,8 +32,8 @@ pub mod terminals;
 
 pub use builtin::{builtin_tools, BuiltinConfig};
 
-// The kernel's side of a tool, under the names the tools here were written against.
-pub use rein_core::tools::{
-    testing, Ask, ThreadToolState, ThreadTools, Tool, ToolCall, ToolContext, ToolEvent, ToolHost,
-    ToolResult, ToolSet, ToolSpec,
+// The kernel's side of a tool, for this crate's own modules; other crates import it from
+// `rein_core::tools` (one public path per type).
+pub(crate) use rein_core::tools::{
+    ThreadToolState, Tool, ToolCall, ToolContext, ToolResult, ToolSpec,
 };

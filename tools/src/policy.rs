@@ -10,7 +10,7 @@ pub mod paths;
 pub mod protected;
 pub mod safe_commands;
 // The grants are kernel state (the thread folds them from its approval events).
-pub use rein_core::tools::grants as session;
+pub(crate) use rein_core::tools::grants as session;
 
 use std::path::PathBuf;
 

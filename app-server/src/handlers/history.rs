@@ -12,13 +12,11 @@ use rein_app_server_protocol::{
     Turn, TurnItemsView, WarningNotification,
 };
 use rein_core::recorder::RecorderError;
+use rein_core::store::{Diagnostic, ListQuery, RolloutError, ThreadEntry, ThreadKinds};
+use rein_core::thread::state::fold_owned;
 use rein_core::thread::state::ThreadState;
 use rein_core::NewThread;
 use rein_protocol::{AgentOrigin, Item, ThreadId, TurnId};
-use rein_rollout::index::{ListQuery, ThreadEntry, ThreadKinds};
-use rein_rollout::reader::Diagnostic;
-use rein_rollout::resume::fold_owned;
-use rein_rollout::RolloutError;
 use serde_json::Value;
 
 use super::meta::page;

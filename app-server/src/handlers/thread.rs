@@ -12,9 +12,9 @@ use rein_app_server_protocol::{
 };
 use rein_bootstrap::sessions::Persistence;
 use rein_core::recorder::RecorderError;
+use rein_core::store::RolloutError;
 use rein_core::{KernelError, NewThread};
 use rein_protocol::ThreadSettings;
-use rein_rollout::RolloutError;
 use serde_json::Value;
 use tokio::sync::mpsc;
 

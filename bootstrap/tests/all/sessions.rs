@@ -208,7 +208,7 @@ async fn a_thread_name_survives_a_restart_and_is_listed_and_searched() {
     drop(a);
 
     let b = kernel(home.path(), &server);
-    let search = |text: &str| rein_rollout::index::ListQuery {
+    let search = |text: &str| rein_core::store::ListQuery {
         search: Some(text.into()),
         ..Default::default()
     };

@@ -9,9 +9,9 @@ use anyhow::{bail, Context};
 use rein_bootstrap::sessions::Persistence;
 use rein_bootstrap::Kernel;
 use rein_core::recorder::NullRecorder;
+use rein_core::store::ListQuery;
 use rein_core::{NewThread, ThreadOptions};
 use rein_protocol::{ThreadId, ThreadSettings};
-use rein_rollout::index::ListQuery;
 use rein_rollout::{fork_events, repair_for_resume};
 
 /// Where the run's thread comes from.

@@ -16,10 +16,9 @@ use std::path::{Path, PathBuf};
 use rein_protocol::ThreadId;
 use serde_json::Value;
 
-use super::format::{SessionMeta, FORMAT_VERSION};
 use super::layout::{rollout_files, thread_id_of};
-use super::reader::{Diagnostic, DiagnosticKind, LoadedRollout};
 use super::RolloutError;
+use rein_core::store::{Diagnostic, DiagnosticKind, LoadedRollout, SessionMeta, FORMAT_VERSION};
 
 /// How deep a chain of Codex forks is followed.
 const MAX_LINEAGE: usize = 16;

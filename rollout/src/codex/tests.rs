@@ -9,8 +9,8 @@ use pretty_assertions::assert_eq;
 use rein_protocol::{AgentStatus, EventMsg, Item, ThreadId, TurnAbortReason};
 
 use super::import_codex_rollout;
-use crate::reader::DiagnosticKind;
 use crate::{fork_events, RolloutStore};
+use rein_core::store::DiagnosticKind;
 use rein_core::thread::state::{ThreadState, TurnStatus};
 
 fn fixture(thread: &str) -> PathBuf {

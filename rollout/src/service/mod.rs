@@ -29,15 +29,14 @@ use rein_protocol::ThreadId;
 
 use self::recorder::StoreRecorder;
 use self::writer::{OnDrop, WriterCmd, WriterThread};
-use super::index::{ListQuery, ThreadEntry, ThreadPage};
 use super::io_guard;
-use super::reader::LoadedRollout;
 use super::store::RolloutStore;
 use super::writer::{Durability, RolloutWriter};
-use super::{RolloutError, SessionMeta};
+use super::RolloutError;
 use rein_core::store::{
     CreatedThread, ForkSource, ForkedThread, ReindexReport, ResumedThread, SessionStore,
 };
+use rein_core::store::{ListQuery, LoadedRollout, SessionMeta, ThreadEntry, ThreadPage};
 
 /// Files kept open at most, whatever the number of loaded threads.
 pub const DEFAULT_MAX_OPEN_FILES: usize = 256;

@@ -6,10 +6,10 @@
 
 use std::path::PathBuf;
 
+use rein_core::thread::state::fold_owned;
 use rein_protocol::{EventMsg, Item};
 use rein_rollout::blobs::BlobStore;
 use rein_rollout::reader::read_rollout;
-use rein_rollout::resume::fold_owned;
 
 fn fixtures() -> Vec<PathBuf> {
     let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"))

@@ -6,10 +6,10 @@ use rein_test_support::rollout as support;
 use std::path::{Path, PathBuf};
 
 use pretty_assertions::assert_eq;
+use rein_core::store::{ListQuery, RolloutError, SessionMeta, SortKey};
 use rein_protocol::ThreadId;
-use rein_rollout::index::{ListQuery, SortKey};
 use rein_rollout::layout;
-use rein_rollout::{Durability, RolloutError, RolloutStore, SessionMeta};
+use rein_rollout::{Durability, RolloutStore};
 use support::ThreadScript;
 
 /// Creates a thread with one turn whose user message is `question`.

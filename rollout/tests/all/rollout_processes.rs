@@ -13,12 +13,13 @@ use std::process::{Child, Command, Stdio};
 
 use pretty_assertions::assert_eq;
 use rein_core::recorder::RecorderError;
+use rein_core::store::{DiagnosticKind, SessionMeta};
 use rein_core::thread::state::ThreadState;
 use rein_protocol::{EventMsg, ThreadId};
 use rein_rollout::blobs::BlobStore;
 use rein_rollout::reader::read_rollout;
+use rein_rollout::repair_for_resume;
 use rein_rollout::writer::{Durability, RolloutWriter, WriterOptions};
-use rein_rollout::{repair_for_resume, DiagnosticKind, SessionMeta};
 use support::ThreadScript;
 
 const CHILD_ENV: &str = "REIN_ROLLOUT_CHILD";

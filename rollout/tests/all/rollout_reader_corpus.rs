@@ -5,11 +5,11 @@
 use rein_test_support::rollout as support;
 
 use pretty_assertions::assert_eq;
+use rein_core::store::{Diagnostic, DiagnosticKind, RolloutError, SessionMeta};
 use rein_protocol::ThreadId;
 use rein_rollout::blobs::BlobStore;
 use rein_rollout::reader::{read_rollout, read_rollout_with_workers};
 use rein_rollout::writer::{RolloutWriter, WriterOptions};
-use rein_rollout::{Diagnostic, DiagnosticKind, RolloutError, SessionMeta};
 use support::ThreadScript;
 
 /// A valid rollout's lines (each with its newline) and its events.

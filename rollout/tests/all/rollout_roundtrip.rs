@@ -7,6 +7,8 @@ use rein_test_support::rollout as support;
 use std::collections::BTreeSet;
 
 use pretty_assertions::assert_eq;
+use rein_core::store::{ForkError, SessionMeta};
+use rein_core::thread::state::fold_owned;
 use rein_core::thread::state::{ThreadState, TurnStatus};
 use rein_protocol::{
     AgentStatus, Event, EventMsg, Item, ItemId, ThreadId, TurnAbortReason, INTERRUPTION_MARKER,
@@ -14,7 +16,7 @@ use rein_protocol::{
 use rein_rollout::resume::{
     interrupted_call_output, turn_order, CallProgress, ABORTED_TOOL_OUTPUT,
 };
-use rein_rollout::{fold_owned, fork_events, repair_for_resume, RolloutStore, SessionMeta};
+use rein_rollout::{fork_events, repair_for_resume, RolloutStore};
 use support::{every_variant_thread, ThreadScript};
 
 /// Exhaustive on purpose: a new variant fails to compile here until the round trip
@@ -343,7 +345,7 @@ fn fork_at_each_turn_matches_the_parent_at_that_point() {
     let err = fork_events(&script.events, Some(5), ThreadId::new()).unwrap_err();
     assert_eq!(
         err,
-        rein_rollout::ForkError::NoSuchTurn {
+        ForkError::NoSuchTurn {
             requested: 5,
             available: 5
         }

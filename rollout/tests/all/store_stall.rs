@@ -16,13 +16,14 @@ use std::time::Duration;
 
 use rein_core::model::scripted::ScriptedModel;
 use rein_core::model::{ModelInfo, StaticCatalog};
+use rein_core::store::SessionMeta;
 use rein_core::store::SessionStore;
 use rein_core::{NewThread, ThreadManager, ThreadOptions};
 use rein_protocol::{
     ApprovalPolicy, Event, EventMsg, Op, SandboxPolicy, SessionId, ThreadId, ThreadSettings,
     TurnBudget,
 };
-use rein_rollout::{RolloutService, ServiceOptions, SessionMeta};
+use rein_rollout::{RolloutService, ServiceOptions};
 
 const MODEL: &str = "scripted";
 

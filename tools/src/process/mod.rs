@@ -2,7 +2,7 @@
 //! ownership and the run-to-completion loop. Knows nothing about policies or the model.
 
 // Bounded capture is the kernel's (any tool source bounds its output the same way).
-pub use rein_core::tools::capture;
+pub(crate) use rein_core::tools::capture;
 pub mod env;
 pub mod exec;
 pub mod group;
