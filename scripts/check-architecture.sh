@@ -22,8 +22,10 @@ if [ "$missing" -ne 0 ]; then
     exit 1
 fi
 
-cargo metadata --format-version 1 --no-deps --offline --locked >target/.workspace-metadata.json
-python3 - target/.workspace-metadata.json <<'PY'
+metadata="$(mktemp)"
+trap 'rm -f "$metadata"' EXIT
+cargo metadata --format-version 1 --no-deps --offline --locked >"$metadata"
+python3 - "$metadata" <<'PY'
 import json, re, sys
 
 failures = []

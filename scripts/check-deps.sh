@@ -38,8 +38,32 @@ forbid() {
     done
 }
 
+# forbid_direct PACKAGE NAME...: PACKAGE must not depend on any NAME itself (it may reach
+# them through bootstrap, which wires the leaves: that is the point of the rule).
+forbid_direct() {
+    local package="$1"
+    shift
+    local direct
+    direct="$(cargo tree --locked -p "$package" -e normal --target all --depth 1 --prefix none \
+        --format '{p}' | awk 'NR > 1 {print $1}' | sort -u)"
+    local name
+    for name in "$@"; do
+        if grep -qx -- "$name" <<<"$direct"; then
+            echo "check-deps: $package depends on $name directly; reach it through rein-bootstrap or a kernel port" >&2
+            failures=$((failures + 1))
+        fi
+    done
+}
+
+# The leaves a front end reaches only through the kernel's ports and bootstrap's wiring.
+# (rein-mcp for the app-server's mcpServer/* methods and rein acp's editor servers, and
+# rein-config for rein acp's typed MCP servers, are still direct: see ARCHITECTURE.md.)
+leaves="rein-rollout rein-tools rein-providers rein-context rein-supervise rein-mock-model"
+
 # shellcheck disable=SC2086 # the lists are word lists on purpose
 {
+    forbid_direct rein-app-server $leaves rein-config
+    forbid_direct rein-acp $leaves
     forbid rein-protocol tokio reqwest rusqlite hyper toml rein-core
     forbid rein-app-server-protocol tokio rein-core rein-protocol
     forbid rein-core $kernel_forbidden

@@ -371,6 +371,12 @@ fn load_options(home: &std::path::Path, options: &BootstrapOptions) -> LoadOptio
     }
 }
 
+/// The sandbox this process confines commands with (detected once), as front ends report
+/// it: they name the sandbox through bootstrap, never through `rein-tools`.
+pub fn sandbox_report() -> rein_tools::sandbox::SandboxReport {
+    rein_tools::sandbox::Sandbox::detected().report()
+}
+
 /// The built-in scripted model: it looks at the working directory with the shell tool
 /// (a real, sandboxed process), then streams an answer; later prompts are echoed.
 pub fn demo_catalog() -> Arc<StaticCatalog> {

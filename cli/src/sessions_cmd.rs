@@ -8,9 +8,10 @@ use std::path::PathBuf;
 use anyhow::Context;
 use clap::{Args, Subcommand};
 use rein_core::store::ListQuery;
+use rein_core::trajectory;
 use rein_protocol::trajectory::{StepStatus, TurnOutcome, TurnTrajectory};
 use rein_protocol::{EventMsg, Item, ThreadId};
-use rein_rollout::{trajectory, RolloutStore};
+use rein_rollout::RolloutStore;
 
 #[derive(Args)]
 pub struct SessionsArgs {

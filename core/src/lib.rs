@@ -15,6 +15,7 @@ pub mod shell_words;
 pub mod store;
 pub mod thread;
 pub mod tools;
+pub mod trajectory;
 pub mod turn;
 
 pub use error::{KernelError, ThreadError};

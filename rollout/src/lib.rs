@@ -28,7 +28,7 @@ pub mod reader;
 pub mod resume;
 pub mod service;
 pub mod store;
-pub mod trajectory;
+
 pub mod writer;
 
 // The timestamp helpers are the kernel's (the meta line's `created_at` uses them too).

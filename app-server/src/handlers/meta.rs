@@ -57,7 +57,7 @@ pub fn user_agent(client: &str, client_version: &str) -> String {
 
 /// The sandbox of this process (detected once, usually already at startup).
 fn sandbox_status() -> rein_app_server_protocol::SandboxStatus {
-    let report = rein_tools::sandbox::Sandbox::detected().report();
+    let report = rein_bootstrap::sandbox_report();
     rein_app_server_protocol::SandboxStatus {
         mechanism: report.mechanism,
         landlock_abi: report.landlock_abi,

@@ -3,8 +3,8 @@
 //! connections that opted into the experimental API at `initialize`.
 
 use rein_app_server_protocol::ThreadIdParams;
+use rein_core::trajectory;
 use rein_protocol::ThreadId;
-use rein_rollout::trajectory;
 use serde_json::{json, Value};
 
 use super::thread::store_error;
