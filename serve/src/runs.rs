@@ -1,0 +1,307 @@
+//! The threads this server drives, and how a response starts, is found and is cancelled.
+//!
+//! Each thread loaded here has one driver task, subscribed for the thread's life: it
+//! answers what the thread asks a client (approvals, questions) with the answer for when
+//! nobody can give one, so a request that would need an approval is declined under the
+//! configured policy, never run, and a background run never waits for a person. It also
+//! counts the turns running, for the concurrency limit.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+
+use rein_bootstrap::sessions::Persistence;
+use rein_bootstrap::Kernel;
+use rein_core::error::KernelError;
+use rein_core::recorder::RecorderError;
+use rein_core::store::RolloutError;
+use rein_core::{EventStream, NewThread, ThreadHandle};
+use rein_protocol::{
+    Event, EventMsg, InputMode, InputOutcome, InputPart, Op, OpResult, RejectReason,
+    SettingsChange, ThreadId, TurnId,
+};
+use tokio::sync::Mutex;
+
+use crate::error::ApiError;
+use crate::ids::ResponseId;
+use crate::request::CreateResponse;
+
+/// A thread loaded by this server.
+pub struct Loaded {
+    pub handle: ThreadHandle,
+}
+
+/// A turn just started: its id, the response it continues, and a subscription opened
+/// before it started (so it holds every event of the turn).
+pub struct Started {
+    pub id: ResponseId,
+    pub previous: Option<ResponseId>,
+    pub events: EventStream,
+}
+
+pub struct Runs {
+    kernel: Arc<Kernel>,
+    cwd: PathBuf,
+    loaded: Mutex<HashMap<ThreadId, Arc<Loaded>>>,
+    running: Arc<AtomicUsize>,
+    max_runs: usize,
+}
+
+impl Runs {
+    pub fn new(kernel: Arc<Kernel>, cwd: PathBuf, max_runs: usize) -> Self {
+        Self {
+            kernel,
+            cwd,
+            loaded: Mutex::new(HashMap::new()),
+            running: Arc::new(AtomicUsize::new(0)),
+            max_runs,
+        }
+    }
+
+    pub fn kernel(&self) -> &Arc<Kernel> {
+        &self.kernel
+    }
+
+    /// Start the turn `req` asks for.
+    pub async fn start(
+        &self,
+        req: &CreateResponse,
+        parts: Vec<InputPart>,
+    ) -> Result<Started, ApiError> {
+        if self.running.load(Ordering::SeqCst) >= self.max_runs {
+            return Err(ApiError::TooManyRuns(format!(
+                "{} runs are in progress, the most this server takes (--max-runs)",
+                self.max_runs
+            )));
+        }
+        let (loaded, previous, change) = match &req.previous_response_id {
+            None => (self.new_thread(req).await?, None, SettingsChange::default()),
+            Some(prev) => {
+                let prev: ResponseId = prev.parse().map_err(|e: crate::ids::NotAnId| {
+                    ApiError::NotFound(format!("previous_response_id: {e}"))
+                })?;
+                if req.instructions.is_some() {
+                    return Err(ApiError::bad(
+                        "`instructions` apply to a new thread; a continued one keeps its own",
+                        Some("instructions"),
+                    ));
+                }
+                let loaded = self.thread(prev.thread).await?;
+                self.check_latest(&loaded, prev).await?;
+                let change = SettingsChange {
+                    model: req.model.clone(),
+                    ..SettingsChange::default()
+                };
+                (loaded, Some(prev), change)
+            }
+        };
+        let events = loaded.handle.subscribe();
+        let answer = loaded
+            .handle
+            .submit(Op::UserInput {
+                items: parts,
+                mode: InputMode::StartIfIdle,
+                settings: change,
+                output_schema: None,
+            })
+            .await
+            .map_err(|e| ApiError::Internal(e.to_string()))?;
+        match answer {
+            OpResult::Input(InputOutcome::Started { turn_id }) => Ok(Started {
+                id: ResponseId {
+                    thread: loaded.handle.id(),
+                    turn: turn_id,
+                },
+                previous,
+                events,
+            }),
+            OpResult::Input(InputOutcome::Rejected { reason }) => Err(rejected(reason)),
+            other => Err(ApiError::Internal(format!("unexpected answer {other:?}"))),
+        }
+    }
+
+    async fn new_thread(&self, req: &CreateResponse) -> Result<Arc<Loaded>, ApiError> {
+        let mut settings = self.kernel.default_settings(self.cwd.clone());
+        if let Some(model) = &req.model {
+            settings.model.clone_from(model);
+        }
+        if let Some(extra) = &req.instructions {
+            settings.instructions = if settings.instructions.trim().is_empty() {
+                extra.clone()
+            } else {
+                format!("{}\n\n{extra}", settings.instructions)
+            };
+        }
+        let thread = self
+            .kernel
+            .start_thread(settings, Persistence::Rollout)
+            .await
+            .map_err(|e| match e {
+                KernelError::UnknownModel(e) => ApiError::bad(e.to_string(), Some("model")),
+                other => ApiError::Internal(other.to_string()),
+            })?;
+        let loaded = self.adopt(thread);
+        self.loaded
+            .lock()
+            .await
+            .insert(loaded.handle.id(), Arc::clone(&loaded));
+        Ok(loaded)
+    }
+
+    /// The thread, loaded here (from its rollout if need be).
+    pub async fn thread(&self, thread: ThreadId) -> Result<Arc<Loaded>, ApiError> {
+        let mut loaded = self.loaded.lock().await;
+        if let Some(found) = loaded.get(&thread).filter(|l| !l.handle.is_closed()) {
+            return Ok(Arc::clone(found));
+        }
+        let resumed = self
+            .kernel
+            .resume_thread(thread)
+            .await
+            .map_err(|e| match e {
+                KernelError::Rollout(RolloutError::ThreadNotFound(_)) => {
+                    ApiError::NotFound(format!("no response of thread {thread}"))
+                }
+                KernelError::Rollout(RolloutError::Recorder(RecorderError::Locked {
+                    holder,
+                    ..
+                })) => ApiError::Conflict(format!(
+                    "the thread is in use by another rein process ({holder})"
+                )),
+                other => ApiError::Internal(other.to_string()),
+            })?;
+        let new = self.adopt(resumed.thread);
+        loaded.insert(thread, Arc::clone(&new));
+        Ok(new)
+    }
+
+    /// The loaded thread, if this server has it.
+    pub async fn loaded(&self, thread: ThreadId) -> Option<Arc<Loaded>> {
+        self.loaded
+            .lock()
+            .await
+            .get(&thread)
+            .filter(|l| !l.handle.is_closed())
+            .cloned()
+    }
+
+    /// Whether `id`'s turn is running in this process.
+    pub async fn is_running(&self, id: ResponseId) -> bool {
+        let Some(loaded) = self.loaded(id.thread).await else {
+            return false;
+        };
+        match loaded.handle.state().await {
+            Ok(state) => state.active_turn.is_some_and(|t| t.id == id.turn),
+            Err(_) => false,
+        }
+    }
+
+    /// A continued response must be its thread's latest: rein's threads are linear.
+    async fn check_latest(&self, loaded: &Loaded, prev: ResponseId) -> Result<(), ApiError> {
+        let state = loaded
+            .handle
+            .state()
+            .await
+            .map_err(|e| ApiError::Internal(e.to_string()))?;
+        let turns: Vec<TurnId> = state.turns.iter().map(|t| t.id).collect();
+        if !turns.contains(&prev.turn) {
+            return Err(ApiError::NotFound(format!("no response {prev}")));
+        }
+        if turns.last() != Some(&prev.turn) {
+            return Err(ApiError::bad(
+                format!("{prev} is not the latest response of its thread; continue from the latest"),
+                Some("previous_response_id"),
+            ));
+        }
+        Ok(())
+    }
+
+    fn adopt(&self, thread: NewThread) -> Arc<Loaded> {
+        let NewThread { handle, events, .. } = thread;
+        let loaded = Arc::new(Loaded {
+            handle: handle.clone(),
+        });
+        tokio::spawn(drive(handle, events, Arc::clone(&self.running)));
+        loaded
+    }
+
+    /// Interrupt `id`'s turn if it runs here; resolves once it has ended.
+    pub async fn cancel(&self, id: ResponseId) -> Result<bool, ApiError> {
+        let Some(loaded) = self.loaded(id.thread).await else {
+            return Ok(false);
+        };
+        let mut events = loaded.handle.subscribe();
+        if !self.is_running(id).await {
+            return Ok(false);
+        }
+        loaded
+            .handle
+            .submit(Op::Interrupt)
+            .await
+            .map_err(|e| ApiError::Internal(e.to_string()))?;
+        while let Some(event) = events.recv().await {
+            if event.turn_id == Some(id.turn) && ends_turn(&event) {
+                break;
+            }
+        }
+        Ok(true)
+    }
+
+    /// Shut every thread down (their rollouts flushed).
+    pub async fn shutdown(&self) {
+        self.kernel.shutdown().await;
+    }
+}
+
+pub fn ends_turn(event: &Event) -> bool {
+    matches!(
+        event.msg,
+        EventMsg::TurnCompleted { .. } | EventMsg::TurnAborted { .. } | EventMsg::TurnFailed { .. }
+    )
+}
+
+fn rejected(reason: RejectReason) -> ApiError {
+    match reason {
+        RejectReason::Busy { .. } | RejectReason::NotSteerable { .. } => ApiError::Conflict(
+            format!("the thread is running a turn already: {reason}; wait for it or cancel it"),
+        ),
+        RejectReason::InvalidSettings { message } => ApiError::bad(message, Some("model")),
+        RejectReason::EmptyInput => ApiError::bad("`input` is empty", Some("input")),
+        other => ApiError::Conflict(other.to_string()),
+    }
+}
+
+/// The thread's driver: answers client requests nobody can answer, counts running turns.
+async fn drive(handle: ThreadHandle, mut events: EventStream, running: Arc<AtomicUsize>) {
+    let mut active = false;
+    while let Some(event) = events.recv().await {
+        match &event.msg {
+            EventMsg::ClientRequested {
+                request_id,
+                request,
+                ..
+            } => {
+                let answer = Op::Respond {
+                    request_id: request_id.clone(),
+                    response: request.unanswered(),
+                };
+                if handle.submit(answer).await.is_err() {
+                    break;
+                }
+            }
+            EventMsg::TurnStarted { .. } if !active => {
+                active = true;
+                running.fetch_add(1, Ordering::SeqCst);
+            }
+            _ if active && ends_turn(&event) => {
+                active = false;
+                running.fetch_sub(1, Ordering::SeqCst);
+            }
+            _ => {}
+        }
+    }
+    if active {
+        running.fetch_sub(1, Ordering::SeqCst);
+    }
+}
