@@ -52,4 +52,5 @@ mod project_context;
 mod replay_e2e;
 mod replay_hostile;
 mod replay_live;
+mod serve_responses;
 mod trajectory_e2e;
