@@ -13,7 +13,7 @@ kernel_forbidden="rusqlite reqwest hyper toml jsonrpsee tungstenite tokio-tungst
     rein-mock-model"
 # What the leaves (tool sources, storage, HTTP) must not reach: one another's I/O and the
 # front ends.
-front_ends="rein-bootstrap rein-app-server rein-app-server-protocol rein-acp rein-cli"
+front_ends="rein-bootstrap rein-app-server rein-app-server-protocol rein-acp rein-serve rein-cli"
 
 failures=0
 
@@ -38,6 +38,24 @@ forbid() {
     done
 }
 
+# forbid_direct PACKAGE NAME...: PACKAGE must not depend on any NAME itself (a front end
+# reaches storage, tools and MCP through rein-bootstrap and the kernel's ports, even though
+# bootstrap itself depends on them).
+forbid_direct() {
+    local package="$1"
+    shift
+    local direct
+    direct="$(cargo tree --locked -p "$package" -e normal --target all --depth 1 --prefix none --format '{p}' |
+        tail -n +2 | awk '{print $1}' | sort -u)"
+    local name
+    for name in "$@"; do
+        if grep -qx -- "$name" <<<"$direct"; then
+            echo "check-deps: $package depends on $name directly; go through rein-bootstrap or rein-core" >&2
+            failures=$((failures + 1))
+        fi
+    done
+}
+
 # shellcheck disable=SC2086 # the lists are word lists on purpose
 {
     forbid rein-protocol tokio reqwest rusqlite hyper toml rein-core
@@ -57,7 +75,11 @@ forbid() {
     forbid rein-supervise tokio reqwest rusqlite hyper toml rein-protocol rein-core \
         rein-tools rein-mcp $front_ends
     forbid rein-bootstrap jsonrpsee tungstenite tokio-tungstenite rein-app-server \
-        rein-app-server-protocol rein-acp
+        rein-app-server-protocol rein-acp rein-serve
+    forbid rein-serve jsonrpsee tungstenite tokio-tungstenite rein-app-server \
+        rein-app-server-protocol rein-acp rein-cli
+    forbid_direct rein-serve rein-rollout rein-tools rein-mcp rein-config rein-providers \
+        rein-context rusqlite reqwest
 }
 
 if [ "$failures" -ne 0 ]; then
