@@ -404,3 +404,58 @@ fn a_server_killed_mid_turn_reports_the_turn_incomplete_after_a_restart() {
     assert_eq!(next["status"], "completed", "{next:#}");
     assert_eq!(next["output"][0]["content"][0]["text"], "echo: again");
 }
+
+/// The `curl` commands of docs/serve.md (backslash continuations joined), in order.
+fn documented_curls() -> Vec<String> {
+    let doc = std::fs::read_to_string(
+        rein_test_support::test_setup::repo_root().join("docs/serve.md"),
+    )
+    .unwrap();
+    let mut commands = Vec::new();
+    let mut current: Option<String> = None;
+    for line in doc.lines() {
+        let line = line.trim();
+        match current.as_mut() {
+            Some(command) => command.push_str(line.trim_end_matches('\\')),
+            None if line.starts_with("curl ") => {
+                current = Some(line.trim_end_matches('\\').to_owned())
+            }
+            None => continue,
+        }
+        if !line.ends_with('\\') {
+            commands.extend(current.take());
+        }
+    }
+    commands
+}
+
+#[test]
+fn the_curl_examples_of_the_docs_work() {
+    let model = MockModel::start(json!({ "replies": [], "when_exhausted": "echo" }));
+    let home = home_for(&model);
+    let server = Server::start(home.path(), &[]);
+    let curls = documented_curls();
+    assert!(curls.len() >= 5, "{curls:?}");
+    let mut id = String::new();
+    for command in curls {
+        let out = std::process::Command::new("sh")
+            .arg("-c")
+            .arg(&command)
+            .env("REIN_URL", &server.url)
+            .env("REIN_TOKEN", &server.token)
+            .env("ID", &id)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{command}: {}", String::from_utf8_lossy(&out.stderr));
+        let text = String::from_utf8(out.stdout).unwrap();
+        if command.contains("stream") {
+            assert!(text.contains("event: response.completed"), "{command}: {text}");
+            continue;
+        }
+        let answer: Value = serde_json::from_str(&text).unwrap_or_else(|e| panic!("{command}: {e}: {text}"));
+        assert!(answer["error"].is_null(), "{command}: {answer}");
+        if id.is_empty() {
+            id = answer["id"].as_str().unwrap().to_owned();
+        }
+    }
+}
