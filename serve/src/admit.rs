@@ -101,13 +101,27 @@ mod tests {
     fn origin_host_and_token_rules() {
         let local: SocketAddr = "127.0.0.1:4500".parse().unwrap();
         let rules = Admission::new("t0k".into(), local, &["dev.box".into()]);
-        for host in ["127.0.0.1:4500", "localhost:4500", "LOCALHOST:4500", "dev.box:4500"] {
+        for host in [
+            "127.0.0.1:4500",
+            "localhost:4500",
+            "LOCALHOST:4500",
+            "dev.box:4500",
+        ] {
             let ok = headers(&[("host", host), ("authorization", "Bearer t0k")]);
             assert!(rules.check(&ok).is_ok(), "{host}");
         }
-        for host in ["evil.example:4500", "127.0.0.1:4501", "127.0.0.1", "[::1]:4500", ""] {
+        for host in [
+            "evil.example:4500",
+            "127.0.0.1:4501",
+            "127.0.0.1",
+            "[::1]:4500",
+            "",
+        ] {
             let bad = headers(&[("host", host), ("authorization", "Bearer t0k")]);
-            assert!(matches!(rules.check(&bad), Err(ApiError::Forbidden(_))), "{host}");
+            assert!(
+                matches!(rules.check(&bad), Err(ApiError::Forbidden(_))),
+                "{host}"
+            );
         }
         let origin = headers(&[
             ("host", "127.0.0.1:4500"),
@@ -117,7 +131,10 @@ mod tests {
         assert!(matches!(rules.check(&origin), Err(ApiError::Forbidden(_))));
         for auth in ["Bearer t0kk", "Bearer ", "t0k", "Basic dDBr"] {
             let bad = headers(&[("host", "127.0.0.1:4500"), ("authorization", auth)]);
-            assert!(matches!(rules.check(&bad), Err(ApiError::Unauthorized)), "{auth}");
+            assert!(
+                matches!(rules.check(&bad), Err(ApiError::Unauthorized)),
+                "{auth}"
+            );
         }
         let none = headers(&[("host", "127.0.0.1:4500")]);
         assert!(matches!(rules.check(&none), Err(ApiError::Unauthorized)));

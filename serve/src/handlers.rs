@@ -132,7 +132,11 @@ pub async fn get(app: &App, id: &str, query: &str) -> Result<Response<Body>, Api
 /// The stored events of `id`'s turn, then (while it runs here) the live ones.
 async fn replay(app: &App, id: ResponseId, after: Option<u64>) -> Result<Response<Body>, ApiError> {
     // Subscribed before the rollout is read: every event is in one or the other.
-    let live = app.runs.loaded(id.thread).await.map(|l| l.handle.subscribe());
+    let live = app
+        .runs
+        .loaded(id.thread)
+        .await
+        .map(|l| l.handle.subscribe());
     let (projector, events) = stored(app, id).await?;
     let (response, sink) = stream::channel();
     tokio::spawn(async move {

@@ -90,7 +90,10 @@ pub fn input_parts(input: &Value) -> Result<Vec<InputPart>, ApiError> {
 }
 
 fn message_parts(item: &Value, at: &str, parts: &mut Vec<InputPart>) -> Result<(), ApiError> {
-    let kind = item.get("type").and_then(Value::as_str).unwrap_or("message");
+    let kind = item
+        .get("type")
+        .and_then(Value::as_str)
+        .unwrap_or("message");
     if kind != "message" {
         return Err(ApiError::bad(
             format!("input items of type `{kind}` are not supported (only user messages)"),
@@ -156,7 +159,10 @@ mod tests {
             }
             other => panic!("{other:?}"),
         }
-        assert!(matches!(parse(b"{nope"), Err(ApiError::BadRequest { param: None, .. })));
+        assert!(matches!(
+            parse(b"{nope"),
+            Err(ApiError::BadRequest { param: None, .. })
+        ));
         assert!(parse(br#"{"input":"hi","store":false}"#).is_err());
         assert!(parse(br#"{"input":"hi","stream":true}"#).is_ok_and(|r| r.stream));
     }
@@ -179,7 +185,9 @@ mod tests {
             Some(vec![
                 InputPart::text("one"),
                 InputPart::text("two"),
-                InputPart::Image { url: "data:image/png;base64,AA".into() }
+                InputPart::Image {
+                    url: "data:image/png;base64,AA".into()
+                }
             ])
         );
         for bad in [

@@ -210,7 +210,9 @@ impl Runs {
         }
         if turns.last() != Some(&prev.turn) {
             return Err(ApiError::bad(
-                format!("{prev} is not the latest response of its thread; continue from the latest"),
+                format!(
+                    "{prev} is not the latest response of its thread; continue from the latest"
+                ),
                 Some("previous_response_id"),
             ));
         }

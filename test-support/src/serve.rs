@@ -42,7 +42,10 @@ impl Server {
             .read_line(&mut line)
             .unwrap();
         let url = line.trim().to_owned();
-        assert!(url.starts_with("http://127.0.0.1:"), "rein serve said {line:?}");
+        assert!(
+            url.starts_with("http://127.0.0.1:"),
+            "rein serve said {line:?}"
+        );
         let addr = url.trim_start_matches("http://").parse().unwrap();
         let token = std::fs::read_to_string(home.join("serve-token"))
             .unwrap()
@@ -176,7 +179,11 @@ pub struct Reply {
 impl Reply {
     pub fn json(&self) -> Value {
         serde_json::from_slice(&self.body).unwrap_or_else(|e| {
-            panic!("{e}: {} {}", self.status, String::from_utf8_lossy(&self.body))
+            panic!(
+                "{e}: {} {}",
+                self.status,
+                String::from_utf8_lossy(&self.body)
+            )
         })
     }
 
@@ -226,7 +233,11 @@ fn read_reply(stream: TcpStream) -> Reply {
     } else {
         reader.read_to_end(&mut body).unwrap();
     }
-    Reply { status, headers, body }
+    Reply {
+        status,
+        headers,
+        body,
+    }
 }
 
 /// One server-sent event: its `event:` name and its `data:` JSON.
@@ -245,7 +256,11 @@ pub struct Events {
 
 impl Events {
     fn new(reader: BufReader<TcpStream>) -> Self {
-        Self { reader, pending: String::new(), done: false }
+        Self {
+            reader,
+            pending: String::new(),
+            done: false,
+        }
     }
 
     /// The next event, or `None` once the stream has ended.

@@ -59,25 +59,39 @@ fn a_plain_response_is_answered_when_the_turn_ends_and_reads_back_the_same() {
     let home = home_for(&model);
     let server = Server::start(home.path(), &[]);
     let reply = server.post("/v1/responses", &json!({ "input": "hi" }));
-    assert_eq!(reply.status, 200, "{}", String::from_utf8_lossy(&reply.body));
+    assert_eq!(
+        reply.status,
+        200,
+        "{}",
+        String::from_utf8_lossy(&reply.body)
+    );
     assert_eq!(reply.header("content-type"), Some("application/json"));
     let created = reply.json();
     let usage = created["usage"].clone();
     assert_eq!(
         normalized(created.clone()),
-        response("completed", json!([message("Hello there.", "completed")]), usage)
+        response(
+            "completed",
+            json!([message("Hello there.", "completed")]),
+            usage
+        )
     );
     let id = created["id"].as_str().unwrap();
     assert!(id.starts_with("resp_"), "{id}");
     let polled = server.get(&format!("/v1/responses/{id}"));
     assert_eq!(polled.status, 200);
     assert_eq!(polled.json(), created);
-    let items = server.get(&format!("/v1/responses/{id}/input_items")).json();
+    let items = server
+        .get(&format!("/v1/responses/{id}/input_items"))
+        .json();
     assert_eq!(items["object"], "list");
     assert_eq!(items["has_more"], false);
     assert_eq!(items["data"].as_array().unwrap().len(), 1);
     assert_eq!(items["data"][0]["role"], "user");
-    assert_eq!(items["data"][0]["content"], json!([{ "type": "input_text", "text": "hi" }]));
+    assert_eq!(
+        items["data"][0]["content"],
+        json!([{ "type": "input_text", "text": "hi" }])
+    );
 }
 
 #[test]
@@ -86,7 +100,11 @@ fn a_streamed_response_sends_the_responses_events_and_replays_them_from_any_numb
     let home = home_for(&model);
     let server = Server::start(home.path(), &[]);
     let live = server
-        .stream("POST", "/v1/responses", Some(&json!({ "input": "hi", "stream": true })))
+        .stream(
+            "POST",
+            "/v1/responses",
+            Some(&json!({ "input": "hi", "stream": true })),
+        )
         .collect_all();
     assert_eq!(
         types(&live),
@@ -107,7 +125,10 @@ fn a_streamed_response_sends_the_responses_events_and_replays_them_from_any_numb
         assert_eq!(event.data["type"], event.event.as_str());
     }
     let live_numbers = numbers(&live);
-    assert!(live_numbers.windows(2).all(|w| w[0] < w[1]), "{live_numbers:?}");
+    assert!(
+        live_numbers.windows(2).all(|w| w[0] < w[1]),
+        "{live_numbers:?}"
+    );
     let deltas: String = live
         .iter()
         .filter(|e| e.event == "response.output_text.delta")
@@ -116,7 +137,10 @@ fn a_streamed_response_sends_the_responses_events_and_replays_them_from_any_numb
     assert_eq!(deltas, "Hello there.");
     let completed = &live.last().unwrap().data["response"];
     let id = completed["id"].as_str().unwrap();
-    assert_eq!(server.get(&format!("/v1/responses/{id}")).json(), *completed);
+    assert_eq!(
+        server.get(&format!("/v1/responses/{id}")).json(),
+        *completed
+    );
 
     // Replayed from the rollout: the same events and numbers, but the deltas (whose text
     // the done events carry).
@@ -158,12 +182,18 @@ fn the_model_field_picks_the_configured_providers_model() {
     let home = home_for(&model);
     let server = Server::start(home.path(), &[]);
     let other = server
-        .post("/v1/responses", &json!({ "input": "hi", "model": "other-model" }))
+        .post(
+            "/v1/responses",
+            &json!({ "input": "hi", "model": "other-model" }),
+        )
         .json();
     assert_eq!(other["model"], "other-model", "{other:#}");
     assert_eq!(model.requests()[0]["model"], "other-model");
     let continued = server
-        .post("/v1/responses", &json!({ "input": "more", "previous_response_id": other["id"] }))
+        .post(
+            "/v1/responses",
+            &json!({ "input": "more", "previous_response_id": other["id"] }),
+        )
         .json();
     assert_eq!(continued["model"], "other-model");
     let switched = server
@@ -178,10 +208,13 @@ fn the_model_field_picks_the_configured_providers_model() {
 
 #[test]
 fn previous_response_id_continues_the_thread() {
-    let model = MockModel::start(json!({ "replies": [{ "text": "First." }], "when_exhausted": "echo" }));
+    let model =
+        MockModel::start(json!({ "replies": [{ "text": "First." }], "when_exhausted": "echo" }));
     let home = home_for(&model);
     let server = Server::start(home.path(), &[]);
-    let first = server.post("/v1/responses", &json!({ "input": "one" })).json();
+    let first = server
+        .post("/v1/responses", &json!({ "input": "one" }))
+        .json();
     let first_id = first["id"].as_str().unwrap();
     let second = server
         .post(
@@ -215,7 +248,9 @@ fn a_background_response_is_polled_refuses_a_second_turn_and_is_cancelled() {
     }));
     let home = home_for(&model);
     let server = Server::start(home.path(), &[]);
-    let first = server.post("/v1/responses", &json!({ "input": "one" })).json();
+    let first = server
+        .post("/v1/responses", &json!({ "input": "one" }))
+        .json();
     let started = server
         .post(
             "/v1/responses",
@@ -227,7 +262,10 @@ fn a_background_response_is_polled_refuses_a_second_turn_and_is_cancelled() {
     // Wait (on the stream) until the model is mid-answer.
     let mut events = server.stream("GET", &format!("/v1/responses/{id}?stream=true"), None);
     events.until("response.output_item.added");
-    assert_eq!(server.get(&format!("/v1/responses/{id}")).json()["status"], "in_progress");
+    assert_eq!(
+        server.get(&format!("/v1/responses/{id}")).json()["status"],
+        "in_progress"
+    );
 
     let busy = server.post(
         "/v1/responses",
@@ -255,13 +293,26 @@ fn bad_requests_get_openai_error_objects_with_their_status() {
     let model = hello_model();
     let home = home_for(&model);
     let server = Server::start(home.path(), &["--max-body-bytes", "2000"]);
-    let raw = |body: &[u8]| server.send("POST", "/v1/responses", &server.headers_with("x", None), Some(body));
+    let raw = |body: &[u8]| {
+        server.send(
+            "POST",
+            "/v1/responses",
+            &server.headers_with("x", None),
+            Some(body),
+        )
+    };
     let bad_json = raw(b"{\"input\": ");
     assert_eq!(bad_json.status, 400);
     let error = &bad_json.json()["error"];
     assert_eq!(error["type"], "invalid_request_error");
     assert_eq!(error["param"], Value::Null);
-    assert!(error["message"].as_str().unwrap().contains("not valid JSON"), "{error}");
+    assert!(
+        error["message"]
+            .as_str()
+            .unwrap()
+            .contains("not valid JSON"),
+        "{error}"
+    );
 
     let unknown = raw(br#"{"input": "hi", "temperature": 0.5}"#);
     assert_eq!(unknown.status, 400);
@@ -296,11 +347,23 @@ fn requests_without_the_token_from_a_page_or_through_a_rebound_name_are_refused(
     let body = br#"{"input": "hi"}"#;
     let cases: Vec<(Vec<(String, String)>, u16)> = vec![
         (server.headers_with("Authorization", None), 401),
-        (server.headers_with("Authorization", Some("Bearer wrong")), 401),
-        (server.headers_with("Origin", Some("https://evil.example")), 403),
+        (
+            server.headers_with("Authorization", Some("Bearer wrong")),
+            401,
+        ),
+        (
+            server.headers_with("Origin", Some("https://evil.example")),
+            403,
+        ),
         (server.headers_with("Origin", Some(&server.url)), 403),
         (server.headers_with("Host", Some("evil.example")), 403),
-        (server.headers_with("Host", Some(&format!("evil.example:{}", server.addr.port()))), 403),
+        (
+            server.headers_with(
+                "Host",
+                Some(&format!("evil.example:{}", server.addr.port())),
+            ),
+            403,
+        ),
         (server.headers_with("Host", None), 403),
     ];
     for (headers, status) in cases {
@@ -311,7 +374,12 @@ fn requests_without_the_token_from_a_page_or_through_a_rebound_name_are_refused(
     // Nothing reached the model.
     assert_eq!(model.requests().len(), 0);
     let localhost = server.headers_with("Host", Some(&format!("localhost:{}", server.addr.port())));
-    assert_eq!(server.send("POST", "/v1/responses", &localhost, Some(body)).status, 200);
+    assert_eq!(
+        server
+            .send("POST", "/v1/responses", &localhost, Some(body))
+            .status,
+        200
+    );
 }
 
 #[test]
@@ -322,11 +390,17 @@ fn more_runs_than_the_limit_get_429() {
     let home = home_for(&model);
     let server = Server::start(home.path(), &["--max-runs", "1"]);
     let running = server
-        .post("/v1/responses", &json!({ "input": "one", "background": true }))
+        .post(
+            "/v1/responses",
+            &json!({ "input": "one", "background": true }),
+        )
         .json();
     let mut events = server.stream(
         "GET",
-        &format!("/v1/responses/{}?stream=true", running["id"].as_str().unwrap()),
+        &format!(
+            "/v1/responses/{}?stream=true",
+            running["id"].as_str().unwrap()
+        ),
         None,
     );
     events.until("response.in_progress");
@@ -353,7 +427,9 @@ fn a_command_that_needs_approval_is_declined_not_run() {
         home.path(),
         &["--cd", dir, "-c", "approval_policy=\"on-request\""],
     );
-    let done = server.post("/v1/responses", &json!({ "input": "touch it" })).json();
+    let done = server
+        .post("/v1/responses", &json!({ "input": "touch it" }))
+        .json();
     assert_eq!(done["status"], "completed", "{done:#}");
     let call = &done["output"][0];
     assert_eq!(call["type"], "tool_call");
@@ -372,7 +448,11 @@ fn a_server_killed_mid_turn_reports_the_turn_incomplete_after_a_restart() {
     }));
     let home = home_for(&model);
     let mut server = Server::start(home.path(), &[]);
-    let mut events = server.stream("POST", "/v1/responses", Some(&json!({ "input": "hi", "stream": true })));
+    let mut events = server.stream(
+        "POST",
+        "/v1/responses",
+        Some(&json!({ "input": "hi", "stream": true })),
+    );
     let seen = events.until("response.output_text.delta");
     let id = seen[0].data["response"]["id"].as_str().unwrap().to_owned();
     drop(events);
@@ -381,7 +461,10 @@ fn a_server_killed_mid_turn_reports_the_turn_incomplete_after_a_restart() {
     let server = Server::start(home.path(), &[]);
     let polled = server.get(&format!("/v1/responses/{id}")).json();
     assert_eq!(polled["status"], "incomplete", "{polled:#}");
-    assert_eq!(polled["incomplete_details"], json!({ "reason": "interrupted" }));
+    assert_eq!(
+        polled["incomplete_details"],
+        json!({ "reason": "interrupted" })
+    );
     assert_eq!(polled["output"][0]["status"], "in_progress");
     let replayed = server
         .stream("GET", &format!("/v1/responses/{id}?stream=true"), None)
@@ -399,7 +482,10 @@ fn a_server_killed_mid_turn_reports_the_turn_incomplete_after_a_restart() {
     assert_eq!(replayed.last().unwrap().data["response"], polled);
     // The thread goes on from where it stopped.
     let next = server
-        .post("/v1/responses", &json!({ "input": "again", "previous_response_id": id }))
+        .post(
+            "/v1/responses",
+            &json!({ "input": "again", "previous_response_id": id }),
+        )
         .json();
     assert_eq!(next["status"], "completed", "{next:#}");
     assert_eq!(next["output"][0]["content"][0]["text"], "echo: again");
@@ -407,10 +493,9 @@ fn a_server_killed_mid_turn_reports_the_turn_incomplete_after_a_restart() {
 
 /// The `curl` commands of docs/serve.md (backslash continuations joined), in order.
 fn documented_curls() -> Vec<String> {
-    let doc = std::fs::read_to_string(
-        rein_test_support::test_setup::repo_root().join("docs/serve.md"),
-    )
-    .unwrap();
+    let doc =
+        std::fs::read_to_string(rein_test_support::test_setup::repo_root().join("docs/serve.md"))
+            .unwrap();
     let mut commands = Vec::new();
     let mut current: Option<String> = None;
     for line in doc.lines() {
@@ -446,13 +531,21 @@ fn the_curl_examples_of_the_docs_work() {
             .env("ID", &id)
             .output()
             .unwrap();
-        assert!(out.status.success(), "{command}: {}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "{command}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         let text = String::from_utf8(out.stdout).unwrap();
         if command.contains("stream") {
-            assert!(text.contains("event: response.completed"), "{command}: {text}");
+            assert!(
+                text.contains("event: response.completed"),
+                "{command}: {text}"
+            );
             continue;
         }
-        let answer: Value = serde_json::from_str(&text).unwrap_or_else(|e| panic!("{command}: {e}: {text}"));
+        let answer: Value =
+            serde_json::from_str(&text).unwrap_or_else(|e| panic!("{command}: {e}: {text}"));
         assert!(answer["error"].is_null(), "{command}: {answer}");
         if id.is_empty() {
             id = answer["id"].as_str().unwrap().to_owned();
