@@ -49,6 +49,10 @@ pub struct ServeArgs {
     /// Turns running at once; a request for one more is answered 429.
     #[arg(long, default_value_t = 64)]
     max_runs: usize,
+    /// How long a thread stays loaded after its turn, idle; then its session is free for
+    /// `rein exec resume` and the other front ends.
+    #[arg(long, default_value_t = 30_000)]
+    idle_unload_ms: u64,
     /// Longest accepted request body, in bytes (413 beyond).
     #[arg(long, default_value_t = 16 * 1024 * 1024)]
     max_body_bytes: usize,
@@ -97,6 +101,7 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
     options.allowed_hosts = args.allow_hosts.clone();
     options.max_runs = args.max_runs.max(1);
     options.max_body_bytes = args.max_body_bytes;
+    options.idle_unload = std::time::Duration::from_millis(args.idle_unload_ms);
     let mut sigterm = signal(SignalKind::terminate()).context("installing the SIGTERM handler")?;
     let mut sigint = signal(SignalKind::interrupt()).context("installing the SIGINT handler")?;
     tokio::select! {

@@ -4,19 +4,21 @@
 //! answers what the thread asks a client (approvals, questions) with the answer for when
 //! nobody can give one, so a request that would need an approval is declined under the
 //! configured policy, never run, and a background run never waits for a person. It also
-//! counts the turns running, for the concurrency limit.
+//! counts the turns running, for the concurrency limit, and unloads the thread once it has
+//! been idle a while, so its rollout is free for the other front ends.
 
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
+use std::time::Duration;
 
 use rein_bootstrap::sessions::Persistence;
 use rein_bootstrap::Kernel;
 use rein_core::error::KernelError;
 use rein_core::recorder::RecorderError;
 use rein_core::store::RolloutError;
-use rein_core::{EventStream, NewThread, ThreadHandle};
+use rein_core::{EventStream, NewThread, ThreadError, ThreadHandle};
 use rein_protocol::{
     Event, EventMsg, InputMode, InputOutcome, InputPart, Op, OpResult, RejectReason,
     SettingsChange, ThreadId, TurnId,
@@ -43,19 +45,29 @@ pub struct Started {
 pub struct Runs {
     kernel: Arc<Kernel>,
     cwd: PathBuf,
-    loaded: Mutex<HashMap<ThreadId, Arc<Loaded>>>,
+    loaded: Threads,
     running: Arc<AtomicUsize>,
     max_runs: usize,
+    idle_unload: Duration,
 }
 
+/// The threads loaded here, by id.
+type Threads = Arc<Mutex<HashMap<ThreadId, Arc<Loaded>>>>;
+
+/// The thread a start found was shut down under it (unloaded while idle): load it again.
+struct Unloaded;
+
 impl Runs {
-    pub fn new(kernel: Arc<Kernel>, cwd: PathBuf, max_runs: usize) -> Self {
+    /// `idle_unload`: how long a thread stays loaded after its turn ends with no other
+    /// starting (its rollout is then free for `rein exec resume` and the other front ends).
+    pub fn new(kernel: Arc<Kernel>, cwd: PathBuf, max_runs: usize, idle_unload: Duration) -> Self {
         Self {
             kernel,
             cwd,
-            loaded: Mutex::new(HashMap::new()),
+            loaded: Arc::new(Mutex::new(HashMap::new())),
             running: Arc::new(AtomicUsize::new(0)),
             max_runs,
+            idle_unload,
         }
     }
 
@@ -75,6 +87,21 @@ impl Runs {
                 self.max_runs
             )));
         }
+        match self.start_once(req, parts.clone()).await? {
+            Ok(started) => Ok(started),
+            // Unloaded between finding it and submitting: once more, loading it again.
+            Err(Unloaded) => self
+                .start_once(req, parts)
+                .await?
+                .map_err(|Unloaded| ApiError::Conflict("the thread shut down; try again".into())),
+        }
+    }
+
+    async fn start_once(
+        &self,
+        req: &CreateResponse,
+        parts: Vec<InputPart>,
+    ) -> Result<Result<Started, Unloaded>, ApiError> {
         let (loaded, previous, change) = match &req.previous_response_id {
             None => (self.new_thread(req).await?, None, SettingsChange::default()),
             Some(prev) => {
@@ -88,7 +115,9 @@ impl Runs {
                     ));
                 }
                 let loaded = self.thread(prev.thread).await?;
-                self.check_latest(&loaded, prev).await?;
+                if let Err(Unloaded) = self.check_latest(&loaded, prev).await? {
+                    return Ok(Err(Unloaded));
+                }
                 let change = SettingsChange {
                     model: req.model.clone(),
                     ..SettingsChange::default()
@@ -105,19 +134,19 @@ impl Runs {
                 settings: change,
                 output_schema: None,
             })
-            .await
-            .map_err(|e| ApiError::Internal(e.to_string()))?;
+            .await;
         match answer {
-            OpResult::Input(InputOutcome::Started { turn_id }) => Ok(Started {
+            Err(ThreadError::Closed(_)) => Ok(Err(Unloaded)),
+            Ok(OpResult::Input(InputOutcome::Started { turn_id })) => Ok(Ok(Started {
                 id: ResponseId {
                     thread: loaded.handle.id(),
                     turn: turn_id,
                 },
                 previous,
                 events,
-            }),
-            OpResult::Input(InputOutcome::Rejected { reason }) => Err(rejected(reason)),
-            other => Err(ApiError::Internal(format!("unexpected answer {other:?}"))),
+            })),
+            Ok(OpResult::Input(InputOutcome::Rejected { reason })) => Err(rejected(reason)),
+            Ok(other) => Err(ApiError::Internal(format!("unexpected answer {other:?}"))),
         }
     }
 
@@ -198,12 +227,14 @@ impl Runs {
     }
 
     /// A continued response must be its thread's latest: rein's threads are linear.
-    async fn check_latest(&self, loaded: &Loaded, prev: ResponseId) -> Result<(), ApiError> {
-        let state = loaded
-            .handle
-            .state()
-            .await
-            .map_err(|e| ApiError::Internal(e.to_string()))?;
+    async fn check_latest(
+        &self,
+        loaded: &Loaded,
+        prev: ResponseId,
+    ) -> Result<Result<(), Unloaded>, ApiError> {
+        let Ok(state) = loaded.handle.state().await else {
+            return Ok(Err(Unloaded));
+        };
         let turns: Vec<TurnId> = state.turns.iter().map(|t| t.id).collect();
         if !turns.contains(&prev.turn) {
             return Err(ApiError::NotFound(format!("no response {prev}")));
@@ -216,7 +247,7 @@ impl Runs {
                 Some("previous_response_id"),
             ));
         }
-        Ok(())
+        Ok(Ok(()))
     }
 
     fn adopt(&self, thread: NewThread) -> Arc<Loaded> {
@@ -224,7 +255,13 @@ impl Runs {
         let loaded = Arc::new(Loaded {
             handle: handle.clone(),
         });
-        tokio::spawn(drive(handle, events, Arc::clone(&self.running)));
+        tokio::spawn(drive(
+            handle,
+            events,
+            Arc::clone(&self.running),
+            Arc::clone(&self.loaded),
+            self.idle_unload,
+        ));
         loaded
     }
 
@@ -274,10 +311,29 @@ fn rejected(reason: RejectReason) -> ApiError {
     }
 }
 
-/// The thread's driver: answers client requests nobody can answer, counts running turns.
-async fn drive(handle: ThreadHandle, mut events: EventStream, running: Arc<AtomicUsize>) {
+/// The thread's driver: answers client requests nobody can answer, counts running turns,
+/// and unloads the thread once it has been idle `idle_unload` after a turn.
+async fn drive(
+    handle: ThreadHandle,
+    mut events: EventStream,
+    running: Arc<AtomicUsize>,
+    threads: Threads,
+    idle_unload: Duration,
+) {
     let mut active = false;
-    while let Some(event) = events.recv().await {
+    // The idle clock runs only after a turn: a thread just loaded is about to get one.
+    let mut had_turn = false;
+    loop {
+        let next = if active || !had_turn {
+            events.recv().await
+        } else {
+            match tokio::time::timeout(idle_unload, events.recv()).await {
+                Ok(next) => next,
+                Err(_) if unload(&handle, &threads).await => break,
+                Err(_) => continue,
+            }
+        };
+        let Some(event) = next else { break };
         match &event.msg {
             EventMsg::ClientRequested {
                 request_id,
@@ -298,6 +354,7 @@ async fn drive(handle: ThreadHandle, mut events: EventStream, running: Arc<Atomi
             }
             _ if active && ends_turn(&event) => {
                 active = false;
+                had_turn = true;
                 running.fetch_sub(1, Ordering::SeqCst);
             }
             _ => {}
@@ -306,4 +363,22 @@ async fn drive(handle: ThreadHandle, mut events: EventStream, running: Arc<Atomi
     if active {
         running.fetch_sub(1, Ordering::SeqCst);
     }
+}
+
+/// Shut an idle thread down and forget it; `false` if it is busy after all.
+async fn unload(handle: &ThreadHandle, threads: &Threads) -> bool {
+    let mut loaded = threads.lock().await;
+    let idle = handle
+        .state()
+        .await
+        .is_ok_and(|s| s.active_turn.is_none() && handle.queued() == 0);
+    if !idle {
+        return false;
+    }
+    loaded.remove(&handle.id());
+    drop(loaded);
+    if let Err(e) = handle.shutdown().await {
+        tracing::debug!("unloading {}: {e}", handle.id());
+    }
+    true
 }

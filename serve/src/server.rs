@@ -41,6 +41,9 @@ pub struct ServeOptions {
     pub max_connections: usize,
     /// How long a client may take to send a request's headers, and then its body.
     pub read_timeout: Duration,
+    /// How long a thread stays loaded after a turn, idle (then its rollout is free for
+    /// `rein exec resume` and the app-server).
+    pub idle_unload: Duration,
 }
 
 impl ServeOptions {
@@ -53,6 +56,7 @@ impl ServeOptions {
             max_runs: 64,
             max_connections: 4096,
             read_timeout: Duration::from_secs(30),
+            idle_unload: Duration::from_secs(30),
         }
     }
 }
@@ -76,7 +80,12 @@ pub async fn serve(
     options: ServeOptions,
 ) -> Result<(), ServeError> {
     let app = Arc::new(App {
-        runs: Runs::new(kernel, options.cwd.clone(), options.max_runs.max(1)),
+        runs: Runs::new(
+            kernel,
+            options.cwd.clone(),
+            options.max_runs.max(1),
+            options.idle_unload,
+        ),
         options,
     });
     let slots = Arc::new(Semaphore::new(app.options.max_connections.max(1)));

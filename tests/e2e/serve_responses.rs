@@ -552,3 +552,62 @@ fn the_curl_examples_of_the_docs_work() {
         }
     }
 }
+
+#[test]
+fn a_served_thread_is_a_session_the_other_front_ends_list_and_continue() {
+    let model = MockModel::start(json!({ "replies": [], "when_exhausted": "echo" }));
+    let home = home_for(&model);
+    let server = Server::start(home.path(), &["--idle-unload-ms", "0"]);
+    let first = server
+        .post("/v1/responses", &json!({ "input": "one" }))
+        .json();
+    let id = first["id"].as_str().unwrap();
+    let hex = &id[5..37];
+    let thread = format!(
+        "{}-{}-{}-{}-{}",
+        &hex[..8],
+        &hex[8..12],
+        &hex[12..16],
+        &hex[16..20],
+        &hex[20..]
+    );
+    let listed = rein_test_support::mock_model::rein_ok(home.path(), &["sessions", "list"]);
+    assert!(
+        String::from_utf8_lossy(&listed.stdout).contains(&thread),
+        "{}",
+        String::from_utf8_lossy(&listed.stdout)
+    );
+    // Once the server has unloaded the idle thread, `rein exec resume` may take it (until
+    // then the server holds its rollout and exec is refused).
+    let deadline = std::time::Instant::now() + rein_test_support::PATIENCE;
+    let resumed = loop {
+        let out = rein_test_support::mock_model::rein_in(
+            home.path(),
+            &["exec", "resume", &thread, "two", "--json"],
+        )
+        .output()
+        .unwrap();
+        if out.status.success() || std::time::Instant::now() > deadline {
+            break out;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    assert!(
+        resumed.status.success(),
+        "{}",
+        String::from_utf8_lossy(&resumed.stderr)
+    );
+    assert!(String::from_utf8_lossy(&resumed.stdout).contains("echo: two"));
+    // The server sees exec's turn: the first response is no longer the thread's latest.
+    let stale = server.post(
+        "/v1/responses",
+        &json!({ "input": "three", "previous_response_id": id }),
+    );
+    assert_eq!(
+        stale.status,
+        400,
+        "{}",
+        String::from_utf8_lossy(&stale.body)
+    );
+    assert_eq!(stale.json()["error"]["param"], "previous_response_id");
+}
