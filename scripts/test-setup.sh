@@ -122,6 +122,15 @@ if command -v npm >/dev/null 2>&1 \
     npm install --no-audit --no-fund --prefix "$node_dir" @agentclientprotocol/sdk@2.4.0 zod@4 >&2 \
         || echo "test-setup: could not install @agentclientprotocol/sdk" >&2
 fi
+# The official OpenAI npm package (pinned), for the test that drives `rein serve`'s
+# Responses API through it; in the same directory.
+if command -v npm >/dev/null 2>&1 \
+    && [ ! -f "$node_dir/node_modules/openai/index.mjs" ]; then
+    mkdir -p "$node_dir"
+    [ -f "$node_dir/package.json" ] || printf '{ "name": "rein-e2e-node", "private": true }\n' >"$node_dir/package.json"
+    npm install --no-audit --no-fund --prefix "$node_dir" openai@7.59.0 >&2 \
+        || echo "test-setup: could not install openai (npm)" >&2
+fi
 # The official Codex CLI (its TUI is a native binary inside the npm package's platform
 # dependency), for the test that drives `codex --remote` against `rein app-server` in
 # tmux; pinned to the release whose protocol rein implements, under target/.

@@ -9,7 +9,7 @@ use std::net::{SocketAddr, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Stdio};
 
-use serde_json::Value;
+use serde_json::{json, Value};
 
 pub use crate::mock_model::{home_for, rein_in, MockModel};
 pub use crate::PATIENCE;
@@ -325,4 +325,69 @@ impl Events {
         self.reader.read_exact(&mut crlf).ok()?;
         Some(bytes)
     }
+}
+
+/// The mock model's script of the SDK tests (tests/sdk/openai_responses.*): replies for the
+/// plain, streamed and background responses, then one that hangs (to be cancelled), then
+/// echoes.
+pub fn sdk_script() -> Value {
+    json!({
+        "replies": [
+            { "text": "Hello there.", "deltas": 2 },
+            { "text": "Streamed here.", "deltas": 3 },
+            { "text": "Background." },
+            { "text": "thinking", "deltas": 1, "fault": { "type": "hang" } }
+        ],
+        "when_exhausted": "echo"
+    })
+}
+
+/// What the SDK scripts report against [`sdk_script`], whichever SDK ran them.
+pub fn sdk_outcome() -> Value {
+    let streamed_types = json!([
+        "response.created",
+        "response.in_progress",
+        "response.output_item.added",
+        "response.content_part.added",
+        "response.output_text.delta",
+        "response.output_text.delta",
+        "response.output_text.delta",
+        "response.output_text.done",
+        "response.content_part.done",
+        "response.output_item.done",
+        "response.completed"
+    ]);
+    json!({
+        "misfits": [],
+        "plain": { "status": "completed", "text": "Hello there.", "model": "mock" },
+        "streamed": {
+            "types": streamed_types,
+            "text": "Streamed here.",
+            "final": "Streamed here.",
+            "numbers_increase": true
+        },
+        "resumed": {
+            "types": [
+                "response.output_text.done",
+                "response.content_part.done",
+                "response.output_item.done",
+                "response.completed"
+            ],
+            "all_after": true
+        },
+        "background": {
+            "status": "completed",
+            "text": "Background.",
+            "previous_is_plain": true,
+            "polled_until_final": true
+        },
+        "cancelled": { "status": "cancelled", "again": "cancelled" },
+        "continued": { "status": "completed", "text": "echo: and now?" },
+        "input_items": [{ "role": "user", "text": "and now?" }],
+        "errors": {
+            "not_found": 404,
+            "bad_request": [400, "temperature"],
+            "unauthorized": 401
+        }
+    })
 }

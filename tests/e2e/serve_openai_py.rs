@@ -8,9 +8,9 @@
 use std::process::Command;
 
 use pretty_assertions::assert_eq;
-use rein_test_support::serve::{home_for, MockModel, Server};
+use rein_test_support::serve::{home_for, sdk_outcome, sdk_script, MockModel, Server};
 use rein_test_support::test_setup::{installed, repo_root};
-use serde_json::{json, Value};
+use serde_json::Value;
 
 #[test]
 #[cfg_attr(
@@ -19,15 +19,7 @@ use serde_json::{json, Value};
 )]
 fn the_openai_python_sdk_runs_plain_streamed_background_resumed_and_cancelled_responses() {
     installed("target/openai-venv/installed-openai==3.57.0");
-    let model = MockModel::start(json!({
-        "replies": [
-            { "text": "Hello there.", "deltas": 2 },
-            { "text": "Streamed here.", "deltas": 3 },
-            { "text": "Background." },
-            { "text": "thinking", "deltas": 1, "fault": { "type": "hang" } }
-        ],
-        "when_exhausted": "echo"
-    }));
+    let model = MockModel::start(sdk_script());
     let home = home_for(&model);
     let server = Server::start(home.path(), &[]);
     let out = Command::new(repo_root().join("target/openai-venv/bin/python"))
@@ -44,53 +36,5 @@ fn the_openai_python_sdk_runs_plain_streamed_background_resumed_and_cancelled_re
         String::from_utf8_lossy(&out.stderr)
     );
     let out: Value = serde_json::from_slice(&out.stdout).unwrap();
-    let streamed_types = json!([
-        "response.created",
-        "response.in_progress",
-        "response.output_item.added",
-        "response.content_part.added",
-        "response.output_text.delta",
-        "response.output_text.delta",
-        "response.output_text.delta",
-        "response.output_text.done",
-        "response.content_part.done",
-        "response.output_item.done",
-        "response.completed"
-    ]);
-    assert_eq!(
-        out,
-        json!({
-            "misfits": [],
-            "plain": { "status": "completed", "text": "Hello there.", "model": "mock" },
-            "streamed": {
-                "types": streamed_types,
-                "text": "Streamed here.",
-                "final": "Streamed here.",
-                "numbers_increase": true
-            },
-            "resumed": {
-                "types": [
-                    "response.output_text.done",
-                    "response.content_part.done",
-                    "response.output_item.done",
-                    "response.completed"
-                ],
-                "all_after": true
-            },
-            "background": {
-                "status": "completed",
-                "text": "Background.",
-                "previous_is_plain": true,
-                "polled_until_final": true
-            },
-            "cancelled": { "status": "cancelled", "again": "cancelled" },
-            "continued": { "status": "completed", "text": "echo: and now?" },
-            "input_items": [{ "role": "user", "text": "and now?" }],
-            "errors": {
-                "not_found": 404,
-                "bad_request": [400, "temperature"],
-                "unauthorized": 401
-            }
-        })
-    );
+    assert_eq!(out, sdk_outcome());
 }
