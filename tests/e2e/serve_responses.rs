@@ -611,3 +611,27 @@ fn a_served_thread_is_a_session_the_other_front_ends_list_and_continue() {
     );
     assert_eq!(stale.json()["error"]["param"], "previous_response_id");
 }
+
+#[test]
+fn sigterm_stops_the_server_cleanly_and_the_running_turn_is_recorded_cancelled() {
+    let model = MockModel::start(json!({
+        "replies": [{ "text": "half an answer", "deltas": 2, "fault": { "type": "hang" } }],
+        "when_exhausted": "echo"
+    }));
+    let home = home_for(&model);
+    let mut server = Server::start(home.path(), &[]);
+    let started = server
+        .post("/v1/responses", &json!({ "input": "hi", "background": true }))
+        .json();
+    let id = started["id"].as_str().unwrap().to_owned();
+    let mut events = server.stream("GET", &format!("/v1/responses/{id}?stream=true"), None);
+    events.until("response.output_text.delta");
+    drop(events);
+    assert!(server.terminate().success());
+
+    let server = Server::start(home.path(), &[]);
+    let polled = server.get(&format!("/v1/responses/{id}")).json();
+    assert_eq!(polled["status"], "cancelled", "{polled:#}");
+    assert_eq!(polled["output"][0]["status"], "incomplete");
+    assert_eq!(polled["output"][0]["content"][0]["text"], "half an answer");
+}
