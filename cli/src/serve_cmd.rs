@@ -53,6 +53,11 @@ pub struct ServeArgs {
     /// `rein exec resume` and the other front ends.
     #[arg(long, default_value_t = 30_000)]
     idle_unload_ms: u64,
+    /// Who answers a command's or patch's approval request: `decline` (nobody: declined at
+    /// once) or `http` (the client, at `POST /v1/responses/{id}/approvals/{request_id}`;
+    /// the turn waits).
+    #[arg(long, default_value = "decline", value_parser = ["decline", "http"])]
+    approvals: String,
     /// Longest accepted request body, in bytes (413 beyond).
     #[arg(long, default_value_t = 16 * 1024 * 1024)]
     max_body_bytes: usize,
@@ -102,6 +107,10 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
     options.max_runs = args.max_runs.max(1);
     options.max_body_bytes = args.max_body_bytes;
     options.idle_unload = std::time::Duration::from_millis(args.idle_unload_ms);
+    options.approvals = match args.approvals.as_str() {
+        "http" => rein_serve::Approvals::Http,
+        _ => rein_serve::Approvals::Decline,
+    };
     let mut sigterm = signal(SignalKind::terminate()).context("installing the SIGTERM handler")?;
     let mut sigint = signal(SignalKind::interrupt()).context("installing the SIGINT handler")?;
     tokio::select! {

@@ -196,6 +196,22 @@ pub async fn input_items(app: &App, id: &str, query: &str) -> Result<Response<Bo
     })))
 }
 
+/// `POST /v1/responses/{id}/approvals/{request_id}` with `{"decision": ...}`: answers an
+/// approval the turn waits for (`--approvals http`); answers the response object.
+pub async fn approve(
+    app: &App,
+    id: &str,
+    request_id: &str,
+    req: Request<Incoming>,
+) -> Result<Response<Body>, ApiError> {
+    let id = parse_id(id)?;
+    let body = read_body(req, app.options.max_body_bytes, app.options.read_timeout).await?;
+    let answer: request::ApprovalAnswer = request::parse_json(&body)?;
+    app.runs.approve(id, request_id, answer.decision).await?;
+    let (projector, _) = stored(app, id).await?;
+    Ok(json_response(&projector.response()))
+}
+
 fn parse_id(id: &str) -> Result<ResponseId, ApiError> {
     id.parse()
         .map_err(|e: crate::ids::NotAnId| ApiError::NotFound(e.to_string()))

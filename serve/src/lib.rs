@@ -19,4 +19,5 @@ pub mod runs;
 pub mod server;
 mod stream;
 
+pub use runs::Approvals;
 pub use server::{serve, ServeError, ServeOptions};

@@ -190,6 +190,28 @@ impl Projector {
             }
             EventMsg::AgentMessageDelta { item_id, delta } => self.message_delta(item_id, delta),
             EventMsg::ItemCompleted { item } => self.completed(item),
+            EventMsg::ClientRequested {
+                request_id,
+                call_id,
+                request,
+            } => {
+                let item = json!({
+                    "type": "approval_request", "id": request_id, "call_id": call_id,
+                    "request": request, "status": "pending",
+                });
+                vec![self.added(format!("request:{request_id}"), item)]
+            }
+            EventMsg::ClientRequestResolved {
+                request_id,
+                outcome,
+                ..
+            } => {
+                let Some(&output_index) = self.index.get(&format!("request:{request_id}")) else {
+                    return Vec::new();
+                };
+                self.output[output_index]["status"] = json!(outcome);
+                vec![self.done(output_index)]
+            }
             EventMsg::TokenCount { last, .. } => {
                 self.usage.get_or_insert_with(TokenUsage::default).add(last);
                 Vec::new()

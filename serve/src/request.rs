@@ -31,10 +31,30 @@ pub struct CreateResponse {
     pub store: Option<bool>,
 }
 
+/// The body of `POST /v1/responses/{id}/approvals/{request_id}`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ApprovalAnswer {
+    /// `approve`, `approve_for_session`, `deny`, `deny_for_session` or `abort`.
+    pub decision: rein_protocol::ApprovalDecision,
+}
+
 /// Parse a body, naming the offending field in the 400.
 pub fn parse(body: &[u8]) -> Result<CreateResponse, ApiError> {
+    let parsed: CreateResponse = parse_json(body)?;
+    if parsed.store == Some(false) {
+        return Err(ApiError::bad(
+            "`store: false` is not supported: every response is kept in its thread's rollout",
+            Some("store"),
+        ));
+    }
+    Ok(parsed)
+}
+
+/// Parse a JSON body into `T`, naming the offending field in the 400.
+pub fn parse_json<T: serde::de::DeserializeOwned>(body: &[u8]) -> Result<T, ApiError> {
     let mut de = serde_json::Deserializer::from_slice(body);
-    let parsed: CreateResponse = serde_path_to_error::deserialize(&mut de).map_err(|e| {
+    serde_path_to_error::deserialize(&mut de).map_err(|e| {
         let message = e.inner().to_string();
         let param = unknown_field(&message).or_else(|| {
             let path = e.path().to_string();
@@ -49,14 +69,7 @@ pub fn parse(body: &[u8]) -> Result<CreateResponse, ApiError> {
                 code: None,
             }
         }
-    })?;
-    if parsed.store == Some(false) {
-        return Err(ApiError::bad(
-            "`store: false` is not supported: every response is kept in its thread's rollout",
-            Some("store"),
-        ));
-    }
-    Ok(parsed)
+    })
 }
 
 fn unknown_field(message: &str) -> Option<String> {

@@ -20,8 +20,8 @@ use rein_core::recorder::RecorderError;
 use rein_core::store::RolloutError;
 use rein_core::{EventStream, NewThread, ThreadError, ThreadHandle};
 use rein_protocol::{
-    Event, EventMsg, InputMode, InputOutcome, InputPart, Op, OpResult, RejectReason,
-    SettingsChange, ThreadId, TurnId,
+    ApprovalDecision, ClientRequest, ClientResponse, Event, EventMsg, InputMode, InputOutcome,
+    InputPart, Op, OpResult, RejectReason, SettingsChange, ThreadId, TurnId,
 };
 use tokio::sync::Mutex;
 
@@ -49,6 +49,18 @@ pub struct Runs {
     running: Arc<AtomicUsize>,
     max_runs: usize,
     idle_unload: Duration,
+    approvals: Approvals,
+}
+
+/// Who answers a command's or a patch's approval request.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Approvals {
+    /// Nobody: it is declined at once (the tool fails back to the model with the reason).
+    #[default]
+    Decline,
+    /// The client, through `POST /v1/responses/{id}/approvals/{request_id}`; the turn
+    /// waits until then.
+    Http,
 }
 
 /// The threads loaded here, by id.
@@ -60,8 +72,15 @@ struct Unloaded;
 impl Runs {
     /// `idle_unload`: how long a thread stays loaded after its turn ends with no other
     /// starting (its rollout is then free for `rein exec resume` and the other front ends).
-    pub fn new(kernel: Arc<Kernel>, cwd: PathBuf, max_runs: usize, idle_unload: Duration) -> Self {
+    pub fn new(
+        kernel: Arc<Kernel>,
+        cwd: PathBuf,
+        max_runs: usize,
+        idle_unload: Duration,
+        approvals: Approvals,
+    ) -> Self {
         Self {
+            approvals,
             kernel,
             cwd,
             loaded: Arc::new(Mutex::new(HashMap::new())),
@@ -261,6 +280,7 @@ impl Runs {
             Arc::clone(&self.running),
             Arc::clone(&self.loaded),
             self.idle_unload,
+            self.approvals,
         ));
         loaded
     }
@@ -285,6 +305,42 @@ impl Runs {
             }
         }
         Ok(true)
+    }
+
+    /// Answer the open approval request `request_id` of `id`'s running turn; resolves once
+    /// the answer is recorded.
+    pub async fn approve(
+        &self,
+        id: ResponseId,
+        request_id: &str,
+        decision: ApprovalDecision,
+    ) -> Result<(), ApiError> {
+        let not_open =
+            || ApiError::NotFound(format!("{id} has no open approval request {request_id:?}"));
+        let loaded = self.loaded(id.thread).await.ok_or_else(not_open)?;
+        let mut events = loaded.handle.subscribe();
+        let state = loaded.handle.state().await.map_err(|_| not_open())?;
+        let open = state.active_turn.as_ref().is_some_and(|t| t.id == id.turn)
+            && state.open_requests.get(request_id).is_some_and(is_approval);
+        if !open {
+            return Err(not_open());
+        }
+        loaded
+            .handle
+            .submit(Op::Respond {
+                request_id: request_id.to_owned(),
+                response: ClientResponse::Decision { decision },
+            })
+            .await
+            .map_err(|e| ApiError::Internal(e.to_string()))?;
+        while let Some(event) = events.recv().await {
+            match &event.msg {
+                EventMsg::ClientRequestResolved { request_id: r, .. } if r == request_id => break,
+                _ if event.turn_id == Some(id.turn) && ends_turn(&event) => break,
+                _ => {}
+            }
+        }
+        Ok(())
     }
 
     /// Shut every thread down (their rollouts flushed).
@@ -319,6 +375,7 @@ async fn drive(
     running: Arc<AtomicUsize>,
     threads: Threads,
     idle_unload: Duration,
+    approvals: Approvals,
 ) {
     let mut active = false;
     // The idle clock runs only after a turn: a thread just loaded is about to get one.
@@ -339,7 +396,7 @@ async fn drive(
                 request_id,
                 request,
                 ..
-            } => {
+            } if !(approvals == Approvals::Http && is_approval(request)) => {
                 let answer = Op::Respond {
                     request_id: request_id.clone(),
                     response: request.unanswered(),
@@ -363,6 +420,13 @@ async fn drive(
     if active {
         running.fetch_sub(1, Ordering::SeqCst);
     }
+}
+
+fn is_approval(request: &ClientRequest) -> bool {
+    matches!(
+        request,
+        ClientRequest::Command { .. } | ClientRequest::Patch { .. }
+    )
 }
 
 /// Shut an idle thread down and forget it; `false` if it is busy after all.

@@ -21,7 +21,7 @@ use tokio::sync::Semaphore;
 use crate::admit::Admission;
 use crate::error::ApiError;
 use crate::handlers;
-use crate::runs::Runs;
+use crate::runs::{Approvals, Runs};
 
 pub type Body = UnsyncBoxBody<Bytes, Infallible>;
 
@@ -44,6 +44,8 @@ pub struct ServeOptions {
     /// How long a thread stays loaded after a turn, idle (then its rollout is free for
     /// `rein exec resume` and the app-server).
     pub idle_unload: Duration,
+    /// Who answers approval requests.
+    pub approvals: Approvals,
 }
 
 impl ServeOptions {
@@ -57,6 +59,7 @@ impl ServeOptions {
             max_connections: 4096,
             read_timeout: Duration::from_secs(30),
             idle_unload: Duration::from_secs(30),
+            approvals: Approvals::Decline,
         }
     }
 }
@@ -85,6 +88,7 @@ pub async fn serve(
             options.cwd.clone(),
             options.max_runs.max(1),
             options.idle_unload,
+            options.approvals,
         ),
         options,
     });
@@ -146,9 +150,18 @@ async fn route(
         (["v1", "responses", id, "input_items"], Method::GET) => {
             handlers::input_items(app, id, &query).await
         }
-        (["v1", "responses"] | ["v1", "responses", _] | ["v1", "responses", _, _], m) => Err(
-            ApiError::MethodNotAllowed(format!("{m} is not allowed on {path}")),
-        ),
+        (["v1", "responses", id, "approvals", request], Method::POST) => {
+            handlers::approve(app, id, request, req).await
+        }
+        (
+            ["v1", "responses"]
+            | ["v1", "responses", _]
+            | ["v1", "responses", _, _]
+            | ["v1", "responses", _, "approvals", _],
+            m,
+        ) => Err(ApiError::MethodNotAllowed(format!(
+            "{m} is not allowed on {path}"
+        ))),
         _ => Err(ApiError::NotFound(format!("no such endpoint: {path}"))),
     }
 }

@@ -436,7 +436,16 @@ fn a_command_that_needs_approval_is_declined_not_run() {
     assert_eq!(call["name"], "shell");
     assert_eq!(call["call_id"], "call_touch");
     assert_eq!(call["status"], "failed", "{call:#}");
-    assert_eq!(done["output"][1]["content"][0]["text"], "Could not.");
+    // The request is shown, with how it ended: declined, nobody being there to ask.
+    let asked = &done["output"][1];
+    assert_eq!(asked["type"], "approval_request", "{done:#}");
+    assert_eq!(asked["call_id"], "call_touch");
+    assert_eq!(asked["status"], "denied");
+    assert_eq!(
+        asked["request"]["command"],
+        json!(["touch", "approved.txt"])
+    );
+    assert_eq!(done["output"][2]["content"][0]["text"], "Could not.");
     assert!(!cwd.path().join("approved.txt").exists());
 }
 
@@ -620,12 +629,14 @@ fn sigterm_stops_the_server_cleanly_and_the_running_turn_is_recorded_cancelled()
     }));
     let home = home_for(&model);
     let mut server = Server::start(home.path(), &[]);
-    let started = server
-        .post("/v1/responses", &json!({ "input": "hi", "background": true }))
-        .json();
-    let id = started["id"].as_str().unwrap().to_owned();
-    let mut events = server.stream("GET", &format!("/v1/responses/{id}?stream=true"), None);
-    events.until("response.output_text.delta");
+    // Streamed on the request itself, so no delta goes by unseen: the turn is mid-answer.
+    let mut events = server.stream(
+        "POST",
+        "/v1/responses",
+        Some(&json!({ "input": "hi", "stream": true })),
+    );
+    let seen = events.until("response.output_text.delta");
+    let id = seen[0].data["response"]["id"].as_str().unwrap().to_owned();
     drop(events);
     assert!(server.terminate().success());
 
@@ -633,5 +644,87 @@ fn sigterm_stops_the_server_cleanly_and_the_running_turn_is_recorded_cancelled()
     let polled = server.get(&format!("/v1/responses/{id}")).json();
     assert_eq!(polled["status"], "cancelled", "{polled:#}");
     assert_eq!(polled["output"][0]["status"], "incomplete");
-    assert_eq!(polled["output"][0]["content"][0]["text"], "half an answer");
+    // What had streamed when the signal came is kept.
+    let text = polled["output"][0]["content"][0]["text"].as_str().unwrap();
+    assert!(
+        !text.is_empty() && "half an answer".starts_with(text),
+        "{text:?}"
+    );
+}
+
+#[test]
+fn with_http_approvals_the_turn_waits_for_the_clients_answer() {
+    let model = MockModel::start(json!({
+        "replies": [
+            { "tool_calls": [{ "call_id": "call_touch", "name": "shell", "arguments": {
+                "command": ["touch", "approved.txt"], "with_escalated_permissions": true,
+                "justification": "outside the sandbox"
+            } }] },
+            { "text": "Done." }
+        ]
+    }));
+    let home = home_for(&model);
+    let cwd = tempfile::tempdir().unwrap();
+    let dir = cwd.path().to_str().unwrap();
+    let server = Server::start(
+        home.path(),
+        &[
+            "--cd",
+            dir,
+            "--approvals",
+            "http",
+            "-c",
+            "approval_policy=\"on-request\"",
+        ],
+    );
+    let started = server
+        .post(
+            "/v1/responses",
+            &json!({ "input": "touch it", "background": true }),
+        )
+        .json();
+    let id = started["id"].as_str().unwrap().to_owned();
+    let mut events = server.stream("GET", &format!("/v1/responses/{id}?stream=true"), None);
+    let request_id = loop {
+        let event = events
+            .next_event()
+            .expect("the stream ended before the approval request");
+        if event.event == "response.output_item.added"
+            && event.data["item"]["type"] == "approval_request"
+        {
+            assert_eq!(event.data["item"]["status"], "pending");
+            break event.data["item"]["id"].as_str().unwrap().to_owned();
+        }
+    };
+    let waiting = server.get(&format!("/v1/responses/{id}")).json();
+    assert_eq!(waiting["status"], "in_progress");
+    assert_eq!(waiting["output"][1]["status"], "pending");
+    assert!(!cwd.path().join("approved.txt").exists());
+
+    let path = format!("/v1/responses/{id}/approvals/{request_id}");
+    let bad = server.post(&path, &json!({ "decision": "maybe" }));
+    assert_eq!(bad.status, 400);
+    let unknown = server.post(
+        &format!("/v1/responses/{id}/approvals/nope"),
+        &json!({ "decision": "approve" }),
+    );
+    assert_eq!(unknown.status, 404);
+    let answered = server.post(&path, &json!({ "decision": "approve" }));
+    assert_eq!(
+        answered.status,
+        200,
+        "{}",
+        String::from_utf8_lossy(&answered.body)
+    );
+    assert_eq!(answered.json()["output"][1]["status"], "approved");
+    let rest = events.until("response.completed");
+    let done = &rest.last().unwrap().data["response"];
+    assert_eq!(done["output"][0]["status"], "completed", "{done:#}");
+    assert_eq!(done["output"][2]["content"][0]["text"], "Done.");
+    assert!(cwd.path().join("approved.txt").exists());
+    // Answered once: a second answer finds nothing open.
+    assert_eq!(
+        server.post(&path, &json!({ "decision": "deny" })).status,
+        404
+    );
 }
