@@ -184,11 +184,9 @@ impl Projector {
             EventMsg::ItemStarted {
                 item_id,
                 kind: ItemKind::Reasoning,
-            } => {
-                let item = json!({ "type": "reasoning", "id": item_id.to_string(), "summary": [] });
-                vec![self.added(item_id.to_string(), item)]
-            }
+            } => self.reasoning_added(&item_id.to_string()),
             EventMsg::AgentMessageDelta { item_id, delta } => self.message_delta(item_id, delta),
+            EventMsg::ReasoningDelta { item_id, delta } => self.reasoning_delta(item_id, delta),
             EventMsg::ItemCompleted { item } => self.completed(item),
             EventMsg::ClientRequested {
                 request_id,
@@ -264,6 +262,35 @@ impl Projector {
         ]
     }
 
+    fn reasoning_added(&mut self, item_id: &str) -> Vec<Value> {
+        let item = json!({ "type": "reasoning", "id": item_id, "summary": [] });
+        let added = self.added(item_id.to_owned(), item);
+        let part = json!({ "type": "summary_text", "text": "" });
+        let output_index = self.output.len() - 1;
+        self.output[output_index]["summary"] = json!([part]);
+        vec![
+            added,
+            json!({
+                "type": "response.reasoning_summary_part.added", "item_id": item_id,
+                "output_index": output_index, "summary_index": 0, "part": part,
+            }),
+        ]
+    }
+
+    fn reasoning_delta(&mut self, item_id: &rein_protocol::ItemId, delta: &str) -> Vec<Value> {
+        let item_id = item_id.to_string();
+        let Some(&output_index) = self.index.get(&item_id) else {
+            return Vec::new();
+        };
+        if let Some(text) = self.output[output_index]["summary"][0]["text"].as_str() {
+            self.output[output_index]["summary"][0]["text"] = json!(format!("{text}{delta}"));
+        }
+        vec![json!({
+            "type": "response.reasoning_summary_text.delta", "item_id": item_id,
+            "output_index": output_index, "summary_index": 0, "delta": delta,
+        })]
+    }
+
     fn message_delta(&mut self, item_id: &rein_protocol::ItemId, delta: &str) -> Vec<Value> {
         let item_id = item_id.to_string();
         let Some(&output_index) = self.index.get(&item_id) else {
@@ -311,12 +338,19 @@ impl Projector {
                 let item_id = id.to_string();
                 let mut events = Vec::new();
                 if !self.index.contains_key(&item_id) {
-                    let item = json!({ "type": "reasoning", "id": item_id, "summary": [] });
-                    events.push(self.added(item_id.clone(), item));
+                    events = self.reasoning_added(&item_id);
                 }
                 let output_index = self.index[&item_id];
-                self.output[output_index]["summary"] =
-                    json!([{ "type": "summary_text", "text": text }]);
+                let part = json!({ "type": "summary_text", "text": text });
+                self.output[output_index]["summary"] = json!([part]);
+                events.push(json!({
+                    "type": "response.reasoning_summary_text.done", "item_id": item_id,
+                    "output_index": output_index, "summary_index": 0, "text": text,
+                }));
+                events.push(json!({
+                    "type": "response.reasoning_summary_part.done", "item_id": item_id,
+                    "output_index": output_index, "summary_index": 0, "part": part,
+                }));
                 events.push(self.done(output_index));
                 events
             }

@@ -728,3 +728,43 @@ fn with_http_approvals_the_turn_waits_for_the_clients_answer() {
         404
     );
 }
+
+#[test]
+fn reasoning_is_streamed_as_a_summary_and_kept_in_the_response() {
+    let model = MockModel::start(json!({
+        "replies": [{ "reasoning": "Think first.", "text": "Then answer.", "deltas": 1 }]
+    }));
+    let home = home_for(&model);
+    let server = Server::start(home.path(), &[]);
+    let live = server
+        .stream(
+            "POST",
+            "/v1/responses",
+            Some(&json!({ "input": "hi", "stream": true })),
+        )
+        .collect_all();
+    let reasoning: Vec<String> = types(&live)
+        .into_iter()
+        .filter(|t| t.contains("reasoning") || t == "response.output_item.added")
+        .collect();
+    assert_eq!(
+        reasoning[..2],
+        [
+            "response.output_item.added",
+            "response.reasoning_summary_part.added"
+        ]
+    );
+    assert!(
+        reasoning.contains(&"response.reasoning_summary_text.done".to_owned()),
+        "{reasoning:?}"
+    );
+    let done = &live.last().unwrap().data["response"];
+    assert_eq!(done["output"][0]["type"], "reasoning", "{done:#}");
+    assert_eq!(
+        done["output"][0]["summary"],
+        json!([{ "type": "summary_text", "text": "Think first." }])
+    );
+    assert_eq!(done["output"][1]["content"][0]["text"], "Then answer.");
+    let id = done["id"].as_str().unwrap();
+    assert_eq!(server.get(&format!("/v1/responses/{id}")).json(), *done);
+}
