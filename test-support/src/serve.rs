@@ -391,3 +391,24 @@ pub fn sdk_outcome() -> Value {
         }
     })
 }
+
+/// The event names of a stream, in order.
+pub fn types(events: &[Sse]) -> Vec<String> {
+    events.iter().map(|e| e.event.clone()).collect()
+}
+
+/// The `sequence_number`s of a stream, in order.
+pub fn numbers(events: &[Sse]) -> Vec<u64> {
+    events
+        .iter()
+        .map(|e| e.data["sequence_number"].as_u64().unwrap())
+        .collect()
+}
+
+/// A mock model answering "Hello there." in two deltas, then echoing.
+pub fn hello_model() -> MockModel {
+    MockModel::start(json!({
+        "replies": [{ "text": "Hello there.", "deltas": 2 }],
+        "when_exhausted": "echo"
+    }))
+}
