@@ -385,3 +385,32 @@ fn with_http_approvals_the_turn_waits_for_the_clients_answer() {
         404
     );
 }
+
+#[test]
+fn a_stream_reader_that_stops_reading_holds_back_neither_its_run_nor_others() {
+    let long = "word ".repeat(40_000);
+    let model = MockModel::start(json!({
+        "replies": [{ "text": long, "deltas": 4000 }],
+        "when_exhausted": "echo"
+    }));
+    let home = home_for(&model);
+    let server = Server::start(home.path(), &[]);
+    // Opened, and never read past its status line.
+    let mut stalled = server.stream(
+        "POST",
+        "/v1/responses",
+        Some(&json!({ "input": "long", "stream": true })),
+    );
+    let first = stalled.next_event().unwrap();
+    let id = first.data["response"]["id"].as_str().unwrap().to_owned();
+    let other = server
+        .post("/v1/responses", &json!({ "input": "short" }))
+        .json();
+    assert_eq!(other["status"], "completed");
+    // The stalled stream's run ends all the same: another reader sees it to the end.
+    let seen = server
+        .stream("GET", &format!("/v1/responses/{id}?stream=true"), None)
+        .until("response.completed");
+    assert_eq!(seen.last().unwrap().data["response"]["status"], "completed");
+    drop(stalled);
+}
