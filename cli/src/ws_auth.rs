@@ -1,9 +1,10 @@
-//! Who may drive `rein app-server --listen ws://…` (and `rein serve`): a bearer token unless the user says
-//! otherwise. By default the token is rein's own, generated on first start into
-//! `$REIN_HOME/app-server-ws-token` (mode 0600) and kept for later starts, so a client
-//! configured once keeps working; `--ws-token-file` names another; `--no-auth` drops it,
-//! on loopback only (any local process, and any web page that slipped past the Origin and
-//! Host checks, could otherwise drive the server, which runs commands).
+//! Who may drive `rein app-server --listen ws://…` and `rein serve`: a bearer token unless
+//! the user says otherwise. By default the token is rein's own, generated on first start
+//! into `$REIN_HOME` (`app-server-ws-token`, `serve-token`; mode 0600) and kept for later
+//! starts, so a client configured once keeps working; a token file flag names another;
+//! `--no-auth` (the WebSocket listener only) drops it, on loopback only (any local
+//! process, and any web page that slipped past the Origin and Host checks, could otherwise
+//! drive the server, which runs commands).
 
 use std::io::{Read, Write};
 use std::net::SocketAddr;

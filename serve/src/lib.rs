@@ -6,7 +6,7 @@
 //! fold of the turn's events ([`project`]), live from the thread's subscription or replayed
 //! from the rollout, with the same sequence numbers either way. Map: [`server`] (listener,
 //! connections, routes), [`admit`] (token, `Origin`, `Host`), [`request`] (bodies),
-//! [`handlers`] (the endpoints), [`stream`] (server-sent events), [`runs`] (threads, their
+//! `handlers` (the endpoints), `stream` (server-sent events), [`runs`] (threads, their
 //! drivers, start and cancel), [`error`] (OpenAI's error shape).
 
 pub mod admit;
