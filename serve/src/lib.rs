@@ -14,6 +14,8 @@ pub mod error;
 mod handlers;
 pub mod ids;
 pub mod project;
+#[cfg(test)]
+mod project_tests;
 pub mod request;
 pub mod runs;
 pub mod server;
