@@ -17,7 +17,7 @@ use serde_json::{json, Value};
 
 use crate::error::ApiError;
 use crate::ids::ResponseId;
-use crate::project::{Projector, StreamEvent};
+use crate::project::{Cursor, Projector};
 use crate::request;
 use crate::runs::Started;
 use crate::server::{App, Body};
@@ -55,7 +55,7 @@ pub async fn create(app: &App, req: Request<Incoming>) -> Result<Response<Body>,
         } = started;
         tokio::spawn(async move {
             let projector = Projector::new(id, previous);
-            follow(projector, events, &sink, None).await;
+            follow(projector, events, &sink, Cursor::new(None)).await;
         });
         return Ok(response);
     }
@@ -81,16 +81,16 @@ pub async fn create(app: &App, req: Request<Incoming>) -> Result<Response<Body>,
     Ok(json_response(&projector.response()))
 }
 
-/// Feed the turn's live events to `sink` until the turn ends (or the client goes away);
-/// only events numbered past `after` are sent.
+/// Feed the turn's live events to `sink` until the turn ends (or the client goes away),
+/// from where `cursor` says.
 async fn follow(
     mut projector: Projector,
     mut events: EventStream,
     sink: &Sink,
-    after: Option<u64>,
+    mut cursor: Cursor,
 ) {
     while let Some(event) = events.recv().await {
-        let out = past(projector.push(&event), after);
+        let out = cursor.step(&mut projector, &event);
         if !sink.send_all(&out).await {
             return;
         }
@@ -100,16 +100,6 @@ async fn follow(
     }
     if let Some(last) = projector.interrupted() {
         sink.send(&last).await;
-    }
-}
-
-fn past(events: Vec<StreamEvent>, after: Option<u64>) -> Vec<StreamEvent> {
-    match after {
-        Some(n) => events
-            .into_iter()
-            .filter(|e| e.sequence_number > n)
-            .collect(),
-        None => events,
     }
 }
 
@@ -141,15 +131,16 @@ async fn replay(app: &App, id: ResponseId, after: Option<u64>) -> Result<Respons
     let (response, sink) = stream::channel();
     tokio::spawn(async move {
         let mut again = Projector::new(id, projector.previous());
+        let mut cursor = Cursor::new(after);
         let mut out = Vec::new();
         for event in &events {
-            out.extend(past(again.push(event), after));
+            out.extend(cursor.step(&mut again, event));
         }
         if !sink.send_all(&out).await || again.status().is_final() {
             return;
         }
         match live {
-            Some(live) => follow(again, live, &sink, after).await,
+            Some(live) => follow(again, live, &sink, cursor).await,
             None => {
                 if let Some(last) = again.interrupted() {
                     sink.send(&last).await;

@@ -113,6 +113,18 @@ impl Projector {
         self.base_seq.is_some()
     }
 
+    /// Whether `event` may yield stream events numbered past `n`.
+    fn may_pass(&self, event: &Event, n: u64) -> bool {
+        let base = match (&event.msg, self.base_seq) {
+            (EventMsg::TurnStarted { .. }, _) => event.seq,
+            (_, Some(base)) => base,
+            _ => return false,
+        };
+        event.turn_id == Some(self.id.turn)
+            && event.seq >= base
+            && (event.seq - base) * SLOTS + SLOTS - 1 > n
+    }
+
     /// The kernel seq of the last event folded.
     pub fn last_seq(&self) -> Option<u64> {
         self.last_seq
@@ -420,6 +432,61 @@ impl Projector {
     /// The turn's user input, as `input_items` lists it (oldest first).
     pub fn input_items(&self) -> &[Value] {
         &self.input
+    }
+}
+
+/// Where a resumed stream (`starting_after=N`) starts. Before its first event the response
+/// is restated as it stood, as a `response.created` event, so a client that accumulates
+/// events into a response (the SDKs' stream helpers) starts from the state the events it
+/// skips had built. The kernel event holding `N + 1` is sent whole after that restatement
+/// (its first stream events may be numbered `N` or less): the restatement is the state
+/// before it.
+pub struct Cursor {
+    after: Option<u64>,
+    restated: bool,
+}
+
+impl Cursor {
+    pub fn new(after: Option<u64>) -> Self {
+        Self {
+            after,
+            restated: after.is_none(),
+        }
+    }
+
+    /// Fold `event` into `projector`; the stream events to send for it.
+    pub fn step(&mut self, projector: &mut Projector, event: &Event) -> Vec<StreamEvent> {
+        let Some(n) = self.after else {
+            return projector.push(event);
+        };
+        if self.restated {
+            let produced = projector.push(event);
+            return produced
+                .into_iter()
+                .filter(|e| e.sequence_number > n)
+                .collect();
+        }
+        let before = projector.may_pass(event, n).then(|| projector.response());
+        let produced = projector.push(event);
+        if !produced.iter().any(|e| e.sequence_number > n) {
+            return Vec::new();
+        }
+        self.restated = true;
+        let mut out = Vec::new();
+        // From the turn's start, the real `response.created` comes anyway.
+        if !matches!(event.msg, EventMsg::TurnStarted { .. }) {
+            if let Some(response) = before {
+                let data = json!({
+                    "type": "response.created", "sequence_number": 0, "response": response,
+                });
+                out.push(StreamEvent {
+                    sequence_number: 0,
+                    data,
+                });
+            }
+        }
+        out.extend(produced);
+        out
     }
 }
 

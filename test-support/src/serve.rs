@@ -368,12 +368,15 @@ pub fn sdk_outcome() -> Value {
         },
         "resumed": {
             "types": [
+                "response.created",
                 "response.output_text.done",
                 "response.content_part.done",
                 "response.output_item.done",
                 "response.completed"
             ],
-            "all_after": true
+            "restated": true,
+            "all_after": true,
+            "accumulated": "Streamed here."
         },
         "background": {
             "status": "completed",

@@ -137,7 +137,7 @@ fn a_streamed_response_sends_the_responses_events_and_replays_them_from_any_numb
         replayed.iter().map(|e| &e.data).collect::<Vec<_>>(),
         durable.iter().map(|e| &e.data).collect::<Vec<_>>()
     );
-    // From a number: only what came after it.
+    // From a number: the response as it stood restated, then only what came after it.
     let after = live_numbers[3];
     let rest = server
         .stream(
@@ -149,13 +149,20 @@ fn a_streamed_response_sends_the_responses_events_and_replays_them_from_any_numb
     assert_eq!(
         types(&rest),
         [
+            "response.created",
             "response.output_text.done",
             "response.content_part.done",
             "response.output_item.done",
             "response.completed",
         ]
     );
-    assert!(numbers(&rest).iter().all(|n| *n > after));
+    let restated = &rest[0].data["response"];
+    assert_eq!(restated["status"], "in_progress");
+    assert_eq!(
+        restated["output"][0]["content"],
+        json!([{ "type": "output_text", "text": "", "annotations": [] }])
+    );
+    assert!(numbers(&rest)[1..].iter().all(|n| *n > after));
 }
 
 #[test]

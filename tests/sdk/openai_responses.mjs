@@ -53,8 +53,15 @@ const resumed = await all(
 );
 out.resumed = {
   types: resumed.map((e) => e.type),
-  all_after: resumed.every((e) => e.sequence_number > after),
+  // The first event restates the response as it stood (its created event).
+  restated: resumed[0].type === "response.created" && resumed[0].response.output.length === 1,
+  all_after: resumed.slice(1).every((e) => e.sequence_number > after),
 };
+// The SDK's own accumulator, resumed from that number, builds the whole response.
+const accumulating = client.responses.stream({ response_id: streamedId, starting_after: after });
+for await (const _ of accumulating) {
+}
+out.resumed.accumulated = textOf(await accumulating.finalResponse());
 
 let background = await client.responses.create({
   model: "mock",

@@ -65,8 +65,15 @@ resumed = event_types(
 )
 out["resumed"] = {
     "types": [e.type for e in resumed],
-    "all_after": all(e.sequence_number > after for e in resumed),
+    # The first event restates the response as it stood (its created event).
+    "restated": resumed[0].type == "response.created" and len(resumed[0].response.output) == 1,
+    "all_after": all(e.sequence_number > after for e in resumed[1:]),
 }
+# The SDK's own accumulator, resumed from that number, builds the whole response.
+with client.responses.stream(response_id=streamed_id, starting_after=after) as stream:
+    for _ in stream:
+        pass
+    out["resumed"]["accumulated"] = stream.get_final_response().output_text
 
 # A background response continuing the plain one, polled until it ends.
 background = fits(
