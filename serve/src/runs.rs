@@ -46,6 +46,8 @@ pub struct Runs {
     kernel: Arc<Kernel>,
     cwd: PathBuf,
     loaded: Threads,
+    /// Held while a thread is read back from its rollout.
+    loading: Mutex<()>,
     running: Arc<AtomicUsize>,
     max_runs: usize,
     idle_unload: Duration,
@@ -84,6 +86,7 @@ impl Runs {
             kernel,
             cwd,
             loaded: Arc::new(Mutex::new(HashMap::new())),
+            loading: Mutex::new(()),
             running: Arc::new(AtomicUsize::new(0)),
             max_runs,
             idle_unload,
@@ -199,9 +202,14 @@ impl Runs {
 
     /// The thread, loaded here (from its rollout if need be).
     pub async fn thread(&self, thread: ThreadId) -> Result<Arc<Loaded>, ApiError> {
-        let mut loaded = self.loaded.lock().await;
-        if let Some(found) = loaded.get(&thread).filter(|l| !l.handle.is_closed()) {
-            return Ok(Arc::clone(found));
+        if let Some(found) = self.loaded(thread).await {
+            return Ok(found);
+        }
+        // One resume at a time, so a thread is never loaded twice; the map itself stays
+        // free meanwhile (every request looks there).
+        let _one_at_a_time = self.loading.lock().await;
+        if let Some(found) = self.loaded(thread).await {
+            return Ok(found);
         }
         let resumed = self
             .kernel
@@ -220,7 +228,7 @@ impl Runs {
                 other => ApiError::Internal(other.to_string()),
             })?;
         let new = self.adopt(resumed.thread);
-        loaded.insert(thread, Arc::clone(&new));
+        self.loaded.lock().await.insert(thread, Arc::clone(&new));
         Ok(new)
     }
 
