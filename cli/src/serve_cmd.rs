@@ -58,6 +58,10 @@ pub struct ServeArgs {
     /// the turn waits).
     #[arg(long, default_value = "decline", value_parser = ["decline", "http"])]
     approvals: String,
+    /// How long a client may take to send a request's headers (then the connection is
+    /// closed), and then its body (then it is answered 400).
+    #[arg(long, default_value_t = 30_000)]
+    read_timeout_ms: u64,
     /// Longest accepted request body, in bytes (413 beyond).
     #[arg(long, default_value_t = 16 * 1024 * 1024)]
     max_body_bytes: usize,
@@ -107,6 +111,7 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
     options.max_runs = args.max_runs.max(1);
     options.max_body_bytes = args.max_body_bytes;
     options.idle_unload = std::time::Duration::from_millis(args.idle_unload_ms);
+    options.read_timeout = std::time::Duration::from_millis(args.read_timeout_ms.max(1));
     options.approvals = match args.approvals.as_str() {
         "http" => rein_serve::Approvals::Http,
         _ => rein_serve::Approvals::Decline,

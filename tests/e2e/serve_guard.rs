@@ -414,3 +414,47 @@ fn a_stream_reader_that_stops_reading_holds_back_neither_its_run_nor_others() {
     assert_eq!(seen.last().unwrap().data["response"]["status"], "completed");
     drop(stalled);
 }
+
+#[test]
+fn a_client_that_sends_its_request_too_slowly_is_cut_off() {
+    use std::io::{Read, Write};
+    let model = hello_model();
+    let home = home_for(&model);
+    let server = Server::start(home.path(), &["--read-timeout-ms", "300"]);
+    // Headers that never end: the connection is closed.
+    let mut slow = std::net::TcpStream::connect(server.addr).unwrap();
+    slow.set_read_timeout(Some(rein_test_support::PATIENCE))
+        .unwrap();
+    slow.write_all(b"POST /v1/responses HTTP/1.1\r\nHost: 127.0.0.1\r\n")
+        .unwrap();
+    let mut rest = Vec::new();
+    let _ = slow.read_to_end(&mut rest);
+    assert!(
+        rest.is_empty() || String::from_utf8_lossy(&rest).starts_with("HTTP/1.1 408"),
+        "{}",
+        String::from_utf8_lossy(&rest)
+    );
+    // A body that never arrives: 400, and nothing reached the model.
+    let mut stalled = std::net::TcpStream::connect(server.addr).unwrap();
+    stalled
+        .set_read_timeout(Some(rein_test_support::PATIENCE))
+        .unwrap();
+    let head = format!(
+        "POST /v1/responses HTTP/1.1\r\nHost: {}\r\nAuthorization: Bearer {}\r\n\
+         Content-Length: 100\r\nConnection: close\r\n\r\n{{\"input\"",
+        server.addr, server.token
+    );
+    stalled.write_all(head.as_bytes()).unwrap();
+    let mut answer = String::new();
+    let _ = stalled.read_to_string(&mut answer);
+    assert!(answer.starts_with("HTTP/1.1 400"), "{answer}");
+    assert!(answer.contains("took too long"), "{answer}");
+    assert_eq!(model.requests().len(), 0);
+    // Others are served meanwhile and after.
+    assert_eq!(
+        server
+            .post("/v1/responses", &json!({ "input": "hi" }))
+            .status,
+        200
+    );
+}
