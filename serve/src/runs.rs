@@ -7,7 +7,7 @@
 //! counts the turns running, for the concurrency limit, and unloads the thread once it has
 //! been idle a while, so its rollout is free for the other front ends.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -23,7 +23,7 @@ use rein_protocol::{
     ApprovalDecision, ClientRequest, ClientResponse, Event, EventMsg, InputMode, InputOutcome,
     InputPart, Op, OpResult, RejectReason, SettingsChange, ThreadId, TurnId,
 };
-use tokio::sync::Mutex;
+use tokio::sync::{watch, Mutex};
 
 use crate::error::ApiError;
 use crate::ids::ResponseId;
@@ -32,6 +32,20 @@ use crate::request::CreateResponse;
 /// A thread loaded by this server.
 pub struct Loaded {
     pub handle: ThreadHandle,
+    /// The last turns its driver counted as running.
+    counted: watch::Sender<VecDeque<TurnId>>,
+}
+
+/// How many of a thread's last counted turns are remembered for the starts waiting on them.
+const COUNTED_KEPT: usize = 64;
+
+/// One start being admitted, until dropped.
+struct Admitting<'a>(&'a AtomicUsize);
+
+impl Drop for Admitting<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
+    }
 }
 
 /// A turn just started: its id, the response it continues, and a subscription opened
@@ -49,6 +63,8 @@ pub struct Runs {
     /// Held while a thread is read back from its rollout.
     loading: Mutex<()>,
     running: Arc<AtomicUsize>,
+    /// Starts between the concurrency check and their turn's being counted.
+    admitting: AtomicUsize,
     max_runs: usize,
     idle_unload: Duration,
     approvals: Approvals,
@@ -88,6 +104,7 @@ impl Runs {
             loaded: Arc::new(Mutex::new(HashMap::new())),
             loading: Mutex::new(()),
             running: Arc::new(AtomicUsize::new(0)),
+            admitting: AtomicUsize::new(0),
             max_runs,
             idle_unload,
         }
@@ -103,20 +120,41 @@ impl Runs {
         req: &CreateResponse,
         parts: Vec<InputPart>,
     ) -> Result<Started, ApiError> {
-        if self.running.load(Ordering::SeqCst) >= self.max_runs {
+        // Starts in flight count with the running turns, so a burst of requests cannot all
+        // pass the check before any of their turns is counted.
+        let admitting = self.admitting.fetch_add(1, Ordering::SeqCst);
+        let _admitted = Admitting(&self.admitting);
+        if admitting + self.running.load(Ordering::SeqCst) >= self.max_runs {
             return Err(ApiError::TooManyRuns(format!(
                 "{} runs are in progress, the most this server takes (--max-runs)",
                 self.max_runs
             )));
         }
-        match self.start_once(req, parts.clone()).await? {
-            Ok(started) => Ok(started),
+        let started = match self.start_once(req, parts.clone()).await? {
+            Ok(started) => started,
             // Unloaded between finding it and submitting: once more, loading it again.
             Err(Unloaded) => self
                 .start_once(req, parts)
                 .await?
-                .map_err(|Unloaded| ApiError::Conflict("the thread shut down; try again".into())),
-        }
+                .map_err(|Unloaded| ApiError::Conflict("the thread shut down; try again".into()))?,
+        };
+        // Counted as running (by its driver) before it stops counting as admitted.
+        self.counted(started.id.thread, started.id.turn).await;
+        Ok(started)
+    }
+
+    /// Resolves once the driver of `thread` has counted `turn` (or the thread is gone).
+    async fn counted(&self, thread: ThreadId, turn: TurnId) {
+        let Some(loaded) = self.loaded(thread).await else {
+            return;
+        };
+        let mut seen = loaded.counted.subscribe();
+        // Bounded: should the driver miss it, the turn just counts late.
+        let _ = tokio::time::timeout(
+            Duration::from_secs(5),
+            seen.wait_for(|recent| recent.contains(&turn)),
+        )
+        .await;
     }
 
     async fn start_once(
@@ -281,9 +319,10 @@ impl Runs {
         let NewThread { handle, events, .. } = thread;
         let loaded = Arc::new(Loaded {
             handle: handle.clone(),
+            counted: watch::Sender::new(VecDeque::new()),
         });
         tokio::spawn(drive(
-            handle,
+            Arc::clone(&loaded),
             events,
             Arc::clone(&self.running),
             Arc::clone(&self.loaded),
@@ -378,13 +417,14 @@ fn rejected(reason: RejectReason) -> ApiError {
 /// The thread's driver: answers client requests nobody can answer, counts running turns,
 /// and unloads the thread once it has been idle `idle_unload` after a turn.
 async fn drive(
-    handle: ThreadHandle,
+    loaded: Arc<Loaded>,
     mut events: EventStream,
     running: Arc<AtomicUsize>,
     threads: Threads,
     idle_unload: Duration,
     approvals: Approvals,
 ) {
+    let handle = loaded.handle.clone();
     let mut active = false;
     // The idle clock runs only after a turn: a thread just loaded is about to get one.
     let mut had_turn = false;
@@ -413,9 +453,19 @@ async fn drive(
                     break;
                 }
             }
-            EventMsg::TurnStarted { .. } if !active => {
-                active = true;
-                running.fetch_add(1, Ordering::SeqCst);
+            EventMsg::TurnStarted { .. } => {
+                if !active {
+                    active = true;
+                    running.fetch_add(1, Ordering::SeqCst);
+                }
+                if let Some(turn) = event.turn_id {
+                    loaded.counted.send_modify(|recent| {
+                        if recent.len() == COUNTED_KEPT {
+                            recent.pop_front();
+                        }
+                        recent.push_back(turn);
+                    });
+                }
             }
             _ if active && ends_turn(&event) => {
                 active = false;

@@ -458,3 +458,27 @@ fn a_client_that_sends_its_request_too_slowly_is_cut_off() {
         200
     );
 }
+
+#[test]
+fn a_burst_of_starts_gets_no_more_runs_than_the_limit() {
+    let model = MockModel::start(json!({
+        "replies": [{ "text": "...", "fault": { "type": "hang" } }]
+    }));
+    let home = home_for(&model);
+    let server = Server::start(home.path(), &["--max-runs", "2"]);
+    let statuses: Vec<u16> = std::thread::scope(|scope| {
+        let posts: Vec<_> = (0..8)
+            .map(|i| {
+                let server = &server;
+                scope.spawn(move || {
+                    let body = json!({ "input": format!("run {i}"), "background": true });
+                    server.post("/v1/responses", &body).status
+                })
+            })
+            .collect();
+        posts.into_iter().map(|p| p.join().unwrap()).collect()
+    });
+    let accepted = statuses.iter().filter(|s| **s == 200).count();
+    let refused = statuses.iter().filter(|s| **s == 429).count();
+    assert_eq!((accepted, refused), (2, 6), "{statuses:?}");
+}
