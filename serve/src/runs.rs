@@ -318,7 +318,7 @@ impl Runs {
     fn adopt(&self, thread: NewThread) -> Arc<Loaded> {
         let NewThread { handle, events, .. } = thread;
         let loaded = Arc::new(Loaded {
-            handle: handle.clone(),
+            handle,
             counted: watch::Sender::new(VecDeque::new()),
         });
         tokio::spawn(drive(
