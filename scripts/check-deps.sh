@@ -13,7 +13,7 @@ kernel_forbidden="rusqlite reqwest hyper toml jsonrpsee tungstenite tokio-tungst
     rein-mock-model"
 # What the leaves (tool sources, storage, HTTP) must not reach: one another's I/O and the
 # front ends.
-front_ends="rein-bootstrap rein-app-server rein-app-server-protocol rein-acp rein-cli"
+front_ends="rein-bootstrap rein-app-server rein-app-server-protocol rein-acp rein-serve rein-cli"
 
 failures=0
 
@@ -81,7 +81,11 @@ leaves="rein-rollout rein-tools rein-providers rein-context rein-supervise rein-
     forbid rein-supervise tokio reqwest rusqlite hyper toml rein-protocol rein-core \
         rein-tools rein-mcp $front_ends
     forbid rein-bootstrap jsonrpsee tungstenite tokio-tungstenite rein-app-server \
-        rein-app-server-protocol rein-acp
+        rein-app-server-protocol rein-acp rein-serve
+    forbid rein-serve jsonrpsee tungstenite tokio-tungstenite rein-app-server \
+        rein-app-server-protocol rein-acp rein-cli
+    forbid_direct rein-serve rein-rollout rein-tools rein-mcp rein-config rein-providers \
+        rein-context rusqlite reqwest
 }
 
 if [ "$failures" -ne 0 ]; then

@@ -95,6 +95,24 @@ elif [ ! -f "$acp_venv/installed-$acp_py_pin" ]; then
         && touch "$acp_venv/installed-$acp_py_pin") \
         || echo "test-setup: could not install $acp_py_pin" >&2
 fi
+# The official OpenAI Python SDK (pinned), for the test that drives `rein serve`'s
+# Responses API through it; its own venv under target/, marked installed per version.
+openai_venv="target/openai-venv"
+openai_py_pin="openai==3.57.0"
+if ! command -v python3 >/dev/null 2>&1; then
+    echo "test-setup: python3 not found; the OpenAI Python SDK test will be skipped" >&2
+elif [ ! -f "$openai_venv/installed-$openai_py_pin" ]; then
+    if ! python3 -c 'import ensurepip' >/dev/null 2>&1 \
+        && command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
+        (apt-get update -qq && apt-get install -y -qq python3-venv >/dev/null) \
+            || echo "test-setup: could not install python3-venv" >&2
+    fi
+    rm -rf "$openai_venv"
+    (python3 -m venv "$openai_venv" \
+        && "$openai_venv/bin/pip" install -q --disable-pip-version-check "$openai_py_pin" >&2 \
+        && touch "$openai_venv/installed-$openai_py_pin") \
+        || echo "test-setup: could not install $openai_py_pin" >&2
+fi
 # The official ACP TypeScript SDK (it checks every message against the protocol's schema),
 # for the test that drives `rein acp` through it; in the same directory, pinned.
 if command -v npm >/dev/null 2>&1 \
@@ -103,6 +121,15 @@ if command -v npm >/dev/null 2>&1 \
     [ -f "$node_dir/package.json" ] || printf '{ "name": "rein-e2e-node", "private": true }\n' >"$node_dir/package.json"
     npm install --no-audit --no-fund --prefix "$node_dir" @agentclientprotocol/sdk@2.4.0 zod@4 >&2 \
         || echo "test-setup: could not install @agentclientprotocol/sdk" >&2
+fi
+# The official OpenAI npm package (pinned), for the test that drives `rein serve`'s
+# Responses API through it; in the same directory.
+if command -v npm >/dev/null 2>&1 \
+    && [ ! -f "$node_dir/node_modules/openai/index.mjs" ]; then
+    mkdir -p "$node_dir"
+    [ -f "$node_dir/package.json" ] || printf '{ "name": "rein-e2e-node", "private": true }\n' >"$node_dir/package.json"
+    npm install --no-audit --no-fund --prefix "$node_dir" openai@7.59.0 >&2 \
+        || echo "test-setup: could not install openai (npm)" >&2
 fi
 # The official Codex CLI (its TUI is a native binary inside the npm package's platform
 # dependency), for the test that drives `codex --remote` against `rein app-server` in

@@ -10,6 +10,7 @@ mod exec;
 mod mock_model_cmd;
 mod replay_cmd;
 mod schema_cmd;
+mod serve_cmd;
 mod sessions_cmd;
 mod skills_cmd;
 mod ws_auth;
@@ -31,6 +32,8 @@ enum Command {
     AppServer(app_server_cmd::AppServerArgs),
     /// Serve the Agent Client Protocol (ACP v1) on stdio, for editors such as Zed.
     Acp(acp_cmd::AcpArgs),
+    /// Serve the agent over HTTP: OpenAI's Responses API (`/v1/responses`).
+    Serve(serve_cmd::ServeArgs),
     /// Serve a scripted model over HTTP (Responses and Chat Completions).
     MockModel(mock_model_cmd::MockModelArgs),
     /// List and show persisted sessions.
@@ -63,6 +66,7 @@ fn main() -> anyhow::Result<()> {
         }
         Command::AppServer(args) => runtime()?.block_on(app_server_cmd::run(args)),
         Command::Acp(args) => runtime()?.block_on(acp_cmd::run(args)),
+        Command::Serve(args) => runtime()?.block_on(serve_cmd::run(args)),
         Command::MockModel(args) => runtime()?.block_on(mock_model_cmd::run(args)),
         Command::Sessions(args) => sessions_cmd::run(args),
         Command::Skills(args) => runtime()?.block_on(skills_cmd::run(args)),

@@ -1,9 +1,10 @@
-//! Who may drive `rein app-server --listen ws://…`: a bearer token unless the user says
-//! otherwise. By default the token is rein's own, generated on first start into
-//! `$REIN_HOME/app-server-ws-token` (mode 0600) and kept for later starts, so a client
-//! configured once keeps working; `--ws-token-file` names another; `--no-auth` drops it,
-//! on loopback only (any local process, and any web page that slipped past the Origin and
-//! Host checks, could otherwise drive the server, which runs commands).
+//! Who may drive `rein app-server --listen ws://…` and `rein serve`: a bearer token unless
+//! the user says otherwise. By default the token is rein's own, generated on first start
+//! into `$REIN_HOME` (`app-server-ws-token`, `serve-token`; mode 0600) and kept for later
+//! starts, so a client configured once keeps working; a token file flag names another;
+//! `--no-auth` (the WebSocket listener only) drops it, on loopback only (any local
+//! process, and any web page that slipped past the Origin and Host checks, could otherwise
+//! drive the server, which runs commands).
 
 use std::io::{Read, Write};
 use std::net::SocketAddr;
@@ -65,6 +66,18 @@ pub fn resolve(
     token_file: Option<&Path>,
     no_auth: bool,
 ) -> anyhow::Result<WsAuth> {
+    resolve_named(addr, home, token_file, no_auth, TOKEN_FILE)
+}
+
+/// The same for a listener whose own token is kept in `$REIN_HOME/<own_file>` (each
+/// listener kind has its own, so revoking one leaves the others).
+pub fn resolve_named(
+    addr: SocketAddr,
+    home: &Path,
+    token_file: Option<&Path>,
+    no_auth: bool,
+    own_file: &str,
+) -> anyhow::Result<WsAuth> {
     if no_auth {
         if token_file.is_some() {
             bail!("--no-auth and --ws-token-file contradict each other: give one");
@@ -82,7 +95,7 @@ pub fn resolve(
             generated: false,
         });
     }
-    let file = home.join(TOKEN_FILE);
+    let file = home.join(own_file);
     let token = own_token(&file)?;
     Ok(WsAuth::Token {
         token,

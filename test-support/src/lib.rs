@@ -36,6 +36,8 @@ pub mod mock_model;
 #[cfg(feature = "e2e")]
 pub mod replay;
 #[cfg(feature = "e2e")]
+pub mod serve;
+#[cfg(feature = "e2e")]
 pub mod tmux;
 #[cfg(feature = "e2e")]
 pub mod ws_client;

@@ -52,4 +52,8 @@ mod project_context;
 mod replay_e2e;
 mod replay_hostile;
 mod replay_live;
+mod serve_guard;
+mod serve_openai_js;
+mod serve_openai_py;
+mod serve_responses;
 mod trajectory_e2e;

@@ -1,0 +1,25 @@
+//! `rein serve`: the agent over HTTP. OpenAI's Responses API (`/v1/responses`), so the
+//! official SDKs and any HTTP client can run rein's agent, on the same home and sessions as
+//! the other front ends.
+//!
+//! A response is one turn of a thread ([`ids`]); its object and its event stream are a
+//! fold of the turn's events ([`project`]), live from the thread's subscription or replayed
+//! from the rollout, with the same sequence numbers either way. Map: [`server`] (listener,
+//! connections, routes), [`admit`] (token, `Origin`, `Host`), [`request`] (bodies),
+//! `handlers` (the endpoints), `stream` (server-sent events), [`runs`] (threads, their
+//! drivers, start and cancel), [`error`] (OpenAI's error shape).
+
+pub mod admit;
+pub mod error;
+mod handlers;
+pub mod ids;
+pub mod project;
+#[cfg(test)]
+mod project_tests;
+pub mod request;
+pub mod runs;
+pub mod server;
+mod stream;
+
+pub use runs::Approvals;
+pub use server::{serve, ServeError, ServeOptions};

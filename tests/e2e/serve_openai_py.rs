@@ -1,0 +1,40 @@
+//! `rein serve` driven by the official `openai` Python SDK (installed into a venv by
+//! `scripts/test-setup.sh`), pointed at the server with its token as the API key: a plain
+//! response, a streamed one, a resumed stream, a background one polled to completion, a
+//! cancel mid-run, `previous_response_id`, input items and the SDK's error classes, each
+//! checked through the SDK's own types (`tests/sdk/openai_responses.py`). Ignored, with the
+//! reason, where python3 is missing (never in CI: see scripts/test_prereqs.rs).
+
+use std::process::Command;
+
+use pretty_assertions::assert_eq;
+use rein_test_support::serve::{home_for, sdk_outcome, sdk_script, MockModel, Server};
+use rein_test_support::test_setup::{installed, repo_root};
+use serde_json::Value;
+
+#[test]
+#[cfg_attr(
+    not(rein_has_python),
+    ignore = "needs python3 (scripts/test-setup.sh installs the openai SDK into a venv with it)"
+)]
+fn the_openai_python_sdk_runs_plain_streamed_background_resumed_and_cancelled_responses() {
+    installed("target/openai-venv/installed-openai==3.57.0");
+    let model = MockModel::start(sdk_script());
+    let home = home_for(&model);
+    let server = Server::start(home.path(), &[]);
+    let out = Command::new(repo_root().join("target/openai-venv/bin/python"))
+        .arg(repo_root().join("tests/sdk/openai_responses.py"))
+        .arg(&server.url)
+        .env("OPENAI_API_KEY", &server.token)
+        .env_remove("OPENAI_BASE_URL")
+        .env_remove("PYTHONPATH")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "the SDK script failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let out: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(out, sdk_outcome());
+}
