@@ -11,6 +11,7 @@
 
 #![cfg_attr(test, allow(clippy::unwrap_used))]
 
+pub mod admission;
 pub mod replay;
 pub mod sessions;
 mod skills_tool;

@@ -3,6 +3,7 @@
 //! (`BadRequestError`, `NotFoundError`, `ConflictError`, ...).
 
 use hyper::StatusCode;
+use rein_bootstrap::admission::Refusal;
 use serde_json::{json, Value};
 
 /// A request the server refuses, and why.
@@ -35,6 +36,18 @@ pub enum ApiError {
     /// The kernel failed to do what was asked.
     #[error("{0}")]
     Internal(String),
+}
+
+impl From<Refusal> for ApiError {
+    fn from(refusal: Refusal) -> Self {
+        match refusal {
+            Refusal::Token => ApiError::Unauthorized,
+            Refusal::Origin => {
+                ApiError::Forbidden("requests with an Origin header (web pages) are refused")
+            }
+            Refusal::Host => ApiError::Forbidden("the Host header does not name this server"),
+        }
+    }
 }
 
 impl ApiError {

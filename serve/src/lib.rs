@@ -5,11 +5,10 @@
 //! A response is one turn of a thread ([`ids`]); its object and its event stream are a
 //! fold of the turn's events ([`project`]), live from the thread's subscription or replayed
 //! from the rollout, with the same sequence numbers either way. Map: [`server`] (listener,
-//! connections, routes), [`admit`] (token, `Origin`, `Host`), [`request`] (bodies),
+//! connections, routes), `rein_bootstrap::admission` (token, `Origin`, `Host`), [`request`] (bodies),
 //! `handlers` (the endpoints), `stream` (server-sent events), [`runs`] (threads, their
 //! drivers, start and cancel), [`error`] (OpenAI's error shape).
 
-pub mod admit;
 pub mod error;
 mod handlers;
 pub mod ids;

@@ -1,5 +1,5 @@
 //! The listener: one HTTP/1 connection task per socket, every request admitted
-//! ([`crate::admit`]) before it is routed. Header reads are timed (a slowloris client is
+//! (`rein_bootstrap::admission`) before it is routed. Header reads are timed (a slowloris client is
 //! closed) and the sockets open at once are capped.
 
 use std::convert::Infallible;
@@ -18,10 +18,10 @@ use rein_bootstrap::Kernel;
 use tokio::net::TcpListener;
 use tokio::sync::Semaphore;
 
-use crate::admit::Admission;
 use crate::error::ApiError;
 use crate::handlers;
 use crate::runs::{Approvals, Runs};
+use rein_bootstrap::admission::Admission;
 
 pub type Body = UnsyncBoxBody<Bytes, Infallible>;
 
@@ -102,7 +102,7 @@ pub async fn serve(
             continue;
         };
         let admission = Arc::new(Admission::new(
-            app.options.token.clone(),
+            Some(app.options.token.clone()),
             local,
             &app.options.allowed_hosts,
         ));

@@ -38,7 +38,7 @@ use crate::error::{AppServerError, RpcError};
 use crate::kernel_source::KernelSource;
 use crate::outbound::{FullQueue, Outbound};
 use crate::subscribers::Hub;
-use admit::Admission;
+use rein_bootstrap::admission::Admission;
 
 /// How long a lagging client gets to take its close frame before its socket is dropped
 /// (it has stopped reading, so the frame may wait behind everything it left unread).
@@ -208,11 +208,11 @@ async fn handshake(
     // The error type is tungstenite's handshake callback signature, not ours to shrink.
     #[allow(clippy::result_large_err)]
     let check = move |req: &Request, resp: Response| -> Result<Response, ErrorResponse> {
-        match admission.check(req) {
+        match admission.check(req.headers()) {
             Ok(()) => Ok(resp),
             Err(refusal) => {
                 tracing::warn!("websocket upgrade refused: {refusal}");
-                Err(refusal.response())
+                Err(admit::refused(refusal))
             }
         }
     };
