@@ -41,9 +41,5 @@ pub use notification::*;
 pub use thread::*;
 pub use turn::*;
 
-// The schema drift check, run with the unit tests so the crate builds one test binary
-// (CONTRIBUTING.md): it uses only the public API.
-#[cfg(test)]
-mod tests {
-    mod schema_drift;
-}
+// The schema drift check is an end-to-end module (tests/e2e/app_server_schema_drift.rs):
+// it uses only the public API, and a crate without unit tests builds no test binary.

@@ -56,9 +56,12 @@ pub enum Need {
 pub trait RecordProgress: Send + Sync + 'static {
     fn written(&self, through_seq: u64);
     fn durable(&self, through_seq: u64);
-    /// Recording the event `seq` (and possibly what follows) failed. It counts as handled
-    /// (it is published anyway, with a warning): the store keeps it and retries with the
-    /// next write, so nothing recorded is dropped while the disk comes back.
+    /// Recording the event `seq` (and possibly what follows) failed. The thread goes
+    /// read-only: what it emitted is published (a turn end that is not durable as a
+    /// failure, never as completed), and it takes nothing new until a write succeeds. The
+    /// store keeps what it could not write and tries again with the next write or
+    /// [`EventRecorder::retry`]; a later `written`/`durable` report ends the read-only
+    /// state.
     fn failed(&self, seq: u64, error: RecorderError);
 }
 
@@ -73,6 +76,10 @@ pub trait EventRecorder: Send + 'static {
     /// Nothing more will be recorded: once everything before is handled, release the
     /// file (and the thread's claim on it), then call `released`.
     fn close(&mut self, released: Box<dyn FnOnce() + Send>);
+
+    /// Try again to write (and make durable) everything recorded so far, after a failure:
+    /// the answer comes as a `written`/`durable` report, or as another `failed`.
+    fn retry(&mut self) {}
 
     /// False for a recorder that keeps nothing (ephemeral threads): events are then
     /// published at once.

@@ -200,6 +200,11 @@ pub enum RejectReason {
     /// Recover without an interrupted turn to recover.
     NothingToRecover,
     ShuttingDown,
+    /// The thread's rollout could not be written (a full disk): it takes nothing new
+    /// until a retried write succeeds, so nothing it accepts exists only in memory.
+    ReadOnly {
+        message: String,
+    },
 }
 
 impl std::fmt::Display for RejectReason {
@@ -219,6 +224,10 @@ impl std::fmt::Display for RejectReason {
             RejectReason::InvalidSettings { message } => write!(f, "invalid settings: {message}"),
             RejectReason::NothingToRecover => f.write_str("no interrupted turn to recover"),
             RejectReason::ShuttingDown => f.write_str("the thread is shutting down"),
+            RejectReason::ReadOnly { message } => write!(
+                f,
+                "the thread is read-only until its rollout can be written again: {message}"
+            ),
         }
     }
 }

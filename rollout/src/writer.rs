@@ -279,6 +279,11 @@ impl RolloutWriter {
         self.file.is_some()
     }
 
+    /// Bytes of whole lines recorded and not yet written (a failed write keeps them).
+    pub fn pending_len(&self) -> usize {
+        self.pending.len()
+    }
+
     /// Closes the file; the next write reopens it. Lines not yet written stay pending.
     pub fn close_file(&mut self) {
         self.file = None;
@@ -303,12 +308,19 @@ impl RolloutWriter {
     /// writes the batch once it is `batch_bytes` long. Streaming deltas are never passed.
     pub fn record(&mut self, event: &Event) -> Result<(), RecorderError> {
         let line: Cow<'_, Event> = if self.options.blobs.would_externalize(&event.msg) {
-            Cow::Owned(
-                self.options
-                    .blobs
-                    .externalize(event, &mut self.unsynced_blobs)
-                    .map_err(blob_to_recorder)?,
-            )
+            match self
+                .options
+                .blobs
+                .externalize(event, &mut self.unsynced_blobs)
+            {
+                Ok(line) => Cow::Owned(line),
+                // The blob could not be written (a full disk): keep the payload inline
+                // rather than drop the event; it is written whole once there is space.
+                Err(e) => {
+                    tracing::warn!(thread = %self.thread, error = %blob_to_recorder(e), "rollout: blob not written, the payload stays inline");
+                    Cow::Borrowed(event)
+                }
+            }
         } else {
             Cow::Borrowed(event)
         };

@@ -175,8 +175,9 @@ fn kill_descendants() {
     }
 }
 
-/// A decimal pid, without allocating.
-fn parse_pid(digits: &[u8]) -> Option<libc::pid_t> {
+/// A decimal pid (as `/proc` names a process), without allocating; `None` for anything
+/// but a positive pid that fits.
+pub fn parse_pid(digits: &[u8]) -> Option<libc::pid_t> {
     if digits.is_empty() {
         return None;
     }
@@ -190,18 +191,4 @@ fn parse_pid(digits: &[u8]) -> Option<libc::pid_t> {
             .checked_add(libc::pid_t::from(d - b'0'))?;
     }
     (pid > 0).then_some(pid)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::parse_pid;
-
-    #[test]
-    fn pids_are_parsed_without_surprises() {
-        assert_eq!(parse_pid(b"1234"), Some(1234));
-        assert_eq!(parse_pid(b""), None);
-        assert_eq!(parse_pid(b"0"), None);
-        assert_eq!(parse_pid(b"12a"), None);
-        assert_eq!(parse_pid(b"99999999999"), None);
-    }
 }

@@ -86,19 +86,31 @@ impl Emitter {
         });
     }
 
-    /// Resolves when the store reports a failure; [`Self::report_failures`] says so.
-    pub(crate) fn failure_reported(
-        &self,
-    ) -> impl std::future::Future<Output = ()> + Send + 'static {
+    /// Resolves when the thread goes read-only (the store reported a failure) or may write
+    /// again; [`Self::read_only`] says which.
+    pub(crate) fn changed(&self) -> impl std::future::Future<Output = ()> + Send + 'static {
         let outbox = Arc::clone(&self.outbox);
-        async move { outbox.failure_reported().await }
+        async move { outbox.changed().await }
     }
 
-    /// Tell the clients what the store could not write (the events themselves were
-    /// published anyway; the store keeps them and retries with the next write). The
-    /// warning itself is not recorded.
-    pub(crate) fn report_failures(&mut self, state: &mut ThreadState) {
+    /// The store failed to write this thread's events and has not got past that since.
+    pub(crate) fn read_only(&self) -> bool {
+        self.outbox.read_only()
+    }
+
+    /// Ask the store to try again what it could not write.
+    pub(crate) fn retry(&mut self) {
+        self.recorder.retry();
+    }
+
+    /// Tell the clients what the store could not write (the events themselves are
+    /// published anyway, a turn end as failed; the store keeps them and retries). The
+    /// error itself is not recorded.
+    /// Returns what the first of them says.
+    pub(crate) fn report_failures(&mut self, state: &mut ThreadState) -> Option<String> {
+        let mut first = None;
         for failure in self.outbox.take_failures() {
+            first.get_or_insert_with(|| failure.to_string());
             let warning = self.stamp(
                 state,
                 state.active_turn.as_ref().map(|t| t.id),
@@ -109,6 +121,7 @@ impl Emitter {
             );
             self.outbox.push(warning, Gate::Open);
         }
+        first
     }
 
     /// Wait until everything emitted is published (`ShutdownComplete` durable), then

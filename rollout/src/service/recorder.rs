@@ -52,6 +52,12 @@ impl EventRecorder for StoreRecorder {
         }
     }
 
+    fn retry(&mut self) {
+        let _ = self.tx.send(WriterCmd::Retry {
+            thread: self.thread,
+        });
+    }
+
     fn close(&mut self, released: Box<dyn FnOnce() + Send>) {
         self.closed = true;
         // If the writer thread is gone the command comes back and is dropped, which

@@ -53,6 +53,9 @@ pub(crate) enum WriterCmd {
         event: Arc<Event>,
         need: Need,
     },
+    /// Try again to write and make durable everything the thread recorded (after a
+    /// failure; the thread hears the outcome as progress).
+    Retry { thread: ThreadId },
     /// Write what is pending, release the file and the claim, then fire.
     Close { thread: ThreadId, released: OnDrop },
     /// Fire once everything queued before is written and durable.
@@ -67,6 +70,8 @@ struct Loaded {
     /// Recorded since the last write: the last seq, and the last that must be durable.
     last: Option<u64>,
     durable: Option<u64>,
+    /// The last seq ever recorded, what a retry covers.
+    recorded: Option<u64>,
     clean: bool,
 }
 
@@ -154,6 +159,7 @@ impl WriterThread {
             self.write(thread);
             if let Some(mut loaded) = self.threads.remove(&thread) {
                 loaded.clean = true;
+                report_lost(&loaded.writer);
             }
         }
     }
@@ -173,6 +179,7 @@ impl WriterThread {
                         tick: self.tick,
                         last: None,
                         durable: None,
+                        recorded: None,
                         clean: false,
                     },
                 );
@@ -196,6 +203,7 @@ impl WriterThread {
                     touched.push(thread);
                 }
                 loaded.last = Some(event.seq);
+                loaded.recorded = Some(event.seq);
                 if need == Need::Durable || self.durability == Durability::Always {
                     loaded.durable = Some(event.seq);
                 }
@@ -205,6 +213,20 @@ impl WriterThread {
                     }
                 }
             }
+            WriterCmd::Retry { thread } => {
+                let Some(loaded) = self.threads.get_mut(&thread) else {
+                    return;
+                };
+                let Some(recorded) = loaded.recorded else {
+                    return;
+                };
+                if loaded.last.is_none() {
+                    touched.push(thread);
+                }
+                // Everything recorded, made durable: the failure may have been an fsync.
+                loaded.last = Some(recorded);
+                loaded.durable = Some(recorded);
+            }
             WriterCmd::Close { thread, released } => {
                 self.write(thread);
                 if let Some(tick) = self.threads.get(&thread).map(|l| l.tick) {
@@ -213,6 +235,7 @@ impl WriterThread {
                 if let Some(mut loaded) = self.threads.remove(&thread) {
                     loaded.clean = true;
                     loaded.writer.release();
+                    report_lost(&loaded.writer);
                 }
                 released.fire();
             }
@@ -344,5 +367,18 @@ impl WriterThread {
                 loaded.writer.close_file();
             }
         }
+    }
+}
+
+/// Says so when a thread lets go of its rollout with lines never written (the disk stayed
+/// full): those events are lost, and whoever ends the process must hear it.
+fn report_lost(writer: &RolloutWriter) {
+    let bytes = writer.pending_len();
+    if bytes > 0 {
+        tracing::error!(
+            thread = %writer.thread_id(),
+            path = %writer.path().display(),
+            "rollout: {bytes} bytes of recorded events could not be written and are lost"
+        );
     }
 }

@@ -6,6 +6,7 @@
 
 mod advisor;
 mod apply_patch_hostile;
+mod supervise_pids;
 mod tools_apply_patch;
 mod tools_files;
 mod tools_in_turn;

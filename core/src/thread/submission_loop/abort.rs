@@ -12,9 +12,15 @@ impl SubmissionLoop {
     /// Turn the page: cancel, give the work a grace period, abort what is left, keep
     /// partial output, close open tool calls, append the marker, then `TurnAborted`.
     pub(super) async fn abort_turn(&mut self, reason: TurnAbortReason) {
-        let Some(run) = self.running.as_ref().map(|t| t.run) else {
-            return;
-        };
+        if let Some(turn) = self.stop_running().await {
+            self.close_aborted(turn, reason);
+        }
+    }
+
+    /// Cancel the running turn's work, wait out the grace period (folding in what it
+    /// still reports), abort what is left, and hand the turn back to be closed.
+    pub(super) async fn stop_running(&mut self) -> Option<RunningTurn> {
+        let run = self.running.as_ref().map(|t| t.run)?;
         if let Some(turn) = &self.running {
             turn.cancel.cancel();
         }
@@ -30,9 +36,7 @@ impl SubmissionLoop {
                 Ok(None) | Err(_) => break false,
             }
         };
-        let Some(mut turn) = self.running.take() else {
-            return;
-        };
+        let mut turn = self.running.take()?;
         if !finished_in_grace {
             turn.handle.abort();
             // Wait (briefly) for the abort to land so nothing of this run is still sending.
@@ -49,7 +53,7 @@ impl SubmissionLoop {
                 }
             }
         }
-        self.close_aborted(turn, reason);
+        Some(turn)
     }
 
     /// Keep partial output, close open tool calls, append the marker, emit `TurnAborted`.

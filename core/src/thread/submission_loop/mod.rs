@@ -20,6 +20,7 @@ mod abort;
 mod approvals;
 mod mail;
 mod maintenance;
+mod read_only;
 mod record;
 mod start;
 
@@ -76,6 +77,8 @@ pub(crate) struct SubmissionLoop {
     switch_after_compaction: Option<String>,
     /// Run once the loop has ended (the manager forgets the thread).
     on_exit: Option<Box<dyn FnOnce() + Send>>,
+    /// Set while the store cannot write the thread's rollout.
+    read_only: Option<read_only::ReadOnly>,
 }
 
 enum Flow {
@@ -116,6 +119,7 @@ impl SubmissionLoop {
             deferred: VecDeque::new(),
             switch_after_compaction: None,
             on_exit: None,
+            read_only: None,
         }
     }
 
@@ -130,6 +134,7 @@ impl SubmissionLoop {
     pub(crate) async fn run(mut self) {
         loop {
             let deadline = self.running.as_ref().and_then(|r| r.deadline);
+            let retry_at = self.retry_at();
             let flow = tokio::select! {
                 msg = self.inbox.recv() => match msg {
                     Ok(LoopMsg::Submit { submission, reply }) => self.on_submission(submission, reply).await,
@@ -151,8 +156,12 @@ impl SubmissionLoop {
                     self.abort_turn(TurnAbortReason::BudgetLimited).await;
                     Flow::Continue
                 }
-                () = self.emitter.failure_reported() => {
-                    self.emitter.report_failures(&mut self.state);
+                () = self.emitter.changed() => {
+                    self.on_store_changed().await;
+                    Flow::Continue
+                }
+                () = sleep_until(retry_at) => {
+                    self.retry_store();
                     Flow::Continue
                 }
             };
@@ -162,7 +171,8 @@ impl SubmissionLoop {
                 }
                 return;
             }
-            if self.running.is_none() {
+            // Deferred work waits while read-only (it would exist only in memory).
+            if self.running.is_none() && self.read_only.is_none() {
                 self.resume_idle_work().await;
             }
         }
@@ -173,6 +183,12 @@ impl SubmissionLoop {
         Submission { id, op }: Submission,
         reply: Option<oneshot::Sender<OpResult>>,
     ) -> Flow {
+        if let Some(refusal) = self.refuse_read_only(&op) {
+            if let Some(reply) = reply {
+                self.emitter.answer(reply, refusal);
+            }
+            return Flow::Continue;
+        }
         let (result, flow) = match op {
             Op::UserInput {
                 items,
