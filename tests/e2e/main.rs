@@ -40,6 +40,7 @@ mod exec_mock;
 mod exec_sdk;
 mod exec_sessions;
 mod exec_setup;
+mod hooks;
 mod hostile_inputs;
 mod hostile_sandbox;
 mod hostile_sessions;

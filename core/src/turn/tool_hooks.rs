@@ -12,7 +12,9 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use rein_protocol::{EventMsg, HookEventName, HookRunStatus, ThreadId, ToolAction, TurnId};
+use rein_protocol::{
+    EventMsg, HookEventName, HookRunStatus, ThreadId, ToolAction, ToolOutcome, TurnId,
+};
 use serde_json::{json, Value};
 use tokio_util::sync::CancellationToken;
 
@@ -158,8 +160,14 @@ impl HookScope {
             return;
         }
         let mut input = self.base_input(event, &tool, call);
+        // What the command printed or the tool returned, not the model's rendering of it.
+        let output = match &result.outcome {
+            ToolOutcome::Exited { output, .. } => output,
+            ToolOutcome::Returned { text, .. } => text,
+            _ => &result.output,
+        };
         input["tool_response"] = json!({
-            "output": result.output,
+            "output": output,
             "success": result.success,
             "outcome": result.outcome,
         });
