@@ -54,14 +54,14 @@ fn parse_stdout(stdout: &str) -> HookVerdict {
         .get("hookSpecificOutput")
         .cloned()
         .unwrap_or(Value::Null);
-    let string = |v: &Value, key: &str| -> Result<Option<String>, HookVerdict> {
+    let string = |v: &Value, key: &str| -> Result<Option<String>, Malformed> {
         match v.get(key) {
             None | Some(Value::Null) => Ok(None),
             Some(Value::String(s)) => Ok(Some(s.clone())),
-            Some(_) => Err(failed(format!("`{key}` in its output must be a string"))),
+            Some(_) => Err(Malformed(format!("`{key}` in its output must be a string"))),
         }
     };
-    let read = || -> Result<HookVerdict, HookVerdict> {
+    let read = || -> Result<HookVerdict, Malformed> {
         let reason = string(&specific, "permissionDecisionReason")?
             .or(string(&value, "reason")?)
             .unwrap_or_else(|| "the hook said no".to_owned());
@@ -80,7 +80,7 @@ fn parse_stdout(stdout: &str) -> HookVerdict {
             Some("allow" | "approve") => Some("allow".to_owned()),
             Some("ask") => Some("ask".to_owned()),
             Some(other) => {
-                return Err(failed(format!(
+                return Err(Malformed(format!(
                     "its decision `{other}` is none of allow, deny, ask"
                 )))
             }
@@ -88,7 +88,11 @@ fn parse_stdout(stdout: &str) -> HookVerdict {
         let updated_input = match specific.get("updatedInput") {
             None | Some(Value::Null) => None,
             Some(v @ Value::Object(_)) => Some(v.clone()),
-            Some(_) => return Err(failed("`updatedInput` in its output must be an object")),
+            Some(_) => {
+                return Err(Malformed(
+                    "`updatedInput` in its output must be an object".to_owned(),
+                ))
+            }
         };
         Ok(HookVerdict::Proceed(HookOutput {
             decision,
@@ -97,8 +101,11 @@ fn parse_stdout(stdout: &str) -> HookVerdict {
             system_message: string(&value, "systemMessage")?,
         }))
     };
-    read().unwrap_or_else(|failure| failure)
+    read().unwrap_or_else(|Malformed(message)| failed(message))
 }
+
+/// Output that starts as JSON but is not the contract's: what is wrong with it.
+struct Malformed(String);
 
 #[cfg(test)]
 mod tests {
