@@ -462,3 +462,52 @@ fn codex_and_claude_hook_files_load_unchanged() {
         "never silently dropped: {warnings:?}"
     );
 }
+
+#[test]
+fn a_sub_agents_tool_calls_reach_the_parents_hooks() {
+    let call = |id: &str, name: &str, arguments: Value| json!({"tool_calls": [{"call_id": id, "name": name, "arguments": arguments}]});
+    let setup = Setup::new(json!({"replies": [
+        call("call_spawn", "spawn_agent", json!({"message": "Make a file.", "model": "child"})),
+        call("call_wait", "wait_agent", json!({"targets": ["Ada"], "timeout_ms": 60000})),
+        {"text": "Parent done."}
+    ]}));
+    let child = MockModel::start(json!({"replies": [
+        call("call_child", "shell", json!({"command": "touch child-ran.txt"})),
+        {"text": "Child done."}
+    ]}));
+    let config = format!(
+        "model = \"mock\"\nmodel_provider = \"mock\"\nprofile = \"tree\"\n\n[profiles.tree]\n\
+         fallback_model = \"child\"\nfallback_provider = \"mockchild\"\n\n\
+         [model_providers.mock]\nbase_url = \"{}\"\nwire_api = \"responses\"\nenv_key = \"MOCK_API_KEY\"\n\n\
+         [model_providers.mockchild]\nbase_url = \"{}\"\nwire_api = \"responses\"\nenv_key = \"MOCK_API_KEY\"\n",
+        setup.mock.base_url, child.base_url
+    );
+    std::fs::write(setup.home.path().join("config.toml"), config).unwrap();
+    // Logs every call it sees; blocks the child's command.
+    let guard = setup.script(
+        "guard.sh",
+        "input=$(cat)\necho \"$input\" >> hooks.log\ncase \"$input\" in *child-ran*) echo 'not in a sub-agent either' >&2; exit 2;; esac",
+    );
+    setup.user_hooks(pre_tool_use("*", &guard));
+    let (events, _) = setup.exec(&[]);
+    assert_eq!(events.last().unwrap()["type"], "turn.completed");
+    assert!(
+        !setup.work().join("child-ran.txt").exists(),
+        "the hook holds in the sub-agent"
+    );
+    let log = std::fs::read_to_string(setup.work().join("hooks.log")).unwrap();
+    let seen: Vec<Value> = json_lines(log.as_bytes());
+    let tools: Vec<&str> = seen
+        .iter()
+        .map(|s| s["tool_name"].as_str().unwrap())
+        .collect();
+    assert!(tools.contains(&"spawn_agent"), "{tools:?}");
+    assert!(tools.contains(&"Bash"), "{tools:?}");
+    let requests = child.requests();
+    assert!(
+        requests[1]
+            .to_string()
+            .contains("not in a sub-agent either"),
+        "the child's model reads why"
+    );
+}
