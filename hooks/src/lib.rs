@@ -107,7 +107,7 @@ impl Hooks for UserHooks {
                 .filter(|h| {
                     h.trust == TrustStatus::Trusted
                         && h.def.event == event
-                        && h.def.matcher.accepts(subjects)
+                        && (!event.is_about_a_tool() || h.def.matcher.accepts(subjects))
                 })
                 .map(|h| {
                     Arc::new(CommandHook {

@@ -17,20 +17,30 @@ pub enum HookEventName {
     PostToolUse,
     /// After a tool call failed (rein's and Claude Code's; Codex's schema lacks it).
     PostToolUseFailure,
+    /// The model gave its final answer: a hook may continue the turn with its reason.
+    Stop,
 }
 
 impl HookEventName {
-    pub const ALL: [HookEventName; 3] = [
+    pub const ALL: [HookEventName; 4] = [
         HookEventName::PreToolUse,
         HookEventName::PostToolUse,
         HookEventName::PostToolUseFailure,
+        HookEventName::Stop,
     ];
+
+    /// Whether its matchers are read (against tool names); the others run whatever their
+    /// matcher says, as Claude Code's do.
+    pub fn is_about_a_tool(self) -> bool {
+        !matches!(self, HookEventName::Stop)
+    }
 
     pub fn as_str(self) -> &'static str {
         match self {
             HookEventName::PreToolUse => "PreToolUse",
             HookEventName::PostToolUse => "PostToolUse",
             HookEventName::PostToolUseFailure => "PostToolUseFailure",
+            HookEventName::Stop => "Stop",
         }
     }
 }

@@ -511,3 +511,52 @@ fn a_sub_agents_tool_calls_reach_the_parents_hooks() {
         "the child's model reads why"
     );
 }
+
+#[test]
+fn a_stop_hook_that_always_blocks_continues_the_turn_exactly_three_times() {
+    let setup =
+        Setup::new(json!({"replies": [{"text": "I am done."}], "when_exhausted": "repeat_last"}));
+    let stop = setup.script(
+        "stop.sh",
+        "cat >> stop-inputs.jsonl\necho 'the tests still fail' >&2\nexit 2",
+    );
+    setup.user_hooks(
+        json!({"Stop": [{"hooks": [{"type": "command", "command": stop.to_str().unwrap()}]}]}),
+    );
+    let (events, _) = setup.exec(&[]);
+    assert_eq!(events.last().unwrap()["type"], "turn.completed");
+    let requests = setup.mock.requests();
+    assert_eq!(requests.len(), 4, "the answer and three continuations");
+    assert!(requests[3]
+        .to_string()
+        .contains("A Stop hook asks you to continue: the tests still fail"));
+    let text = std::fs::read_to_string(setup.work().join("stop-inputs.jsonl")).unwrap();
+    let inputs = json_lines(text.as_bytes());
+    let counts: Vec<(Value, Value)> = inputs
+        .iter()
+        .map(|i| {
+            (
+                i["stop_hook_active"].clone(),
+                i["continuation_count"].clone(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        counts,
+        [
+            (json!(false), json!(0)),
+            (json!(true), json!(1)),
+            (json!(true), json!(2)),
+            (json!(true), json!(3))
+        ]
+    );
+    assert_eq!(inputs[0]["hook_event_name"], "Stop");
+    assert_eq!(inputs[0]["last_assistant_message"], "I am done.");
+    let errors = error_items(&events);
+    assert!(
+        errors
+            .iter()
+            .any(|e| e.contains("a Stop hook continued this turn 3 times; stopping anyway")),
+        "{errors:?}"
+    );
+}

@@ -206,7 +206,13 @@ impl RegularTask {
             if self.pending.has_steers() {
                 continue;
             }
-            match self.consult_stop_hooks(last_agent_message.as_deref(), vetoes) {
+            let mut instruction = self.consult_stop_hooks(last_agent_message.as_deref(), vetoes);
+            if instruction.is_none() {
+                instruction = self
+                    .consult_user_stop_hooks(last_agent_message.as_deref(), vetoes)
+                    .await;
+            }
+            match instruction {
                 Some(instruction) => {
                     vetoes += 1;
                     self.record(Item::DeveloperMessage {
@@ -221,6 +227,24 @@ impl RegularTask {
 
     fn over_budget(&self, tokens_used: u64) -> bool {
         matches!(self.turn.settings.budget.max_tokens, Some(max) if tokens_used >= max)
+    }
+
+    /// The reasons of the user's `Stop` hooks that block the end of the turn, unless the
+    /// same guard as the kernel's stop hooks says this turn has had enough.
+    async fn consult_user_stop_hooks(&self, last: Option<&str>, vetoes: u32) -> Option<String> {
+        let scope = self.turn.hooks.as_ref()?;
+        // A review's end is not the user's turn ending.
+        if self.turn.kind != rein_protocol::TaskKind::Regular {
+            return None;
+        }
+        let reason = scope.stop(last, vetoes, &self.sink, &self.cancel).await?;
+        if vetoes >= self.max_stop_hook_vetoes {
+            self.sink.emit(EventMsg::Warning {
+                message: format!("a Stop hook continued this turn {vetoes} times; stopping anyway"),
+            });
+            return None;
+        }
+        Some(format!("A Stop hook asks you to continue: {reason}"))
     }
 
     /// The instruction of the first hook that vetoes stopping, unless the veto guard says

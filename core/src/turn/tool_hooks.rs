@@ -108,7 +108,7 @@ impl HookScope {
             return PreDecision::Proceed { arguments: None };
         }
         let input = self.base_input(event, &tool, call);
-        let runs = run_all(found, input, event, &call.call_id, sink, cancel).await;
+        let runs = run_all(found, input, event, Some(&call.call_id), sink, cancel).await;
         let mut blocks = Vec::new();
         let mut updated = None;
         for (hook, response) in runs {
@@ -174,7 +174,7 @@ impl HookScope {
         if !result.success {
             input["error"] = Value::String(result.output.clone());
         }
-        let runs = run_all(found, input, event, &call.call_id, sink, cancel).await;
+        let runs = run_all(found, input, event, Some(&call.call_id), sink, cancel).await;
         for (_, response) in runs {
             let told = match response.verdict {
                 // The call has run: a block can only tell the model something.
@@ -196,6 +196,48 @@ impl HookScope {
     }
 }
 
+impl HookScope {
+    /// Run the `Stop` hooks once the model gave its final answer: the reasons of those
+    /// that block (exit 2, `decision: "block"`) are the instruction the turn continues
+    /// with. `continuations` is how many times this turn was continued already (the input's
+    /// `stop_hook_active` and `continuation_count`); the caller caps them. A hook that fails
+    /// never keeps a turn alive.
+    pub(crate) async fn stop(
+        &self,
+        last_agent_message: Option<&str>,
+        continuations: u32,
+        sink: &TurnSink,
+        cancel: &CancellationToken,
+    ) -> Option<String> {
+        let event = HookEventName::Stop;
+        let found = self.hooks.matching(&self.cwd, event, &[]).await;
+        if found.is_empty() {
+            return None;
+        }
+        let input = json!({
+            "session_id": self.thread_id.to_string(),
+            "turn_id": self.turn_id.to_string(),
+            "transcript_path": self.hooks.transcript_path(self.thread_id),
+            "cwd": self.cwd,
+            "hook_event_name": event.as_str(),
+            "model": self.model,
+            "permission_mode": self.permission_mode,
+            "stop_hook_active": continuations > 0,
+            "continuation_count": continuations,
+            "last_assistant_message": last_agent_message,
+        });
+        let reasons: Vec<String> = run_all(found, input, event, None, sink, cancel)
+            .await
+            .into_iter()
+            .filter_map(|(_, response)| match response.verdict {
+                HookVerdict::Block { reason } => Some(reason),
+                HookVerdict::Proceed(_) | HookVerdict::Failed { .. } => None,
+            })
+            .collect();
+        (!reasons.is_empty()).then(|| reasons.join("\n"))
+    }
+}
+
 /// The tool's arguments from a hook's `updatedInput`: the shell's `Bash` input has the
 /// shell's own keys (a string `command` is a script), so it is taken as it is.
 fn from_hook_input(_call: &ToolCall, input: Value) -> String {
@@ -210,7 +252,7 @@ async fn run_all(
     hooks: Vec<Arc<dyn Hook>>,
     input: Value,
     event: HookEventName,
-    call_id: &str,
+    call_id: Option<&str>,
     sink: &TurnSink,
     cancel: &CancellationToken,
 ) -> Vec<(HookDescription, HookResponse)> {
@@ -223,7 +265,7 @@ async fn run_all(
             key: description.key.clone(),
             command: description.command.clone(),
             source: description.source,
-            call_id: Some(call_id.to_owned()),
+            call_id: call_id.map(str::to_owned),
         });
         let started = Instant::now();
         let running = hook.run(input.clone(), cancel.child_token());
