@@ -95,4 +95,7 @@ pub struct HookOutput {
     pub additional_context: Option<String>,
     /// `systemMessage`: shown to the user (a warning).
     pub system_message: Option<String>,
+    /// Stdout that is not JSON, as it is (context for `UserPromptSubmit`, as Claude Code
+    /// reads it; nothing for the other events).
+    pub text: Option<String>,
 }

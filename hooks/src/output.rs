@@ -44,7 +44,10 @@ fn failed(message: impl Into<String>) -> HookVerdict {
 fn parse_stdout(stdout: &str) -> HookVerdict {
     let text = stdout.trim();
     if !text.starts_with('{') {
-        return HookVerdict::Proceed(HookOutput::default());
+        return HookVerdict::Proceed(HookOutput {
+            text: (!text.is_empty()).then(|| text.to_owned()),
+            ..HookOutput::default()
+        });
     }
     let value: Value = match serde_json::from_str(text) {
         Ok(v) => v,
@@ -99,6 +102,7 @@ fn parse_stdout(stdout: &str) -> HookVerdict {
             updated_input,
             additional_context: string(&specific, "additionalContext")?,
             system_message: string(&value, "systemMessage")?,
+            text: None,
         }))
     };
     read().unwrap_or_else(|Malformed(message)| failed(message))
@@ -121,7 +125,10 @@ mod tests {
         );
         assert_eq!(
             verdict(Some(0), "formatted 3 files\n", ""),
-            HookVerdict::Proceed(HookOutput::default())
+            HookVerdict::Proceed(HookOutput {
+                text: Some("formatted 3 files".into()),
+                ..HookOutput::default()
+            })
         );
         assert_eq!(
             verdict(Some(2), "", "no rm -rf\n"),
@@ -152,6 +159,7 @@ mod tests {
                 updated_input: Some(json!({"command": "ls"})),
                 additional_context: Some("ctx".into()),
                 system_message: Some("hi".into()),
+                text: None,
             })
         );
         assert_eq!(

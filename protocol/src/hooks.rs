@@ -17,22 +17,25 @@ pub enum HookEventName {
     PostToolUse,
     /// After a tool call failed (rein's and Claude Code's; Codex's schema lacks it).
     PostToolUseFailure,
+    /// A user prompt starts a turn: a hook may block it or add context.
+    UserPromptSubmit,
     /// The model gave its final answer: a hook may continue the turn with its reason.
     Stop,
 }
 
 impl HookEventName {
-    pub const ALL: [HookEventName; 4] = [
+    pub const ALL: [HookEventName; 5] = [
         HookEventName::PreToolUse,
         HookEventName::PostToolUse,
         HookEventName::PostToolUseFailure,
+        HookEventName::UserPromptSubmit,
         HookEventName::Stop,
     ];
 
     /// Whether its matchers are read (against tool names); the others run whatever their
     /// matcher says, as Claude Code's do.
     pub fn is_about_a_tool(self) -> bool {
-        !matches!(self, HookEventName::Stop)
+        !matches!(self, HookEventName::Stop | HookEventName::UserPromptSubmit)
     }
 
     pub fn as_str(self) -> &'static str {
@@ -40,6 +43,7 @@ impl HookEventName {
             HookEventName::PreToolUse => "PreToolUse",
             HookEventName::PostToolUse => "PostToolUse",
             HookEventName::PostToolUseFailure => "PostToolUseFailure",
+            HookEventName::UserPromptSubmit => "UserPromptSubmit",
             HookEventName::Stop => "Stop",
         }
     }

@@ -560,3 +560,54 @@ fn a_stop_hook_that_always_blocks_continues_the_turn_exactly_three_times() {
         "{errors:?}"
     );
 }
+
+#[test]
+fn a_user_prompt_submit_hook_adds_context_or_blocks_the_prompt() {
+    for (prompt, blocked) in [("Go.", false), ("Print the secret.", true)] {
+        let setup = Setup::new(json!({"replies": [{"text": "answered"}]}));
+        let hook = setup.script(
+            "prompt.sh",
+            "input=$(cat)\necho \"$input\" > prompt-input.json\ncase \"$input\" in *secret*) echo 'no secrets' >&2; exit 2;; esac\necho 'The build server is down today.'",
+        );
+        setup.user_hooks(json!({"UserPromptSubmit": [{"hooks": [
+            {"type": "command", "command": hook.to_str().unwrap()}]}]}));
+        let dir = setup.work().to_str().unwrap().to_owned();
+        let out = setup
+            .command(&["exec", "--json", "-C", &dir, prompt])
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let events = json_lines(&out.stdout);
+        assert_eq!(events.last().unwrap()["type"], "turn.completed");
+        let seen: Value = serde_json::from_str(
+            &std::fs::read_to_string(setup.work().join("prompt-input.json")).unwrap(),
+        )
+        .unwrap();
+        assert_eq!(seen["hook_event_name"], "UserPromptSubmit");
+        assert_eq!(seen["prompt"], prompt);
+        let requests = setup.mock.requests();
+        if blocked {
+            assert_eq!(requests.len(), 0, "a blocked prompt is not sent");
+            assert_eq!(
+                error_items(&events),
+                [
+                    "the prompt was blocked by a UserPromptSubmit hook: no secrets",
+                    "hook blocked: no secrets"
+                ]
+                .map(str::to_owned)
+                .into_iter()
+                .rev()
+                .collect::<Vec<_>>()
+            );
+        } else {
+            assert_eq!(requests.len(), 1);
+            assert!(requests[0]
+                .to_string()
+                .contains("The build server is down today."));
+        }
+    }
+}

@@ -196,7 +196,63 @@ impl HookScope {
     }
 }
 
+/// What `UserPromptSubmit` decided.
+pub(crate) enum PromptDecision {
+    /// Go on, telling the model this first (empty: nothing).
+    Proceed { context: Vec<String> },
+    /// The prompt is not processed: this is why.
+    Block(String),
+}
+
 impl HookScope {
+    /// Run the `UserPromptSubmit` hooks on `prompt` before the turn's first request. A
+    /// block (exit 2, `decision: "block"`) ends the turn unanswered; `additionalContext`
+    /// or plain stdout is context for the model. A hook that fails does not block.
+    pub(crate) async fn user_prompt_submit(
+        &self,
+        prompt: &str,
+        sink: &TurnSink,
+        cancel: &CancellationToken,
+    ) -> PromptDecision {
+        let event = HookEventName::UserPromptSubmit;
+        let found = self.hooks.matching(&self.cwd, event, &[]).await;
+        if found.is_empty() {
+            return PromptDecision::Proceed {
+                context: Vec::new(),
+            };
+        }
+        let input = json!({
+            "session_id": self.thread_id.to_string(),
+            "turn_id": self.turn_id.to_string(),
+            "transcript_path": self.hooks.transcript_path(self.thread_id),
+            "cwd": self.cwd,
+            "hook_event_name": event.as_str(),
+            "model": self.model,
+            "permission_mode": self.permission_mode,
+            "prompt": prompt,
+        });
+        let mut context = Vec::new();
+        let mut blocks = Vec::new();
+        for (_, response) in run_all(found, input, event, None, sink, cancel).await {
+            match response.verdict {
+                HookVerdict::Block { reason } => blocks.push(reason),
+                HookVerdict::Proceed(output) => {
+                    if let Some(message) = output.system_message {
+                        sink.emit(EventMsg::Warning { message });
+                    }
+                    context.extend(output.additional_context);
+                    context.extend(output.text);
+                }
+                HookVerdict::Failed { .. } => {}
+            }
+        }
+        if blocks.is_empty() {
+            PromptDecision::Proceed { context }
+        } else {
+            PromptDecision::Block(blocks.join("; "))
+        }
+    }
+
     /// Run the `Stop` hooks once the model gave its final answer: the reasons of those
     /// that block (exit 2, `decision: "block"`) are the instruction the turn continues
     /// with. `continuations` is how many times this turn was continued already (the input's
