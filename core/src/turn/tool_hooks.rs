@@ -2,6 +2,8 @@
 //! is enforced before anything runs, and a rewritten input is what is announced, judged
 //! and run), `PostToolUse` / `PostToolUseFailure` once it ended. The hooks of one event run
 //! in parallel; each run is a `HookStarted` / `HookCompleted` pair in the thread's events.
+//! The turn's own moments are here too, on the same machinery: `UserPromptSubmit` before
+//! the first request and `Stop` after the final answer (`task.rs` calls them).
 //!
 //! What a hook's answer means is decided here, not by the hook runner: any block wins; a
 //! failed hook blocks unless it says `on_error = "allow"`; of several `updatedInput`s the

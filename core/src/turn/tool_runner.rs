@@ -2,7 +2,8 @@
 //! carries the action), runs concurrently with the others (each in its own task, with a
 //! child cancellation token), and reports its outcome (`ToolCallEnd`); results come back in
 //! the order the model issued the calls, whatever order they finish in. Dropping the runner
-//! aborts every call still running.
+//! aborts every call still running. User hooks (`tool_hooks.rs`) run before a call is
+//! announced and after it ended.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
