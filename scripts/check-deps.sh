@@ -80,6 +80,8 @@ leaves="rein-rollout rein-tools rein-providers rein-context rein-supervise rein-
         rein-tools rein-rollout rein-providers rein-mcp $front_ends
     forbid rein-supervise tokio reqwest rusqlite hyper toml rein-protocol rein-core \
         rein-tools rein-mcp $front_ends
+    forbid rein-hooks reqwest rusqlite hyper toml jsonrpsee landlock seccompiler rein-config \
+        rein-rollout rein-providers rein-tools rein-mcp rein-context $front_ends
     forbid rein-bootstrap jsonrpsee tungstenite tokio-tungstenite rein-app-server \
         rein-app-server-protocol rein-acp rein-serve
     forbid rein-serve jsonrpsee tungstenite tokio-tungstenite rein-app-server \

@@ -190,6 +190,9 @@ impl Projector {
             | EventMsg::ModelSwitched { .. }
             | EventMsg::RolledBack { .. }
             | EventMsg::Warning { .. }
+            // A blocked call shows as its declined tool call; no ACP card for hooks yet.
+            | EventMsg::HookStarted { .. }
+            | EventMsg::HookCompleted { .. }
             | EventMsg::Error { .. }
             // This thread is itself a sub-agent: its parent's session shows it.
             | EventMsg::AgentOrigin { .. }

@@ -18,6 +18,8 @@ mod skills_tool;
 
 /// What front ends show of skills (the loader itself stays behind [`Kernel::skills`]).
 pub use rein_context::skills;
+/// What `rein hooks` shows of hooks (the runner stays behind the kernel's port).
+pub use rein_hooks as hooks;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -85,6 +87,8 @@ pub struct Kernel {
     pub mcp: Option<Arc<rein_mcp::McpManager>>,
     /// How a new thread's context (`AGENTS.md`) is read from files.
     pub context: ContextConfig,
+    /// The user's and the projects' hooks (none in demo mode).
+    pub hooks: Option<Arc<rein_hooks::UserHooks>>,
     /// How the configuration was loaded, to load it again (`reload_mcp`).
     load_options: Option<LoadOptions>,
 }
@@ -112,6 +116,7 @@ impl Kernel {
             store,
             mcp: None,
             context: ContextConfig::default(),
+            hooks: None,
             load_options: None,
         }
     }
@@ -257,12 +262,16 @@ pub fn bootstrap(
         },
     );
     let agents = agents_config(config.as_ref().map(|c| &c.agents));
-    let manager = ThreadManager::builder(Arc::clone(&models))
+    let hooks = config.as_ref().map(|c| user_hooks(&home, c, env));
+    let mut builder = ThreadManager::builder(Arc::clone(&models))
         .tools(builtin_tools(options.tools))
         .config(kernel_config)
         .store(Arc::clone(&store))
-        .agents(agents)
-        .build_shared();
+        .agents(agents);
+    if let Some(hooks) = &hooks {
+        builder = builder.hooks(Arc::clone(hooks) as Arc<dyn rein_core::hooks::Hooks>);
+    }
+    let manager = builder.build_shared();
     let mcp = config.as_ref().map(mcp_manager);
     if let Some(mcp) = &mcp {
         manager.add_thread_tool_source(Arc::clone(mcp) as _);
@@ -279,6 +288,7 @@ pub fn bootstrap(
         store,
         mcp,
         context,
+        hooks,
         load_options: reload_with,
     })
 }
@@ -295,6 +305,23 @@ pub fn skills_config(
     };
     let config = config::load(&load_options(&home, options), env)?;
     Ok(context_config(&home, Some(&config), false, env).skills)
+}
+
+/// The hooks a thread in `cwd` would have (`rein hooks list`), from the configuration
+/// alone, and the config file their trust is recorded in. Reads files: call it off the
+/// executor.
+pub fn hooks_of(
+    options: &BootstrapOptions,
+    env: &dyn Fn(&str) -> Option<String>,
+    cwd: &std::path::Path,
+) -> Result<(hooks::Discovered, PathBuf), BootstrapError> {
+    let home = match &options.home {
+        Some(home) => home.clone(),
+        None => config::rein_home(env).ok_or(BootstrapError::NoHome)?,
+    };
+    let config = config::load(&load_options(&home, options), env)?;
+    let found = rein_hooks::discover(&user_hooks_options(&home, &config, env), cwd);
+    Ok((found, config.config_path))
 }
 
 /// The skills of `cwd` under `config`, read on a blocking thread.
@@ -336,6 +363,39 @@ fn context_config(
             fallback_filenames: settings.fallback_filenames,
             root_markers: settings.root_markers,
         },
+    }
+}
+
+/// Where hooks are read from: `$REIN_HOME/hooks.json`, config.toml's `[hooks]`, and on
+/// request `$CODEX_HOME/hooks.json` (default `~/.codex`) and `~/.claude/settings.json`;
+/// plus each project's files.
+fn user_hooks(
+    home: &std::path::Path,
+    config: &ModelConfig,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Arc<rein_hooks::UserHooks> {
+    rein_hooks::UserHooks::new(user_hooks_options(home, config, env))
+}
+
+fn user_hooks_options(
+    home: &std::path::Path,
+    config: &ModelConfig,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> rein_hooks::HooksOptions {
+    let user_home = env("HOME").filter(|h| !h.is_empty()).map(PathBuf::from);
+    let codex_home = env("CODEX_HOME")
+        .filter(|h| !h.is_empty())
+        .map(PathBuf::from)
+        .or_else(|| user_home.as_ref().map(|h| h.join(".codex")));
+    let config_table = (!config.hooks.is_empty())
+        .then(|| serde_json::to_value(&config.hooks).ok())
+        .flatten();
+    rein_hooks::HooksOptions {
+        rein_home: home.to_owned(),
+        config_table,
+        config_path: config.config_path.clone(),
+        codex_home: codex_home.filter(|c| c != home),
+        home: user_home,
     }
 }
 

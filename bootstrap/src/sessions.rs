@@ -65,8 +65,12 @@ impl Kernel {
                 });
         let search = (assembled.unlisted_skills > 0)
             .then(|| crate::skills_tool::SearchSkills::new(assembled.skills.skills));
-        let mut options = ThreadOptions::new(settings.clone())
-            .with_context(assembled.context, assembled.warnings);
+        let mut warnings = assembled.warnings;
+        if let Some(hooks) = &self.hooks {
+            warnings.extend(hooks.warnings(&settings.cwd).await);
+        }
+        let mut options =
+            ThreadOptions::new(settings.clone()).with_context(assembled.context, warnings);
         options.thread_id = Some(thread_id);
         let mut path = None;
         if persistence == Persistence::Rollout {
@@ -78,6 +82,9 @@ impl Kernel {
                 self.provider.clone(),
             );
             let created = self.store.create(meta).await?;
+            if let (Some(hooks), Some(path)) = (&self.hooks, &created.path) {
+                hooks.note_transcript(thread_id, path.clone());
+            }
             path = created.path;
             options = options.with_recorder(created.recorder);
         }

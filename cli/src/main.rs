@@ -7,6 +7,7 @@
 mod acp_cmd;
 mod app_server_cmd;
 mod exec;
+mod hooks_cmd;
 mod mock_model_cmd;
 mod replay_cmd;
 mod schema_cmd;
@@ -40,6 +41,8 @@ enum Command {
     Sessions(sessions_cmd::SessionsArgs),
     /// The skills of a directory, Codex's and Claude Code's.
     Skills(skills_cmd::SkillsArgs),
+    /// The hooks of a directory, and trusting a project's hooks.
+    Hooks(hooks_cmd::HooksArgs),
     /// Run recorded sessions again and compare each step's request and tool calls.
     Replay(replay_cmd::ReplayArgs),
     /// Write the JSON Schema of rein's wire types into a directory.
@@ -70,6 +73,7 @@ fn main() -> anyhow::Result<()> {
         Command::MockModel(args) => runtime()?.block_on(mock_model_cmd::run(args)),
         Command::Sessions(args) => sessions_cmd::run(args),
         Command::Skills(args) => runtime()?.block_on(skills_cmd::run(args)),
+        Command::Hooks(args) => hooks_cmd::run(args),
         Command::Replay(args) => {
             let code = runtime()?.block_on(replay_cmd::run(args))?;
             std::process::exit(code);

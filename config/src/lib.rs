@@ -36,6 +36,7 @@ pub mod acp;
 pub mod advisor;
 pub mod agents;
 pub mod error;
+pub mod hooks_state;
 pub mod mcp;
 pub mod overrides;
 pub mod policy;
@@ -109,6 +110,10 @@ pub struct ConfigToml {
     pub project_doc: ProjectDocToml,
     /// MCP tools offered directly at most; past it they are behind `tool_search`.
     pub mcp_tool_budget: Option<usize>,
+    /// `[hooks]`: event tables in Claude Code's shape, `state` (trust) and settings, read
+    /// by `rein-hooks`.
+    #[serde(default)]
+    pub hooks: toml::Table,
 }
 
 #[derive(Clone, Debug, Default, Deserialize)]
@@ -164,6 +169,8 @@ pub struct ModelConfig {
     pub project_doc: ProjectDocSettings,
     /// `mcp_tool_budget`, if set.
     pub mcp_tool_budget: Option<usize>,
+    /// `[hooks]` as written (after overrides).
+    pub hooks: toml::Table,
 }
 
 /// What to load: where, which profile, which overrides.
@@ -293,6 +300,7 @@ pub fn resolve(
             source,
         })?,
         mcp_tool_budget: file.mcp_tool_budget,
+        hooks: file.hooks,
     })
 }
 

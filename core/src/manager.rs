@@ -18,6 +18,7 @@ use tokio::sync::broadcast;
 
 use crate::agents::{AgentControl, AgentsConfig};
 use crate::error::KernelError;
+use crate::hooks::Hooks;
 use crate::kernel_config::KernelConfig;
 use crate::model::ModelCatalog;
 use crate::recorder::{EventRecorder, NullRecorder};
@@ -40,6 +41,8 @@ pub struct KernelServices {
     /// Sub-agents (the spawn / send / wait / close tools and the trees they make);
     /// `None` when they are turned off.
     pub agents: Option<Arc<AgentControl>>,
+    /// The user's hooks (`rein-hooks`); `None`: no hook ever runs.
+    pub hooks: Option<Arc<dyn Hooks>>,
 }
 
 /// Where a thread's history comes from.
@@ -195,6 +198,7 @@ impl ThreadManager {
             config: KernelConfig::default(),
             store: None,
             agents: None,
+            hooks: None,
         }
     }
 
@@ -466,9 +470,16 @@ pub struct ThreadManagerBuilder {
     config: KernelConfig,
     store: Option<Arc<dyn SessionStore>>,
     agents: Option<AgentsConfig>,
+    hooks: Option<Arc<dyn Hooks>>,
 }
 
 impl ThreadManagerBuilder {
+    /// Run the user's hooks around every thread's tool calls.
+    pub fn hooks(mut self, hooks: Arc<dyn Hooks>) -> Self {
+        self.hooks = Some(hooks);
+        self
+    }
+
     /// Offer every thread the sub-agent tools, with these limits (unless
     /// `config.enabled` is false). They need a manager built with
     /// [`build_shared`](Self::build_shared).
@@ -532,6 +543,7 @@ impl ThreadManagerBuilder {
                 stop_hooks: self.stop_hooks.into(),
                 config: self.config,
                 agents: self.agents.map(AgentControl::new),
+                hooks: self.hooks,
             },
             self.store,
         )

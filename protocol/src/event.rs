@@ -11,6 +11,7 @@ use crate::agents::AgentOrigin;
 use crate::client_request::{ClientRequest, SessionGrant};
 use crate::context::ThreadContext;
 use crate::fingerprint::RequestFingerprint;
+use crate::hooks::{HookEventName, HookRunStatus, HookSource};
 use crate::ids::{ItemId, SessionId, SubmissionId, ThreadId, TurnId};
 use crate::items::{InputPart, Item};
 use crate::settings::ThreadSettings;
@@ -204,6 +205,28 @@ pub enum EventMsg {
     AdvisorReviewCompleted {
         review_id: String,
         verdict: AdvisorVerdict,
+        duration_ms: u64,
+    },
+    /// A user hook starts running for `event_name` (for the tool call `call_id`, when it
+    /// is about one).
+    HookStarted {
+        run_id: String,
+        event_name: HookEventName,
+        /// The hook's key (`source:file:event:group:handler`), as trust names it.
+        key: String,
+        command: String,
+        source: HookSource,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        call_id: Option<String>,
+    },
+    /// The run `run_id` ended; `message` is the reason of a block or what failed.
+    HookCompleted {
+        run_id: String,
+        status: HookRunStatus,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        exit_code: Option<i32>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        message: Option<String>,
         duration_ms: u64,
     },
     /// Output a running tool produced so far (e.g. a command's stdout).

@@ -12,6 +12,7 @@ pub mod client_request;
 pub mod context;
 pub mod event;
 pub mod fingerprint;
+pub mod hooks;
 pub mod ids;
 pub mod items;
 pub mod op;
@@ -36,6 +37,7 @@ pub use event::{
     ItemKind, PlanStep, PlanStepStatus, TaskKind, TurnAbortReason,
 };
 pub use fingerprint::{RequestFingerprint, ToolFingerprint};
+pub use hooks::{HookEventName, HookRunStatus, HookSource};
 pub use ids::{ItemId, SessionId, SubmissionId, ThreadId, TurnId};
 pub use items::{InputPart, Item, MessageRole, INTERRUPTION_MARKER};
 pub use op::{

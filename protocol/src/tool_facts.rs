@@ -312,6 +312,8 @@ pub enum Decliner {
     Policy,
     /// The advisor rejected the call's batch.
     Advisor,
+    /// A user hook (`PreToolUse`) blocked the call.
+    Hook,
 }
 
 /// Why a call never reported.

@@ -347,6 +347,21 @@ pub fn every_variant_thread() -> ThreadScript {
         },
         duration_ms: 7,
     });
+    s.push(EventMsg::HookStarted {
+        run_id: "run-1".into(),
+        event_name: rein_protocol::HookEventName::PreToolUse,
+        key: "project:/work/project/.rein/hooks.json:PreToolUse:0:0".into(),
+        command: "./guard.sh".into(),
+        source: rein_protocol::HookSource::Project,
+        call_id: Some("call-1".into()),
+    });
+    s.push(EventMsg::HookCompleted {
+        run_id: "run-1".into(),
+        status: rein_protocol::HookRunStatus::Blocked,
+        exit_code: Some(2),
+        message: Some("no rm -rf".into()),
+        duration_ms: 3,
+    });
     s.push(EventMsg::Warning {
         message: "unicode ✓ \u{0}\u{1} \"quotes\"\n".into(),
     });

@@ -42,6 +42,7 @@ mod exec_sdk;
 mod exec_sessions;
 mod exec_setup;
 mod full_disk;
+mod hooks;
 mod hostile_inputs;
 mod hostile_sandbox;
 mod hostile_sessions;

@@ -442,6 +442,25 @@ impl EventMapper {
                     )));
                 }
             }
+            // Codex's `hook/started` / `hook/completed` are not projected yet; a blocked
+            // call shows as its declined item, a failed hook as a warning.
+            EventMsg::HookStarted { .. } => {}
+            EventMsg::HookCompleted {
+                status: rein_protocol::HookRunStatus::Failed,
+                message,
+                ..
+            } => {
+                out.push(Outgoing::Notify(ServerNotification::Warning(
+                    WarningNotification {
+                        thread_id: Some(self.thread_id.clone()),
+                        message: format!(
+                            "a hook failed: {}",
+                            message.as_deref().unwrap_or("no reason given")
+                        ),
+                    },
+                )));
+            }
+            EventMsg::HookCompleted { .. } => {}
             // The new model shows in the thread's next `Thread` object and token counts.
             EventMsg::ModelSwitched { .. } => {}
             // Answered by the `thread/rollback` response.

@@ -8,7 +8,7 @@ use std::io::Write;
 use std::time::Instant;
 
 use rein_protocol::{
-    AdvisorVerdict, AgentOp, AgentReport, Event, EventMsg, FileChangeKind, FileDiff,
+    AdvisorVerdict, AgentOp, AgentReport, Event, EventMsg, FileChangeKind, FileDiff, HookRunStatus,
     PlanStepStatus, ThreadId, TokenUsage, ToolAction, ToolOutcome,
 };
 
@@ -222,6 +222,28 @@ impl<W: Write> HumanProgress<W> {
                 "reconnecting ({attempt}/{max_attempts}): {message}"
             ))?,
             EventMsg::Warning { message } => self.line(&format!("warning: {message}"))?,
+            EventMsg::HookStarted {
+                event_name,
+                command,
+                ..
+            } => self.line(
+                &self
+                    .style
+                    .dim(&format!("hook {}: {command}", event_name.as_str())),
+            )?,
+            EventMsg::HookCompleted {
+                status, message, ..
+            } => match status {
+                HookRunStatus::Completed => {}
+                HookRunStatus::Blocked => self.line(&format!(
+                    "hook blocked: {}",
+                    message.as_deref().unwrap_or_default()
+                ))?,
+                HookRunStatus::Failed => self.line(&format!(
+                    "hook failed: {}",
+                    message.as_deref().unwrap_or_default()
+                ))?,
+            },
             EventMsg::ModelRerouted { from, to, reason } => self.line(&format!(
                 "warning: model {from} failed ({reason}); continuing with {to}"
             ))?,

@@ -15,8 +15,8 @@ use super::events::{
     PatchStatus, TodoItem,
 };
 use rein_protocol::{
-    AdvisorVerdict, AgentOp, Event, EventMsg, FileChangeKind, FileDiff, Item, PlanStep,
-    PlanStepStatus, ThreadId, TokenUsage, ToolAction, ToolOutcome,
+    AdvisorVerdict, AgentOp, Event, EventMsg, FileChangeKind, FileDiff, HookRunStatus, Item,
+    PlanStep, PlanStepStatus, ThreadId, TokenUsage, ToolAction, ToolOutcome,
 };
 
 /// A tool call whose item is open, by call id.
@@ -155,6 +155,24 @@ impl JsonlMapper {
                 AdvisorVerdict::Approve { .. } | AdvisorVerdict::FailedOpen { .. } => Vec::new(),
             },
             EventMsg::AdvisorReviewStarted { .. } => Vec::new(),
+            // Codex's exec stream has no hook items: what a user must see (a block, a
+            // failure) is an error item; a hook that ran and said nothing is no line.
+            EventMsg::HookStarted { .. } => Vec::new(),
+            EventMsg::HookCompleted {
+                status, message, ..
+            } => match status {
+                HookRunStatus::Completed => Vec::new(),
+                HookRunStatus::Blocked | HookRunStatus::Failed => {
+                    let what = if *status == HookRunStatus::Blocked {
+                        "blocked"
+                    } else {
+                        "failed"
+                    };
+                    vec![self.completed(ExecItemDetails::Error {
+                        message: format!("hook {what}: {}", message.as_deref().unwrap_or_default()),
+                    })]
+                }
+            },
             EventMsg::Warning { message } => vec![self.completed(ExecItemDetails::Error {
                 message: message.clone(),
             })],

@@ -351,6 +351,8 @@ impl ThreadState {
             | EventMsg::ToolCallBegin { .. }
             | EventMsg::AdvisorReviewStarted { .. }
             | EventMsg::AdvisorReviewCompleted { .. }
+            | EventMsg::HookStarted { .. }
+            | EventMsg::HookCompleted { .. }
             | EventMsg::ToolOutputDelta { .. }
             | EventMsg::ToolCallEnd { .. }
             | EventMsg::PlanUpdated { .. }

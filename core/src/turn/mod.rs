@@ -12,6 +12,7 @@ pub(crate) mod step;
 pub mod stop_hook;
 pub(crate) mod task;
 pub(crate) mod tokens;
+pub(crate) mod tool_hooks;
 pub(crate) mod tool_runner;
 pub(crate) mod vision;
 
@@ -45,6 +46,8 @@ pub(crate) struct TurnContext {
     pub output_schema: Option<Arc<serde_json::Value>>,
     /// Reviews the model's tool batches before the policy engine, when configured.
     pub advisor: Option<Arc<advisor::Advisor>>,
+    /// The user's hooks around each tool call, when any are configured.
+    pub hooks: Option<tool_hooks::HookScope>,
 }
 
 /// A fallback model and its client, resolved when the turn starts.

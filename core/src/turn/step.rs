@@ -41,6 +41,7 @@ pub(crate) struct StepContext {
     /// A review's step: its tools ignore the session's earlier approvals.
     pub review: bool,
     pub advisor: Option<Arc<Advisor>>,
+    pub hooks: Option<super::tool_hooks::HookScope>,
 }
 
 impl StepContext {
@@ -62,6 +63,7 @@ impl StepContext {
             output_schema: turn.output_schema.clone(),
             review: turn.kind == TaskKind::Review,
             advisor: turn.advisor.clone(),
+            hooks: turn.hooks.clone(),
         }
     }
 
@@ -82,6 +84,7 @@ impl StepContext {
             output_schema: None,
             review: self.review,
             advisor: None,
+            hooks: None,
         }
     }
 

@@ -13,6 +13,7 @@ use super::sink::TurnSink;
 use super::step::{self, SampleError, StepContext};
 use super::stop_hook::{StopContext, StopDecision, StopHook};
 use super::tokens::{estimate, estimate_item};
+use super::tool_hooks::PromptDecision;
 use super::tool_runner;
 use super::{TaskOutcome, TurnContext};
 use crate::model::fingerprint::InputHashes;
@@ -128,6 +129,9 @@ impl RegularTask {
         let mut tokens_used = 0;
         let mut compacted_after_overflow = !self.compaction.recover_overflow;
         let mut hashes = InputHashes::default();
+        if let Some(outcome) = self.submit_prompt().await {
+            return outcome;
+        }
         loop {
             self.drain_pending();
             if self.cancel.is_cancelled() {
@@ -206,7 +210,13 @@ impl RegularTask {
             if self.pending.has_steers() {
                 continue;
             }
-            match self.consult_stop_hooks(last_agent_message.as_deref(), vetoes) {
+            let mut instruction = self.consult_stop_hooks(last_agent_message.as_deref(), vetoes);
+            if instruction.is_none() {
+                instruction = self
+                    .consult_user_stop_hooks(last_agent_message.as_deref(), vetoes)
+                    .await;
+            }
+            match instruction {
                 Some(instruction) => {
                     vetoes += 1;
                     self.record(Item::DeveloperMessage {
@@ -221,6 +231,79 @@ impl RegularTask {
 
     fn over_budget(&self, tokens_used: u64) -> bool {
         matches!(self.turn.settings.budget.max_tokens, Some(max) if tokens_used >= max)
+    }
+
+    /// Run the user's `UserPromptSubmit` hooks on this turn's input (none for a recovered
+    /// turn): `Some` ends the turn before any request. The input stays in history (it is
+    /// append-only); a note after it tells the model not to act on it.
+    async fn submit_prompt(&mut self) -> Option<TaskOutcome> {
+        let scope = self.turn.hooks.clone()?;
+        if self.turn.kind != rein_protocol::TaskKind::Regular {
+            return None;
+        }
+        let start = self.compaction.turn_input_start.min(self.history.len());
+        let prompt: Vec<&str> = self.history[start..]
+            .iter()
+            .filter_map(|item| match item.as_ref() {
+                Item::UserMessage { content, .. } => Some(content),
+                _ => None,
+            })
+            .flatten()
+            .filter_map(|part| match part {
+                rein_protocol::InputPart::Text { text } => Some(text.as_str()),
+                rein_protocol::InputPart::Image { .. } => None,
+            })
+            .collect();
+        if prompt.is_empty() {
+            return None;
+        }
+        let prompt = prompt.join("\n");
+        match scope
+            .user_prompt_submit(&prompt, &self.sink, &self.cancel)
+            .await
+        {
+            PromptDecision::Proceed { context } => {
+                for text in context {
+                    self.record(Item::DeveloperMessage {
+                        id: ItemId::new(),
+                        text,
+                    });
+                }
+                None
+            }
+            PromptDecision::Block(reason) => {
+                self.sink.emit(EventMsg::Warning {
+                    message: format!("the prompt was blocked by a UserPromptSubmit hook: {reason}"),
+                });
+                self.record(Item::DeveloperMessage {
+                    id: ItemId::new(),
+                    text: format!(
+                        "The user's last message was blocked by a hook ({reason}); do not act on it."
+                    ),
+                });
+                Some(TaskOutcome::Completed {
+                    last_agent_message: None,
+                })
+            }
+        }
+    }
+
+    /// The reasons of the user's `Stop` hooks that block the end of the turn, unless the
+    /// same guard as the kernel's stop hooks says this turn has had enough.
+    async fn consult_user_stop_hooks(&self, last: Option<&str>, vetoes: u32) -> Option<String> {
+        let scope = self.turn.hooks.as_ref()?;
+        // A review's end is not the user's turn ending.
+        if self.turn.kind != rein_protocol::TaskKind::Regular {
+            return None;
+        }
+        let reason = scope.stop(last, vetoes, &self.sink, &self.cancel).await?;
+        if vetoes >= self.max_stop_hook_vetoes {
+            self.sink.emit(EventMsg::Warning {
+                message: format!("a Stop hook continued this turn {vetoes} times; stopping anyway"),
+            });
+            return None;
+        }
+        Some(format!("A Stop hook asks you to continue: {reason}"))
     }
 
     /// The instruction of the first hook that vetoes stopping, unless the veto guard says

@@ -2,7 +2,8 @@
 //! carries the action), runs concurrently with the others (each in its own task, with a
 //! child cancellation token), and reports its outcome (`ToolCallEnd`); results come back in
 //! the order the model issued the calls, whatever order they finish in. Dropping the runner
-//! aborts every call still running.
+//! aborts every call still running. User hooks (`tool_hooks.rs`) run before a call is
+//! announced and after it ended.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -17,6 +18,7 @@ use tokio_util::task::AbortOnDropHandle;
 use super::advisor::Review;
 use super::sink::TurnSink;
 use super::step::StepContext;
+use super::tool_hooks::{HookScope, PreDecision};
 use crate::tools::{Tool, ToolCall, ToolContext, ToolResult};
 
 pub(crate) struct Finished {
@@ -66,8 +68,47 @@ fn prepare(
     (tool.describe(call, &ctx), Launch::Run(tool, ctx))
 }
 
+/// Run the `PreToolUse` hooks of every call that would run, in parallel: a block turns
+/// the call into a declined one, a rewritten input is described again by its tool (so
+/// what is announced, judged and run is the rewritten call).
+async fn pre_hooks(
+    scope: &HookScope,
+    batch: &mut [(ToolCall, ToolAction, Launch)],
+    sink: &TurnSink,
+    cancel: &CancellationToken,
+) {
+    let decisions = futures::future::join_all(batch.iter().map(|(call, action, launch)| async {
+        match launch {
+            Launch::Run(..) => Some(scope.pre_tool_use(call, action, sink, cancel).await),
+            Launch::Fail(_) => None,
+        }
+    }))
+    .await;
+    for ((call, action, launch), decision) in batch.iter_mut().zip(decisions) {
+        match decision {
+            None | Some(PreDecision::Proceed { arguments: None }) => {}
+            Some(PreDecision::Block(result)) => *launch = Launch::Fail(result),
+            Some(PreDecision::Proceed {
+                arguments: Some(arguments),
+            }) => {
+                call.arguments = arguments;
+                if let Launch::Run(tool, ctx) = launch {
+                    *action = tool.describe(call, ctx);
+                }
+            }
+        }
+    }
+}
+
+/// What runs a call's `PostToolUse` hooks once it ended.
+struct After {
+    scope: HookScope,
+    sink: TurnSink,
+    action: ToolAction,
+}
+
 /// Start an announced call in its own task.
-fn start(call: &ToolCall, launch: Launch) -> Running {
+fn start(call: &ToolCall, launch: Launch, after: Option<After>) -> Running {
     let (tool, ctx) = match launch {
         Launch::Run(tool, ctx) => (tool, ctx),
         Launch::Fail(result) => return futures::future::ready((result, Duration::ZERO)).boxed(),
@@ -75,8 +116,16 @@ fn start(call: &ToolCall, launch: Launch) -> Running {
     let call = call.clone();
     let handle = AbortOnDropHandle::new(tokio::spawn(async move {
         let started = Instant::now();
-        let result = tool.run(call, ctx).await;
-        (result, started.elapsed())
+        let cancel = ctx.cancel.clone();
+        let mut result = tool.run(call.clone(), ctx).await;
+        let took = started.elapsed();
+        if let Some(after) = after {
+            after
+                .scope
+                .post_tool_use(&call, &after.action, &mut result, &after.sink, &cancel)
+                .await;
+        }
+        (result, took)
     }));
     async move {
         handle.await.unwrap_or_else(|e| {
@@ -110,6 +159,9 @@ pub(crate) async fn run_calls(
             (call, action, launch)
         })
         .collect();
+    if let Some(scope) = &step.hooks {
+        pre_hooks(scope, &mut batch, sink, cancel).await;
+    }
     if let Some(advisor) = &step.advisor {
         let reviewed: Vec<(&ToolCall, &ToolAction)> =
             batch.iter().map(|(c, a, _)| (c, a)).collect();
@@ -142,7 +194,12 @@ pub(crate) async fn run_calls(
             // The loop closed this run (an abort): nothing may start any more.
             return;
         }
-        let fut = start(&call, launch);
+        let after = step.hooks.clone().map(|scope| After {
+            scope,
+            sink: sink.clone(),
+            action: action.clone(),
+        });
+        let fut = start(&call, launch, after);
         if !step.parallel_tool_calls {
             let (result, took) = fut.await;
             on_finished(report(sink, call, action, result, took));

@@ -44,6 +44,8 @@ fn variant(msg: &EventMsg) -> &'static str {
         EventMsg::ToolCallBegin { .. } => "ToolCallBegin",
         EventMsg::AdvisorReviewStarted { .. } => "AdvisorReviewStarted",
         EventMsg::AdvisorReviewCompleted { .. } => "AdvisorReviewCompleted",
+        EventMsg::HookStarted { .. } => "HookStarted",
+        EventMsg::HookCompleted { .. } => "HookCompleted",
         EventMsg::ToolOutputDelta { .. } => "ToolOutputDelta",
         EventMsg::ToolCallEnd { .. } => "ToolCallEnd",
         EventMsg::ClientRequested { .. } => "ClientRequested",
@@ -65,7 +67,7 @@ fn variant(msg: &EventMsg) -> &'static str {
     }
 }
 
-const ALL_VARIANTS: usize = 39;
+const ALL_VARIANTS: usize = 41;
 
 fn meta_for(thread: ThreadId) -> SessionMeta {
     SessionMeta::new(

@@ -20,6 +20,7 @@ use crate::turn::review::{review_request, review_settings};
 use crate::turn::sink::TurnSink;
 use crate::turn::task::{AutoCompaction, RegularTask};
 use crate::turn::tokens::estimate;
+use crate::turn::tool_hooks::HookScope;
 use crate::turn::vision::Vision;
 use crate::turn::{Fallback, TaskOutcome, TurnContext};
 use rein_protocol::advisor::AdvisorMode;
@@ -63,6 +64,17 @@ impl SubmissionLoop {
         });
         let vision = Vision::for_model(models.as_ref(), &settings.model);
         let advisor = self.advisor_for(&settings.model);
+        let hooks = self.services.hooks.clone().map(|hooks| HookScope {
+            hooks,
+            thread_id: self.thread_id,
+            turn_id,
+            cwd: settings.cwd.clone(),
+            model: settings.model.clone(),
+            permission_mode: serde_json::to_value(settings.approval_policy)
+                .ok()
+                .and_then(|v| v.as_str().map(str::to_owned))
+                .unwrap_or_default(),
+        });
         self.emit(
             Some(turn_id),
             EventMsg::TurnStarted {
@@ -98,6 +110,7 @@ impl SubmissionLoop {
                 parallel_tool_calls: self.services.config.parallel_tool_calls,
                 output_schema,
                 advisor,
+                hooks,
             },
             sink: TurnSink::new(run, turn_id, self.task_tx.clone()),
             cancel: CancellationToken::new(),
