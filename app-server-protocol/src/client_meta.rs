@@ -47,9 +47,44 @@ pub struct HooksListParams {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct HooksListEntry {
     pub cwd: String,
-    pub hooks: Vec<serde_json::Value>,
+    pub hooks: Vec<HookMetadata>,
     pub warnings: Vec<String>,
-    pub errors: Vec<serde_json::Value>,
+    pub errors: Vec<HookErrorInfo>,
+}
+
+/// One configured hook as `hooks/list` shows it (Codex's `HookMetadata`; rein's hooks are
+/// all command hooks).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct HookMetadata {
+    pub key: String,
+    /// Codex's camelCase event name (`preToolUse`, `postToolUse`, `userPromptSubmit`, `stop`).
+    pub event_name: String,
+    pub matcher: Option<String>,
+    /// `command` (the only kind rein runs).
+    pub handler_type: String,
+    pub command: String,
+    #[serde(rename = "async")]
+    pub is_async: bool,
+    /// `user` or `project`.
+    pub source: String,
+    pub source_path: String,
+    /// `sha256:HEX` of the definition trust is given to.
+    pub current_hash: String,
+    /// `trusted`, `untrusted` or `modified`.
+    pub trust_status: String,
+    /// Whether a thread runs it (trusted).
+    pub enabled: bool,
+    pub is_managed: bool,
+    pub display_order: i64,
+    pub timeout_sec: u64,
+}
+
+/// A hook file that could not be read.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct HookErrorInfo {
+    pub path: String,
+    pub message: String,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]

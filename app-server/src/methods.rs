@@ -46,7 +46,7 @@ pub fn module(state: Arc<ServerState>) -> Result<Module, RegisterMethodError> {
         client_meta::collaboration_modes(p)
     })?;
     add(&mut m, "hooks/list", |s, p| async move {
-        client_meta::hooks_list(&s, p)
+        client_meta::hooks_list(&s, p).await
     })?;
     add(&mut m, "plugin/installed", |_, p| async move {
         client_meta::plugins_installed(p)

@@ -1,18 +1,21 @@
 //! What the Codex TUI asks around a session, answered with what rein has: no config
-//! requirements, the default collaboration mode only, no hooks or plugins (until rein has
-//! them), not a Bedrock GovCloud account, no goal; the thread's background terminals; a
+//! requirements, the default collaboration mode only, the directory's hooks, no plugins,
+//! not a Bedrock GovCloud account, no goal; the thread's background terminals; a
 //! thread's items page by page; read state kept as "all read".
 
 use rein_app_server_protocol::{
     AnyParams, BackgroundTerminalsListParams, CollaborationModeListParams,
     CollaborationModeListResponse, CollaborationModeMask, ConfigRequirementsReadResponse,
-    EmptyPage, GovCloudRequirementsParams, GovCloudRequirementsResponse, HooksListEntry,
-    HooksListParams, HooksListResponse, PluginInstalledParams, PluginInstalledResponse,
-    PluginListResponse, SortDirection, ThreadGoalGetParams, ThreadGoalGetResponse, ThreadItemEntry,
-    ThreadItemsListParams, ThreadItemsListResponse, ThreadReadState, ThreadReadStateUpdateParams,
-    ThreadReadStateUpdateResponse,
+    EmptyPage, GovCloudRequirementsParams, GovCloudRequirementsResponse, HookMetadata,
+    HooksListEntry, HooksListParams, HooksListResponse, PluginInstalledParams,
+    PluginInstalledResponse, PluginListResponse, SortDirection, ThreadGoalGetParams,
+    ThreadGoalGetResponse, ThreadItemEntry, ThreadItemsListParams, ThreadItemsListResponse,
+    ThreadReadState, ThreadReadStateUpdateParams, ThreadReadStateUpdateResponse,
 };
+use rein_bootstrap::hooks::{Discovered, TrustStatus};
+use rein_protocol::{HookEventName, HookSource};
 use serde_json::Value;
+use std::path::Path;
 
 use super::history::{folded_state, thread_id};
 use super::meta::page;
@@ -45,24 +48,87 @@ pub fn collaboration_modes(raw: Value) -> Result<Value, RpcError> {
     })
 }
 
-/// One entry per asked directory (or the thread's), each with no hooks: rein runs none.
-pub fn hooks_list(state: &ServerState, raw: Value) -> Result<Value, RpcError> {
+/// One entry per asked directory (or the thread's): the hooks a thread there runs, or
+/// would run once trusted, read as threads read them (`rein hooks list` shows the same).
+/// `PostToolUseFailure` hooks have no name on Codex's wire: they are said in `warnings`.
+pub async fn hooks_list(state: &ServerState, raw: Value) -> Result<Value, RpcError> {
     let p: HooksListParams = params(raw)?;
     let mut cwds = p.cwds;
     if let Some(thread) = &p.thread_id {
         let loaded = super::loaded(state, thread)?;
         cwds = vec![loaded.meta().settings.cwd.display().to_string()];
     }
-    let data = cwds
-        .into_iter()
-        .map(|cwd| HooksListEntry {
-            cwd,
-            hooks: Vec::new(),
-            warnings: Vec::new(),
-            errors: Vec::new(),
-        })
-        .collect();
+    let mut data = Vec::with_capacity(cwds.len());
+    for cwd in cwds {
+        let entry = match &state.kernel.hooks {
+            Some(hooks) => {
+                let found = hooks.load(Path::new(&cwd)).await;
+                hooks_entry(cwd, found.as_ref())
+            }
+            None => HooksListEntry {
+                cwd,
+                hooks: Vec::new(),
+                warnings: Vec::new(),
+                errors: Vec::new(),
+            },
+        };
+        data.push(entry);
+    }
     to_value(&HooksListResponse { data })
+}
+
+fn hooks_entry(cwd: String, found: &Discovered) -> HooksListEntry {
+    let mut warnings = found.warnings.clone();
+    let mut hooks = Vec::new();
+    for (order, hook) in found.hooks.iter().enumerate() {
+        let Some(event_name) = codex_event_name(hook.def.event) else {
+            warnings.push(format!(
+                "{} ({}): a {} hook, which Codex's hooks/list cannot name",
+                hook.key,
+                hook.path.display(),
+                hook.def.event.as_str()
+            ));
+            continue;
+        };
+        let matcher = hook.def.matcher.source();
+        hooks.push(HookMetadata {
+            key: hook.key.clone(),
+            event_name: event_name.to_owned(),
+            matcher: (!matcher.is_empty()).then(|| matcher.to_owned()),
+            handler_type: "command".to_owned(),
+            command: hook.def.command.clone(),
+            is_async: false,
+            source: match hook.source {
+                HookSource::User => "user",
+                HookSource::Project => "project",
+            }
+            .to_owned(),
+            source_path: hook.path.display().to_string(),
+            current_hash: hook.hash.clone(),
+            trust_status: hook.trust.as_str().to_owned(),
+            enabled: hook.trust == TrustStatus::Trusted,
+            is_managed: false,
+            display_order: i64::try_from(order).unwrap_or(i64::MAX),
+            timeout_sec: hook.def.timeout.as_secs(),
+        });
+    }
+    HooksListEntry {
+        cwd,
+        hooks,
+        warnings,
+        errors: Vec::new(),
+    }
+}
+
+/// Codex's name of a hook event (`HookEventName` in its schema), if it has one.
+fn codex_event_name(event: HookEventName) -> Option<&'static str> {
+    Some(match event {
+        HookEventName::PreToolUse => "preToolUse",
+        HookEventName::PostToolUse => "postToolUse",
+        HookEventName::UserPromptSubmit => "userPromptSubmit",
+        HookEventName::Stop => "stop",
+        HookEventName::PostToolUseFailure => return None,
+    })
 }
 
 pub fn plugins_installed(raw: Value) -> Result<Value, RpcError> {
