@@ -60,6 +60,10 @@ pub enum ServerNotification {
     McpServerStatusUpdated(crate::mcp::McpServerStatusUpdatedNotification),
     #[serde(rename = "serverRequest/resolved")]
     ServerRequestResolved(ServerRequestResolvedNotification),
+    #[serde(rename = "hook/started")]
+    HookStarted(Box<crate::hooks::HookRunNotification>),
+    #[serde(rename = "hook/completed")]
+    HookCompleted(Box<crate::hooks::HookRunNotification>),
     #[serde(rename = "error")]
     Error(ErrorNotification),
     #[serde(rename = "warning")]
@@ -97,6 +101,8 @@ impl ServerNotification {
             ServerNotification::McpToolCallProgress(_) => "item/mcpToolCall/progress",
             ServerNotification::McpServerStatusUpdated(_) => "mcpServer/startupStatus/updated",
             ServerNotification::ServerRequestResolved(_) => "serverRequest/resolved",
+            ServerNotification::HookStarted(_) => "hook/started",
+            ServerNotification::HookCompleted(_) => "hook/completed",
             ServerNotification::Error(_) => "error",
             ServerNotification::Warning(_) => "warning",
         }

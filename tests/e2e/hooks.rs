@@ -704,3 +704,63 @@ fn the_app_servers_hooks_list_shows_each_hook_with_its_trust_as_rein_hooks_list_
         "{warnings:?}"
     );
 }
+
+#[test]
+fn the_app_server_reports_each_hook_run_as_codex_does() {
+    let setup = Setup::new(shell_call("rm -rf victim"));
+    std::fs::create_dir(setup.work().join("victim")).unwrap();
+    let guard = setup.script("guard.sh", "cat >/dev/null\necho 'not here' >&2\nexit 2");
+    setup.user_hooks(pre_tool_use("Bash", &guard));
+    let user = setup.user.path().to_str().unwrap().to_owned();
+    let mut server = rein_test_support::app_server::AppServer::start_with_env(
+        setup.home.path(),
+        &[],
+        &[("HOME", &user)],
+    );
+    server.initialize();
+    let dir = setup.work().to_str().unwrap().to_owned();
+    let thread = server.start_thread(json!({ "cwd": dir, "sandbox": "workspace-write" }));
+    server.request(
+        "turn/start",
+        json!({ "threadId": thread, "input": [{ "type": "text", "text": "Go." }] }),
+    );
+    // The harness checks every notification against Codex's schema.
+    let seen = server.until(|m| m["method"] == "turn/completed");
+    let runs: Vec<&Value> = seen
+        .iter()
+        .filter(|m| m["method"] == "hook/started" || m["method"] == "hook/completed")
+        .collect();
+    assert_eq!(runs.len(), 2, "{seen:?}");
+    assert!(
+        setup.work().join("victim").exists(),
+        "the call must not run"
+    );
+    let (started, completed) = (&runs[0]["params"], &runs[1]["params"]);
+    assert_eq!(runs[0]["method"], "hook/started");
+    let run = &started["run"];
+    let user_file = setup.home.path().join("hooks.json");
+    let summary = |status: &str, message: Value, entries: Value, ended: bool| {
+        json!({
+            "id": run["id"], "eventName": "preToolUse", "handlerType": "command",
+            "executionMode": "sync", "scope": "turn", "source": "user",
+            "sourcePath": user_file.to_str().unwrap(), "displayOrder": 1,
+            "status": status, "statusMessage": message, "startedAt": run["startedAt"],
+            "completedAt": if ended { completed["run"]["completedAt"].clone() } else { Value::Null },
+            "durationMs": if ended { completed["run"]["durationMs"].clone() } else { Value::Null },
+            "entries": entries
+        })
+    };
+    assert_eq!(
+        started,
+        &json!({ "threadId": thread, "turnId": started["turnId"],
+                 "run": summary("running", Value::Null, json!([]), false) })
+    );
+    assert!(started["turnId"].is_string(), "{started}");
+    assert_eq!(
+        completed,
+        &json!({ "threadId": thread, "turnId": started["turnId"],
+                 "run": summary("blocked", json!("not here"),
+                                json!([{ "kind": "feedback", "text": "not here" }]), true) })
+    );
+    assert!(completed["run"]["durationMs"].as_i64().unwrap() >= 0);
+}

@@ -24,11 +24,14 @@ use crate::outbound::now_ms;
 
 mod advisor;
 mod approval;
+mod hooks;
 mod items;
 pub(crate) mod review;
 mod shapes;
+
 use crate::tool_items::{tool_item, Ended};
 pub(crate) use approval::{COMMAND_APPROVAL_METHOD, ELICITATION_METHOD, QUESTION_METHOD};
+pub use hooks::codex_event_name;
 pub(crate) use shapes::turn_error as turn_error_of;
 use shapes::{active, plain_error, turn_error, turn_object, TurnTrack};
 
@@ -78,6 +81,8 @@ pub struct EventMapper {
     compaction: Option<String>,
     /// The advisor's reviews in progress.
     reviews: advisor::Reviews,
+    /// The hook runs in progress.
+    hooks: hooks::HookRuns,
 }
 
 impl EventMapper {
@@ -93,6 +98,7 @@ impl EventMapper {
             held_usage: None,
             compaction: None,
             reviews: advisor::Reviews::default(),
+            hooks: hooks::HookRuns::default(),
         }
     }
 
@@ -442,25 +448,9 @@ impl EventMapper {
                     )));
                 }
             }
-            // Codex's `hook/started` / `hook/completed` are not projected yet; a blocked
-            // call shows as its declined item, a failed hook as a warning.
-            EventMsg::HookStarted { .. } => {}
-            EventMsg::HookCompleted {
-                status: rein_protocol::HookRunStatus::Failed,
-                message,
-                ..
-            } => {
-                out.push(Outgoing::Notify(ServerNotification::Warning(
-                    WarningNotification {
-                        thread_id: Some(self.thread_id.clone()),
-                        message: format!(
-                            "a hook failed: {}",
-                            message.as_deref().unwrap_or("no reason given")
-                        ),
-                    },
-                )));
+            EventMsg::HookStarted { .. } | EventMsg::HookCompleted { .. } => {
+                out.extend(self.hooks.map(&self.thread_id, event).map(Outgoing::Notify));
             }
-            EventMsg::HookCompleted { .. } => {}
             // The new model shows in the thread's next `Thread` object and token counts.
             EventMsg::ModelSwitched { .. } => {}
             // Answered by the `thread/rollback` response.

@@ -13,7 +13,7 @@ use rein_app_server_protocol::{
     ThreadReadState, ThreadReadStateUpdateParams, ThreadReadStateUpdateResponse,
 };
 use rein_bootstrap::hooks::{Discovered, TrustStatus};
-use rein_protocol::{HookEventName, HookSource};
+use rein_protocol::HookSource;
 use serde_json::Value;
 use std::path::Path;
 
@@ -81,7 +81,7 @@ fn hooks_entry(cwd: String, found: &Discovered) -> HooksListEntry {
     let mut warnings = found.warnings.clone();
     let mut hooks = Vec::new();
     for (order, hook) in found.hooks.iter().enumerate() {
-        let Some(event_name) = codex_event_name(hook.def.event) else {
+        let Some(event_name) = crate::event_map::codex_event_name(hook.def.event) else {
             warnings.push(format!(
                 "{} ({}): a {} hook, which Codex's hooks/list cannot name",
                 hook.key,
@@ -118,17 +118,6 @@ fn hooks_entry(cwd: String, found: &Discovered) -> HooksListEntry {
         warnings,
         errors: Vec::new(),
     }
-}
-
-/// Codex's name of a hook event (`HookEventName` in its schema), if it has one.
-fn codex_event_name(event: HookEventName) -> Option<&'static str> {
-    Some(match event {
-        HookEventName::PreToolUse => "preToolUse",
-        HookEventName::PostToolUse => "postToolUse",
-        HookEventName::UserPromptSubmit => "userPromptSubmit",
-        HookEventName::Stop => "stop",
-        HookEventName::PostToolUseFailure => return None,
-    })
 }
 
 pub fn plugins_installed(raw: Value) -> Result<Value, RpcError> {
