@@ -18,6 +18,19 @@ pub const PATIENCE: Duration = Duration::from_secs(30);
 
 pub mod test_setup;
 
+/// A fresh directory that the workspace-write sandbox does not let rein write: not under
+/// the temp dir (writable there). Under `target_tmp` (a test's `CARGO_TARGET_TMPDIR`),
+/// unless the checkout itself is under the temp dir, then under `$HOME`.
+#[cfg(feature = "e2e")]
+pub fn dir_outside_the_temp_dir(target_tmp: &std::path::Path) -> tempfile::TempDir {
+    let base = if target_tmp.starts_with(std::env::temp_dir()) {
+        std::env::var_os("HOME").map_or_else(|| std::path::PathBuf::from("/root"), Into::into)
+    } else {
+        target_tmp.to_path_buf()
+    };
+    tempfile::tempdir_in(base).expect("a directory outside the temp dir")
+}
+
 #[cfg(feature = "processes")]
 pub mod processes;
 

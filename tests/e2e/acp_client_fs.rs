@@ -132,15 +132,7 @@ fn apply_patch_reads_and_writes_through_the_editor_and_leaves_the_disk_alone() {
 
 #[test]
 fn a_write_outside_the_writable_roots_is_refused_before_the_editor_hears_of_it() {
-    // Not under the temp dir, which the workspace-write sandbox lets rein write: the
-    // target dir's, unless the checkout itself is under the temp dir (then $HOME's).
-    let target_tmp = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"));
-    let base = if target_tmp.starts_with(std::env::temp_dir()) {
-        std::path::PathBuf::from(std::env::var("HOME").unwrap())
-    } else {
-        target_tmp.to_path_buf()
-    };
-    let outside = tempfile::tempdir_in(base).unwrap();
+    let outside = rein_test_support::dir_outside_the_temp_dir(env!("CARGO_TARGET_TMPDIR").as_ref());
     let target = outside.path().canonicalize().unwrap().join("x.txt");
     let patch = format!(
         "*** Begin Patch\n*** Add File: {}\n+escaped\n*** End Patch\n",

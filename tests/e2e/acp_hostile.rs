@@ -122,7 +122,7 @@ fn a_100_mib_output_of_the_editors_terminal_reaches_the_model_bounded() {
 
 #[test]
 fn a_link_swapped_in_while_the_editor_reads_makes_its_write_refused() {
-    let outside = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let outside = rein_test_support::dir_outside_the_temp_dir(env!("CARGO_TARGET_TMPDIR").as_ref());
     let outside = outside.path().canonicalize().unwrap();
     std::fs::write(outside.join("f.txt"), "old\n").unwrap();
     let cwd = tempfile::tempdir().unwrap();

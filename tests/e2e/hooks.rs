@@ -277,8 +277,8 @@ printf '{"hookSpecificOutput": {"hookEventName": "PostToolUse", "additionalConte
 
 #[test]
 fn updated_input_that_writes_outside_the_writable_roots_is_refused_by_the_policy() {
-    // Not under /tmp, which workspace-write lets commands write to.
-    let outside = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    // Not under the temp dir, which workspace-write lets commands write to.
+    let outside = rein_test_support::dir_outside_the_temp_dir(env!("CARGO_TARGET_TMPDIR").as_ref());
     let target = outside.path().join("escaped.txt");
     let patch = "*** Begin Patch\n*** Add File: inside.txt\n+fine\n*** End Patch\n";
     let setup = Setup::new(json!({"replies": [

@@ -76,7 +76,20 @@ pub(crate) enum PreDecision {
 
 impl HookScope {
     fn base_input(&self, event: HookEventName, tool: &HookTool, call: &ToolCall) -> Value {
-        json!({
+        self.input(
+            event,
+            json!({
+                "tool_name": tool.name,
+                "tool_input": tool.input,
+                "tool_use_id": call.call_id,
+            }),
+        )
+    }
+
+    /// What every hook is told (Claude Code's common input fields), and `event`'s own
+    /// fields (`fields`, an object).
+    fn input(&self, event: HookEventName, fields: Value) -> Value {
+        let mut input = json!({
             "session_id": self.thread_id.to_string(),
             "turn_id": self.turn_id.to_string(),
             "transcript_path": self.hooks.transcript_path(self.thread_id),
@@ -84,10 +97,11 @@ impl HookScope {
             "hook_event_name": event.as_str(),
             "model": self.model,
             "permission_mode": self.permission_mode,
-            "tool_name": tool.name,
-            "tool_input": tool.input,
-            "tool_use_id": call.call_id,
-        })
+        });
+        if let (Some(input), Value::Object(fields)) = (input.as_object_mut(), fields) {
+            input.extend(fields);
+        }
+        input
     }
 
     async fn find(&self, event: HookEventName, tool: &HookTool) -> Vec<Arc<dyn Hook>> {
@@ -223,16 +237,7 @@ impl HookScope {
                 context: Vec::new(),
             };
         }
-        let input = json!({
-            "session_id": self.thread_id.to_string(),
-            "turn_id": self.turn_id.to_string(),
-            "transcript_path": self.hooks.transcript_path(self.thread_id),
-            "cwd": self.cwd,
-            "hook_event_name": event.as_str(),
-            "model": self.model,
-            "permission_mode": self.permission_mode,
-            "prompt": prompt,
-        });
+        let input = self.input(event, json!({ "prompt": prompt }));
         let mut context = Vec::new();
         let mut blocks = Vec::new();
         for (_, response) in run_all(found, input, event, None, sink, cancel).await {
@@ -272,18 +277,14 @@ impl HookScope {
         if found.is_empty() {
             return None;
         }
-        let input = json!({
-            "session_id": self.thread_id.to_string(),
-            "turn_id": self.turn_id.to_string(),
-            "transcript_path": self.hooks.transcript_path(self.thread_id),
-            "cwd": self.cwd,
-            "hook_event_name": event.as_str(),
-            "model": self.model,
-            "permission_mode": self.permission_mode,
-            "stop_hook_active": continuations > 0,
-            "continuation_count": continuations,
-            "last_assistant_message": last_agent_message,
-        });
+        let input = self.input(
+            event,
+            json!({
+                "stop_hook_active": continuations > 0,
+                "continuation_count": continuations,
+                "last_assistant_message": last_agent_message,
+            }),
+        );
         let reasons: Vec<String> = run_all(found, input, event, None, sink, cancel)
             .await
             .into_iter()
