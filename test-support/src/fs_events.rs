@@ -9,7 +9,7 @@ use rustix::event::{poll, PollFd, PollFlags, Timespec};
 use rustix::fs::inotify::{self, CreateFlags, WatchFlags};
 
 /// Waits until `done()` holds, looking again whenever a file under `root` (which must
-/// exist) is created, written, closed after writing or moved in, for at most `patience`
+/// exist) is created, written, closed after writing, moved in or deleted, for at most `patience`
 /// (a guard against a hang). Directories created meanwhile are watched as they appear.
 pub fn wait_until_files_show(
     root: &Path,
@@ -18,8 +18,11 @@ pub fn wait_until_files_show(
 ) -> bool {
     let deadline = Instant::now() + patience;
     let fd = inotify::init(CreateFlags::CLOEXEC | CreateFlags::NONBLOCK).unwrap();
-    let watched =
-        WatchFlags::CREATE | WatchFlags::MODIFY | WatchFlags::CLOSE_WRITE | WatchFlags::MOVED_TO;
+    let watched = WatchFlags::CREATE
+        | WatchFlags::MODIFY
+        | WatchFlags::CLOSE_WRITE
+        | WatchFlags::MOVED_TO
+        | WatchFlags::DELETE;
     let mut buf = vec![0u8; 64 * 1024];
     loop {
         // (Re)watch every directory before looking, so no change after the look is missed;

@@ -3,6 +3,8 @@
 //! name, the concurrency limit, approvals (declined, or answered over HTTP), kill -9 and
 //! SIGTERM mid-turn, and a served thread continued by `rein exec resume`.
 
+use std::path::PathBuf;
+
 use pretty_assertions::assert_eq;
 use rein_test_support::serve::{hello_model, home_for, types, MockModel, Server};
 use serde_json::{json, Value};
@@ -244,20 +246,27 @@ fn a_served_thread_is_a_session_the_other_front_ends_list_and_continue() {
         String::from_utf8_lossy(&listed.stdout)
     );
     // Once the server has unloaded the idle thread, `rein exec resume` may take it (until
-    // then the server holds its rollout and exec is refused).
-    let deadline = std::time::Instant::now() + rein_test_support::PATIENCE;
-    let resumed = loop {
-        let out = rein_test_support::mock_model::rein_in(
-            home.path(),
-            &["exec", "resume", &thread, "two", "--json"],
-        )
-        .output()
-        .unwrap();
-        if out.status.success() || std::time::Instant::now() > deadline {
-            break out;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    };
+    // then the server holds its rollout and exec is refused): wait for the server to let go
+    // of its claim, the `<rollout>.lock` file.
+    let claim = PathBuf::from(format!(
+        "{}.lock",
+        rein_test_support::replay::rollout_of(home.path(), &thread).display()
+    ));
+    assert!(
+        rein_test_support::fs_events::wait_until_files_show(
+            &home.path().join("sessions"),
+            rein_test_support::PATIENCE,
+            || !claim.exists(),
+        ),
+        "the server never let go of {}",
+        claim.display()
+    );
+    let resumed = rein_test_support::mock_model::rein_in(
+        home.path(),
+        &["exec", "resume", &thread, "two", "--json"],
+    )
+    .output()
+    .unwrap();
     assert!(
         resumed.status.success(),
         "{}",
