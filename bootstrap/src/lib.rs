@@ -9,8 +9,6 @@
 //! model providers, tools, the session store) and the kernel; front ends build their
 //! kernel here and never wire leaves themselves.
 
-#![cfg_attr(test, allow(clippy::unwrap_used))]
-
 pub mod admission;
 pub mod replay;
 pub mod sessions;
@@ -407,6 +405,9 @@ fn kernel_config(base: KernelConfig, config: Option<&ModelConfig>) -> KernelConf
             kernel_config.auto_compact_token_limit = Some(limit);
         }
         kernel_config.advisor = config.advisor.clone();
+        if let Some(cap) = config.hook_continuations {
+            kernel_config.max_stop_hook_vetoes = cap;
+        }
     }
     kernel_config
 }

@@ -71,6 +71,11 @@ pub enum ConfigError {
         config_path: PathBuf,
         source: crate::mcp::McpServerError,
     },
+    #[error(
+        "{}: `hooks.max_continuations` must be a whole number from 0 to 100, not {value}",
+        config_path.display()
+    )]
+    HookContinuations { value: String, config_path: PathBuf },
     #[error("could not set up the HTTP client: {0}")]
     HttpClient(#[source] Box<dyn std::error::Error + Send + Sync>),
 }

@@ -171,6 +171,9 @@ pub struct ModelConfig {
     pub mcp_tool_budget: Option<usize>,
     /// `[hooks]` as written (after overrides).
     pub hooks: toml::Table,
+    /// `[hooks] max_continuations`: how many times `Stop` / `SubagentStop` hooks may continue
+    /// one turn (the kernel's default when unset).
+    pub hook_continuations: Option<u32>,
 }
 
 /// What to load: where, which profile, which overrides.
@@ -300,8 +303,24 @@ pub fn resolve(
             source,
         })?,
         mcp_tool_budget: file.mcp_tool_budget,
+        hook_continuations: hook_continuations(&file.hooks, path)?,
         hooks: file.hooks,
     })
+}
+
+/// `[hooks] max_continuations`, checked: a cap that is not a small whole number would
+/// either loop a turn for ever or say nothing.
+fn hook_continuations(hooks: &toml::Table, path: &Path) -> Result<Option<u32>, ConfigError> {
+    let Some(value) = hooks.get("max_continuations") else {
+        return Ok(None);
+    };
+    match value.as_integer().map(u32::try_from) {
+        Some(Ok(n)) if n <= 100 => Ok(Some(n)),
+        _ => Err(ConfigError::HookContinuations {
+            value: value.to_string(),
+            config_path: path.to_owned(),
+        }),
+    }
 }
 
 fn project_doc_settings(file: &ConfigToml) -> ProjectDocSettings {

@@ -1,7 +1,8 @@
-//! The port through which the kernel runs user hooks (`PreToolUse`, `PostToolUse`,
-//! `PostToolUseFailure`). The kernel decides when a hook runs, what it is told and what
-//! its answer means (`turn/tool_hooks.rs`); an implementation (`rein-hooks`) finds the
-//! hooks configured for a directory and runs them as processes. Nothing here spawns.
+//! The port through which the kernel runs user hooks (every `HookEventName`). The kernel
+//! decides when a hook runs, what it is told and what its answer means (`turn/tool_hooks.rs`,
+//! `turn/permission_hooks.rs`, `turn/session_hooks.rs`); an implementation (`rein-hooks`)
+//! finds the hooks configured for a directory and runs them as processes. Nothing here
+//! spawns.
 //!
 //! Architecture invariant: a hook's answer only ever narrows what a call does. A block is
 //! enforced before the tool runs; a rewritten input goes through the tool again, and so
@@ -89,6 +90,9 @@ pub struct HookOutput {
     /// `permissionDecision: "allow"` / `"ask"`: recorded, but it skips nothing (the
     /// approval policy and the sandbox still judge the call).
     pub decision: Option<String>,
+    /// `permissionDecisionReason` (or a `PermissionRequest` decision's `message`) of an
+    /// `allow` or `ask`: what the user is shown when asked.
+    pub reason: Option<String>,
     /// `updatedInput`: the tool's new arguments.
     pub updated_input: Option<serde_json::Value>,
     /// `additionalContext`: added to what the model reads.

@@ -17,7 +17,12 @@ use crate::matcher::Matcher;
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(600);
 
 /// Keys of config.toml's `[hooks]` table that are settings, not events.
-pub const SETTING_KEYS: &[&str] = &["state", "read_claude_settings", "read_codex_home"];
+pub const SETTING_KEYS: &[&str] = &[
+    "state",
+    "read_claude_settings",
+    "read_codex_home",
+    "max_continuations",
+];
 
 /// One command hook as configured.
 #[derive(Clone, Debug)]
@@ -227,48 +232,5 @@ pub fn read_file(path: &Path) -> Result<Option<Parsed>, HookConfigError> {
     match value.get("hooks") {
         None | Some(Value::Null) => Ok(None),
         Some(events) => parse_events(path, events).map(Some),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use serde_json::json;
-
-    #[test]
-    fn a_bad_key_is_an_error_naming_the_file_and_the_key() {
-        let path = Path::new("/p/.rein/hooks.json");
-        let bad = json!({"PreToolUse": [{"hooks": [{"type": "command", "command": "x", "timeout": -1}]}]});
-        let err = parse_events(path, &bad).unwrap_err().to_string();
-        assert_eq!(
-            err,
-            "/p/.rein/hooks.json: `hooks.PreToolUse[0].hooks[0].timeout`: must be a positive number of seconds"
-        );
-        let bad = json!({"PostToolUse": [{"matcher": "(", "hooks": []}]});
-        let err = parse_events(path, &bad).unwrap_err().to_string();
-        assert!(
-            err.starts_with(
-                "/p/.rein/hooks.json: `hooks.PostToolUse[0].matcher`: not a regular expression"
-            ),
-            "{err}"
-        );
-    }
-
-    #[test]
-    fn unsupported_events_and_types_are_warnings_not_silence() {
-        let path = Path::new("/p/.claude/settings.json");
-        let events = json!({
-            "SessionStart": [{"hooks": [{"type": "command", "command": "x"}]}],
-            "PreToolUse": [{"matcher": "Bash", "hooks": [
-                {"type": "prompt", "prompt": "is it safe?"},
-                {"type": "command", "command": "guard.sh", "timeout_sec": 5}
-            ]}]
-        });
-        let parsed = parse_events(path, &events).unwrap();
-        assert_eq!(parsed.hooks.len(), 1);
-        assert_eq!(parsed.hooks[0].command, "guard.sh");
-        assert_eq!(parsed.hooks[0].timeout, Duration::from_secs(5));
-        assert_eq!((parsed.hooks[0].group, parsed.hooks[0].handler), (0, 1));
-        assert_eq!(parsed.warnings.len(), 2, "{:?}", parsed.warnings);
     }
 }

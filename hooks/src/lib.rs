@@ -7,8 +7,6 @@
 //! Architecture invariant: no kernel state, no front end, no TOML (the config table comes
 //! in as JSON). Files are read off the executor, once per directory.
 
-#![cfg_attr(test, allow(clippy::unwrap_used))]
-
 pub mod config;
 pub mod discover;
 pub mod matcher;
@@ -107,7 +105,7 @@ impl Hooks for UserHooks {
                 .filter(|h| {
                     h.trust == TrustStatus::Trusted
                         && h.def.event == event
-                        && (!event.is_about_a_tool() || h.def.matcher.accepts(subjects))
+                        && (!event.reads_matchers() || h.def.matcher.accepts(subjects))
                 })
                 .map(|h| {
                     Arc::new(CommandHook {

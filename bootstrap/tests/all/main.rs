@@ -4,6 +4,9 @@
 // Test code: a panic (unwrap, expect) is how a test fails, helpers included.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod admission;
 mod agents_tree;
+mod hook_files;
+mod replay_confinement;
 mod replay_recording;
 mod sessions;

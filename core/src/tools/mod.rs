@@ -217,6 +217,12 @@ pub trait ToolHost: Send + Sync + 'static {
     fn ask(&self, call_id: String, ask: Ask) -> oneshot::Receiver<ClientResponse>;
 }
 
+/// Answers a call's approval requests before the user is asked (the user's
+/// `PermissionRequest` hooks): `Some` is the answer, `None` asks the user.
+pub trait ApprovalGate: Send + Sync + 'static {
+    fn decide(&self, request: &ClientRequest) -> BoxFuture<'_, Option<ApprovalDecision>>;
+}
+
 /// Everything a running call may use. Cheap to clone.
 #[derive(Clone)]
 pub struct ToolContext {
@@ -232,6 +238,7 @@ pub struct ToolContext {
     /// What the tools keep for this thread (session grants, each tool's per-thread state).
     pub thread: Arc<ThreadTools>,
     host: Arc<dyn ToolHost>,
+    gate: Option<Arc<dyn ApprovalGate>>,
 }
 
 impl ToolContext {
@@ -251,7 +258,14 @@ impl ToolContext {
             session_grants: true,
             thread: Arc::new(ThreadTools::default()),
             host,
+            gate: None,
         }
+    }
+
+    /// The same context, whose approval requests `gate` may answer first.
+    pub fn with_approval_gate(mut self, gate: Arc<dyn ApprovalGate>) -> Self {
+        self.gate = Some(gate);
+        self
     }
 
     /// The same context, for a call of the thread whose tool state is `thread`.
@@ -314,6 +328,15 @@ impl ToolContext {
         request: ClientRequest,
         session_grant: Option<SessionGrant>,
     ) -> Result<ApprovalDecision, ApprovalCancelled> {
+        if let Some(gate) = &self.gate {
+            let decided = tokio::select! {
+                decided = gate.decide(&request) => decided,
+                () = self.cancel.cancelled() => return Err(ApprovalCancelled),
+            };
+            if let Some(decision) = decided {
+                return Ok(decision);
+            }
+        }
         let response = self
             .ask(Ask {
                 request,

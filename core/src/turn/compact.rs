@@ -73,14 +73,23 @@ fn drop_oldest(history: &[Arc<Item>], start: usize) -> usize {
     next
 }
 
-/// Summarise `history` with `step`'s model and emit `Compacted`. Returns the new history.
+/// Summarise `history` with `step`'s model and emit `Compacted`. Returns the new history,
+/// or `None` when a `PreCompact` hook blocked the compaction (the history stays as it is).
 pub(crate) async fn compact(
     step: &StepContext,
     history: &[Arc<Item>],
     plan: Compaction,
     sink: &TurnSink,
     cancel: &CancellationToken,
-) -> Result<Vec<Arc<Item>>, SampleError> {
+) -> Result<Option<Vec<Arc<Item>>>, SampleError> {
+    if let Some(scope) = &step.hooks {
+        if let Some(reason) = scope.pre_compact(plan.trigger, sink, cancel).await {
+            sink.emit(EventMsg::Warning {
+                message: format!("a PreCompact hook blocked the compaction: {reason}"),
+            });
+            return Ok(None);
+        }
+    }
     sink.emit(EventMsg::CompactionStarted {
         trigger: plan.trigger,
         tokens_before: plan.tokens_before,
@@ -103,12 +112,10 @@ pub(crate) async fn compact(
             Err(e) => return Err(e),
         }
     };
+    let summary_text = reply.text.unwrap_or_default();
     let summary = Item::UserMessage {
         id: ItemId::new(),
-        content: vec![InputPart::text(format!(
-            "{SUMMARY_PREFIX}{}",
-            reply.text.unwrap_or_default()
-        ))],
+        content: vec![InputPart::text(format!("{SUMMARY_PREFIX}{summary_text}"))],
     };
     let mut kept = recent_user_messages(past, plan.kept_user_tokens);
     let summary_at = u32::try_from(kept.len()).unwrap_or(u32::MAX);
@@ -129,7 +136,12 @@ pub(crate) async fn compact(
     sink.emit(EventMsg::Warning {
         message: ACCURACY_WARNING.into(),
     });
-    Ok(compacted)
+    if let Some(scope) = &step.hooks {
+        scope
+            .post_compact(plan.trigger, &summary_text, sink, cancel)
+            .await;
+    }
+    Ok(Some(compacted))
 }
 
 /// A turn that only compacts. It takes no steers; input that arrives meanwhile is queued

@@ -6,7 +6,9 @@
 pub(crate) mod advisor;
 pub(crate) mod compact;
 pub(crate) mod pending;
+pub(crate) mod permission_hooks;
 pub(crate) mod review;
+pub(crate) mod session_hooks;
 pub(crate) mod sink;
 pub(crate) mod step;
 pub mod stop_hook;

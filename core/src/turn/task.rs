@@ -95,8 +95,12 @@ impl RegularTask {
             kept_user_tokens: self.compaction.kept_user_tokens,
             tail_from: self.compaction.turn_input_start,
         };
-        self.history =
-            compact::compact(step, &self.history, plan, &self.sink, &self.cancel).await?;
+        let Some(history) =
+            compact::compact(step, &self.history, plan, &self.sink, &self.cancel).await?
+        else {
+            return Ok(());
+        };
+        self.history = history;
         self.compaction.context_tokens = estimate(&self.history);
         // Everything now before the turn's input is summary; later compactions summarise it all.
         self.compaction.turn_input_start = self.history.len();
@@ -129,6 +133,7 @@ impl RegularTask {
         let mut tokens_used = 0;
         let mut compacted_after_overflow = !self.compaction.recover_overflow;
         let mut hashes = InputHashes::default();
+        self.start_session().await;
         if let Some(outcome) = self.submit_prompt().await {
             return outcome;
         }
@@ -231,6 +236,20 @@ impl RegularTask {
 
     fn over_budget(&self, tokens_used: u64) -> bool {
         matches!(self.turn.settings.budget.max_tokens, Some(max) if tokens_used >= max)
+    }
+
+    /// Run the user's `SessionStart` (a sub-agent's `SubagentStart`) hooks if this is the
+    /// thread's first turn in this process; what they say is context for the model.
+    async fn start_session(&mut self) {
+        let Some(scope) = self.turn.hooks.clone() else {
+            return;
+        };
+        for text in scope.session_start(&self.sink, &self.cancel).await {
+            self.record(Item::DeveloperMessage {
+                id: ItemId::new(),
+                text,
+            });
+        }
     }
 
     /// Run the user's `UserPromptSubmit` hooks on this turn's input (none for a recovered

@@ -15,7 +15,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use rein_protocol::{
-    EventMsg, HookEventName, HookRunStatus, ThreadId, ToolAction, ToolOutcome, TurnId,
+    AgentOrigin, EventMsg, HookEventName, HookRunStatus, ThreadId, ToolAction, ToolOutcome, TurnId,
 };
 use serde_json::{json, Value};
 use tokio_util::sync::CancellationToken;
@@ -33,18 +33,54 @@ pub(crate) struct HookScope {
     pub cwd: std::path::PathBuf,
     pub model: String,
     pub permission_mode: String,
+    /// Where the thread comes from when it is a sub-agent (`agent_id`, `agent_type`; its
+    /// `Stop` is `SubagentStop`).
+    pub agent: Option<AgentOrigin>,
+    /// Set on the first regular turn a thread runs in this process: its `SessionStart`
+    /// (or, for a sub-agent, `SubagentStart`) hooks run before the first request.
+    pub session_start: Option<SessionSource>,
+}
+
+/// Why a session's first turn in this process starts (`SessionStart`'s `source`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum SessionSource {
+    /// The thread has no earlier turn.
+    Startup,
+    /// The thread was resumed (or forked) with turns of its own.
+    Resume,
+}
+
+impl SessionSource {
+    pub(crate) fn as_str(self) -> &'static str {
+        match self {
+            SessionSource::Startup => "startup",
+            SessionSource::Resume => "resume",
+        }
+    }
+}
+
+/// Where the `HookStarted` / `HookCompleted` events of a run go: a turn's sink, or a
+/// buffer the loop emits from once the runs are over (at shutdown, outside any turn).
+pub(crate) trait HookEvents: Sync {
+    fn emit(&self, msg: EventMsg);
+}
+
+impl HookEvents for TurnSink {
+    fn emit(&self, msg: EventMsg) {
+        TurnSink::emit(self, msg);
+    }
 }
 
 /// A call as hooks see it: the name their matchers are written against and its input.
-struct HookTool {
-    name: String,
-    subjects: Vec<String>,
-    input: Value,
+pub(super) struct HookTool {
+    pub name: String,
+    pub subjects: Vec<String>,
+    pub input: Value,
 }
 
 /// Codex presents its shell as Claude's `Bash` with `{"command": "..."}`, and matchers
 /// written for Claude's `Edit|Write` should catch every edit whatever tool makes it.
-fn hook_tool(call: &ToolCall, action: &ToolAction) -> HookTool {
+pub(super) fn hook_tool(call: &ToolCall, action: &ToolAction) -> HookTool {
     let mut input: Value = serde_json::from_str(&call.arguments)
         .unwrap_or_else(|_| Value::String(call.arguments.clone()));
     let mut name = call.name.clone();
@@ -68,8 +104,12 @@ fn hook_tool(call: &ToolCall, action: &ToolAction) -> HookTool {
 
 /// What `PreToolUse` decided for a call.
 pub(crate) enum PreDecision {
-    /// Run it; with new arguments (JSON text) when a hook rewrote them.
-    Proceed { arguments: Option<String> },
+    /// Run it; with new arguments (JSON text) when a hook rewrote them, and only once the
+    /// user approved it when a hook said `ask` (`ask` is the hooks' reason).
+    Proceed {
+        arguments: Option<String>,
+        ask: Option<String>,
+    },
     /// Do not run it: this is what the model reads.
     Block(ToolResult),
 }
@@ -86,9 +126,9 @@ impl HookScope {
         )
     }
 
-    /// What every hook is told (Claude Code's common input fields), and `event`'s own
-    /// fields (`fields`, an object).
-    fn input(&self, event: HookEventName, fields: Value) -> Value {
+    /// What every hook is told (Claude Code's common input fields, and a sub-agent's
+    /// `agent_id` and `agent_type`), and `event`'s own fields (`fields`, an object).
+    pub(super) fn input(&self, event: HookEventName, fields: Value) -> Value {
         let mut input = json!({
             "session_id": self.thread_id.to_string(),
             "turn_id": self.turn_id.to_string(),
@@ -98,6 +138,14 @@ impl HookScope {
             "model": self.model,
             "permission_mode": self.permission_mode,
         });
+        if let (Some(map), Some(agent)) = (input.as_object_mut(), &self.agent) {
+            map.insert("agent_id".into(), json!(self.thread_id.to_string()));
+            map.insert("agent_type".into(), json!(agent_type(agent)));
+            map.insert(
+                "parent_session_id".into(),
+                json!(agent.parent_thread_id.to_string()),
+            );
+        }
         if let (Some(input), Value::Object(fields)) = (input.as_object_mut(), fields) {
             input.extend(fields);
         }
@@ -121,12 +169,16 @@ impl HookScope {
         let tool = hook_tool(call, action);
         let found = self.find(event, &tool).await;
         if found.is_empty() {
-            return PreDecision::Proceed { arguments: None };
+            return PreDecision::Proceed {
+                arguments: None,
+                ask: None,
+            };
         }
         let input = self.base_input(event, &tool, call);
         let runs = run_all(found, input, event, Some(&call.call_id), sink, cancel).await;
         let mut blocks = Vec::new();
         let mut updated = None;
+        let mut asks = Vec::new();
         for (hook, response) in runs {
             match response.verdict {
                 HookVerdict::Block { reason } => blocks.push(reason),
@@ -141,6 +193,13 @@ impl HookScope {
                     if output.updated_input.is_some() {
                         updated = output.updated_input;
                     }
+                    if output.decision.as_deref() == Some("ask") {
+                        asks.push(
+                            output
+                                .reason
+                                .unwrap_or_else(|| format!("the hook `{}` asks", hook.command)),
+                        );
+                    }
                 }
             }
         }
@@ -152,6 +211,7 @@ impl HookScope {
         }
         PreDecision::Proceed {
             arguments: updated.map(|input| from_hook_input(call, input)),
+            ask: (!asks.is_empty()).then(|| asks.join("; ")),
         }
     }
 
@@ -272,8 +332,21 @@ impl HookScope {
         sink: &TurnSink,
         cancel: &CancellationToken,
     ) -> Option<String> {
-        let event = HookEventName::Stop;
-        let found = self.hooks.matching(&self.cwd, event, &[]).await;
+        let (event, found) = match &self.agent {
+            Some(agent) => {
+                let event = HookEventName::SubagentStop;
+                (
+                    event,
+                    self.hooks
+                        .matching(&self.cwd, event, &[agent_type(agent)])
+                        .await,
+                )
+            }
+            None => {
+                let event = HookEventName::Stop;
+                (event, self.hooks.matching(&self.cwd, event, &[]).await)
+            }
+        };
         if found.is_empty() {
             return None;
         }
@@ -306,13 +379,19 @@ fn from_hook_input(_call: &ToolCall, input: Value) -> String {
     }
 }
 
+/// What a sub-agent's hooks see as its `agent_type` (and match against): its role, or
+/// `default` when it was spawned without one.
+pub(super) fn agent_type(agent: &AgentOrigin) -> &str {
+    agent.role.as_deref().unwrap_or("default")
+}
+
 /// Run `hooks` in parallel with `input`, each announced and reported as an event.
-async fn run_all(
+pub(super) async fn run_all(
     hooks: Vec<Arc<dyn Hook>>,
     input: Value,
     event: HookEventName,
     call_id: Option<&str>,
-    sink: &TurnSink,
+    sink: &dyn HookEvents,
     cancel: &CancellationToken,
 ) -> Vec<(HookDescription, HookResponse)> {
     let runs = hooks.into_iter().map(|hook| {

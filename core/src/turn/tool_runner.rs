@@ -16,6 +16,7 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::AbortOnDropHandle;
 
 use super::advisor::Review;
+use super::permission_hooks::{ask_first, HookGate};
 use super::sink::TurnSink;
 use super::step::StepContext;
 use super::tool_hooks::{HookScope, PreDecision};
@@ -65,18 +66,30 @@ fn prepare(
     if step.review {
         ctx = ctx.without_session_grants();
     }
-    (tool.describe(call, &ctx), Launch::Run(tool, ctx))
+    let action = tool.describe(call, &ctx);
+    if let Some(scope) = &step.hooks {
+        let gate = HookGate::new(
+            scope.clone(),
+            call,
+            &action,
+            sink.clone(),
+            ctx.cancel.clone(),
+        );
+        ctx = ctx.with_approval_gate(Arc::new(gate));
+    }
+    (action, Launch::Run(tool, ctx))
 }
 
 /// Run the `PreToolUse` hooks of every call that would run, in parallel: a block turns
 /// the call into a declined one, a rewritten input is described again by its tool (so
 /// what is announced, judged and run is the rewritten call).
+/// Returns, per call, why a hook wants the user asked before it runs.
 async fn pre_hooks(
     scope: &HookScope,
     batch: &mut [(ToolCall, ToolAction, Launch)],
     sink: &TurnSink,
     cancel: &CancellationToken,
-) {
+) -> Vec<Option<String>> {
     let decisions = futures::future::join_all(batch.iter().map(|(call, action, launch)| async {
         match launch {
             Launch::Run(..) => Some(scope.pre_tool_use(call, action, sink, cancel).await),
@@ -84,20 +97,35 @@ async fn pre_hooks(
         }
     }))
     .await;
+    let mut asks = Vec::with_capacity(batch.len());
     for ((call, action, launch), decision) in batch.iter_mut().zip(decisions) {
         match decision {
-            None | Some(PreDecision::Proceed { arguments: None }) => {}
-            Some(PreDecision::Block(result)) => *launch = Launch::Fail(result),
-            Some(PreDecision::Proceed {
-                arguments: Some(arguments),
-            }) => {
-                call.arguments = arguments;
-                if let Launch::Run(tool, ctx) = launch {
-                    *action = tool.describe(call, ctx);
+            None => asks.push(None),
+            Some(PreDecision::Block(result)) => {
+                *launch = Launch::Fail(result);
+                asks.push(None);
+            }
+            Some(PreDecision::Proceed { arguments, ask }) => {
+                if let Some(arguments) = arguments {
+                    call.arguments = arguments;
+                    if let Launch::Run(tool, ctx) = launch {
+                        *action = tool.describe(call, ctx);
+                        // What a PermissionRequest hook judges is the rewritten call.
+                        let gate = HookGate::new(
+                            scope.clone(),
+                            call,
+                            action,
+                            sink.clone(),
+                            ctx.cancel.clone(),
+                        );
+                        *ctx = ctx.clone().with_approval_gate(Arc::new(gate));
+                    }
                 }
+                asks.push(ask);
             }
         }
     }
+    asks
 }
 
 /// What runs a call's `PostToolUse` hooks once it ended.
@@ -105,6 +133,8 @@ struct After {
     scope: HookScope,
     sink: TurnSink,
     action: ToolAction,
+    /// A `PreToolUse` hook said `ask`: the user approves the call before it runs.
+    ask: Option<String>,
 }
 
 /// Start an announced call in its own task.
@@ -117,6 +147,11 @@ fn start(call: &ToolCall, launch: Launch, after: Option<After>) -> Running {
     let handle = AbortOnDropHandle::new(tokio::spawn(async move {
         let started = Instant::now();
         let cancel = ctx.cancel.clone();
+        if let Some((reason, after)) = after.as_ref().and_then(|a| Some((a.ask.clone()?, a))) {
+            if let Err(declined) = ask_first(&call, &after.action, reason, &ctx).await {
+                return (declined, started.elapsed());
+            }
+        }
         let mut result = tool.run(call.clone(), ctx).await;
         let took = started.elapsed();
         if let Some(after) = after {
@@ -159,9 +194,11 @@ pub(crate) async fn run_calls(
             (call, action, launch)
         })
         .collect();
-    if let Some(scope) = &step.hooks {
-        pre_hooks(scope, &mut batch, sink, cancel).await;
+    let mut asks = match &step.hooks {
+        Some(scope) => pre_hooks(scope, &mut batch, sink, cancel).await,
+        None => Vec::new(),
     }
+    .into_iter();
     if let Some(advisor) = &step.advisor {
         let reviewed: Vec<(&ToolCall, &ToolAction)> =
             batch.iter().map(|(c, a, _)| (c, a)).collect();
@@ -194,10 +231,12 @@ pub(crate) async fn run_calls(
             // The loop closed this run (an abort): nothing may start any more.
             return;
         }
+        let ask = asks.next().flatten();
         let after = step.hooks.clone().map(|scope| After {
             scope,
             sink: sink.clone(),
             action: action.clone(),
+            ask,
         });
         let fut = start(&call, launch, after);
         if !step.parallel_tool_calls {

@@ -22,6 +22,7 @@ mod mail;
 mod maintenance;
 mod read_only;
 mod record;
+mod session_end;
 mod start;
 
 use crate::manager::KernelServices;
@@ -79,6 +80,9 @@ pub(crate) struct SubmissionLoop {
     on_exit: Option<Box<dyn FnOnce() + Send>>,
     /// Set while the store cannot write the thread's rollout.
     read_only: Option<read_only::ReadOnly>,
+    /// The user's hooks as the last regular turn saw them: set once the thread's
+    /// `SessionStart` hooks ran in this process, and what its `SessionEnd` hooks are told.
+    session_hooks: Option<crate::turn::tool_hooks::HookScope>,
 }
 
 enum Flow {
@@ -119,6 +123,7 @@ impl SubmissionLoop {
             deferred: VecDeque::new(),
             switch_after_compaction: None,
             on_exit: None,
+            session_hooks: None,
             read_only: None,
         }
     }
@@ -557,6 +562,7 @@ impl SubmissionLoop {
     /// From any state: abort what runs, release everything, say goodbye, stop taking Ops.
     async fn shut_down(&mut self) {
         self.abort_turn(TurnAbortReason::Interrupted).await;
+        self.run_session_end_hooks().await;
         // The thread's processes end with it (calls still holding its tool state find it
         // empty).
         self.tools.shutdown();

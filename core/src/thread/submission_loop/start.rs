@@ -20,7 +20,7 @@ use crate::turn::review::{review_request, review_settings};
 use crate::turn::sink::TurnSink;
 use crate::turn::task::{AutoCompaction, RegularTask};
 use crate::turn::tokens::estimate;
-use crate::turn::tool_hooks::HookScope;
+use crate::turn::tool_hooks::{HookScope, SessionSource};
 use crate::turn::vision::Vision;
 use crate::turn::{Fallback, TaskOutcome, TurnContext};
 use rein_protocol::advisor::AdvisorMode;
@@ -37,6 +37,40 @@ struct OpenedTurn {
 }
 
 impl SubmissionLoop {
+    /// What the user's hooks are told about this turn. The first regular turn of the
+    /// thread in this process runs its `SessionStart` hooks; the scope is kept for the
+    /// thread's `SessionEnd`.
+    fn hook_scope(
+        &mut self,
+        turn_id: TurnId,
+        kind: TaskKind,
+        settings: &rein_protocol::ThreadSettings,
+    ) -> Option<HookScope> {
+        let hooks = self.services.hooks.clone()?;
+        let first = kind == TaskKind::Regular && self.session_hooks.is_none();
+        let scope = HookScope {
+            hooks,
+            thread_id: self.thread_id,
+            turn_id,
+            cwd: settings.cwd.clone(),
+            model: settings.model.clone(),
+            permission_mode: settings.approval_policy.as_str().to_owned(),
+            agent: self.state.agent.clone(),
+            session_start: first.then_some(if self.state.turns.is_empty() {
+                SessionSource::Startup
+            } else {
+                SessionSource::Resume
+            }),
+        };
+        if kind == TaskKind::Regular {
+            self.session_hooks = Some(HookScope {
+                session_start: None,
+                ..scope.clone()
+            });
+        }
+        Some(scope)
+    }
+
     fn open_turn(
         &mut self,
         turn_id: TurnId,
@@ -64,17 +98,7 @@ impl SubmissionLoop {
         });
         let vision = Vision::for_model(models.as_ref(), &settings.model);
         let advisor = self.advisor_for(&settings.model);
-        let hooks = self.services.hooks.clone().map(|hooks| HookScope {
-            hooks,
-            thread_id: self.thread_id,
-            turn_id,
-            cwd: settings.cwd.clone(),
-            model: settings.model.clone(),
-            permission_mode: serde_json::to_value(settings.approval_policy)
-                .ok()
-                .and_then(|v| v.as_str().map(str::to_owned))
-                .unwrap_or_default(),
-        });
+        let hooks = self.hook_scope(turn_id, kind, &settings);
         self.emit(
             Some(turn_id),
             EventMsg::TurnStarted {
