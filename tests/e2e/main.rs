@@ -45,6 +45,7 @@ mod full_disk;
 mod hooks;
 mod hooks_app_server;
 mod hooks_session;
+mod hooks_tools;
 mod hostile_inputs;
 mod hostile_sandbox;
 mod hostile_sessions;

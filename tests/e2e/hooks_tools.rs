@@ -1,0 +1,95 @@
+//! User hooks reach every kind of tool, through the real `rein exec`: the shell, a patch,
+//! a tool of a real MCP server (`@modelcontextprotocol/server-everything`, installed by
+//! scripts/test-setup.sh) and a sub-agent tool each run the `PostToolUse` hooks, and a
+//! `PreToolUse` guard written as Claude Code's documentation shows blocks an edit of `.env`
+//! through `apply_patch` and a call of the MCP tool.
+#![allow(clippy::unwrap_used)]
+
+use pretty_assertions::assert_eq;
+use rein_test_support::exec::json_lines;
+use rein_test_support::test_setup::installed;
+use serde_json::{json, Value};
+
+use crate::hooks::Setup;
+
+fn call(id: &str, name: &str, arguments: Value) -> Value {
+    json!({"tool_calls": [{"call_id": id, "name": name, "arguments": arguments}]})
+}
+
+/// `$REIN_HOME/config.toml` plus server-everything as a required MCP server (the turn
+/// waits for it, so its tools are offered from the first request).
+fn with_everything(setup: &Setup) {
+    let entry = installed(
+        "target/mcp-node/node_modules/@modelcontextprotocol/server-everything/dist/index.js",
+    );
+    let path = setup.home.path().join("config.toml");
+    let mut config = std::fs::read_to_string(&path).unwrap();
+    config.push_str(&format!(
+        "\n[mcp_servers.everything]\ncommand = \"node\"\nargs = [{}, \"stdio\"]\nrequired = true\n",
+        serde_json::to_string(&entry.to_string_lossy()).unwrap()
+    ));
+    std::fs::write(path, config).unwrap();
+}
+
+#[test]
+#[cfg_attr(
+    not(rein_has_node),
+    ignore = "needs node and npm (scripts/test-setup.sh installs server-everything with them)"
+)]
+fn post_tool_use_runs_after_every_kind_of_tool_and_pre_tool_use_guards_patches_and_mcp() {
+    let env_patch = "*** Begin Patch\n*** Add File: .env\n+API_KEY=stolen\n*** End Patch\n";
+    let ok_patch = "*** Begin Patch\n*** Add File: notes.txt\n+fine\n*** End Patch\n";
+    let setup = Setup::new(json!({"replies": [
+        call("c_shell", "shell", json!({"command": "echo hi"})),
+        call("c_patch", "apply_patch", json!({"input": ok_patch})),
+        call("c_env", "apply_patch", json!({"input": env_patch})),
+        call("c_echo", "mcp__everything__echo", json!({"message": "hello"})),
+        call("c_sum", "mcp__everything__get_sum", json!({"a": 1, "b": 2})),
+        call("c_agents", "list_agents", json!({})),
+        {"text": "done"}
+    ]}));
+    with_everything(&setup);
+    // As Claude Code's documentation writes a guard: read stdin, exit 2 to block.
+    let guard = setup.script(
+        "guard.sh",
+        "input=$(cat)\ncase \"$input\" in *'.env'*) echo 'no edits of .env' >&2; exit 2;; *get_sum*) echo 'no sums' >&2; exit 2;; esac\nexit 0",
+    );
+    let post = setup.script("post.sh", "cat >> post.jsonl");
+    setup.user_hooks(json!({
+        "PreToolUse": [
+            {"matcher": "Edit|Write", "hooks": [{"type": "command", "command": guard.to_str().unwrap()}]},
+            {"matcher": "mcp__.*", "hooks": [{"type": "command", "command": guard.to_str().unwrap()}]}
+        ],
+        "PostToolUse": [{"hooks": [{"type": "command", "command": post.to_str().unwrap()}]}]
+    }));
+    let (events, _) = setup.exec(&[]);
+    assert_eq!(events.last().unwrap()["type"], "turn.completed");
+    assert!(setup.work().join("notes.txt").exists());
+    assert!(!setup.work().join(".env").exists(), "the guard holds for patches");
+
+    let text = std::fs::read_to_string(setup.work().join("post.jsonl")).unwrap();
+    let seen: Vec<(String, String)> = json_lines(text.as_bytes())
+        .iter()
+        .map(|s| {
+            (
+                s["tool_name"].as_str().unwrap().to_owned(),
+                s["tool_use_id"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    let expected: Vec<(String, String)> = [
+        ("Bash", "c_shell"),
+        ("apply_patch", "c_patch"),
+        ("mcp__everything__echo", "c_echo"),
+        ("list_agents", "c_agents"),
+    ]
+    .iter()
+    .map(|(a, b)| ((*a).to_owned(), (*b).to_owned()))
+    .collect();
+    assert_eq!(seen, expected, "blocked calls never ran, so no PostToolUse");
+
+    let requests = setup.mock.requests();
+    let last = requests.last().unwrap().to_string();
+    assert!(last.contains("blocked by a PreToolUse hook: no edits of .env"), "{last}");
+    assert!(last.contains("blocked by a PreToolUse hook: no sums"), "{last}");
+}
