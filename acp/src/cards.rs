@@ -1,7 +1,9 @@
 //! Cards for what is not one tool call: a sub-agent (a card per child thread, opened when
 //! the parent spawns it, whose content follows the child's answers and whose status its
-//! turns) and an advisor review (a `think` card per reviewed batch, closed with the
-//! verdict, as codex-acp shows a guardian review). Both are built from kernel events only.
+//! turns), an advisor review (a `think` card per reviewed batch, closed with the
+//! verdict, as codex-acp shows a guardian review) and a user hook's run (a card per run,
+//! closed with how it ended, so the user sees why a call was blocked). All are built from
+//! kernel events only.
 
 use std::collections::{HashMap, HashSet};
 
@@ -10,7 +12,8 @@ use agent_client_protocol::v1::schema::{
     ToolCallUpdateFields, ToolKind,
 };
 use rein_protocol::{
-    AdvisorFailure, AdvisorRisk, AdvisorVerdict, EventMsg, Item, ItemId, ReviewedCall, ThreadId,
+    AdvisorFailure, AdvisorRisk, AdvisorVerdict, EventMsg, HookEventName, HookRunStatus, Item,
+    ItemId, ReviewedCall, ThreadId,
 };
 
 use crate::project::one_line;
@@ -200,4 +203,40 @@ fn failure_name(failure: AdvisorFailure) -> &'static str {
         AdvisorFailure::Timeout => "timeout",
         AdvisorFailure::Garbage => "an unusable answer",
     }
+}
+
+fn hook_card_id(run_id: &str) -> String {
+    format!("hook-{run_id}")
+}
+
+/// The card of a hook run, opened as it starts.
+pub fn hook_started(run_id: &str, event: HookEventName, command: &str) -> SessionUpdate {
+    let call = ToolCall::new(
+        hook_card_id(run_id),
+        format!("{} hook: {}", event.as_str(), one_line(command)),
+    )
+    .kind(ToolKind::Other)
+    .status(ToolCallStatus::InProgress);
+    SessionUpdate::ToolCall(call)
+}
+
+/// How the run ended: a block completes the card with its reason (the hook did its job),
+/// a failure fails it.
+pub fn hook_completed(run_id: &str, status: HookRunStatus, message: Option<&str>) -> SessionUpdate {
+    let (status, text) = match status {
+        HookRunStatus::Completed => (ToolCallStatus::Completed, None),
+        HookRunStatus::Blocked => (
+            ToolCallStatus::Completed,
+            Some(format!("Blocked: {}", message.unwrap_or("no reason given"))),
+        ),
+        HookRunStatus::Failed => (
+            ToolCallStatus::Failed,
+            Some(format!("Failed: {}", message.unwrap_or("no detail"))),
+        ),
+    };
+    let mut fields = ToolCallUpdateFields::new().status(status);
+    if let Some(text) = text {
+        fields = fields.content(vec![ToolCallContent::from(ContentBlock::from(text))]);
+    }
+    SessionUpdate::ToolCallUpdate(ToolCallUpdate::new(hook_card_id(run_id), fields))
 }

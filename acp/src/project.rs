@@ -169,6 +169,18 @@ impl Projector {
             EventMsg::AdvisorReviewCompleted {
                 review_id, verdict, ..
             } => vec![cards::review_completed(review_id, verdict)],
+            EventMsg::HookStarted {
+                run_id,
+                event_name,
+                command,
+                ..
+            } => vec![cards::hook_started(run_id, *event_name, command)],
+            EventMsg::HookCompleted {
+                run_id,
+                status,
+                message,
+                ..
+            } => vec![cards::hook_completed(run_id, *status, message.as_deref())],
             EventMsg::TokenCount { .. }
             | EventMsg::ThreadConfigured { .. }
             | EventMsg::SettingsChanged { .. }
@@ -190,9 +202,6 @@ impl Projector {
             | EventMsg::ModelSwitched { .. }
             | EventMsg::RolledBack { .. }
             | EventMsg::Warning { .. }
-            // A blocked call shows as its declined tool call; no ACP card for hooks yet.
-            | EventMsg::HookStarted { .. }
-            | EventMsg::HookCompleted { .. }
             | EventMsg::Error { .. }
             // This thread is itself a sub-agent: its parent's session shows it.
             | EventMsg::AgentOrigin { .. }

@@ -65,7 +65,10 @@ fn post_tool_use_runs_after_every_kind_of_tool_and_pre_tool_use_guards_patches_a
     let (events, _) = setup.exec(&[]);
     assert_eq!(events.last().unwrap()["type"], "turn.completed");
     assert!(setup.work().join("notes.txt").exists());
-    assert!(!setup.work().join(".env").exists(), "the guard holds for patches");
+    assert!(
+        !setup.work().join(".env").exists(),
+        "the guard holds for patches"
+    );
 
     let text = std::fs::read_to_string(setup.work().join("post.jsonl")).unwrap();
     let seen: Vec<(String, String)> = json_lines(text.as_bytes())
@@ -90,6 +93,72 @@ fn post_tool_use_runs_after_every_kind_of_tool_and_pre_tool_use_guards_patches_a
 
     let requests = setup.mock.requests();
     let last = requests.last().unwrap().to_string();
-    assert!(last.contains("blocked by a PreToolUse hook: no edits of .env"), "{last}");
-    assert!(last.contains("blocked by a PreToolUse hook: no sums"), "{last}");
+    assert!(
+        last.contains("blocked by a PreToolUse hook: no edits of .env"),
+        "{last}"
+    );
+    assert!(
+        last.contains("blocked by a PreToolUse hook: no sums"),
+        "{last}"
+    );
+}
+
+#[test]
+fn rein_acp_shows_each_hook_run_as_a_card_with_why_a_call_was_blocked() {
+    use rein_test_support::acp::{home_for, updates, Acp, MockModel};
+    let model = MockModel::start(json!({"replies": [
+        call("call_rm", "shell", json!({"command": "rm -rf victim"})),
+        {"text": "Done."}
+    ]}));
+    let home = home_for(&model);
+    let guard = home.path().join("guard.sh");
+    std::fs::write(
+        &guard,
+        "#!/bin/sh\ncat >/dev/null\necho 'rm -rf is not allowed here' >&2\nexit 2\n",
+    )
+    .unwrap();
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&guard, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    std::fs::write(
+        home.path().join("hooks.json"),
+        json!({"hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [
+            {"type": "command", "command": guard.to_str().unwrap()}]}]}})
+        .to_string(),
+    )
+    .unwrap();
+    let cwd = tempfile::tempdir().unwrap();
+    let cwd_path = cwd.path().canonicalize().unwrap();
+    std::fs::create_dir(cwd_path.join("victim")).unwrap();
+    let mut acp = Acp::start(home.path());
+    acp.initialize();
+    let session = acp.new_session(&cwd_path);
+    let id = acp.prompt(&session, "Clean up.");
+    let (seen, answer) = acp.answer_to(&id);
+    assert_eq!(answer["result"], json!({ "stopReason": "end_turn" }));
+    assert!(cwd_path.join("victim").exists());
+    let hook_cards: Vec<Value> = updates(&seen)
+        .into_iter()
+        .filter(|u| {
+            u["toolCallId"]
+                .as_str()
+                .is_some_and(|id| id.starts_with("hook-"))
+        })
+        .map(|mut u| {
+            u.as_object_mut().unwrap().remove("toolCallId");
+            u
+        })
+        .collect();
+    assert_eq!(
+        hook_cards,
+        [
+            json!({"sessionUpdate": "tool_call", "title": format!("PreToolUse hook: {}", guard.display()),
+                   "status": "in_progress"}),
+            json!({"sessionUpdate": "tool_call_update", "status": "completed",
+                   "content": [{"type": "content", "content": {"type": "text",
+                       "text": "Blocked: rm -rf is not allowed here"}}]}),
+        ]
+    );
+    acp.finish();
 }
