@@ -162,3 +162,29 @@ fn rein_acp_shows_each_hook_run_as_a_card_with_why_a_call_was_blocked() {
     );
     acp.finish();
 }
+
+#[test]
+fn an_updated_input_the_tool_does_not_take_is_refused_naming_the_key() {
+    let setup = Setup::new(crate::hooks::shell_call("echo original"));
+    let rewrite = setup.script(
+        "rewrite.sh",
+        r#"cat >/dev/null
+printf '{"hookSpecificOutput": {"permissionDecision": "allow", "updatedInput": {"command": "echo rewritten", "run_as_root": true}}}'"#,
+    );
+    setup.user_hooks(crate::hooks::pre_tool_use("Bash", &rewrite));
+    let (events, _) = setup.exec(&[]);
+    assert_eq!(events.last().unwrap()["type"], "turn.completed");
+    let commands: Vec<&Value> = events
+        .iter()
+        .filter(|e| e["item"]["type"] == "command_execution" && e["type"] == "item.completed")
+        .collect();
+    assert_eq!(commands.len(), 1, "{events:?}");
+    assert_eq!(commands[0]["item"]["status"], "declined");
+    let second = setup.mock.requests()[1].to_string();
+    assert!(
+        second.contains(
+            "a PreToolUse hook rewrote this call's input into one the tool does not take: `input.run_as_root` is not a parameter of the tool"
+        ),
+        "{second}"
+    );
+}

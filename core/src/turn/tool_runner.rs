@@ -16,6 +16,7 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::AbortOnDropHandle;
 
 use super::advisor::Review;
+use super::hook_input;
 use super::permission_hooks::{ask_first, HookGate};
 use super::sink::TurnSink;
 use super::step::StepContext;
@@ -106,6 +107,16 @@ async fn pre_hooks(
                 asks.push(None);
             }
             Some(PreDecision::Proceed { arguments, ask }) => {
+                if let (Some(arguments), Launch::Run(tool, _)) = (&arguments, &*launch) {
+                    if let Some(problem) = rewrite_misfit(tool.as_ref(), arguments) {
+                        *launch = Launch::Fail(ToolResult::declined(
+                            Decliner::Hook,
+                            format!("a PreToolUse hook rewrote this call's input into one the tool does not take: {problem}"),
+                        ));
+                        asks.push(None);
+                        continue;
+                    }
+                }
                 if let Some(arguments) = arguments {
                     call.arguments = arguments;
                     if let Launch::Run(tool, ctx) = launch {
@@ -126,6 +137,15 @@ async fn pre_hooks(
         }
     }
     asks
+}
+
+/// Where a hook's rewritten arguments (JSON text) do not fit `tool`'s parameters.
+fn rewrite_misfit(tool: &dyn Tool, arguments: &str) -> Option<String> {
+    let Ok(value) = serde_json::from_str::<serde_json::Value>(arguments) else {
+        // A string `updatedInput` is the tool's raw arguments; the tool parses them.
+        return None;
+    };
+    hook_input::misfit(&tool.spec().parameters, &value)
 }
 
 /// What runs a call's `PostToolUse` hooks once it ended.
