@@ -5,6 +5,7 @@
 //!
 //! [`ThreadManager`]: rein_core::manager::ThreadManager
 
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use rein_protocol::{SessionId, ThreadId, ThreadSettings};
@@ -82,9 +83,7 @@ impl Kernel {
                 self.provider.clone(),
             );
             let created = self.store.create(meta).await?;
-            if let (Some(hooks), Some(path)) = (&self.hooks, &created.path) {
-                hooks.note_transcript(thread_id, path.clone());
-            }
+            self.note_transcript(thread_id, created.path.as_ref());
             path = created.path;
             options = options.with_recorder(created.recorder);
         }
@@ -120,6 +119,7 @@ impl Kernel {
             .manager
             .create_thread(ThreadOptions::resume(resumed.events, resumed.recorder))?;
         new.path = resumed.entry.as_ref().map(|e| e.path.clone());
+        self.note_transcript(thread, new.path.as_ref());
         // The open sub-agents of the tree come back with it.
         if let Some(agents) = self.manager.agents() {
             agents.restore(&new.handle).await;
@@ -145,7 +145,15 @@ impl Kernel {
                 .with_origin(ThreadOrigin::Forked { parent }),
         )?;
         new.path = forked.path;
+        self.note_transcript(new.handle.id(), new.path.as_ref());
         Ok(new)
+    }
+
+    /// Tell the hooks where `thread`'s rollout is (their input's `transcript_path`).
+    fn note_transcript(&self, thread: ThreadId, path: Option<&PathBuf>) {
+        if let (Some(hooks), Some(path)) = (&self.hooks, path) {
+            hooks.note_transcript(thread, path.clone());
+        }
     }
 
     /// The most recently updated thread started in `cwd`.

@@ -98,6 +98,13 @@ fn session_start_adds_context_once_per_process_and_session_end_runs_at_exit() {
         sources,
         [("SessionStart", "startup"), ("SessionStart", "resume")]
     );
+    // The resumed session's hooks are told where its rollout is, as the new one's were.
+    let transcripts: Vec<&str> = starts
+        .iter()
+        .map(|s| s["transcript_path"].as_str().unwrap())
+        .collect();
+    assert_eq!(transcripts[0], transcripts[1]);
+    assert!(Path::new(transcripts[0]).exists(), "{transcripts:?}");
     let ends = logged(&setup, "end.jsonl");
     assert_eq!(ends.len(), 2, "one SessionEnd per process: {ends:?}");
     assert_eq!(ends[0]["hook_event_name"], "SessionEnd");
