@@ -248,7 +248,7 @@ fn a_sub_agent_runs_subagent_start_and_subagent_stop_instead_of_the_session_hook
     // SubagentStop continues the child once: its second answer ends it.
     let check = setup.script(
         "check.sh",
-        "input=$(cat)\necho \"$input\" >> moments.jsonl\ncase \"$input\" in *'\"stop_hook_active\":false'*) echo 'check your work' >&2; exit 2;; esac",
+        "input=$(cat)\nprintf '%s\\n' \"$input\" >> moments.jsonl\ncase \"$input\" in *'\"stop_hook_active\":false'*) echo 'check your work' >&2; exit 2;; esac",
     );
     setup.user_hooks(tables(&[
         hook("SessionStart", "", &log),

@@ -188,3 +188,83 @@ printf '{"hookSpecificOutput": {"permissionDecision": "allow", "updatedInput": {
         "{second}"
     );
 }
+
+/// `$REIN_HOME/hooks.json` of an ACP home, with one executable script `name`.
+fn acp_hooks(home: &std::path::Path, name: &str, body: &str, hooks: impl Fn(&str) -> Value) {
+    use std::os::unix::fs::PermissionsExt;
+    let script = home.join(name);
+    std::fs::write(&script, format!("#!/bin/sh\n{body}\n")).unwrap();
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let table = hooks(script.to_str().unwrap());
+    std::fs::write(
+        home.join("hooks.json"),
+        json!({ "hooks": table }).to_string(),
+    )
+    .unwrap();
+}
+
+#[test]
+fn the_editors_files_under_rein_acp_reach_the_hooks() {
+    use rein_test_support::acp::{home_for, requests, serve, session_with, MockModel};
+    let patch = "*** Begin Patch\n*** Add File: b.txt\n+new\n*** End Patch\n";
+    let model = MockModel::start(json!({"replies": [
+        call("call_read", "read_file", json!({ "path": "notes.txt" })),
+        call("call_patch", "apply_patch", json!({ "input": patch })),
+        {"text": "Done."}
+    ], "when_exhausted": "echo"}));
+    let home = home_for(&model);
+    let log = home.path().join("post.jsonl");
+    acp_hooks(
+        home.path(),
+        "guard.sh",
+        &format!("input=$(cat)\nprintf '%s\\n' \"$input\" >> {}\ncase \"$input\" in *PreToolUse*) echo 'no edits from here' >&2; exit 2;; esac", log.display()),
+        |script| json!({
+            "PreToolUse": [{"matcher": "Edit|Write", "hooks": [{"type": "command", "command": script}]}],
+            "PostToolUse": [{"hooks": [{"type": "command", "command": script}]}]
+        }),
+    );
+    let cwd = tempfile::tempdir().unwrap();
+    let cwd_path = cwd.path().canonicalize().unwrap();
+    let files = json!({ "fs": { "readTextFile": true, "writeTextFile": true } });
+    let (mut acp, session) = session_with(home.path(), &cwd_path, files);
+    let id = acp.prompt(&session, "Read, then patch.");
+    let (seen, answer) = serve(&mut acp, &id, |name, _| match name {
+        "fs/read_text_file" => Ok(json!({ "content": "unsaved in the editor\n" })),
+        "fs/write_text_file" => Ok(Value::Null),
+        other => panic!("unexpected request {other}"),
+    });
+    assert_eq!(answer["result"], json!({ "stopReason": "end_turn" }));
+    let asked: Vec<Value> = requests(&seen)
+        .iter()
+        .map(|r| r["method"].clone())
+        .collect();
+    assert_eq!(
+        asked,
+        [json!("fs/read_text_file")],
+        "the blocked patch never reached the editor"
+    );
+    let text = std::fs::read_to_string(&log).unwrap();
+    let seen_by_hooks: Vec<(String, String)> = json_lines(text.as_bytes())
+        .iter()
+        .map(|s| {
+            (
+                s["hook_event_name"].as_str().unwrap().to_owned(),
+                s["tool_name"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        seen_by_hooks,
+        [
+            ("PostToolUse".to_owned(), "read_file".to_owned()),
+            ("PreToolUse".to_owned(), "apply_patch".to_owned()),
+        ]
+    );
+    let post = &json_lines(text.as_bytes())[0];
+    let output = post["tool_response"]["output"].as_str().unwrap();
+    assert!(
+        output.contains("unsaved in the editor"),
+        "the editor's text: {output}"
+    );
+    acp.finish();
+}
