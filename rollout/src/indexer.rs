@@ -142,6 +142,15 @@ fn run(path: &Path, rx: &mpsc::Receiver<Cmd>) {
     }
     let mut next = rx.recv().ok();
     while let Some(cmd) = next.take() {
+        // An open that failed for a passing reason (out of file descriptors, a full disk)
+        // is tried again at the next command, so one bad moment does not leave the listing
+        // broken for the rest of the process. (Only a broken index pays for the retry.)
+        if index.is_err() {
+            if let Ok(reopened) = RolloutIndex::open(path) {
+                tracing::info!("rollout index available again: {}", path.display());
+                index = Ok(reopened);
+            }
+        }
         match cmd {
             Cmd::Query(query) => {
                 query(index.as_mut().map_err(|e| &*e));

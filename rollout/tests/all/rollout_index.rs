@@ -339,3 +339,20 @@ fn a_killed_forks_staging_file_is_removed_once_stale() {
     assert!(!young.exists());
     assert_eq!(ids(&store, &ListQuery::default()), vec![a]);
 }
+
+#[test]
+fn an_index_that_could_not_be_opened_is_opened_once_the_cause_is_gone() {
+    let home = tempfile::tempdir().unwrap();
+    // The index's directory cannot be made while a file stands in its place.
+    let blocker = home.path().join("state");
+    std::fs::write(&blocker, "not a directory").unwrap();
+    let client = rein_rollout::indexer::IndexClient::start(blocker.join("index.sqlite"));
+    let first = client.query(|_| Ok(()));
+    assert!(
+        matches!(first, Err(RolloutError::IndexUnavailable(_))),
+        "{first:?}"
+    );
+    std::fs::remove_file(&blocker).unwrap();
+    assert_eq!(client.query(|_| Ok(())).ok(), Some(()));
+    assert!(blocker.join("index.sqlite").exists());
+}
