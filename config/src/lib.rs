@@ -38,6 +38,7 @@ pub mod agents;
 pub mod error;
 pub mod hooks_state;
 pub mod mcp;
+pub mod memory;
 pub mod overrides;
 pub mod policy;
 pub mod project_doc;
@@ -114,6 +115,9 @@ pub struct ConfigToml {
     /// by `rein-hooks`.
     #[serde(default)]
     pub hooks: toml::Table,
+    /// `[memory]`.
+    #[serde(default)]
+    pub memory: memory::MemoryToml,
 }
 
 #[derive(Clone, Debug, Default, Deserialize)]
@@ -171,6 +175,8 @@ pub struct ModelConfig {
     pub mcp_tool_budget: Option<usize>,
     /// `[hooks]` as written (after overrides).
     pub hooks: toml::Table,
+    /// `[memory]`, resolved.
+    pub memory: memory::MemorySettings,
 }
 
 /// What to load: where, which profile, which overrides.
@@ -300,6 +306,7 @@ pub fn resolve(
             source,
         })?,
         mcp_tool_budget: file.mcp_tool_budget,
+        memory: file.memory.resolve(),
         hooks: file.hooks,
     })
 }
