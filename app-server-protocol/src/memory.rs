@@ -1,18 +1,20 @@
-//! rein's `memory/*` methods (Codex has none for records it keeps: its memories are
-//! files) and the approval request of a memory proposal. See docs/memory.md.
+//! rein's `rein/memory/*` methods (Codex has none for records it keeps: its memories are
+//! files, and its schema has no `thread/memoryMode/set` method) and the approval request of
+//! a memory proposal. See docs/memory.md.
 //!
-//! - `memory/list {scope?, states?, search?, cwd?, limit?}` → `{data: [Memory]}`
-//! - `memory/read {id}` → `{memory}`
-//! - `memory/update {id, content?, keywords?}` → `{memory}`
-//! - `memory/forget {id}` → `{memory}` (a tombstone: never shown again)
-//! - server → client `item/memory/requestApproval` ([`MemoryRequestApprovalParams`]),
-//!   answered like a file change's approval (`{decision: "accept" | "decline"}`).
+//! - `rein/memory/list {scope?, states?, search?, cwd?, limit?}` → `{data: [Memory]}`
+//! - `rein/memory/read {id}` → `{memory}`
+//! - `rein/memory/update {id, content?, keywords?}` → `{memory}`
+//! - `rein/memory/forget {id}` → `{memory}` (a tombstone: never shown again)
+//! - server → client `rein/memory/requestApproval` ([`MemoryRequestApprovalParams`]),
+//!   answered like a file change's approval (`{decision: "accept" | "decline"}`); a client
+//!   that does not know the method answers an error, which refuses the memory.
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 /// The method of a memory proposal's approval.
-pub const MEMORY_APPROVAL_METHOD: &str = "item/memory/requestApproval";
+pub const MEMORY_APPROVAL_METHOD: &str = "rein/memory/requestApproval";
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
@@ -101,7 +103,7 @@ pub struct MemoryResponse {
     pub memory: MemoryWire,
 }
 
-/// `item/memory/requestApproval`: may the agent keep this memory?
+/// `rein/memory/requestApproval`: may the agent keep this memory?
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct MemoryRequestApprovalParams {

@@ -48,16 +48,16 @@ pub fn module(state: Arc<ServerState>) -> Result<Module, RegisterMethodError> {
     add(&mut m, "hooks/list", |s, p| async move {
         client_meta::hooks_list(&s, p).await
     })?;
-    add(&mut m, "memory/list", |s, p| async move {
+    add(&mut m, "rein/memory/list", |s, p| async move {
         memory::list(&s, p).await
     })?;
-    add(&mut m, "memory/read", |s, p| async move {
+    add(&mut m, "rein/memory/read", |s, p| async move {
         memory::read(&s, p).await
     })?;
-    add(&mut m, "memory/update", |s, p| async move {
+    add(&mut m, "rein/memory/update", |s, p| async move {
         memory::update(&s, p).await
     })?;
-    add(&mut m, "memory/forget", |s, p| async move {
+    add(&mut m, "rein/memory/forget", |s, p| async move {
         memory::forget(&s, p).await
     })?;
     add(&mut m, "plugin/installed", |_, p| async move {

@@ -89,7 +89,7 @@ pub struct Kernel {
     pub context: ContextConfig,
     /// The user's and the projects' hooks (none in demo mode).
     pub hooks: Option<Arc<rein_hooks::UserHooks>>,
-    /// The memory store of `$REIN_HOME` (`memory/*` methods manage it even when `[memory]`
+    /// The memory store of `$REIN_HOME` (`rein/memory/*` methods manage it even when `[memory]`
     /// is off; opened on first use).
     pub memory: Arc<dyn rein_core::memory::MemoryStore>,
     /// How the configuration was loaded, to load it again (`reload_mcp`).

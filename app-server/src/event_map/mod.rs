@@ -451,7 +451,7 @@ impl EventMapper {
             EventMsg::HookStarted { .. } | EventMsg::HookCompleted { .. } => {
                 out.extend(self.hooks.map(&self.thread_id, event).map(Outgoing::Notify));
             }
-            // A proposal is asked as `item/memory/requestApproval`; its answer is the
+            // A proposal is asked as `rein/memory/requestApproval`; its answer is the
             // `remember` call's output, shown as the tool call's item.
             EventMsg::MemoryProposed { .. }
             | EventMsg::MemoryAccepted { .. }

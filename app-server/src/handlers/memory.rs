@@ -1,4 +1,4 @@
-//! `memory/list`, `memory/read`, `memory/update`, `memory/forget`: the user's view of the
+//! `rein/memory/list`, `rein/memory/read`, `rein/memory/update`, `rein/memory/forget`: the user's view of the
 //! memory store, through the kernel's [`MemoryStore`] port (`Kernel::memory`). A store
 //! that fails (a damaged file) answers an internal error naming the file; the connection
 //! and every thread go on.

@@ -66,7 +66,7 @@ pub struct MemoryFilter {
     pub limit: Option<u32>,
 }
 
-/// A change to a kept memory (`memory/update`); absent fields stay.
+/// A change to a kept memory (`rein/memory/update`); absent fields stay.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct MemoryUpdate {
     pub content: Option<String>,

@@ -2,7 +2,7 @@
 //! [`MemoryStore`](rein_core::memory::MemoryStore) port over [`db::MemoryDb`], running
 //! every call on a blocking thread. The database is opened on first use and reopened after
 //! a failure, so a damaged file is an error naming it on each call (a warning in a turn,
-//! an error from `rein memory` and the app-server's `memory/*`), never a crash.
+//! an error from `rein memory` and the app-server's `rein/memory/*`), never a crash.
 
 pub mod db;
 pub mod repo;
