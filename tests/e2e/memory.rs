@@ -339,12 +339,15 @@ fn the_app_server_lists_updates_and_forgets_memories_and_names_a_damaged_file() 
     assert_eq!(read["result"]["memory"]["state"], "forgotten");
     let accepted = server.call("rein/memory/list", json!({ "states": ["accepted"] }));
     assert_eq!(accepted["result"]["data"], json!([]));
+    assert!(server.finish().success());
     // A damaged database: an error naming the file, and the server goes on.
     let db = home.path().join("memory.sqlite");
     for suffix in ["", "-wal", "-shm"] {
         let _ = std::fs::remove_file(format!("{}{suffix}", db.display()));
     }
     std::fs::write(&db, vec![0x5a; 8192]).unwrap();
+    let mut server = AppServer::start(home.path(), &[]);
+    server.initialize();
     let failed = server.call("rein/memory/list", json!({}));
     let message = failed["error"]["message"].as_str().unwrap();
     assert!(message.contains(&db.display().to_string()), "{failed}");
