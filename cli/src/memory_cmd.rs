@@ -153,10 +153,10 @@ fn parse_id(text: &str) -> anyhow::Result<MemoryId> {
 }
 
 fn list(store: &SqliteMemoryStore, select: Select, text: Option<String>) -> anyhow::Result<()> {
-    let repo = match &select.cd {
-        Some(dir) => Some(rein_rollout::memory::repo::repo_of(dir)),
-        None => None,
-    };
+    let repo = select
+        .cd
+        .as_deref()
+        .map(rein_rollout::memory::repo::repo_of);
     let filter = MemoryFilter {
         scope: select.scope.map(Into::into),
         repo,

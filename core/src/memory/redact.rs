@@ -57,7 +57,7 @@ pub fn redact(text: &str) -> (String, Vec<Redaction>) {
             Some("Bearer".to_owned())
         } else {
             bare.strip_suffix(':')
-                .map(|n| trim_punct(n))
+                .map(trim_punct)
                 .filter(|n| is_secret_name(n))
                 .map(str::to_owned)
         };

@@ -86,10 +86,7 @@ fn recall_returns_only_what_is_in_scope_and_matches_and_counts_uses() {
             5,
         ))
         .unwrap();
-    assert_eq!(
-        ids(&found),
-        ids(&[user.clone(), in_a.clone(), mine.clone()])
-    );
+    assert_eq!(ids(&found), ids(&[user.clone(), in_a.clone(), mine]));
     assert!(found
         .iter()
         .all(|r| r.use_count == 1 && r.last_used_ms == Some(5)));
@@ -185,10 +182,7 @@ fn memories_unused_for_max_unused_days_retire_by_the_given_clock() {
     q.text = "gadgets".into();
     q.now_ms = 40 * DAY;
     q.retire_before_ms = Some(40 * DAY - 30 * DAY);
-    assert_eq!(
-        ids(&db.recall(&q).unwrap()),
-        ids(&[used.clone(), fresh.clone()])
-    );
+    assert_eq!(ids(&db.recall(&q).unwrap()), ids(&[used.clone(), fresh]));
     assert_eq!(db.get(old.id).unwrap().unwrap().state, MemoryState::Retired);
     assert_eq!(
         db.get(used.id).unwrap().unwrap().state,
@@ -214,7 +208,7 @@ fn listing_filters_by_scope_state_repo_and_text() {
         repo: Some(repo("a")),
         ..MemoryFilter::default()
     };
-    assert_eq!(db.list(&repo_a).unwrap(), vec![in_a.clone(), user.clone()]);
+    assert_eq!(db.list(&repo_a).unwrap(), vec![in_a, user.clone()]);
     let text = MemoryFilter {
         text: Some("gamma".into()),
         ..MemoryFilter::default()
