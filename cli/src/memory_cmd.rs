@@ -244,6 +244,9 @@ fn add(
     Ok(())
 }
 
+/// Records written per transaction by `import` (each commit is fsynced).
+const IMPORT_BATCH: usize = 1000;
+
 fn import(store: &SqliteMemoryStore, file: &PathBuf) -> anyhow::Result<()> {
     let reader: Box<dyn BufRead> = if file.as_os_str() == "-" {
         Box::new(std::io::stdin().lock())
@@ -252,7 +255,8 @@ fn import(store: &SqliteMemoryStore, file: &PathBuf) -> anyhow::Result<()> {
             std::fs::File::open(file).with_context(|| format!("reading {}", file.display()))?;
         Box::new(std::io::BufReader::new(opened))
     };
-    let (mut added, mut skipped) = (0, 0);
+    let (mut added, mut read) = (0, 0);
+    let mut batch = Vec::with_capacity(IMPORT_BATCH);
     for (n, line) in reader.lines().enumerate() {
         let line = line?;
         if line.trim().is_empty() {
@@ -270,12 +274,14 @@ fn import(store: &SqliteMemoryStore, file: &PathBuf) -> anyhow::Result<()> {
         }
         record.content = content;
         record.redactions.append(&mut cuts);
-        if store.with_db(|db| db.insert(&record))? {
-            added += 1;
-        } else {
-            skipped += 1;
+        batch.push(record);
+        read += 1;
+        if batch.len() == IMPORT_BATCH {
+            added += store.with_db(|db| db.insert_batch(&batch))?;
+            batch.clear();
         }
     }
-    println!("imported {added} memories ({skipped} already kept)");
+    added += store.with_db(|db| db.insert_batch(&batch))?;
+    println!("imported {added} memories ({} already kept)", read - added);
     Ok(())
 }

@@ -106,38 +106,21 @@ impl MemoryDb {
     /// Keep `record`; one that is already there (the same id) is left as it is: `false`.
     pub fn insert(&self, record: &MemoryRecord) -> Result<bool, MemoryError> {
         assert_off_executor("writing a memory");
-        let redactions = serde_json::to_string(&record.redactions).unwrap_or_default();
-        let (root, remote) = match &record.repo {
-            Some(repo) => (Some(repo.root.display().to_string()), repo.remote.clone()),
-            None => (None, None),
-        };
-        let added = self
-            .conn
-            .execute(
-                "INSERT OR IGNORE INTO memories (id, scope, scope_key, repo_root, repo_remote,
-                    thread_id, turn_id, content, keywords, why, state, created_ms,
-                    last_used_ms, use_count, redactions)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)",
-                params![
-                    record.id.to_string(),
-                    record.scope.as_str(),
-                    scope_key(record),
-                    root,
-                    remote,
-                    record.thread_id.map(|t| t.to_string()),
-                    record.turn_id.map(|t| t.to_string()),
-                    record.content,
-                    record.keywords.join(" "),
-                    record.why,
-                    record.state.as_str(),
-                    to_sql(record.created_ms),
-                    record.last_used_ms.map(to_sql),
-                    to_sql(record.use_count),
-                    redactions,
-                ],
-            )
-            .map_err(self.err())?;
-        Ok(added == 1)
+        insert_on(&self.conn, record).map_err(self.err())
+    }
+
+    /// Keep `records` in one transaction (an import); how many were new.
+    pub fn insert_batch(&mut self, records: &[MemoryRecord]) -> Result<usize, MemoryError> {
+        assert_off_executor("writing memories");
+        let path = self.path.clone();
+        let err = |e: rusqlite::Error| sql_error(&path, e);
+        let tx = self.conn.transaction().map_err(err)?;
+        let mut added = 0;
+        for record in records {
+            added += usize::from(insert_on(&tx, record).map_err(err)?);
+        }
+        tx.commit().map_err(err)?;
+        Ok(added)
     }
 
     pub fn get(&self, id: MemoryId) -> Result<Option<MemoryRecord>, MemoryError> {
@@ -277,6 +260,38 @@ impl MemoryDb {
             )
             .map_err(self.err())
     }
+}
+
+fn insert_on(conn: &Connection, record: &MemoryRecord) -> rusqlite::Result<bool> {
+    let redactions = serde_json::to_string(&record.redactions).unwrap_or_default();
+    let (root, remote) = match &record.repo {
+        Some(repo) => (Some(repo.root.display().to_string()), repo.remote.clone()),
+        None => (None, None),
+    };
+    let added = conn.execute(
+        "INSERT OR IGNORE INTO memories (id, scope, scope_key, repo_root, repo_remote,
+                    thread_id, turn_id, content, keywords, why, state, created_ms,
+                    last_used_ms, use_count, redactions)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)",
+        params![
+            record.id.to_string(),
+            record.scope.as_str(),
+            scope_key(record),
+            root,
+            remote,
+            record.thread_id.map(|t| t.to_string()),
+            record.turn_id.map(|t| t.to_string()),
+            record.content,
+            record.keywords.join(" "),
+            record.why,
+            record.state.as_str(),
+            to_sql(record.created_ms),
+            record.last_used_ms.map(to_sql),
+            to_sql(record.use_count),
+            redactions,
+        ],
+    )?;
+    Ok(added == 1)
 }
 
 fn retire_on(conn: &Connection, cutoff_ms: u64) -> rusqlite::Result<usize> {
