@@ -83,6 +83,11 @@ def main():
         on = timed(turn, env, a.runs)
     finally:
         mock.kill()
+    exported = subprocess.run([a.rein, "memory", "export"], env=env, check=True,
+                              capture_output=True, text=True).stdout.splitlines()
+    used = [json.loads(l) for l in exported if '"use_count":0' not in l]
+    print(f"memories given to the {a.runs} memory-on turns: {len(used)} distinct, "
+          f"{sum(r['use_count'] for r in used)} uses")
     print(f"exec turn: memory off {off:.1f} ms, memory on with {a.memories} stored {on:.1f} ms "
           f"(per-turn overhead ~{on - off:.1f} ms)")
     print(f"load average: {os.getloadavg()[0]:.2f}", file=sys.stderr)

@@ -160,6 +160,14 @@ fn a_repo_memory_is_asked_kept_and_shown_only_in_its_repository() {
         Vec::<String>::new(),
         "repo B never sees it"
     );
+    // The memory item is in the rollout of the thread it was given to, and only there.
+    let line = format!("- [{id}] (repo) {content}");
+    let holding: Vec<String> = rollouts(&home.path().join("sessions"))
+        .into_iter()
+        .filter(|text| text.contains(&line))
+        .collect();
+    assert_eq!(holding.len(), 1);
+    assert!(holding[0].contains(&again_in_a));
     assert_eq!(
         (
             &kept[0]["state"],
@@ -409,6 +417,20 @@ fn kill_9_during_memory_writes_loses_no_kept_memory() {
     }
     assert!(ids.len() > kept.len(), "some of the import was written");
     assert!(ids.len() < kept.len() + 200_000, "killed before the end");
+}
+
+/// The text of every rollout file under `dir`.
+fn rollouts(dir: &Path) -> Vec<String> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            out.extend(rollouts(&path));
+        } else if path.extension().is_some_and(|e| e == "jsonl") {
+            out.push(std::fs::read_to_string(&path).unwrap());
+        }
+    }
+    out
 }
 
 /// A distinct UUID-shaped id for record `i`.
