@@ -437,3 +437,34 @@ fn rollouts(dir: &Path) -> Vec<String> {
 fn uuid_v4_like(i: u32) -> String {
     format!("00000000-0000-4000-8000-{i:012x}")
 }
+
+#[test]
+fn consent_auto_keeps_and_never_refuses_without_asking() {
+    for (consent, output, state) in [
+        ("auto", "Remembered as memory {id} (user scope).", "accepted"),
+        (
+            "never",
+            "Not remembered (user scope): memories at this scope are off ([memory] consent = \"never\").",
+            "rejected",
+        ),
+    ] {
+        let model = MockModel::start(json!({ "replies": [
+            remember("The user reads answers on a phone", "user"),
+            { "text": "Done." },
+        ]}));
+        let home = memory_home(&model, consent);
+        let cwd = tempfile::tempdir().unwrap();
+        rein_ok(
+            home.path(),
+            &["exec", "--json", "-C", cwd.path().to_str().unwrap(), "Remember this."],
+        );
+        let kept = stored(home.path());
+        assert_eq!((kept.len(), &kept[0]["state"]), (1, &json!(state)), "{consent}");
+        let id = kept[0]["id"].as_str().unwrap();
+        assert_eq!(
+            tool_output(&model.requests()[1], "call_mem"),
+            output.replace("{id}", id),
+            "{consent}"
+        );
+    }
+}
