@@ -39,7 +39,7 @@ def main():
     p.add_argument("--memories", type=int, default=100_000)
     a = p.parse_args()
     rng = random.Random(7)
-    vocab = [f"w{i}" for i in range(5000)]
+    vocab = [f"term{i:04d}" for i in range(5000)]
     home = tempfile.mkdtemp(prefix="rein-bench-memory-")
     repo = tempfile.mkdtemp(prefix="rein-bench-repo-")
     os.mkdir(os.path.join(repo, ".git"))
