@@ -49,6 +49,12 @@ pub fn request_for(
             let files: Vec<String> = files.iter().map(|f| f.display().to_string()).collect();
             (format!("Write {}", files.join(", ")), reason)
         }
+        ClientRequest::Memory {
+            scope,
+            content,
+            why,
+            ..
+        } => (format!("Remember ({}): {content}", scope.as_str()), why),
         ClientRequest::Question { .. }
         | ClientRequest::Elicitation { .. }
         | ClientRequest::ReadTextFile { .. }

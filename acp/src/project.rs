@@ -206,6 +206,10 @@ impl Projector {
             // This thread is itself a sub-agent: its parent's session shows it.
             | EventMsg::AgentOrigin { .. }
             | EventMsg::ContextLoaded { .. }
+            // Asked as a permission of the `remember` call; its answer is the call's output.
+            | EventMsg::MemoryProposed { .. }
+            | EventMsg::MemoryAccepted { .. }
+            | EventMsg::MemoryRejected { .. }
             | EventMsg::ShutdownComplete => Vec::new(),
         }
     }

@@ -136,6 +136,15 @@ pub fn all() -> Vec<(&'static str, Schema)> {
             "ThreadItemsListResponse.json",
             schema_for!(ThreadItemsListResponse),
         ),
+        ("MemoryListParams.json", schema_for!(MemoryListParams)),
+        ("MemoryListResponse.json", schema_for!(MemoryListResponse)),
+        ("MemoryIdParams.json", schema_for!(MemoryIdParams)),
+        ("MemoryUpdateParams.json", schema_for!(MemoryUpdateParams)),
+        ("MemoryResponse.json", schema_for!(MemoryResponse)),
+        (
+            "MemoryRequestApprovalParams.json",
+            schema_for!(MemoryRequestApprovalParams),
+        ),
     ]
 }
 

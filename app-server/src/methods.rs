@@ -12,7 +12,7 @@ use serde_json::Value;
 
 use crate::dispatch::{raw_params, ServerState};
 use crate::error::RpcError;
-use crate::handlers::{client_meta, history, mcp, meta, skills, thread, trajectory, turn};
+use crate::handlers::{client_meta, history, mcp, memory, meta, skills, thread, trajectory, turn};
 
 pub type Module = RpcModule<ServerState>;
 
@@ -47,6 +47,18 @@ pub fn module(state: Arc<ServerState>) -> Result<Module, RegisterMethodError> {
     })?;
     add(&mut m, "hooks/list", |s, p| async move {
         client_meta::hooks_list(&s, p).await
+    })?;
+    add(&mut m, "rein/memory/list", |s, p| async move {
+        memory::list(&s, p).await
+    })?;
+    add(&mut m, "rein/memory/read", |s, p| async move {
+        memory::read(&s, p).await
+    })?;
+    add(&mut m, "rein/memory/update", |s, p| async move {
+        memory::update(&s, p).await
+    })?;
+    add(&mut m, "rein/memory/forget", |s, p| async move {
+        memory::forget(&s, p).await
     })?;
     add(&mut m, "plugin/installed", |_, p| async move {
         client_meta::plugins_installed(p)

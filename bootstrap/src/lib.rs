@@ -87,6 +87,9 @@ pub struct Kernel {
     pub context: ContextConfig,
     /// The user's and the projects' hooks (none in demo mode).
     pub hooks: Option<Arc<rein_hooks::UserHooks>>,
+    /// The memory store of `$REIN_HOME` (`rein/memory/*` methods manage it even when `[memory]`
+    /// is off; opened on first use).
+    pub memory: Arc<dyn rein_core::memory::MemoryStore>,
     /// How the configuration was loaded, to load it again (`reload_mcp`).
     load_options: Option<LoadOptions>,
 }
@@ -104,6 +107,7 @@ impl Kernel {
         store: Arc<dyn SessionStore>,
     ) -> Self {
         Self {
+            memory: Arc::new(rein_rollout::memory::SqliteMemoryStore::in_home(&home)),
             manager,
             home,
             model,
@@ -269,6 +273,18 @@ pub fn bootstrap(
     if let Some(hooks) = &hooks {
         builder = builder.hooks(Arc::clone(hooks) as Arc<dyn rein_core::hooks::Hooks>);
     }
+    let memory: Arc<dyn rein_core::memory::MemoryStore> =
+        Arc::new(rein_rollout::memory::SqliteMemoryStore::in_home(&home));
+    if let Some(settings) = config.as_ref().map(|c| &c.memory).filter(|m| m.enabled) {
+        builder = builder.memory(rein_core::memory::Memory::new(
+            Arc::clone(&memory),
+            rein_core::memory::MemoryPolicy {
+                consent: settings.consent,
+                max_tokens: settings.max_tokens,
+                max_unused_days: settings.max_unused_days,
+            },
+        ));
+    }
     let manager = builder.build_shared();
     let mcp = config.as_ref().map(mcp_manager);
     if let Some(mcp) = &mcp {
@@ -287,6 +303,7 @@ pub fn bootstrap(
         mcp,
         context,
         hooks,
+        memory,
         load_options: reload_with,
     })
 }

@@ -8,6 +8,7 @@ mod acp_cmd;
 mod app_server_cmd;
 mod exec;
 mod hooks_cmd;
+mod memory_cmd;
 mod mock_model_cmd;
 mod replay_cmd;
 mod schema_cmd;
@@ -43,6 +44,8 @@ enum Command {
     Skills(skills_cmd::SkillsArgs),
     /// The hooks of a directory, and trusting a project's hooks.
     Hooks(hooks_cmd::HooksArgs),
+    /// The agent's memories: list, search, add, forget, purge, export, import.
+    Memory(memory_cmd::MemoryArgs),
     /// Run recorded sessions again and compare each step's request and tool calls.
     Replay(replay_cmd::ReplayArgs),
     /// Write the JSON Schema of rein's wire types into a directory.
@@ -74,6 +77,7 @@ fn main() -> anyhow::Result<()> {
         Command::Sessions(args) => sessions_cmd::run(args),
         Command::Skills(args) => runtime()?.block_on(skills_cmd::run(args)),
         Command::Hooks(args) => hooks_cmd::run(args),
+        Command::Memory(args) => memory_cmd::run(args),
         Command::Replay(args) => {
             let code = runtime()?.block_on(replay_cmd::run(args))?;
             std::process::exit(code);

@@ -38,6 +38,7 @@ pub mod agents;
 pub mod error;
 pub mod hooks_state;
 pub mod mcp;
+pub mod memory;
 pub mod overrides;
 pub mod policy;
 pub mod project_doc;
@@ -114,6 +115,9 @@ pub struct ConfigToml {
     /// by `rein-hooks`.
     #[serde(default)]
     pub hooks: toml::Table,
+    /// `[memory]`.
+    #[serde(default)]
+    pub memory: memory::MemoryToml,
 }
 
 #[derive(Clone, Debug, Default, Deserialize)]
@@ -174,6 +178,8 @@ pub struct ModelConfig {
     /// `[hooks] max_continuations`: how many times `Stop` / `SubagentStop` hooks may continue
     /// one turn (the kernel's default when unset).
     pub hook_continuations: Option<u32>,
+    /// `[memory]`, resolved.
+    pub memory: memory::MemorySettings,
 }
 
 /// What to load: where, which profile, which overrides.
@@ -304,6 +310,7 @@ pub fn resolve(
         })?,
         mcp_tool_budget: file.mcp_tool_budget,
         hook_continuations: hook_continuations(&file.hooks, path)?,
+        memory: file.memory.resolve(),
         hooks: file.hooks,
     })
 }

@@ -10,6 +10,7 @@ pub mod error;
 pub mod hooks;
 pub mod kernel_config;
 pub mod manager;
+pub mod memory;
 pub mod model;
 pub mod recorder;
 pub mod shell_words;

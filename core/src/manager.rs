@@ -43,6 +43,8 @@ pub struct KernelServices {
     pub agents: Option<Arc<AgentControl>>,
     /// The user's hooks (`rein-hooks`); `None`: no hook ever runs.
     pub hooks: Option<Arc<dyn Hooks>>,
+    /// The memory store and policy; `None`: memory is off (no `remember`, no recall).
+    pub memory: Option<crate::memory::Memory>,
 }
 
 /// Where a thread's history comes from.
@@ -199,6 +201,7 @@ impl ThreadManager {
             store: None,
             agents: None,
             hooks: None,
+            memory: None,
         }
     }
 
@@ -471,9 +474,20 @@ pub struct ThreadManagerBuilder {
     store: Option<Arc<dyn SessionStore>>,
     agents: Option<AgentsConfig>,
     hooks: Option<Arc<dyn Hooks>>,
+    memory: Option<crate::memory::Memory>,
 }
 
 impl ThreadManagerBuilder {
+    /// Give every thread memory: the `remember` tool and the per-turn recall.
+    pub fn memory(mut self, memory: crate::memory::Memory) -> Self {
+        self.tools
+            .push(Arc::new(crate::memory::tool::RememberTool::new(
+                memory.clone(),
+            )));
+        self.memory = Some(memory);
+        self
+    }
+
     /// Run the user's hooks around every thread's tool calls.
     pub fn hooks(mut self, hooks: Arc<dyn Hooks>) -> Self {
         self.hooks = Some(hooks);
@@ -544,6 +558,7 @@ impl ThreadManagerBuilder {
                 config: self.config,
                 agents: self.agents.map(AgentControl::new),
                 hooks: self.hooks,
+                memory: self.memory,
             },
             self.store,
         )

@@ -69,6 +69,19 @@ pub enum ClientRequest {
         /// Bytes of output kept (the client drops the beginning of longer output).
         output_byte_limit: u64,
     },
+    /// May the agent remember this (a `remember` call at `repo` or `user` scope, with
+    /// `[memory] consent = "ask"`)? The answer is a decision: approve keeps the memory.
+    Memory {
+        id: crate::ids::MemoryId,
+        scope: crate::memory::MemoryScope,
+        /// The content as it would be stored (secrets already redacted).
+        content: String,
+        /// Why the model wants to keep it.
+        why: String,
+        /// What was redacted from it.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        redactions: Vec<crate::memory::Redaction>,
+    },
 }
 
 impl ClientRequest {
@@ -76,7 +89,9 @@ impl ClientRequest {
     pub fn is_approval(&self) -> bool {
         matches!(
             self,
-            ClientRequest::Command { .. } | ClientRequest::Patch { .. }
+            ClientRequest::Command { .. }
+                | ClientRequest::Patch { .. }
+                | ClientRequest::Memory { .. }
         )
     }
 
@@ -139,7 +154,9 @@ impl ClientRequest {
                     ClientResponse::TerminalExited { .. }
                 )
                 | (
-                    ClientRequest::Command { .. } | ClientRequest::Patch { .. },
+                    ClientRequest::Command { .. }
+                        | ClientRequest::Patch { .. }
+                        | ClientRequest::Memory { .. },
                     ClientResponse::Decision { .. }
                 )
                 | (
@@ -161,11 +178,11 @@ impl ClientRequest {
     /// no answers, the form declined, the work not done.
     pub fn unanswered(&self) -> ClientResponse {
         match self {
-            ClientRequest::Command { .. } | ClientRequest::Patch { .. } => {
-                ClientResponse::Decision {
-                    decision: ApprovalDecision::Deny,
-                }
-            }
+            ClientRequest::Command { .. }
+            | ClientRequest::Patch { .. }
+            | ClientRequest::Memory { .. } => ClientResponse::Decision {
+                decision: ApprovalDecision::Deny,
+            },
             ClientRequest::Question { .. } => ClientResponse::Answers {
                 answers: BTreeMap::new(),
             },
@@ -184,7 +201,9 @@ impl ClientRequest {
     /// What the request asks for, for an error message ("a decision", "answers", ...).
     pub fn expected_answer(&self) -> &'static str {
         match self {
-            ClientRequest::Command { .. } | ClientRequest::Patch { .. } => "a decision",
+            ClientRequest::Command { .. }
+            | ClientRequest::Patch { .. }
+            | ClientRequest::Memory { .. } => "a decision",
             ClientRequest::Question { .. } => "answers",
             ClientRequest::Elicitation { .. } => "an elicitation answer",
             ClientRequest::ReadTextFile { .. } => "a file's text",

@@ -12,8 +12,9 @@ use crate::client_request::{ClientRequest, SessionGrant};
 use crate::context::ThreadContext;
 use crate::fingerprint::RequestFingerprint;
 use crate::hooks::{HookEventName, HookRunStatus, HookSource};
-use crate::ids::{ItemId, SessionId, SubmissionId, ThreadId, TurnId};
+use crate::ids::{ItemId, MemoryId, SessionId, SubmissionId, ThreadId, TurnId};
 use crate::items::{InputPart, Item};
+use crate::memory::{MemoryDecider, MemoryRecord};
 use crate::settings::ThreadSettings;
 use crate::status::TokenUsage;
 use crate::tool_facts::{ToolAction, ToolOutcome};
@@ -333,6 +334,25 @@ pub enum EventMsg {
     },
     /// Last event of a thread.
     ShutdownComplete,
+    /// A `remember` call proposed a memory (content already redacted); its answer follows
+    /// as `MemoryAccepted` or `MemoryRejected`.
+    MemoryProposed {
+        call_id: String,
+        memory: Box<MemoryRecord>,
+    },
+    /// The proposed memory is kept and will be given to later turns in its scope.
+    MemoryAccepted {
+        call_id: String,
+        id: MemoryId,
+        by: MemoryDecider,
+    },
+    /// The proposed memory is not kept; the model was told `reason`.
+    MemoryRejected {
+        call_id: String,
+        id: MemoryId,
+        by: MemoryDecider,
+        reason: String,
+    },
 }
 
 impl EventMsg {

@@ -147,3 +147,7 @@ mod tests {
         assert_eq!(back, id);
     }
 }
+uuid_id!(
+    /// One remembered thing (a memory record of the memory store).
+    MemoryId
+);

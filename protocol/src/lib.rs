@@ -15,6 +15,7 @@ pub mod fingerprint;
 pub mod hooks;
 pub mod ids;
 pub mod items;
+pub mod memory;
 pub mod op;
 pub mod schema;
 pub mod script;
@@ -38,8 +39,12 @@ pub use event::{
 };
 pub use fingerprint::{RequestFingerprint, ToolFingerprint};
 pub use hooks::{HookEventName, HookRunStatus, HookSource};
-pub use ids::{ItemId, SessionId, SubmissionId, ThreadId, TurnId};
+pub use ids::{ItemId, MemoryId, SessionId, SubmissionId, ThreadId, TurnId};
 pub use items::{InputPart, Item, MessageRole, INTERRUPTION_MARKER};
+pub use memory::{
+    MemoryConsent, MemoryDecider, MemoryRecord, MemoryScope, MemoryState, Redaction, RepoKey,
+    MAX_MEMORY_BYTES,
+};
 pub use op::{
     ApprovalDecision, InputMode, InputOutcome, InterruptOutcome, Op, OpResult, RejectReason,
     ReviewTarget, Submission,

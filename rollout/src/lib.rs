@@ -24,6 +24,7 @@ pub mod indexer;
 pub(crate) mod io_guard;
 pub mod layout;
 pub mod lock;
+pub mod memory;
 pub mod reader;
 pub mod resume;
 pub mod service;

@@ -232,6 +232,11 @@ impl Projector {
                 self.end(Status::Failed, "response.failed")
             }
             EventMsg::TurnAborted { .. } => self.end(Status::Cancelled, "response.incomplete"),
+            // A proposal is an `approval_request` item; the `remember` call's output says
+            // what became of it.
+            EventMsg::MemoryProposed { .. }
+            | EventMsg::MemoryAccepted { .. }
+            | EventMsg::MemoryRejected { .. } => Vec::new(),
             _ => Vec::new(),
         }
     }

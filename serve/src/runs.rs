@@ -481,10 +481,7 @@ async fn drive(
 }
 
 fn is_approval(request: &ClientRequest) -> bool {
-    matches!(
-        request,
-        ClientRequest::Command { .. } | ClientRequest::Patch { .. }
-    )
+    request.is_approval()
 }
 
 /// Shut an idle thread down and forget it; `false` if it is busy after all.

@@ -422,6 +422,47 @@ pub fn every_variant_thread() -> ThreadScript {
         to: "gpt-small".into(),
     });
     s.simple_turn(5, "after rollback".into());
+    memory_events(&mut s);
     s.push(EventMsg::ShutdownComplete);
     s
+}
+
+/// A proposal, its acceptance and a rejection, as a `remember` call records them.
+fn memory_events(s: &mut ThreadScript) {
+    let id = rein_protocol::MemoryId::new();
+    s.push(EventMsg::MemoryProposed {
+        call_id: "c-mem".into(),
+        memory: Box::new(rein_protocol::MemoryRecord {
+            id,
+            scope: rein_protocol::MemoryScope::Repo,
+            repo: Some(rein_protocol::RepoKey {
+                root: PathBuf::from("/work/project"),
+                remote: Some("git@example.com:p.git".into()),
+            }),
+            thread_id: None,
+            turn_id: None,
+            content: "key=[REDACTED] runs the tests".into(),
+            keywords: vec!["tests".into()],
+            why: "said twice".into(),
+            state: rein_protocol::MemoryState::Proposed,
+            created_ms: 1,
+            last_used_ms: None,
+            use_count: 0,
+            redactions: vec![rein_protocol::Redaction {
+                kind: "secret_assignment".into(),
+                label: "key".into(),
+            }],
+        }),
+    });
+    s.push(EventMsg::MemoryAccepted {
+        call_id: "c-mem".into(),
+        id,
+        by: rein_protocol::MemoryDecider::User,
+    });
+    s.push(EventMsg::MemoryRejected {
+        call_id: "c-mem2".into(),
+        id: rein_protocol::MemoryId::new(),
+        by: rein_protocol::MemoryDecider::Config,
+        reason: "consent is never".into(),
+    });
 }

@@ -53,6 +53,7 @@ mod idle_threads;
 mod mcp_app_server;
 mod mcp_exec;
 mod mcp_hostile;
+mod memory;
 mod model_policy;
 mod project_context;
 mod replay_e2e;

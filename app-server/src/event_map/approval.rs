@@ -88,6 +88,26 @@ pub(super) fn ask(
         ClientRequest::ReadTextFile { .. }
         | ClientRequest::WriteTextFile { .. }
         | ClientRequest::Terminal { .. } => (QUESTION_METHOD, Ok(Value::Null)),
+        ClientRequest::Memory {
+            id,
+            scope,
+            content,
+            why,
+            redactions,
+        } => (
+            rein_app_server_protocol::MEMORY_APPROVAL_METHOD,
+            serde_json::to_value(rein_app_server_protocol::MemoryRequestApprovalParams {
+                thread_id: thread_id.to_owned(),
+                turn_id: turn_id.to_string(),
+                item_id: call_id.to_owned(),
+                started_at_ms: at,
+                memory_id: id.to_string(),
+                scope: crate::handlers::memory::scope_wire(*scope),
+                content: content.clone(),
+                reason: (!why.is_empty()).then(|| why.clone()),
+                redacted: redactions.iter().map(|r| r.label.clone()).collect(),
+            }),
+        ),
         ClientRequest::Patch { reason, .. } => (
             "item/fileChange/requestApproval",
             serde_json::to_value(FileChangeRequestApprovalParams {

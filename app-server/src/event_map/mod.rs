@@ -451,6 +451,11 @@ impl EventMapper {
             EventMsg::HookStarted { .. } | EventMsg::HookCompleted { .. } => {
                 out.extend(self.hooks.map(&self.thread_id, event).map(Outgoing::Notify));
             }
+            // A proposal is asked as `rein/memory/requestApproval`; its answer is the
+            // `remember` call's output, shown as the tool call's item.
+            EventMsg::MemoryProposed { .. }
+            | EventMsg::MemoryAccepted { .. }
+            | EventMsg::MemoryRejected { .. } => {}
             // The new model shows in the thread's next `Thread` object and token counts.
             EventMsg::ModelSwitched { .. } => {}
             // Answered by the `thread/rollback` response.

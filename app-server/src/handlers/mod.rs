@@ -3,6 +3,7 @@
 pub mod client_meta;
 pub mod history;
 pub mod mcp;
+pub mod memory;
 pub mod meta;
 pub mod skills;
 pub mod thread;

@@ -264,6 +264,17 @@ impl<W: Write> HumanProgress<W> {
             EventMsg::TurnAborted { reason } => {
                 self.line(&format!("turn aborted: {}", abort_text(*reason)))?;
             }
+            EventMsg::MemoryProposed { memory, .. } => self.line(&self.style.dim(&format!(
+                "memory proposed ({}): {}",
+                memory.scope.as_str(),
+                memory.content
+            )))?,
+            EventMsg::MemoryAccepted { id, .. } => {
+                self.line(&self.style.dim(&format!("memory kept: {id}")))?;
+            }
+            EventMsg::MemoryRejected { id, reason, .. } => {
+                self.line(&self.style.dim(&format!("memory {id} not kept: {reason}")))?;
+            }
             EventMsg::ClientRequested { request, .. } => self.line(&format!(
                 "the agent asked but rein exec cannot answer; refused: {request:?}"
             ))?,

@@ -216,6 +216,10 @@ impl JsonlMapper {
             | EventMsg::ModelSwitched { .. }
             | EventMsg::StepRequested { .. }
             | EventMsg::TurnDiff { .. }
+            // The `remember` call's item carries the answer the model got.
+            | EventMsg::MemoryProposed { .. }
+            | EventMsg::MemoryAccepted { .. }
+            | EventMsg::MemoryRejected { .. }
             | EventMsg::ShutdownComplete => Vec::new(),
         }
     }

@@ -345,6 +345,10 @@ impl ThreadState {
                 self.active_turn = None;
                 self.status = AgentStatus::Shutdown;
             }
+            // The memory store keeps memories; the thread's state holds nothing of them.
+            EventMsg::MemoryProposed { .. }
+            | EventMsg::MemoryAccepted { .. }
+            | EventMsg::MemoryRejected { .. } => {}
             EventMsg::ItemStarted { .. }
             | EventMsg::AgentMessageDelta { .. }
             | EventMsg::ReasoningDelta { .. }

@@ -139,6 +139,9 @@ pub enum ToolEvent {
     /// The call changed the thread's sub-agent tree (`AgentSpawned`, `AgentTasked`,
     /// `AgentClosed`): an edge the thread's rollout must keep.
     Agents(AgentEdge),
+    /// A `remember` call's proposal and its answer (`MemoryProposed`, `MemoryAccepted`,
+    /// `MemoryRejected`): facts the thread's rollout keeps.
+    Memory(crate::memory::tool::MemoryFact),
 }
 
 /// A change to a thread's sub-agents, as its rollout records it.
@@ -185,6 +188,7 @@ impl ToolEvent {
             ToolEvent::Agents(AgentEdge::Closed { thread_id }) => {
                 rein_protocol::EventMsg::AgentClosed { thread_id }
             }
+            ToolEvent::Memory(fact) => fact.into_event(call_id),
         }
     }
 }
@@ -299,6 +303,13 @@ impl ToolContext {
     pub async fn record_agents(&self, edge: AgentEdge) -> bool {
         self.host
             .emit_written(&self.call_id, ToolEvent::Agents(edge))
+            .await
+    }
+
+    /// Record a memory proposal or its answer and wait until it is written.
+    pub async fn record_memory(&self, fact: crate::memory::tool::MemoryFact) -> bool {
+        self.host
+            .emit_written(&self.call_id, ToolEvent::Memory(fact))
             .await
     }
 

@@ -51,6 +51,8 @@ pub(crate) struct TurnContext {
     pub advisor: Option<Arc<advisor::Advisor>>,
     /// The user's hooks around each tool call, when any are configured.
     pub hooks: Option<tool_hooks::HookScope>,
+    /// Memory, when the kernel has it: the turn starts with the memories in scope.
+    pub memory: Option<crate::memory::Memory>,
 }
 
 /// A fallback model and its client, resolved when the turn starts.

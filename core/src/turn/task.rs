@@ -137,6 +137,7 @@ impl RegularTask {
         if let Some(outcome) = self.submit_prompt().await {
             return outcome;
         }
+        self.recall_memories().await;
         loop {
             self.drain_pending();
             if self.cancel.is_cancelled() {
@@ -260,23 +261,7 @@ impl RegularTask {
         if self.turn.kind != rein_protocol::TaskKind::Regular {
             return None;
         }
-        let start = self.compaction.turn_input_start.min(self.history.len());
-        let prompt: Vec<&str> = self.history[start..]
-            .iter()
-            .filter_map(|item| match item.as_ref() {
-                Item::UserMessage { content, .. } => Some(content),
-                _ => None,
-            })
-            .flatten()
-            .filter_map(|part| match part {
-                rein_protocol::InputPart::Text { text } => Some(text.as_str()),
-                rein_protocol::InputPart::Image { .. } => None,
-            })
-            .collect();
-        if prompt.is_empty() {
-            return None;
-        }
-        let prompt = prompt.join("\n");
+        let prompt = self.turn_input_text()?;
         match scope
             .user_prompt_submit(&prompt, &self.sink, &self.cancel)
             .await
@@ -304,6 +289,53 @@ impl RegularTask {
                     last_agent_message: None,
                 })
             }
+        }
+    }
+
+    /// The text of this turn's user input; `None` when it has none.
+    fn turn_input_text(&self) -> Option<String> {
+        let start = self.compaction.turn_input_start.min(self.history.len());
+        let prompt: Vec<&str> = self.history[start..]
+            .iter()
+            .filter_map(|item| match item.as_ref() {
+                Item::UserMessage { content, .. } => Some(content),
+                _ => None,
+            })
+            .flatten()
+            .filter_map(|part| match part {
+                rein_protocol::InputPart::Text { text } => Some(text.as_str()),
+                rein_protocol::InputPart::Image { .. } => None,
+            })
+            .collect();
+        (!prompt.is_empty()).then(|| prompt.join("\n"))
+    }
+
+    /// The memory step: the memories in scope that match this turn's input, as one
+    /// delimited developer message before the first request. A store that fails is a
+    /// warning, never a failed turn.
+    async fn recall_memories(&mut self) {
+        let Some(memory) = self.turn.memory.clone() else {
+            return;
+        };
+        if self.turn.kind != rein_protocol::TaskKind::Regular {
+            return;
+        }
+        let Some(text) = self.turn_input_text() else {
+            return;
+        };
+        let cwd = self.turn.settings.cwd.clone();
+        match crate::memory::recall::recall(&memory, self.turn.thread_id, &cwd, &text).await {
+            Ok(found) => {
+                if let Some(text) = crate::memory::recall::render(&found) {
+                    self.record(Item::DeveloperMessage {
+                        id: ItemId::new(),
+                        text,
+                    });
+                }
+            }
+            Err(e) => self.sink.emit(EventMsg::Warning {
+                message: format!("memories were not recalled: {e}"),
+            }),
         }
     }
 

@@ -64,10 +64,13 @@ fn variant(msg: &EventMsg) -> &'static str {
         EventMsg::Warning { .. } => "Warning",
         EventMsg::Error { .. } => "Error",
         EventMsg::ShutdownComplete => "ShutdownComplete",
+        EventMsg::MemoryProposed { .. } => "MemoryProposed",
+        EventMsg::MemoryAccepted { .. } => "MemoryAccepted",
+        EventMsg::MemoryRejected { .. } => "MemoryRejected",
     }
 }
 
-const ALL_VARIANTS: usize = 41;
+const ALL_VARIANTS: usize = 44;
 
 fn meta_for(thread: ThreadId) -> SessionMeta {
     SessionMeta::new(

@@ -135,6 +135,7 @@ impl SubmissionLoop {
                 output_schema,
                 advisor,
                 hooks,
+                memory: self.services.memory.clone(),
             },
             sink: TurnSink::new(run, turn_id, self.task_tx.clone()),
             cancel: CancellationToken::new(),

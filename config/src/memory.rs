@@ -1,0 +1,58 @@
+//! `[memory]`: what the agent keeps across threads (docs/memory.md).
+//!
+//! ```toml
+//! [memory]
+//! enabled = true          # default false: no `remember` tool, no recall
+//! consent = "ask"         # repo and user memories: "ask" (default) | "auto" | "never"
+//! max_tokens = 400        # the memories given to one turn, at most (estimated tokens)
+//! max_unused_days = 90    # retire memories nobody used for this long (default: never)
+//! ```
+
+use serde::Deserialize;
+
+pub use rein_protocol::MemoryConsent;
+
+/// The default budget of one turn's memories, in estimated tokens.
+pub const DEFAULT_MEMORY_TOKENS: u32 = 400;
+
+/// `[memory]` as written. An unknown `consent` fails the load.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MemoryToml {
+    pub enabled: Option<bool>,
+    pub consent: Option<MemoryConsent>,
+    pub max_tokens: Option<u32>,
+    pub max_unused_days: Option<u32>,
+}
+
+/// `[memory]` resolved.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MemorySettings {
+    pub enabled: bool,
+    pub consent: MemoryConsent,
+    pub max_tokens: u32,
+    pub max_unused_days: Option<u32>,
+}
+
+impl Default for MemorySettings {
+    fn default() -> Self {
+        Self {
+            enabled: false,
+            consent: MemoryConsent::Ask,
+            max_tokens: DEFAULT_MEMORY_TOKENS,
+            max_unused_days: None,
+        }
+    }
+}
+
+impl MemoryToml {
+    pub fn resolve(&self) -> MemorySettings {
+        let defaults = MemorySettings::default();
+        MemorySettings {
+            enabled: self.enabled.unwrap_or(defaults.enabled),
+            consent: self.consent.unwrap_or(defaults.consent),
+            max_tokens: self.max_tokens.unwrap_or(defaults.max_tokens),
+            max_unused_days: self.max_unused_days,
+        }
+    }
+}
