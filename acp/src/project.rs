@@ -173,6 +173,7 @@ impl Projector {
             | EventMsg::ThreadConfigured { .. }
             | EventMsg::SettingsChanged { .. }
             | EventMsg::MailQueued { .. }
+            | EventMsg::TaskGraphChanged { .. }
             | EventMsg::MailTaken { .. }
             | EventMsg::TurnStarted { .. }
             | EventMsg::TurnCompleted { .. }

@@ -16,6 +16,7 @@ use crate::ids::{ItemId, SessionId, SubmissionId, ThreadId, TurnId};
 use crate::items::{InputPart, Item};
 use crate::settings::ThreadSettings;
 use crate::status::TokenUsage;
+use crate::task_graph::TaskGraphChange;
 use crate::tool_facts::{ToolAction, ToolOutcome};
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -333,6 +334,9 @@ pub enum EventMsg {
     },
     /// Last event of a thread.
     ShutdownComplete,
+    /// The thread's task graph changed (a plan, a node started or finished); the graph is
+    /// the fold of these (`docs/task-graphs.md`).
+    TaskGraphChanged { change: TaskGraphChange },
 }
 
 impl EventMsg {

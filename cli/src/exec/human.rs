@@ -324,6 +324,7 @@ impl<W: Write> HumanProgress<W> {
             | EventMsg::AgentTasked { .. }
             | EventMsg::AgentClosed { .. }
             | EventMsg::MailQueued { .. }
+            | EventMsg::TaskGraphChanged { .. }
             | EventMsg::MailTaken { .. }
             | EventMsg::ThreadNamed { .. }
             | EventMsg::TurnDiff { .. }

@@ -10,7 +10,8 @@ use std::sync::Arc;
 
 use rein_protocol::{
     AgentOrigin, AgentStatus, ApprovalOutcome, ChildAgent, ClientRequest, ContextRole, ErrorCode,
-    Event, EventMsg, InputPart, Item, ItemId, SessionId, SubmissionId, TaskKind, ThreadContext,
+    Event, EventMsg, InputPart, Item, ItemId, SessionId, SubmissionId, TaskGraph, TaskKind,
+    ThreadContext,
     ThreadId, ThreadSettings, TokenUsage, TurnAbortReason, TurnId,
 };
 
@@ -111,6 +112,8 @@ pub struct ThreadState {
     /// Mail accepted into the mailbox and not yet in the history, in order: what a
     /// restore delivers again.
     pub pending_mail: Vec<PendingMail>,
+    /// The task graph this thread's plan made (`TaskGraphChanged`), empty without one.
+    pub task_graph: TaskGraph,
     /// Sequence number of the last event applied.
     pub last_seq: Option<u64>,
 }
@@ -340,6 +343,9 @@ impl ThreadState {
                 if let (ApprovalOutcome::DeniedForSession, Some(request)) = (outcome, request) {
                     self.session_denials.deny(&request);
                 }
+            }
+            EventMsg::TaskGraphChanged { change } => {
+                self.task_graph.apply(change, event.timestamp_ms);
             }
             EventMsg::ShutdownComplete => {
                 self.active_turn = None;

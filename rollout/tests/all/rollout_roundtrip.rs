@@ -64,10 +64,11 @@ fn variant(msg: &EventMsg) -> &'static str {
         EventMsg::Warning { .. } => "Warning",
         EventMsg::Error { .. } => "Error",
         EventMsg::ShutdownComplete => "ShutdownComplete",
+        EventMsg::TaskGraphChanged { .. } => "TaskGraphChanged",
     }
 }
 
-const ALL_VARIANTS: usize = 41;
+const ALL_VARIANTS: usize = 42;
 
 fn meta_for(thread: ThreadId) -> SessionMeta {
     SessionMeta::new(
