@@ -336,7 +336,9 @@ pub enum EventMsg {
     ShutdownComplete,
     /// The thread's task graph changed (a plan, a node started or finished); the graph is
     /// the fold of these (`docs/task-graphs.md`).
-    TaskGraphChanged { change: TaskGraphChange },
+    TaskGraphChanged {
+        change: TaskGraphChange,
+    },
 }
 
 impl EventMsg {

@@ -133,7 +133,9 @@ pub enum TaskOutcome {
         files_changed: Vec<PathBuf>,
     },
     /// A reviewer's verdict.
-    Reviewed { verdict: ReviewVerdict },
+    Reviewed {
+        verdict: ReviewVerdict,
+    },
     Failed {
         kind: TaskFailureKind,
         message: String,
@@ -220,7 +222,10 @@ pub enum TaskGraphChange {
         remove: Vec<String>,
     },
     /// The kernel started an attempt of the node on this sub-agent thread.
-    NodeStarted { node_id: String, thread_id: ThreadId },
+    NodeStarted {
+        node_id: String,
+        thread_id: ThreadId,
+    },
     /// The node's running attempt ended.
     NodeFinished {
         node_id: String,

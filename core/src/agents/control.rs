@@ -12,12 +12,12 @@ use tokio::sync::Notify;
 
 use super::error::AgentError;
 use super::graph::{graph_tools, GraphRun};
-use super::roles::SUBMIT_REVIEW;
-use super::{AgentRole, Strategy};
 use super::registry::{state_from, FollowUp, Mail, Node, Registry};
+use super::roles::SUBMIT_REVIEW;
 use super::state::AgentState;
 use super::tools::agent_tools;
 use super::AgentsConfig;
+use super::{AgentRole, Strategy};
 use crate::manager::ThreadManager;
 use crate::thread::state::ThreadState;
 use crate::thread::EventStream;

@@ -8,8 +8,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use rein_protocol::{
-    AgentOrigin, InputPart, Item, Op, ReasoningEffort, SessionId, SubmissionId,
-    ThreadId, ThreadSettings,
+    AgentOrigin, InputPart, Item, Op, ReasoningEffort, SessionId, SubmissionId, ThreadId,
+    ThreadSettings,
 };
 use serde::Serialize;
 

@@ -11,8 +11,7 @@ use std::sync::Arc;
 use rein_protocol::{
     AgentOrigin, AgentStatus, ApprovalOutcome, ChildAgent, ClientRequest, ContextRole, ErrorCode,
     Event, EventMsg, InputPart, Item, ItemId, SessionId, SubmissionId, TaskGraph, TaskKind,
-    ThreadContext,
-    ThreadId, ThreadSettings, TokenUsage, TurnAbortReason, TurnId,
+    ThreadContext, ThreadId, ThreadSettings, TokenUsage, TurnAbortReason, TurnId,
 };
 
 use crate::tools::{SessionApprovals, SessionDenials};

@@ -7,9 +7,8 @@
 use std::sync::Arc;
 
 use rein_protocol::{
-    AgentOrigin, EventMsg, InputPart, Op, ReviewVerdict, SessionId, SubmissionId,
-    TaskFailureKind, TaskGraphChange, TaskOutcome, TaskState, ThreadId, ToolOutcome,
-    TurnAbortReason,
+    AgentOrigin, EventMsg, InputPart, Op, ReviewVerdict, SessionId, SubmissionId, TaskFailureKind,
+    TaskGraphChange, TaskOutcome, TaskState, ThreadId, ToolOutcome, TurnAbortReason,
 };
 
 use super::input::{node_input, summary, Summary};
@@ -35,7 +34,10 @@ impl AgentControl {
         let policy = args.failure_policy;
         let current = {
             let graphs = self.graphs();
-            graphs.get(&root).map(|g| g.graph.clone()).unwrap_or_default()
+            graphs
+                .get(&root)
+                .map(|g| g.graph.clone())
+                .unwrap_or_default()
         };
         let (upsert, remove) = validate(&current, args, &self.role_names())?;
         let change = TaskGraphChange::Planned {
@@ -258,8 +260,8 @@ impl AgentControl {
             let Some(run) = graphs.get_mut(&root) else {
                 return;
             };
-            let settled = run.graph.running().is_empty()
-                && (run.paused || run.graph.ready().is_empty());
+            let settled =
+                run.graph.running().is_empty() && (run.paused || run.graph.ready().is_empty());
             if !settled || run.reported || run.graph.is_empty() {
                 return;
             }
@@ -330,9 +332,10 @@ impl AgentControl {
         }
         let control = Arc::clone(self);
         tokio::spawn(async move { control.end_subtree(thread, true, true).await });
-        let policy_fail_fast = self.graphs().get(&root).is_some_and(|r| {
-            r.graph.policy == rein_protocol::FailurePolicy::FailFast
-        });
+        let policy_fail_fast = self
+            .graphs()
+            .get(&root)
+            .is_some_and(|r| r.graph.policy == rein_protocol::FailurePolicy::FailFast);
         if fail_fast && policy_fail_fast {
             self.interrupt_running(root).await;
         }
@@ -362,7 +365,10 @@ impl AgentControl {
         let manager = self.manager()?;
         let root_handle = manager.get(root).ok_or(AgentError::NotLoaded(root))?;
         let root_state = root_handle.state().await?;
-        let parent = root_state.settings.clone().ok_or(AgentError::NotRegistered)?;
+        let parent = root_state
+            .settings
+            .clone()
+            .ok_or(AgentError::NotRegistered)?;
         let (node, input) = {
             let graphs = self.graphs();
             let run = graphs.get(&root).ok_or(AgentError::NotRegistered)?;
@@ -371,7 +377,11 @@ impl AgentControl {
                 .node(node_id)
                 .cloned()
                 .ok_or(AgentError::NotRegistered)?;
-            let input = node_input(&run.graph, &node, run.previous.get(node_id).map(String::as_str));
+            let input = node_input(
+                &run.graph,
+                &node,
+                run.previous.get(node_id).map(String::as_str),
+            );
             (node, input)
         };
         let settings = self.role(&node.spec.role)?.narrow(&parent);
@@ -403,9 +413,8 @@ impl AgentControl {
             self.lock().nodes.remove(&child);
             return Err(e);
         }
-        let mut options = ThreadOptions::new(settings.clone()).with_origin(ThreadOrigin::Spawned {
-            parent: root,
-        });
+        let mut options = ThreadOptions::new(settings.clone())
+            .with_origin(ThreadOrigin::Spawned { parent: root });
         options.thread_id = Some(child);
         if let Some(context) = root_state.context.clone() {
             options = options.with_context(context, Vec::new());
@@ -430,7 +439,10 @@ impl AgentControl {
                 "graph".to_owned(),
             );
             meta.parent_thread_id = Some(root);
-            let created = store.create(meta).await.map_err(AgentError::CreateRollout)?;
+            let created = store
+                .create(meta)
+                .await
+                .map_err(AgentError::CreateRollout)?;
             options = options.with_recorder(created.recorder);
         }
         let new = manager.create_thread(options).map_err(AgentError::Start)?;

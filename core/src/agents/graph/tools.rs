@@ -99,7 +99,15 @@ impl Tool for PlanTasks {
             match control.plan(&ctx, args).await {
                 Ok(summary) => {
                     let text = text(&summary);
-                    ToolResult::new(text.clone(), true, ToolOutcome::Returned { text, structured: None, content: Vec::new() })
+                    ToolResult::new(
+                        text.clone(),
+                        true,
+                        ToolOutcome::Returned {
+                            text,
+                            structured: None,
+                            content: Vec::new(),
+                        },
+                    )
                 }
                 Err(e) => ToolResult::err(e.to_string()),
             }
@@ -150,7 +158,15 @@ impl Tool for SubmitReview {
             match control.submit_verdict(ctx.thread_id, verdict) {
                 Ok(()) => {
                     let text = "verdict recorded; now end with a one-line summary".to_owned();
-                    ToolResult::new(text.clone(), true, ToolOutcome::Returned { text, structured: None, content: Vec::new() })
+                    ToolResult::new(
+                        text.clone(),
+                        true,
+                        ToolOutcome::Returned {
+                            text,
+                            structured: None,
+                            content: Vec::new(),
+                        },
+                    )
                 }
                 Err(e) => ToolResult::err(e.to_string()),
             }

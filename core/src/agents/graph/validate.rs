@@ -195,7 +195,8 @@ fn find_cycle(graph: &TaskGraph) -> Option<Vec<String>> {
             Some(Mark::Done) => return None,
             Some(Mark::Open) => {
                 let start = path.iter().position(|p| *p == id).unwrap_or(0);
-                let mut cycle: Vec<String> = path[start..].iter().map(|s| (*s).to_owned()).collect();
+                let mut cycle: Vec<String> =
+                    path[start..].iter().map(|s| (*s).to_owned()).collect();
                 cycle.push(id.to_owned());
                 return Some(cycle);
             }
@@ -256,7 +257,11 @@ mod tests {
     #[test]
     fn bad_plans_are_refused_with_what_to_fix() {
         assert_eq!(
-            check(plan(vec![node("a", &["b"]), node("b", &["c"]), node("c", &["a"])])),
+            check(plan(vec![
+                node("a", &["b"]),
+                node("b", &["c"]),
+                node("c", &["a"])
+            ])),
             Err(PlanError::Cycle(vec![
                 "a".into(),
                 "b".into(),
