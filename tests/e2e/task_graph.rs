@@ -251,3 +251,40 @@ fn a_cyclic_plan_is_refused_with_an_error_the_model_reads() {
     assert_eq!(graph_changes(&home, &root), Vec::<(u64, Value)>::new());
     assert!(workers.requests().is_empty());
 }
+
+#[test]
+fn exec_strategy_planner_prints_the_graph_as_it_progresses() {
+    let planner = MockModel::start(json!({ "replies": [
+        call("call_plan", "plan_tasks", json!({ "nodes": [node("a", &[]), node("b", &["a"])] })),
+        { "text": "Both done." }
+    ] }));
+    let workers = workers(&[
+        ("a", json!({ "text": "A done." })),
+        ("b", json!({ "text": "B done." })),
+    ]);
+    let reviewers = MockModel::start(json!({ "replies": [] }));
+    let home = graph_home(&planner, &workers, &reviewers, "");
+    // The strategy comes from the flag alone.
+    let config = home.path().join("config.toml");
+    let text = std::fs::read_to_string(&config).unwrap();
+    std::fs::write(&config, text.replace("strategy = \"planner\"\n", "")).unwrap();
+    let out = home.exec_ok(&["--strategy", "planner", "Build A then B."]);
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "Both done.");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let lists: Vec<&str> = stderr
+        .split("task graph (")
+        .skip(1)
+        .map(|l| l.split("\n\n").next().unwrap().trim_end())
+        .collect();
+    assert_eq!(
+        lists.first().copied(),
+        Some("running):\n  a [ready] A\n  b [pending] B (after a)"),
+        "{stderr}"
+    );
+    assert!(
+        lists
+            .iter()
+            .any(|l| l.starts_with("completed):\n  a [completed] A\n  b [completed] B (after a)")),
+        "{stderr}"
+    );
+}
