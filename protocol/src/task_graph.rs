@@ -333,6 +333,15 @@ impl TaskGraph {
         self.derive();
     }
 
+    /// The thread's turn was aborted (an interrupt of the root cascades to its running
+    /// nodes): every running node ends `cancelled`, and waits for a new plan_tasks call.
+    pub fn cancel_running(&mut self, at_ms: u64) {
+        for id in self.running() {
+            self.finish(&id, &TaskOutcome::Cancelled, at_ms);
+        }
+        self.derive();
+    }
+
     fn finish(&mut self, node_id: &str, outcome: &TaskOutcome, at_ms: u64) {
         let max_rounds = self.max_review_rounds;
         let Some(node) = self.node_mut(node_id) else {

@@ -288,3 +288,114 @@ fn exec_strategy_planner_prints_the_graph_as_it_progresses() {
         "{stderr}"
     );
 }
+
+/// The thread ids of the `node_started` changes, by node.
+fn attempts(changes: &[(u64, Value)], node: &str) -> Vec<String> {
+    changes
+        .iter()
+        .filter(|(_, c)| c["type"] == "node_started" && c["node_id"] == node)
+        .map(|(_, c)| c["thread_id"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+#[test]
+fn an_interrupt_of_the_root_cancels_every_running_node() {
+    use std::io::{BufRead, BufReader};
+    use std::process::Stdio;
+
+    let planner = MockModel::start(json!({ "replies": [
+        call("call_plan", "plan_tasks", json!({ "nodes": [node("a", &[]), node("b", &[]), node("c", &["a", "b"])] })),
+        { "text": "unreachable" }
+    ] }));
+    let hang = json!({ "text": "working", "deltas": 2, "fault": { "type": "hang" } });
+    let workers = workers(&[("a", hang.clone()), ("b", hang)]);
+    let reviewers = MockModel::start(json!({ "replies": [] }));
+    let home = graph_home(&planner, &workers, &reviewers, "");
+    let mut child = home
+        .exec(&["Build."])
+        .stderr(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stderr = BufReader::new(child.stderr.take().unwrap());
+    // Wait until the printed graph has both independent nodes running.
+    let mut seen = String::new();
+    let mut line = String::new();
+    while !(seen.contains("  a [running]") && seen.contains("  b [running]")) {
+        line.clear();
+        assert_ne!(stderr.read_line(&mut line).unwrap(), 0, "{seen}");
+        if line.starts_with("task graph") {
+            seen.clear();
+        }
+        seen.push_str(&line);
+    }
+    // Both have sent their model request (the hang is mid-stream), then Ctrl-C.
+    while workers.logged_requests() < 2 {
+        std::thread::yield_now();
+    }
+    let status = std::process::Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let mut rest = String::new();
+    std::io::Read::read_to_string(&mut stderr, &mut rest).unwrap();
+    let code = child.wait().unwrap().code();
+    assert_eq!(code, Some(130), "{rest}");
+    let stdout = {
+        let mut s = Vec::new();
+        std::io::Read::read_to_end(&mut child.stdout.take().unwrap(), &mut s).unwrap();
+        s
+    };
+    let _ = stdout;
+    // The root's id is in its rollout's file name: the one whose graph this is.
+    let root = rein_test_support::replay::rollout_files(home.path())
+        .into_iter()
+        .find_map(|p| {
+            let text = std::fs::read_to_string(&p).unwrap();
+            text.contains("task_graph_changed").then(|| {
+                let first: Value = serde_json::from_str(text.lines().next().unwrap()).unwrap();
+                first["payload"]["thread_id"].as_str().unwrap().to_owned()
+            })
+        })
+        .unwrap();
+    let changes = graph_changes(&home, &root);
+    // No node finished on its own: the root's `turn_aborted` cancels the running ones (the
+    // fold), and c never started.
+    assert_eq!(final_states(&home, &root), Vec::<String>::new(), "{rest}");
+    let text = std::fs::read_to_string(rollout_of(home.path(), &root)).unwrap();
+    let last_root_turn = text
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .map(|l| {
+            l["payload"]["msg"]["type"]
+                .as_str()
+                .unwrap_or_default()
+                .to_owned()
+        })
+        .filter(|t| t.starts_with("turn_"))
+        .last();
+    assert_eq!(last_root_turn.as_deref(), Some("turn_aborted"));
+    assert!(
+        rest.contains("  a [cancelled] A\n  b [cancelled] B\n  c [blocked] C"),
+        "{rest}"
+    );
+    // Each node's thread ended its turn aborted: no turn is left running.
+    for node in ["a", "b"] {
+        let thread = &attempts(&changes, node)[0];
+        let text = std::fs::read_to_string(rollout_of(home.path(), thread)).unwrap();
+        let last_turn_event = text
+            .lines()
+            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+            .map(|l| {
+                l["payload"]["msg"]["type"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_owned()
+            })
+            .filter(|t| t.starts_with("turn_"))
+            .last();
+        assert_eq!(last_turn_event.as_deref(), Some("turn_aborted"), "{node}");
+    }
+    assert_eq!(attempts(&changes, "c"), Vec::<String>::new());
+}

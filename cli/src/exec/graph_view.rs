@@ -17,6 +17,16 @@ impl GraphView {
     /// Fold `change`; the list to print if any node's state changed.
     pub fn apply(&mut self, change: &TaskGraphChange, at_ms: u64) -> Option<String> {
         self.graph.apply(change, at_ms);
+        self.changed()
+    }
+
+    /// The root's turn was aborted: its running nodes are cancelled (the same fold).
+    pub fn turn_aborted(&mut self, at_ms: u64) -> Option<String> {
+        self.graph.cancel_running(at_ms);
+        self.changed()
+    }
+
+    fn changed(&mut self) -> Option<String> {
         let states: Vec<(String, TaskState)> = self
             .graph
             .nodes

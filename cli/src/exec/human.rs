@@ -265,6 +265,9 @@ impl<W: Write> HumanProgress<W> {
             )?,
             EventMsg::Error { message, .. } => self.line(&format!("error: {message}"))?,
             EventMsg::TurnAborted { reason } => {
+                if let Some(list) = self.graph.turn_aborted(event.timestamp_ms) {
+                    self.line(&list)?;
+                }
                 self.line(&format!("turn aborted: {}", abort_text(*reason)))?;
             }
             EventMsg::ClientRequested { request, .. } => self.line(&format!(

@@ -263,6 +263,8 @@ impl ThreadState {
                 self.status = AgentStatus::Completed;
             }
             EventMsg::TurnAborted { reason } => {
+                // The root's interrupt cascades to its task graph's running nodes.
+                self.task_graph.cancel_running(event.timestamp_ms);
                 let ended = self.end_turn(event, TurnStatus::Aborted(*reason));
                 // Only a regular turn restarts as one; a review or a compaction is asked
                 // for again instead.

@@ -178,3 +178,27 @@ fn a_replan_is_a_diff() {
         [("a", TaskState::Completed), ("c", TaskState::Ready)]
     );
 }
+
+#[test]
+fn an_aborted_root_turn_cancels_the_running_nodes() {
+    let mut g = diamond(FailurePolicy::BlockDependents);
+    for id in ["a", "b"] {
+        g.apply(
+            &TaskGraphChange::NodeStarted {
+                node_id: id.into(),
+                thread_id: ThreadId::new(),
+            },
+            2,
+        );
+    }
+    g.cancel_running(5);
+    assert_eq!(
+        states(&g),
+        [
+            ("a", TaskState::Cancelled),
+            ("b", TaskState::Cancelled),
+            ("c", TaskState::Blocked)
+        ]
+    );
+    assert_eq!(g.nodes[0].attempts[0].ended_ms, Some(5));
+}

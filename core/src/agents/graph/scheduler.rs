@@ -156,10 +156,11 @@ impl AgentControl {
             return;
         };
         let end = match msg {
-            EventMsg::TurnAborted { reason } if thread == root => {
-                if *reason != TurnAbortReason::Replaced {
-                    run.paused = true;
-                }
+            EventMsg::TurnAborted { .. } if thread == root => {
+                // The same fold as the root's state: its running nodes are cancelled
+                // (their turns are interrupted by the tree's cascade).
+                run.graph.cancel_running(event_ms());
+                run.paused = true;
                 return;
             }
             _ if thread == root => return,
@@ -463,6 +464,10 @@ fn failed(kind: TaskFailureKind, message: &str) -> TaskOutcome {
         kind,
         message: message.to_owned(),
     }
+}
+
+fn event_ms() -> u64 {
+    now_ms()
 }
 
 fn now_ms() -> u64 {
