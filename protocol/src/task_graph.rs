@@ -302,6 +302,12 @@ impl TaskGraph {
         }
     }
 
+    /// Derive the dependency states again (after a caller re-queued nodes by hand on a
+    /// copy, as a resume does for the nodes a crash cut off).
+    pub fn refresh(&mut self) {
+        self.derive();
+    }
+
     /// The fold: apply one recorded change at `at_ms`, then derive the dependency states.
     pub fn apply(&mut self, change: &TaskGraphChange, at_ms: u64) {
         match change {

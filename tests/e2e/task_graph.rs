@@ -22,6 +22,17 @@ fn graph_home(
     extra: &str,
 ) -> Home {
     let home = Home::new(planner, "responses");
+    write_config(&home, planner, workers, reviewers, extra);
+    home
+}
+
+fn write_config(
+    home: &Home,
+    planner: &MockModel,
+    workers: &MockModel,
+    reviewers: &MockModel,
+    extra: &str,
+) {
     let provider = |name: &str, url: &str| {
         format!(
             "[model_providers.{name}]\nbase_url = \"{url}\"\nwire_api = \"responses\"\nenv_key = \"MOCK_API_KEY\"\n\n"
@@ -38,7 +49,6 @@ fn graph_home(
         provider("mockr", &reviewers.base_url),
     );
     std::fs::write(home.path().join("config.toml"), config).unwrap();
-    home
 }
 
 fn node(id: &str, deps: &[&str]) -> Value {
@@ -165,6 +175,16 @@ fn the_kernel_runs_the_plan_in_dependency_order_with_a_review_round() {
     let texts = support::user_texts(&workers.requests());
     assert!(texts.contains("`a` (A) completed: A done."), "{texts}");
     assert!(texts.contains("[Major] C lacks tests"), "{texts}");
+    // `rein sessions show` ends with the final graph.
+    let shown = support::rein_ok(home.path(), &["sessions", "show", &root]);
+    let shown = String::from_utf8_lossy(&shown.stdout);
+    assert!(
+        shown.trim_end().ends_with(
+            "task graph (completed):\n  a [completed] A\n  b [completed] B\n  \
+             c [completed] C (after a, b)\n  r [completed] Review C (after c)"
+        ),
+        "{shown}"
+    );
     // The planner got the settled graph as plan_tasks' answer.
     let answer = planner.requests()[1].to_string();
     assert!(answer.contains(r#"\"status\":\"completed\""#), "{answer}");
@@ -348,17 +368,7 @@ fn an_interrupt_of_the_root_cancels_every_running_node() {
         s
     };
     let _ = stdout;
-    // The root's id is in its rollout's file name: the one whose graph this is.
-    let root = rein_test_support::replay::rollout_files(home.path())
-        .into_iter()
-        .find_map(|p| {
-            let text = std::fs::read_to_string(&p).unwrap();
-            text.contains("task_graph_changed").then(|| {
-                let first: Value = serde_json::from_str(text.lines().next().unwrap()).unwrap();
-                first["payload"]["thread_id"].as_str().unwrap().to_owned()
-            })
-        })
-        .unwrap();
+    let root = graph_root(&home);
     let changes = graph_changes(&home, &root);
     // No node finished on its own: the root's `turn_aborted` cancels the running ones (the
     // fold), and c never started.
@@ -398,4 +408,93 @@ fn an_interrupt_of_the_root_cancels_every_running_node() {
         assert_eq!(last_turn_event.as_deref(), Some("turn_aborted"), "{node}");
     }
     assert_eq!(attempts(&changes, "c"), Vec::<String>::new());
+}
+
+/// The thread whose rollout holds the graph.
+fn graph_root(home: &Home) -> String {
+    rein_test_support::replay::rollout_files(home.path())
+        .into_iter()
+        .find_map(|p| {
+            let text = std::fs::read_to_string(&p).unwrap();
+            text.contains("task_graph_changed").then(|| {
+                let first: Value = serde_json::from_str(text.lines().next().unwrap()).unwrap();
+                first["payload"]["thread_id"].as_str().unwrap().to_owned()
+            })
+        })
+        .unwrap()
+}
+
+/// Run `rein exec` on `home` until its printed graph shows `a` and `b` running and both
+/// have sent their model request to `workers`; returns the running child.
+fn exec_until_both_run(home: &Home, workers: &MockModel) -> std::process::Child {
+    use std::io::{BufRead, BufReader};
+    use std::process::Stdio;
+    let mut child = home
+        .exec(&["Build."])
+        .stderr(Stdio::piped())
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stderr = BufReader::new(child.stderr.take().unwrap());
+    let mut seen = String::new();
+    let mut line = String::new();
+    while !(seen.contains("  a [running]") && seen.contains("  b [running]")) {
+        line.clear();
+        assert_ne!(stderr.read_line(&mut line).unwrap(), 0, "{seen}");
+        if line.starts_with("task graph") {
+            seen.clear();
+        }
+        seen.push_str(&line);
+    }
+    while workers.logged_requests() < 2 {
+        std::thread::yield_now();
+    }
+    child
+}
+
+#[test]
+fn after_kill_9_the_resumed_root_reruns_the_cut_off_nodes_with_what_they_did() {
+    let planner = MockModel::start(json!({ "replies": [
+        call("call_plan", "plan_tasks", json!({ "nodes": [node("a", &[]), node("b", &[]), node("c", &["a", "b"])] })),
+        { "text": "unreachable" }
+    ] }));
+    let hang = json!({ "text": "working", "deltas": 2, "fault": { "type": "hang" } });
+    let workers1 = workers(&[("a", hang.clone()), ("b", hang)]);
+    let reviewers = MockModel::start(json!({ "replies": [] }));
+    let home = graph_home(&planner, &workers1, &reviewers, "");
+    let mut child = exec_until_both_run(&home, &workers1);
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let root = graph_root(&home);
+
+    // A new run on the same home, with models that answer at once.
+    let planner2 = MockModel::start(json!({ "replies": [
+        call("call_resume", "plan_tasks", json!({})),
+        { "text": "Resumed." }
+    ] }));
+    let workers2 = workers(&[
+        ("a", json!({ "text": "A done." })),
+        ("b", json!({ "text": "B done." })),
+        ("c", json!({ "text": "C done." })),
+    ]);
+    write_config(&home, &planner2, &workers2, &reviewers, "");
+    let out = home.exec_ok(&["resume", &root, "Go on."]);
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "Resumed.");
+    let changes = graph_changes(&home, &root);
+    for node in ["a", "b"] {
+        let threads = attempts(&changes, node);
+        assert_eq!(threads.len(), 2, "{node}: {changes:?}");
+        assert_ne!(threads[0], threads[1]);
+    }
+    assert_eq!(
+        final_states(&home, &root),
+        [
+            "finished:a:completed",
+            "finished:b:completed",
+            "finished:c:completed"
+        ]
+    );
+    let texts = support::user_texts(&workers2.requests());
+    assert_eq!(texts.matches("cut off by a restart").count(), 2, "{texts}");
+    assert!(texts.contains("no tool calls were recorded"), "{texts}");
 }

@@ -4,7 +4,7 @@
 
 use std::fmt::Write as _;
 
-use rein_protocol::{TaskGraph, TaskGraphChange, TaskOutcome, TaskState};
+use rein_protocol::{Event, EventMsg, TaskGraph, TaskGraphChange, TaskOutcome, TaskState};
 
 #[derive(Default)]
 pub struct GraphView {
@@ -18,6 +18,22 @@ impl GraphView {
     pub fn apply(&mut self, change: &TaskGraphChange, at_ms: u64) -> Option<String> {
         self.graph.apply(change, at_ms);
         self.changed()
+    }
+
+    /// The graph a thread's events end with, as the list (`rein sessions show`); `None`
+    /// without a graph.
+    pub fn last_of(events: &[Event]) -> Option<String> {
+        let mut view = GraphView::default();
+        for event in events {
+            match &event.msg {
+                EventMsg::TaskGraphChanged { change } => {
+                    view.graph.apply(change, event.timestamp_ms);
+                }
+                EventMsg::TurnAborted { .. } => view.graph.cancel_running(event.timestamp_ms),
+                _ => {}
+            }
+        }
+        (!view.graph.is_empty()).then(|| view.render())
     }
 
     /// The root's turn was aborted: its running nodes are cancelled (the same fold).

@@ -6,7 +6,7 @@
 
 mod args;
 mod events;
-mod graph_view;
+pub(crate) mod graph_view;
 mod human;
 mod jsonl;
 mod options;

@@ -7,6 +7,7 @@
 //! function. See `docs/task-graphs.md`.
 
 mod input;
+mod recover;
 mod scheduler;
 mod tools;
 pub mod validate;

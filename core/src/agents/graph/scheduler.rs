@@ -184,7 +184,7 @@ impl AgentControl {
         run.wake.notify_one();
     }
 
-    fn start_driver(self: &Arc<Self>, root: ThreadId) {
+    pub(super) fn start_driver(self: &Arc<Self>, root: ThreadId) {
         let control = Arc::downgrade(self);
         tokio::spawn(async move {
             loop {
@@ -371,19 +371,18 @@ impl AgentControl {
             .clone()
             .ok_or(AgentError::NotRegistered)?;
         let (node, input) = {
-            let graphs = self.graphs();
-            let run = graphs.get(&root).ok_or(AgentError::NotRegistered)?;
+            let mut graphs = self.graphs();
+            let run = graphs.get_mut(&root).ok_or(AgentError::NotRegistered)?;
             let node = run
                 .graph
                 .node(node_id)
                 .cloned()
                 .ok_or(AgentError::NotRegistered)?;
-            let input = node_input(
-                &run.graph,
-                &node,
-                run.previous.get(node_id).map(String::as_str),
-            );
-            (node, input)
+            let previous = run.previous.remove(node_id);
+            (
+                node.clone(),
+                node_input(&run.graph, &node, previous.as_deref()),
+            )
         };
         let settings = self.role(&node.spec.role)?.narrow(&parent);
         if settings.model != parent.model {

@@ -35,7 +35,7 @@ pub struct PlanEdge {
 /// Why a plan was refused.
 #[derive(Debug, PartialEq, Eq, thiserror::Error)]
 pub enum PlanError {
-    #[error("the plan changes nothing: give `nodes` (or `remove`)")]
+    #[error("there is no task graph yet: give `nodes`")]
     Empty,
     #[error("a node has a blank id: every node needs a stable, unique id")]
     BlankId,
@@ -74,7 +74,8 @@ pub fn validate(
         remove,
         ..
     } = args;
-    if nodes.is_empty() && remove.is_empty() {
+    // An empty call on an existing graph runs it on (and waits for it).
+    if nodes.is_empty() && remove.is_empty() && edges.is_empty() && current.is_empty() {
         return Err(PlanError::Empty);
     }
     let mut seen = HashSet::new();
