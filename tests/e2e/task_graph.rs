@@ -373,19 +373,10 @@ fn an_interrupt_of_the_root_cancels_every_running_node() {
     // No node finished on its own: the root's `turn_aborted` cancels the running ones (the
     // fold), and c never started.
     assert_eq!(final_states(&home, &root), Vec::<String>::new(), "{rest}");
-    let text = std::fs::read_to_string(rollout_of(home.path(), &root)).unwrap();
-    let last_root_turn = text
-        .lines()
-        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
-        .map(|l| {
-            l["payload"]["msg"]["type"]
-                .as_str()
-                .unwrap_or_default()
-                .to_owned()
-        })
-        .filter(|t| t.starts_with("turn_"))
-        .last();
-    assert_eq!(last_root_turn.as_deref(), Some("turn_aborted"));
+    assert_eq!(
+        last_turn_event(&home, &root).as_deref(),
+        Some("turn_aborted")
+    );
     assert!(
         rest.contains("  a [cancelled] A\n  b [cancelled] B\n  c [blocked] C"),
         "{rest}"
@@ -393,19 +384,11 @@ fn an_interrupt_of_the_root_cancels_every_running_node() {
     // Each node's thread ended its turn aborted: no turn is left running.
     for node in ["a", "b"] {
         let thread = &attempts(&changes, node)[0];
-        let text = std::fs::read_to_string(rollout_of(home.path(), thread)).unwrap();
-        let last_turn_event = text
-            .lines()
-            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
-            .map(|l| {
-                l["payload"]["msg"]["type"]
-                    .as_str()
-                    .unwrap_or_default()
-                    .to_owned()
-            })
-            .filter(|t| t.starts_with("turn_"))
-            .last();
-        assert_eq!(last_turn_event.as_deref(), Some("turn_aborted"), "{node}");
+        assert_eq!(
+            last_turn_event(&home, thread).as_deref(),
+            Some("turn_aborted"),
+            "{node}"
+        );
     }
     assert_eq!(attempts(&changes, "c"), Vec::<String>::new());
 }
@@ -497,4 +480,13 @@ fn after_kill_9_the_resumed_root_reruns_the_cut_off_nodes_with_what_they_did() {
     let texts = support::user_texts(&workers2.requests());
     assert_eq!(texts.matches("cut off by a restart").count(), 2, "{texts}");
     assert!(texts.contains("no tool calls were recorded"), "{texts}");
+}
+
+/// The type of the last `turn_*` event of `thread`'s rollout.
+fn last_turn_event(home: &Home, thread: &str) -> Option<String> {
+    let text = std::fs::read_to_string(rollout_of(home.path(), thread)).unwrap();
+    text.lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter_map(|l| l["payload"]["msg"]["type"].as_str().map(str::to_owned))
+        .rfind(|t| t.starts_with("turn_"))
 }
