@@ -19,7 +19,10 @@ use crate::agents::registry::{Mail, Node};
 use crate::agents::AgentControl;
 use crate::manager::{SpawnedAgent, ThreadOptions, ThreadOrigin};
 use crate::store::SessionMeta;
+use crate::thread::state::ThreadState;
+use crate::thread::EventStream;
 use crate::tools::ToolContext;
+use rein_protocol::ThreadSettings;
 
 impl AgentControl {
     /// `plan_tasks`: check the plan against the graph, record it, run the graph, and
@@ -413,6 +416,38 @@ impl AgentControl {
             self.lock().nodes.remove(&child);
             return Err(e);
         }
+        let events = self
+            .create_node_thread(
+                root,
+                child,
+                nickname,
+                &node.spec.role,
+                &settings,
+                &root_state,
+            )
+            .await?;
+        self.watch(child, events);
+        self.deliver(Mail {
+            id: SubmissionId::new(),
+            from: root,
+            to: child,
+            items: vec![InputPart::text(input)],
+        })
+        .await;
+        Ok(())
+    }
+
+    /// Create a node's sub-agent thread (its rollout first), as a child of `root`.
+    async fn create_node_thread(
+        &self,
+        root: ThreadId,
+        child: ThreadId,
+        nickname: String,
+        role: &str,
+        settings: &ThreadSettings,
+        root_state: &ThreadState,
+    ) -> Result<EventStream, AgentError> {
+        let manager = self.manager()?;
         let mut options = ThreadOptions::new(settings.clone())
             .with_origin(ThreadOrigin::Spawned { parent: root });
         options.thread_id = Some(child);
@@ -425,7 +460,7 @@ impl AgentControl {
                 parent_thread_id: root,
                 depth: 1,
                 nickname: Some(nickname),
-                role: Some(node.spec.role.clone()),
+                role: Some(role.to_owned()),
             },
             session_id,
             history: Vec::new(),
@@ -446,15 +481,7 @@ impl AgentControl {
             options = options.with_recorder(created.recorder);
         }
         let new = manager.create_thread(options).map_err(AgentError::Start)?;
-        self.watch(child, new.events);
-        self.deliver(Mail {
-            id: SubmissionId::new(),
-            from: root,
-            to: child,
-            items: vec![InputPart::text(input)],
-        })
-        .await;
-        Ok(())
+        Ok(new.events)
     }
 }
 

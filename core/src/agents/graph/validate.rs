@@ -78,22 +78,7 @@ pub fn validate(
     if nodes.is_empty() && remove.is_empty() && edges.is_empty() && current.is_empty() {
         return Err(PlanError::Empty);
     }
-    let mut seen = HashSet::new();
-    for node in &nodes {
-        if node.id.trim().is_empty() {
-            return Err(PlanError::BlankId);
-        }
-        if !seen.insert(node.id.clone()) {
-            return Err(PlanError::DuplicateId(node.id.clone()));
-        }
-        if !roles.contains(&node.role.as_str()) {
-            return Err(PlanError::UnknownRole {
-                node: node.id.clone(),
-                role: node.role.clone(),
-                known: roles.join(", "),
-            });
-        }
-    }
+    check_specs(&nodes, roles)?;
     let editable = |id: &str| match current.node(id) {
         Some(n) if matches!(n.state, TaskState::Running | TaskState::Completed) => {
             Err(PlanError::NotEditable {
@@ -167,6 +152,27 @@ pub fn validate(
         return Err(PlanError::Cycle(cycle));
     }
     Ok((nodes, remove))
+}
+
+/// Ids non-blank and unique, roles known.
+fn check_specs(nodes: &[TaskNodeSpec], roles: &[&str]) -> Result<(), PlanError> {
+    let mut seen = HashSet::new();
+    for node in nodes {
+        if node.id.trim().is_empty() {
+            return Err(PlanError::BlankId);
+        }
+        if !seen.insert(node.id.clone()) {
+            return Err(PlanError::DuplicateId(node.id.clone()));
+        }
+        if !roles.contains(&node.role.as_str()) {
+            return Err(PlanError::UnknownRole {
+                node: node.id.clone(),
+                role: node.role.clone(),
+                known: roles.join(", "),
+            });
+        }
+    }
+    Ok(())
 }
 
 /// A dependency cycle of `graph`, as the ids along it (the first repeated at the end).
