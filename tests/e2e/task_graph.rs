@@ -490,3 +490,27 @@ fn last_turn_event(home: &Home, thread: &str) -> Option<String> {
         .filter_map(|l| l["payload"]["msg"]["type"].as_str().map(str::to_owned))
         .rfind(|t| t.starts_with("turn_"))
 }
+
+#[test]
+fn spawn_agent_with_an_unknown_role_is_a_tool_error_naming_the_roles() {
+    let planner = MockModel::start(json!({ "replies": [
+        call("call_spawn", "spawn_agent", json!({ "message": "Do it.", "role": "wizard" })),
+        { "text": "No wizards." }
+    ] }));
+    let workers = workers(&[]);
+    let reviewers = MockModel::start(json!({ "replies": [] }));
+    let home = graph_home(&planner, &workers, &reviewers, "");
+    let config = home.path().join("config.toml");
+    let text = std::fs::read_to_string(&config).unwrap();
+    std::fs::write(&config, text.replace("strategy = \"planner\"\n", "")).unwrap();
+    let out = home.exec_ok(&["Spawn a wizard."]);
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "No wizards.");
+    let answer = planner.requests()[1].to_string();
+    assert!(
+        answer.contains(
+            "unknown role `wizard`; known roles: default, explorer, planner, reviewer, worker"
+        ),
+        "{answer}"
+    );
+    assert!(workers.requests().is_empty());
+}
