@@ -185,6 +185,7 @@ impl Projector {
             | EventMsg::ThreadConfigured { .. }
             | EventMsg::SettingsChanged { .. }
             | EventMsg::MailQueued { .. }
+            | EventMsg::TaskGraphChanged { .. }
             | EventMsg::MailTaken { .. }
             | EventMsg::TurnStarted { .. }
             | EventMsg::TurnCompleted { .. }

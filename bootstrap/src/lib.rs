@@ -27,7 +27,7 @@ use rein_protocol::{ApprovalPolicy, SandboxPolicy, ThreadSettings, TurnBudget};
 
 use rein_config::{self as config, ConfigError, LoadOptions, ModelConfig};
 use rein_context::{ContextConfig, ProjectDocConfig, SkillsConfig};
-use rein_core::agents::AgentsConfig;
+use rein_core::agents::{AgentRole, AgentsConfig, Strategy};
 use rein_core::kernel_config::KernelConfig;
 use rein_core::manager::ThreadManager;
 use rein_core::model::scripted::ScriptedModel;
@@ -500,6 +500,48 @@ fn agents_config(file: Option<&rein_config::agents::AgentsSettings>) -> AgentsCo
         max_threads: file.max_threads.unwrap_or(defaults.max_threads),
         max_concurrent_turns: file.max_concurrent_turns.or(defaults.max_concurrent_turns),
         max_tree_tokens: file.max_tree_tokens.or(defaults.max_tree_tokens),
+        roles: merged_roles(defaults.roles.clone(), &file.roles),
+        strategy: match file.strategy {
+            Some(rein_config::agents::Strategy::Planner) => Strategy::Planner,
+            Some(rein_config::agents::Strategy::Single) => Strategy::Single,
+            None => defaults.strategy,
+        },
+        max_review_rounds: file.max_review_rounds.unwrap_or(defaults.max_review_rounds),
         ..defaults
     }
+}
+
+/// The built-in roles with `[agents.roles]` over them (field by field).
+fn merged_roles(
+    mut roles: std::collections::BTreeMap<String, AgentRole>,
+    file: &std::collections::BTreeMap<String, rein_config::agents::RoleToml>,
+) -> std::collections::BTreeMap<String, AgentRole> {
+    for (name, toml) in file {
+        let role = roles.entry(name.clone()).or_insert_with(|| AgentRole {
+            may_spawn: true,
+            ..AgentRole::default()
+        });
+        if let Some(d) = &toml.description {
+            role.description.clone_from(d);
+        }
+        if toml.model.is_some() {
+            role.model.clone_from(&toml.model);
+        }
+        if toml.reasoning_effort.is_some() {
+            role.reasoning_effort.clone_from(&toml.reasoning_effort);
+        }
+        if let Some(i) = &toml.instructions {
+            role.instructions.clone_from(i);
+        }
+        if toml.tools.is_some() {
+            role.tools.clone_from(&toml.tools);
+        }
+        if toml.sandbox_mode.is_some() {
+            role.sandbox = toml.sandbox_mode;
+        }
+        if let Some(m) = toml.may_spawn {
+            role.may_spawn = m;
+        }
+    }
+    roles
 }

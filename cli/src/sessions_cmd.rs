@@ -180,6 +180,9 @@ pub fn run(args: SessionsArgs) -> anyhow::Result<()> {
             for event in &loaded.events {
                 show_event(&mut out, &event.msg)?;
             }
+            if let Some(graph) = crate::exec::graph_view::GraphView::last_of(&loaded.events) {
+                writeln!(out, "\n{graph}")?;
+            }
         }
     }
     out.flush()?;

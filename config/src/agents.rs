@@ -9,10 +9,24 @@
 //! max_threads = 6               # open sub-agents per tree
 //! max_concurrent_turns = 4      # sub-agent turns running at once; more wait for capacity
 //! max_tree_tokens = 2000000     # tokens the whole tree may spend (off by default)
+//! strategy = "planner"          # "single" (the default) or "planner": the root plans a task graph
+//! max_review_rounds = 2         # how often a reviewer may send a node back
+//!
+//! [agents.roles.reviewer]       # a role: built-in ones (planner, worker, reviewer) are overridden
+//! description = "Checks a worker's result"
+//! model = "gpt-5"               # the role's model (default: the parent's)
+//! reasoning_effort = "high"
+//! instructions = "Review strictly."
+//! tools = ["shell", "submit_review"]  # allow-list (default: every tool)
+//! sandbox_mode = "read-only"
+//! may_spawn = false
 //! ```
 //!
 //! Only what the file says is kept; the kernel's defaults fill in the rest.
 
+use std::collections::BTreeMap;
+
+use rein_protocol::{ReasoningEffort, SandboxPolicy};
 use serde::Deserialize;
 
 #[derive(Clone, Debug, Default, Deserialize)]
@@ -22,6 +36,35 @@ pub struct AgentsToml {
     pub max_threads: Option<usize>,
     pub max_concurrent_turns: Option<usize>,
     pub max_tree_tokens: Option<u64>,
+    pub strategy: Option<Strategy>,
+    pub max_review_rounds: Option<u32>,
+    #[serde(default)]
+    pub roles: BTreeMap<String, RoleToml>,
+}
+
+/// How a root thread works: alone (`single`), or by planning a task graph the kernel runs
+/// on sub-agents (`planner`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Strategy {
+    #[default]
+    Single,
+    Planner,
+}
+
+/// `[agents.roles.NAME]`: what a sub-agent of this role runs with. Unset fields keep the
+/// built-in role's value (or the parent's).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RoleToml {
+    pub description: Option<String>,
+    pub model: Option<String>,
+    pub reasoning_effort: Option<ReasoningEffort>,
+    pub instructions: Option<String>,
+    /// The tools it is offered (by name); absent: all.
+    pub tools: Option<Vec<String>>,
+    pub sandbox_mode: Option<SandboxPolicy>,
+    pub may_spawn: Option<bool>,
 }
 
 /// `[features]`; keys rein does not know are ignored (other tools share the file).
@@ -38,6 +81,9 @@ pub struct AgentsSettings {
     pub max_threads: Option<usize>,
     pub max_concurrent_turns: Option<usize>,
     pub max_tree_tokens: Option<u64>,
+    pub strategy: Option<Strategy>,
+    pub max_review_rounds: Option<u32>,
+    pub roles: BTreeMap<String, RoleToml>,
 }
 
 pub fn agents_settings(agents: &AgentsToml, features: &FeaturesToml) -> AgentsSettings {
@@ -48,5 +94,8 @@ pub fn agents_settings(agents: &AgentsToml, features: &FeaturesToml) -> AgentsSe
         // At least one turn at a time, or nothing would ever run.
         max_concurrent_turns: agents.max_concurrent_turns.map(|n| n.max(1)),
         max_tree_tokens: agents.max_tree_tokens,
+        strategy: agents.strategy,
+        max_review_rounds: agents.max_review_rounds,
+        roles: agents.roles.clone(),
     }
 }

@@ -307,3 +307,28 @@ read_codex_home = true
     let bad = resolve_with("[project_doc]\nread_codex = true\n", opts(None, &[]));
     assert!(bad.unwrap_err().to_string().contains("read_codex"));
 }
+
+#[test]
+fn agent_roles_and_the_strategy_are_typed() {
+    use crate::agents::{RoleToml, Strategy};
+    let text = "[agents]\nstrategy = \"planner\"\nmax_review_rounds = 3\n\n\
+                [agents.roles.reviewer]\nmodel = \"gpt-review\"\nreasoning_effort = \"high\"\n\
+                tools = [\"shell\"]\nsandbox_mode = \"read-only\"\nmay_spawn = false\n";
+    let c = resolve_with(text, opts(None, &["agents.strategy=\"single\""])).unwrap();
+    assert_eq!(c.agents.strategy, Some(Strategy::Single));
+    assert_eq!(c.agents.max_review_rounds, Some(3));
+    assert_eq!(
+        c.agents.roles.get("reviewer"),
+        Some(&RoleToml {
+            description: None,
+            model: Some("gpt-review".into()),
+            reasoning_effort: Some(rein_protocol::ReasoningEffort::HIGH),
+            instructions: None,
+            tools: Some(vec!["shell".into()]),
+            sandbox_mode: Some(rein_protocol::SandboxPolicy::ReadOnly),
+            may_spawn: Some(false),
+        })
+    );
+    let bad = resolve_with("[agents]\nstrategy = \"swarm\"\n", opts(None, &[]));
+    assert!(bad.is_err());
+}

@@ -263,6 +263,10 @@ impl ThreadManager {
                     )));
                 }
                 let id = options.thread_id.unwrap_or_default();
+                let settings = match (&self.services.agents, &options.agent) {
+                    (Some(agents), None) => agents.root_settings(settings),
+                    _ => settings,
+                };
                 (ThreadState::new(), id, Some(settings))
             }
             ThreadStart::Resume { events } => {
@@ -302,12 +306,17 @@ impl ThreadManager {
             .map(|a| a.origin.clone())
             .or_else(|| state.agent.clone());
         if let Some(agents) = &self.services.agents {
-            let depth = match (&options.agent, &state.agent) {
-                (Some(spawned), _) => spawned.origin.depth,
-                (None, Some(origin)) => origin.depth,
-                (None, None) => 0,
-            };
-            tools.sources.add(agents.tool_source(depth));
+            let origin = options
+                .agent
+                .as_ref()
+                .map(|a| &a.origin)
+                .or(state.agent.as_ref());
+            let depth = origin.map_or(0, |o| o.depth);
+            let role = origin.and_then(|o| o.role.as_deref());
+            tools.sources.add(agents.tool_source(depth, role));
+            if let Some(allow) = agents.role_tools(role) {
+                tools.sources.restrict(allow);
+            }
         }
         tools.set_grants(state.session_grants.clone());
         let mut submission_loop = SubmissionLoop::new(

@@ -17,6 +17,7 @@ use crate::items::{InputPart, Item};
 use crate::memory::{MemoryDecider, MemoryRecord};
 use crate::settings::ThreadSettings;
 use crate::status::TokenUsage;
+use crate::task_graph::TaskGraphChange;
 use crate::tool_facts::{ToolAction, ToolOutcome};
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -352,6 +353,11 @@ pub enum EventMsg {
         id: MemoryId,
         by: MemoryDecider,
         reason: String,
+    },
+    /// The thread's task graph changed (a plan, a node started or finished); the graph is
+    /// the fold of these (`docs/task-graphs.md`).
+    TaskGraphChanged {
+        change: TaskGraphChange,
     },
 }
 

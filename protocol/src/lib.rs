@@ -22,6 +22,7 @@ pub mod script;
 pub mod settings;
 pub mod shell_words;
 pub mod status;
+pub mod task_graph;
 pub mod tool_facts;
 pub mod trajectory;
 
@@ -54,6 +55,10 @@ pub use settings::{
     ThreadSettings, TurnBudget, UnknownPolicy,
 };
 pub use status::{AgentStatus, TokenUsage};
+pub use task_graph::{
+    FailurePolicy, FindingSeverity, GraphStatus, ReviewFinding, ReviewVerdict, TaskAttempt,
+    TaskFailureKind, TaskGraph, TaskGraphChange, TaskNode, TaskNodeSpec, TaskOutcome, TaskState,
+};
 pub use tool_facts::{
     shell_join, CommandAction, Decliner, ExitStatus, InterruptCause, ToolAction, ToolFacts,
     ToolOutcome,
@@ -65,4 +70,5 @@ pub use tool_facts::{
 mod tests {
     mod round_trip;
     mod schema_drift;
+    mod task_graph;
 }

@@ -8,6 +8,7 @@ use crate::client_request::ClientResponse;
 use crate::ids::{SubmissionId, ThreadId, TurnId};
 use crate::items::InputPart;
 use crate::settings::SettingsChange;
+use crate::task_graph::TaskGraphChange;
 
 /// An `Op` with the id it was submitted under. A user turn started by this submission
 /// takes the submission id as its turn id.
@@ -96,6 +97,9 @@ pub enum Op {
     /// Review code (a review turn): the model reads, never writes, and reports findings,
     /// which stay in the history for the turns after it.
     Review { target: ReviewTarget },
+    /// Record a change of the thread's task graph (`TaskGraphChanged`). Sent by the
+    /// kernel's scheduler, which validated it; answers `Accepted` once it is recorded.
+    RecordTaskGraph { change: TaskGraphChange },
 }
 
 /// What a review looks at.

@@ -115,6 +115,16 @@ impl MockModel {
             .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["body"].clone())
             .collect()
     }
+
+    /// How many requests the server has logged completely so far (a line being written
+    /// is not counted): for waiting on requests while the server runs.
+    pub fn logged_requests(&self) -> usize {
+        std::fs::read_to_string(&self.log)
+            .unwrap_or_default()
+            .lines()
+            .filter(|l| serde_json::from_str::<serde_json::Value>(l).is_ok())
+            .count()
+    }
 }
 
 impl Drop for MockModel {

@@ -221,6 +221,22 @@ pub fn every_variant_thread() -> ThreadScript {
     s.push(EventMsg::MailTaken {
         submission_ids: vec![mail],
     });
+    s.push(EventMsg::TaskGraphChanged {
+        change: rein_protocol::TaskGraphChange::Planned {
+            policy: rein_protocol::FailurePolicy::BlockDependents,
+            max_review_rounds: 2,
+            upsert: vec![rein_protocol::TaskNodeSpec {
+                id: "parse".into(),
+                title: "Fix the parser".into(),
+                role: "worker".into(),
+                instructions: "Make the tests pass.".into(),
+                acceptance: vec!["cargo test passes".into()],
+                deps: Vec::new(),
+                reviews: None,
+            }],
+            remove: Vec::new(),
+        },
+    });
     s.start_turn("first: with an image");
     s.push(EventMsg::ItemCompleted {
         item: Item::UserMessage {

@@ -63,4 +63,5 @@ mod serve_guard;
 mod serve_openai_js;
 mod serve_openai_py;
 mod serve_responses;
+mod task_graph;
 mod trajectory_e2e;

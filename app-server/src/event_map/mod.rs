@@ -133,6 +133,7 @@ impl EventMapper {
             | EventMsg::AgentTasked { .. }
             | EventMsg::AgentClosed { .. }
             | EventMsg::MailQueued { .. }
+            | EventMsg::TaskGraphChanged { .. }
             | EventMsg::MailTaken { .. } => {}
             EventMsg::ThreadNamed { name } => {
                 out.push(Outgoing::Notify(ServerNotification::ThreadNameUpdated(

@@ -73,6 +73,10 @@ pub struct CommonArgs {
     /// The configuration profile to use.
     #[arg(short = 'p', long, global = true)]
     pub profile: Option<String>,
+    /// How the root works: `single`, or `planner` (it plans a task graph the kernel runs
+    /// on sub-agents); the same as `-c agents.strategy=...`.
+    #[arg(long, value_enum, global = true)]
+    pub strategy: Option<StrategyArg>,
     /// What the agent's commands may touch.
     #[arg(short = 's', long, value_enum, global = true)]
     pub sandbox: Option<SandboxMode>,
@@ -147,4 +151,20 @@ pub enum ColorMode {
     Always,
     Never,
     Auto,
+}
+
+/// `--strategy`.
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StrategyArg {
+    Single,
+    Planner,
+}
+
+impl StrategyArg {
+    pub fn name(self) -> &'static str {
+        match self {
+            StrategyArg::Single => "single",
+            StrategyArg::Planner => "planner",
+        }
+    }
 }

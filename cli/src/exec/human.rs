@@ -58,6 +58,8 @@ pub struct HumanProgress<W: Write> {
     /// The text of the answer streamed last (since its header), to tell whether the final
     /// message is already on stderr.
     streamed_answer: String,
+    /// The task graph, when the run has one.
+    graph: super::graph_view::GraphView,
 }
 
 #[derive(PartialEq, Eq, Clone, Copy)]
@@ -79,6 +81,7 @@ impl<W: Write> HumanProgress<W> {
             frame: 0,
             usage: TokenUsage::default(),
             streamed_answer: String::new(),
+            graph: super::graph_view::GraphView::default(),
         }
     }
 
@@ -262,6 +265,9 @@ impl<W: Write> HumanProgress<W> {
             )?,
             EventMsg::Error { message, .. } => self.line(&format!("error: {message}"))?,
             EventMsg::TurnAborted { reason } => {
+                if let Some(list) = self.graph.turn_aborted(event.timestamp_ms) {
+                    self.line(&list)?;
+                }
                 self.line(&format!("turn aborted: {}", abort_text(*reason)))?;
             }
             EventMsg::MemoryProposed { memory, .. } => self.line(&self.style.dim(&format!(
@@ -328,6 +334,11 @@ impl<W: Write> HumanProgress<W> {
             },
             // Written by rein before patches were outcomes; never sent live.
             EventMsg::PatchApplied { .. } => {}
+            EventMsg::TaskGraphChanged { change } => {
+                if let Some(list) = self.graph.apply(change, event.timestamp_ms) {
+                    self.line(&list)?;
+                }
+            }
             EventMsg::SettingsChanged { .. }
             | EventMsg::AgentOrigin { .. }
             | EventMsg::ContextLoaded { .. }

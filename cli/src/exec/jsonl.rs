@@ -200,6 +200,7 @@ impl JsonlMapper {
             | EventMsg::AgentTasked { .. }
             | EventMsg::AgentClosed { .. }
             | EventMsg::MailQueued { .. }
+            | EventMsg::TaskGraphChanged { .. }
             | EventMsg::MailTaken { .. }
             | EventMsg::ThreadNamed { .. }
             | EventMsg::ItemStarted { .. }

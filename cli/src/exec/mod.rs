@@ -6,6 +6,7 @@
 
 mod args;
 mod events;
+pub(crate) mod graph_view;
 mod human;
 mod jsonl;
 mod options;
@@ -86,7 +87,16 @@ async fn run_exec(args: ExecArgs) -> anyhow::Result<i32> {
         BootstrapOptions {
             demo: common.demo,
             profile: common.profile.clone(),
-            overrides: opts.overrides.clone(),
+            overrides: opts
+                .overrides
+                .iter()
+                .cloned()
+                .chain(
+                    common
+                        .strategy
+                        .map(|s| format!("agents.strategy=\"{}\"", s.name())),
+                )
+                .collect(),
             model: common.model.clone(),
             tools: BuiltinConfig {
                 extra_writable_roots: add_dirs(&cwd, &common.add_dirs)?,

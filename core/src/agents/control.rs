@@ -3,18 +3,21 @@
 //! ask for (a finished child's result as mail to its parent, an interrupt or a budget stop
 //! cascading to the children, a shutdown ending the subtree).
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError, Weak};
 use std::time::Duration;
 
-use rein_protocol::{EventMsg, Op, OpResult, ThreadId};
+use rein_protocol::{EventMsg, Op, OpResult, ThreadId, ThreadSettings};
 use tokio::sync::Notify;
 
 use super::error::AgentError;
+use super::graph::{graph_tools, GraphRun};
 use super::registry::{state_from, FollowUp, Mail, Node, Registry};
+use super::roles::SUBMIT_REVIEW;
 use super::state::AgentState;
 use super::tools::agent_tools;
 use super::AgentsConfig;
+use super::{AgentRole, Strategy};
 use crate::manager::ThreadManager;
 use crate::thread::state::ThreadState;
 use crate::thread::EventStream;
@@ -29,12 +32,18 @@ pub struct AgentControl {
     full: Arc<dyn ToolSource>,
     /// For agents at the depth limit: everything but `spawn_agent`.
     leaf: Arc<dyn ToolSource>,
+    /// `plan_tasks` (roots of the planner strategy) and `submit_review` (reviewers).
+    plan_tasks: Arc<dyn ToolSource>,
+    submit_review: Arc<dyn ToolSource>,
+    /// The task graphs of loaded roots, by root.
+    graphs: Mutex<HashMap<ThreadId, GraphRun>>,
 }
 
 impl AgentControl {
     pub fn new(config: AgentsConfig) -> Arc<Self> {
         Arc::new_cyclic(|weak: &Weak<AgentControl>| {
             let (full, leaf) = agent_tools(weak);
+            let (plan, review) = graph_tools(weak);
             AgentControl {
                 config,
                 manager: OnceLock::new(),
@@ -42,6 +51,9 @@ impl AgentControl {
                 changed: Notify::new(),
                 full: Arc::new(StaticTools::new(full)),
                 leaf: Arc::new(StaticTools::new(leaf)),
+                plan_tasks: Arc::new(StaticTools::new(vec![plan])),
+                submit_review: Arc::new(StaticTools::new(vec![review])),
+                graphs: Mutex::default(),
             }
         })
     }
@@ -54,13 +66,63 @@ impl AgentControl {
         let _ = self.manager.set(manager);
     }
 
-    /// The tools a thread at `depth` is offered.
-    pub(crate) fn tool_source(&self, depth: u32) -> Arc<dyn ToolSource> {
-        if depth >= self.config.max_depth {
-            Arc::clone(&self.leaf)
+    /// The tools a thread at `depth` running as `role` is offered.
+    pub(crate) fn tool_source(&self, depth: u32, role: Option<&str>) -> Arc<dyn ToolSource> {
+        let role_def = role.and_then(|r| self.config.roles.get(r));
+        let may_spawn = role_def.is_none_or(|r| r.may_spawn);
+        let base = if depth >= self.config.max_depth || !may_spawn {
+            &self.leaf
         } else {
-            Arc::clone(&self.full)
+            &self.full
+        };
+        let extra = if depth == 0 && self.config.strategy == Strategy::Planner {
+            Some(&self.plan_tasks)
+        } else if role == Some("reviewer")
+            || role_def
+                .and_then(|r| r.tools.as_ref())
+                .is_some_and(|t| t.iter().any(|n| n == SUBMIT_REVIEW))
+        {
+            Some(&self.submit_review)
+        } else {
+            None
+        };
+        match extra {
+            None => Arc::clone(base),
+            Some(extra) => {
+                let tools = [base, extra]
+                    .iter()
+                    .flat_map(|s| s.tools().iter().cloned().collect::<Vec<_>>())
+                    .collect();
+                Arc::new(StaticTools::new(tools))
+            }
         }
+    }
+
+    /// A role's tool allow-list (with `submit_review` for reviewers).
+    pub(crate) fn role_tools(&self, role: Option<&str>) -> Option<Vec<String>> {
+        let mut tools = self.config.roles.get(role?)?.tools.clone()?;
+        if role == Some("reviewer") && !tools.iter().any(|t| t == SUBMIT_REVIEW) {
+            tools.push(SUBMIT_REVIEW.to_owned());
+        }
+        Some(tools)
+    }
+
+    /// A new root's settings: under the planner strategy, with the planner's instructions.
+    pub(crate) fn root_settings(&self, settings: ThreadSettings) -> ThreadSettings {
+        match (self.config.strategy, self.config.roles.get("planner")) {
+            (Strategy::Planner, Some(planner)) => AgentRole {
+                model: None,
+                reasoning_effort: None,
+                sandbox: None,
+                ..planner.clone()
+            }
+            .narrow(&settings),
+            _ => settings,
+        }
+    }
+
+    pub(super) fn graphs(&self) -> MutexGuard<'_, HashMap<ThreadId, GraphRun>> {
+        self.graphs.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     pub(super) fn manager(&self) -> Result<Arc<ThreadManager>, AgentError> {
@@ -184,6 +246,7 @@ impl AgentControl {
                 let end = matches!(event.msg, EventMsg::ShutdownComplete);
                 let follow = control.lock().observe(thread, &event.msg, &control.config);
                 control.follow_up(follow);
+                control.graph_observe(thread, &event.msg);
                 if end {
                     return;
                 }

@@ -3,7 +3,6 @@
 
 use rein_protocol::ThreadId;
 
-use super::ops::ROLES;
 use crate::error::{KernelError, ThreadError};
 use crate::store::RolloutError;
 
@@ -24,8 +23,8 @@ pub enum AgentError {
     UnknownAgent(String),
     #[error("unknown model `{0}` for spawn_agent")]
     UnknownModel(String),
-    #[error("unknown agent_type `{0}`; known: {known}", known = ROLES.join(", "))]
-    UnknownRole(String),
+    #[error("unknown role `{name}`; known roles: {known}")]
+    UnknownRole { name: String, known: String },
     #[error("agent depth limit reached (agents.max_depth = {0}): solve the task yourself")]
     DepthLimit(u32),
     #[error(
@@ -82,6 +81,16 @@ pub enum AgentError {
     },
     #[error(transparent)]
     Input(#[from] InputError),
+    #[error("the plan was refused: {0}")]
+    Plan(#[from] super::graph::validate::PlanError),
+    #[error("submit_review is for reviewer tasks of a task graph")]
+    NotAReviewer,
+    #[error("a rejection needs at least one finding saying what to fix")]
+    RejectionWithoutFindings,
+    #[error("the task graph change could not be recorded")]
+    GraphNotRecorded,
+    #[error("the wait for the task graph was interrupted; the graph is kept, plan_tasks again to resume")]
+    PlanInterrupted,
 }
 
 /// A task given as input parts that are not one.

@@ -18,14 +18,29 @@
 mod control;
 mod delivery;
 mod error;
+pub mod graph;
 mod ops;
 mod registry;
 mod restore;
+pub mod roles;
 mod state;
 mod tools;
 
+use std::collections::BTreeMap;
+
 pub use control::AgentControl;
+pub use roles::AgentRole;
 pub use state::AgentState;
+
+/// How a root thread works (`[agents] strategy`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Strategy {
+    /// The root works alone (and may spawn sub-agents itself).
+    #[default]
+    Single,
+    /// The root plans a task graph (`plan_tasks`) that the kernel runs on sub-agents.
+    Planner,
+}
 
 /// The `[agents]` table (and `features.multi_agent`).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -49,6 +64,11 @@ pub struct AgentsConfig {
     /// How long closing one agent may take before it is abandoned (its loop is told to
     /// stop either way).
     pub close_timeout_ms: u64,
+    /// The roles a spawn or a task node may name (built-in ones plus `[agents.roles]`).
+    pub roles: BTreeMap<String, AgentRole>,
+    pub strategy: Strategy,
+    /// How often a reviewer may send a task node back before it fails.
+    pub max_review_rounds: u32,
 }
 
 impl Default for AgentsConfig {
@@ -62,6 +82,9 @@ impl Default for AgentsConfig {
             default_wait_ms: 30_000,
             max_wait_ms: 3_600_000,
             close_timeout_ms: 10_000,
+            roles: roles::builtin_roles(),
+            strategy: Strategy::Single,
+            max_review_rounds: 2,
         }
     }
 }

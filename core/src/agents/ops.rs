@@ -8,8 +8,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use rein_protocol::{
-    AgentOrigin, InputPart, Item, Op, ReasoningEffort, SandboxPolicy, SessionId, SubmissionId,
-    ThreadId, ThreadSettings,
+    AgentOrigin, InputPart, Item, Op, ReasoningEffort, SessionId, SubmissionId, ThreadId,
+    ThreadSettings,
 };
 use serde::Serialize;
 
@@ -21,9 +21,6 @@ use super::AgentControl;
 use crate::manager::{SpawnedAgent, ThreadOptions, ThreadOrigin};
 use crate::store::SessionMeta;
 use crate::tools::{AgentEdge, ToolContext};
-
-/// Roles a spawn may ask for (`agent_type`). A role only narrows what the child inherits.
-pub(super) const ROLES: &[&str] = &["default", "worker", "explorer"];
 
 /// `spawn_agent`'s answer.
 #[derive(Debug, Serialize)]
@@ -123,32 +120,46 @@ impl AgentControl {
         found.ok_or_else(|| AgentError::UnknownAgent(target.to_owned()))
     }
 
-    /// The child's settings: the parent's, with the model and effort asked for, narrowed
-    /// by the role. Nothing a spawn asks for widens what the parent may do.
-    fn child_settings(
+    /// The child's settings: the parent's, narrowed by the role, with the model and
+    /// effort asked for. Nothing a spawn asks for widens what the parent may do.
+    pub(super) fn child_settings(
         &self,
         parent: &ThreadSettings,
         req: &SpawnRequest,
     ) -> Result<ThreadSettings, AgentError> {
-        let mut settings = parent.clone();
+        let mut settings = match req.role.as_deref() {
+            None => parent.clone(),
+            Some(name) => self.role(name)?.narrow(parent),
+        };
         if let Some(model) = &req.model {
-            let manager = self.manager()?;
-            manager
+            settings.model.clone_from(model);
+        }
+        if settings.model != parent.model {
+            self.manager()?
                 .services()
                 .models
-                .client(model)
-                .map_err(|_| AgentError::UnknownModel(model.clone()))?;
-            settings.model.clone_from(model);
+                .client(&settings.model)
+                .map_err(|_| AgentError::UnknownModel(settings.model.clone()))?;
         }
         if let Some(effort) = &req.reasoning_effort {
             settings.reasoning_effort = Some(effort.clone());
         }
-        match req.role.as_deref() {
-            None | Some("default" | "worker") => {}
-            Some("explorer") => settings.sandbox_policy = SandboxPolicy::ReadOnly,
-            Some(other) => return Err(AgentError::UnknownRole(other.to_owned())),
-        }
         Ok(settings)
+    }
+
+    /// The role `name`, or an error that lists the known ones.
+    pub(super) fn role(&self, name: &str) -> Result<&super::AgentRole, AgentError> {
+        self.config
+            .roles
+            .get(name)
+            .ok_or_else(|| AgentError::UnknownRole {
+                name: name.to_owned(),
+                known: self.role_names().join(", "),
+            })
+    }
+
+    pub(super) fn role_names(&self) -> Vec<&str> {
+        self.config.roles.keys().map(String::as_str).collect()
     }
 
     pub(super) async fn spawn(

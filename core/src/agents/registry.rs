@@ -49,6 +49,8 @@ pub(super) struct Node {
     pub(super) waiting_counted: bool,
     /// Where its last result stands with its parent.
     pub(super) delivery: Delivery,
+    /// It runs a task-graph node: its result is a fact of the graph, not mail.
+    pub(super) graph: bool,
 }
 
 impl Node {
@@ -67,6 +69,7 @@ impl Node {
             waiting_on: None,
             waiting_counted: false,
             delivery: Delivery::Nothing,
+            graph: false,
         }
     }
 }
@@ -256,8 +259,9 @@ impl Registry {
         let root = node.root;
         let was_running = std::mem::take(&mut node.running);
         let was_counted = std::mem::take(&mut node.waiting_counted);
-        let report =
-            node.open && matches!(state, AgentState::Completed(_) | AgentState::Errored(_));
+        let report = node.open
+            && !node.graph
+            && matches!(state, AgentState::Completed(_) | AgentState::Errored(_));
         let nickname = node.nickname.clone();
         node.state = state.clone();
         node.delivery = if report {

@@ -25,6 +25,9 @@ impl AgentControl {
                 continue;
             };
             self.register_restored(handle.id(), &state, last_task.clone(), handle.subscribe());
+            if state.agent.is_none() {
+                self.restore_graph(handle.id(), &state).await;
+            }
             self.redeliver(handle.id(), &state, last_task);
             let Some(store) = manager.store() else {
                 continue;

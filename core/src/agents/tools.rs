@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
 use super::error::{AgentError, InputError};
-use super::ops::{SpawnRequest, ROLES};
+use super::ops::SpawnRequest;
 use super::AgentControl;
 use crate::tools::{Tool, ToolCall, ToolContext, ToolResult, ToolSpec};
 
@@ -76,7 +76,7 @@ struct SpawnArgs {
     message: Option<String>,
     #[serde(default)]
     items: Option<Vec<ItemArg>>,
-    #[serde(default)]
+    #[serde(default, alias = "role")]
     agent_type: Option<String>,
     #[serde(default)]
     fork_context: Option<bool>,
@@ -356,7 +356,8 @@ impl Tool for AgentTool {
                     "properties": {
                         "message": {"type": "string", "description": "The task, as plain text."},
                         "items": items_schema(),
-                        "agent_type": {"type": "string", "enum": ROLES, "description": "A role; `explorer` is read-only."},
+                        "agent_type": {"type": "string", "description": "A role ([agents.roles]; built-in: default, explorer (read-only), worker, planner, reviewer)."},
+                        "role": {"type": "string", "description": "The same as agent_type."},
                         "fork_context": {"type": "boolean", "description": "Give the agent this conversation's user messages and final answers first."},
                         "model": {"type": "string", "description": "Another model for the agent."},
                         "reasoning_effort": {"type": "string", "enum": ["minimal", "low", "medium", "high"]}

@@ -10,8 +10,8 @@ use std::sync::Arc;
 
 use rein_protocol::{
     AgentOrigin, AgentStatus, ApprovalOutcome, ChildAgent, ClientRequest, ContextRole, ErrorCode,
-    Event, EventMsg, InputPart, Item, ItemId, SessionId, SubmissionId, TaskKind, ThreadContext,
-    ThreadId, ThreadSettings, TokenUsage, TurnAbortReason, TurnId,
+    Event, EventMsg, InputPart, Item, ItemId, SessionId, SubmissionId, TaskGraph, TaskKind,
+    ThreadContext, ThreadId, ThreadSettings, TokenUsage, TurnAbortReason, TurnId,
 };
 
 use crate::tools::{SessionApprovals, SessionDenials};
@@ -111,6 +111,8 @@ pub struct ThreadState {
     /// Mail accepted into the mailbox and not yet in the history, in order: what a
     /// restore delivers again.
     pub pending_mail: Vec<PendingMail>,
+    /// The task graph this thread's plan made (`TaskGraphChanged`), empty without one.
+    pub task_graph: TaskGraph,
     /// Sequence number of the last event applied.
     pub last_seq: Option<u64>,
 }
@@ -261,6 +263,8 @@ impl ThreadState {
                 self.status = AgentStatus::Completed;
             }
             EventMsg::TurnAborted { reason } => {
+                // The root's interrupt cascades to its task graph's running nodes.
+                self.task_graph.cancel_running(event.timestamp_ms);
                 let ended = self.end_turn(event, TurnStatus::Aborted(*reason));
                 // Only a regular turn restarts as one; a review or a compaction is asked
                 // for again instead.
@@ -340,6 +344,9 @@ impl ThreadState {
                 if let (ApprovalOutcome::DeniedForSession, Some(request)) = (outcome, request) {
                     self.session_denials.deny(&request);
                 }
+            }
+            EventMsg::TaskGraphChanged { change } => {
+                self.task_graph.apply(change, event.timestamp_ms);
             }
             EventMsg::ShutdownComplete => {
                 self.active_turn = None;

@@ -416,6 +416,18 @@ impl ToolSet {
         )
     }
 
+    /// This set with only the tools named in `names`.
+    pub fn only(&self, names: &[String]) -> Self {
+        Self::new(
+            self.tools
+                .iter()
+                .zip(self.specs.iter())
+                .filter(|(_, spec)| names.contains(&spec.name))
+                .map(|(tool, _)| Arc::clone(tool))
+                .collect(),
+        )
+    }
+
     pub fn specs(&self) -> Arc<[ToolSpec]> {
         Arc::clone(&self.specs)
     }

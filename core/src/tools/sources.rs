@@ -68,6 +68,8 @@ type Frozen = (Vec<Arc<ToolSet>>, Arc<ToolSet>);
 pub struct ToolSources {
     sources: RwLock<Vec<Arc<dyn ToolSource>>>,
     last: Mutex<Option<Frozen>>,
+    /// Only these tools are offered (an agent role's allow-list); `None`: all.
+    allow: RwLock<Option<Vec<String>>>,
 }
 
 impl ToolSources {
@@ -75,7 +77,14 @@ impl ToolSources {
         Self {
             sources: RwLock::new(sources),
             last: Mutex::new(None),
+            allow: RwLock::new(None),
         }
+    }
+
+    /// Offer only the tools named in `names` from the next step on.
+    pub fn restrict(&self, names: Vec<String>) {
+        *self.allow.write().unwrap_or_else(PoisonError::into_inner) = Some(names);
+        *self.last.lock().unwrap_or_else(PoisonError::into_inner) = None;
     }
 
     /// Consult `source` too, from the next step on.
@@ -104,10 +113,18 @@ impl ToolSources {
                 return Arc::clone(merged);
             }
         }
-        let merged = match sets.as_slice() {
+        let mut merged = match sets.as_slice() {
             [only] => Arc::clone(only),
             _ => Arc::new(ToolSet::merged(sets.iter().map(AsRef::as_ref))),
         };
+        if let Some(allow) = self
+            .allow
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .as_ref()
+        {
+            merged = Arc::new(merged.only(allow));
+        }
         *last = Some((sets, Arc::clone(&merged)));
         merged
     }

@@ -67,10 +67,11 @@ fn variant(msg: &EventMsg) -> &'static str {
         EventMsg::MemoryProposed { .. } => "MemoryProposed",
         EventMsg::MemoryAccepted { .. } => "MemoryAccepted",
         EventMsg::MemoryRejected { .. } => "MemoryRejected",
+        EventMsg::TaskGraphChanged { .. } => "TaskGraphChanged",
     }
 }
 
-const ALL_VARIANTS: usize = 44;
+const ALL_VARIANTS: usize = 45;
 
 fn meta_for(thread: ThreadId) -> SessionMeta {
     SessionMeta::new(

@@ -210,6 +210,11 @@ impl SubmissionLoop {
             ),
             Op::HoldMail { from, items } => (self.on_hold_mail(id, from, items), Flow::Continue),
             Op::DropMail { submission_ids } => (self.on_drop_mail(submission_ids), Flow::Continue),
+            Op::RecordTaskGraph { change } => {
+                let turn = self.running.as_ref().map(|t| t.id);
+                self.emit(turn, EventMsg::TaskGraphChanged { change });
+                (OpResult::Accepted, Flow::Continue)
+            }
             Op::Recover => (OpResult::Input(self.on_recover()), Flow::Continue),
             op @ (Op::Interrupt | Op::InterruptTurn { .. } | Op::BudgetStop) => {
                 let reason = if matches!(op, Op::BudgetStop) {

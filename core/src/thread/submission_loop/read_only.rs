@@ -69,6 +69,7 @@ impl SubmissionLoop {
                 OpResult::Input(InputOutcome::Rejected { reason })
             }
             Op::HoldMail { .. }
+            | Op::RecordTaskGraph { .. }
             | Op::SetName { .. }
             | Op::Rollback { .. }
             | Op::Compact
