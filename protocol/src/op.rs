@@ -5,6 +5,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::client_request::ClientResponse;
+use crate::goal::{GoalChange, GoalError, ThreadGoal};
 use crate::ids::{SubmissionId, ThreadId, TurnId};
 use crate::items::InputPart;
 use crate::settings::SettingsChange;
@@ -96,6 +97,12 @@ pub enum Op {
     /// Review code (a review turn): the model reads, never writes, and reports findings,
     /// which stay in the history for the turns after it.
     Review { target: ReviewTarget },
+
+    // --- goals (applied at once, even while a turn runs) ---
+    /// Create, edit, pause or resume the thread's goal. Answers `Goal` or `GoalRefused`.
+    SetGoal { change: GoalChange },
+    /// Remove the thread's goal. Answers `Goal` with the goal removed (`None`: there was none).
+    ClearGoal,
 }
 
 /// What a review looks at.
@@ -253,5 +260,13 @@ pub enum OpResult {
     /// The op was refused; nothing changed.
     Refused {
         message: String,
+    },
+    /// The thread's goal after `SetGoal`, or the goal `ClearGoal` removed.
+    Goal {
+        goal: Option<ThreadGoal>,
+    },
+    /// A goal op was refused; nothing changed.
+    GoalRefused {
+        error: GoalError,
     },
 }

@@ -14,6 +14,7 @@ use rein_protocol::{
     ThreadId, ThreadSettings, TokenUsage, TurnAbortReason, TurnId,
 };
 
+use crate::goal::GoalState;
 use crate::tools::{SessionApprovals, SessionDenials};
 
 /// One turn as history sees it: where its items begin.
@@ -28,6 +29,8 @@ pub struct TurnRecord {
     pub started_ms: u64,
     /// When it last ended, while it is not running.
     pub ended_ms: Option<u64>,
+    /// The kernel started it to continue the thread's goal.
+    pub goal: bool,
     /// Why it failed, when it did.
     pub failure: Option<TurnFailure>,
 }
@@ -111,6 +114,8 @@ pub struct ThreadState {
     /// Mail accepted into the mailbox and not yet in the history, in order: what a
     /// restore delivers again.
     pub pending_mail: Vec<PendingMail>,
+    /// The thread's goal, its checkpoints and usage.
+    pub goal: GoalState,
     /// Sequence number of the last event applied.
     pub last_seq: Option<u64>,
 }
@@ -160,6 +165,7 @@ impl ThreadState {
         if self.thread_id.is_none() {
             self.thread_id = Some(event.thread_id);
         }
+        self.goal.apply(event, self.active_turn.is_some());
         match &event.msg {
             EventMsg::ThreadConfigured {
                 session_id,
@@ -252,6 +258,7 @@ impl ThreadState {
                             started_ms: event.timestamp_ms,
                             ended_ms: None,
                             failure: None,
+                            goal: false,
                         }),
                     }
                 }
@@ -341,6 +348,11 @@ impl ThreadState {
                     self.session_denials.deny(&request);
                 }
             }
+            EventMsg::GoalTurnStarted { .. } => {
+                if let Some(record) = self.turn_mut(event.turn_id) {
+                    record.goal = true;
+                }
+            }
             EventMsg::ShutdownComplete => {
                 self.active_turn = None;
                 self.status = AgentStatus::Shutdown;
@@ -363,7 +375,10 @@ impl ThreadState {
             | EventMsg::CompactionStarted { .. }
             | EventMsg::ModelRerouted { .. }
             | EventMsg::Warning { .. }
-            | EventMsg::Error { .. } => {}
+            | EventMsg::Error { .. }
+            | EventMsg::GoalUpdated { .. }
+            | EventMsg::GoalCleared
+            | EventMsg::GoalCheckpointed { .. } => {}
         }
     }
 

@@ -73,5 +73,10 @@ impl SubmissionLoop {
             },
         );
         self.emit(Some(turn_id), EventMsg::TurnAborted { reason });
+        let end = match reason {
+            TurnAbortReason::BudgetLimited => super::goal::TurnEnd::Budget,
+            _ => super::goal::TurnEnd::Interrupted,
+        };
+        self.goal_after_turn(turn_id, end);
     }
 }
