@@ -197,6 +197,11 @@ impl Projector {
             // This thread is itself a sub-agent: its parent's session shows it.
             | EventMsg::AgentOrigin { .. }
             | EventMsg::ContextLoaded { .. }
+            // No goal card in ACP yet (docs/goals.md).
+            | EventMsg::GoalUpdated { .. }
+            | EventMsg::GoalCleared
+            | EventMsg::GoalTurnStarted { .. }
+            | EventMsg::GoalCheckpointed { .. }
             | EventMsg::ShutdownComplete => Vec::new(),
         }
     }

@@ -317,6 +317,21 @@ impl<W: Write> HumanProgress<W> {
             },
             // Written by rein before patches were outcomes; never sent live.
             EventMsg::PatchApplied { .. } => {}
+            EventMsg::GoalUpdated { goal } => {
+                let reason = goal
+                    .reason
+                    .as_deref()
+                    .map_or_else(String::new, |r| format!(": {r}"));
+                self.line(&format!("goal {}{reason}", goal.status.as_str()))?;
+            }
+            EventMsg::GoalTurnStarted { .. } => {
+                self.line(&self.style.dim("goal turn (continued by the kernel)"))?;
+            }
+            EventMsg::GoalCheckpointed { checkpoint } => {
+                let progress = if checkpoint.progress { "progress" } else { "no progress" };
+                self.line(&self.style.dim(&format!("checkpoint ({progress}): {}", checkpoint.note)))?;
+            }
+            EventMsg::GoalCleared => self.line("goal cleared")?,
             EventMsg::SettingsChanged { .. }
             | EventMsg::AgentOrigin { .. }
             | EventMsg::ContextLoaded { .. }
