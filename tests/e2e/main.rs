@@ -42,6 +42,7 @@ mod exec_sdk;
 mod exec_sessions;
 mod exec_setup;
 mod full_disk;
+mod goals;
 mod hooks;
 mod hooks_app_server;
 mod hostile_inputs;

@@ -72,6 +72,7 @@ impl SubmissionLoop {
                 },
             },
         );
+        self.goal_before_turn_end(turn_id);
         self.emit(Some(turn_id), EventMsg::TurnAborted { reason });
         let end = match reason {
             TurnAbortReason::BudgetLimited => super::goal::TurnEnd::Budget,

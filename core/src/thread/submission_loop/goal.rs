@@ -292,20 +292,10 @@ impl SubmissionLoop {
     /// After a turn ended: checkpoint a goal turn, then pause, block, stop on a budget or
     /// schedule the next goal turn.
     pub(super) fn goal_after_turn(&mut self, turn_id: TurnId, end: TurnEnd) {
-        let facts = std::mem::take(&mut self.goal_driver.turn);
         if self.goal().is_none() {
             return;
         }
-        let goal_turn = self
-            .state
-            .turns
-            .iter()
-            .rev()
-            .find(|t| t.id == turn_id)
-            .is_some_and(|t| t.goal);
-        if goal_turn {
-            self.checkpoint(turn_id, facts);
-        }
+        let goal_turn = self.is_goal_turn(turn_id);
         if !self.state.goal.active() {
             return;
         }
@@ -349,6 +339,24 @@ impl SubmissionLoop {
                     }
                 }
             }
+        }
+    }
+
+    fn is_goal_turn(&self, turn_id: TurnId) -> bool {
+        self.state
+            .turns
+            .iter()
+            .rev()
+            .find(|t| t.id == turn_id)
+            .is_some_and(|t| t.goal)
+    }
+
+    /// Before a turn's end is recorded: the checkpoint of a goal turn, so a client that
+    /// stops reading at the turn's end has it already.
+    pub(super) fn goal_before_turn_end(&mut self, turn_id: TurnId) {
+        let facts = std::mem::take(&mut self.goal_driver.turn);
+        if self.goal().is_some() && self.is_goal_turn(turn_id) {
+            self.checkpoint(turn_id, facts);
         }
     }
 

@@ -536,6 +536,7 @@ impl SubmissionLoop {
         self.cancel_requests(turn.run, turn.id);
         match outcome {
             TaskOutcome::Completed { last_agent_message } => {
+                self.goal_before_turn_end(turn.id);
                 self.emit(
                     Some(turn.id),
                     EventMsg::TurnCompleted { last_agent_message },
@@ -544,6 +545,7 @@ impl SubmissionLoop {
                 self.start_leftover_turn();
             }
             TaskOutcome::Failed { code, message } => {
+                self.goal_before_turn_end(turn.id);
                 self.emit(
                     Some(turn.id),
                     EventMsg::Error {
