@@ -43,6 +43,7 @@ mod exec_sessions;
 mod exec_setup;
 mod full_disk;
 mod goals;
+mod goals_app_server;
 mod hooks;
 mod hooks_app_server;
 mod hostile_inputs;
