@@ -125,7 +125,10 @@ pub fn all() -> Vec<(&'static str, Schema)> {
             "ThreadGoalSetResponse.json",
             schema_for!(ThreadGoalSetResponse),
         ),
-        ("ThreadGoalClearParams.json", schema_for!(ThreadGoalClearParams)),
+        (
+            "ThreadGoalClearParams.json",
+            schema_for!(ThreadGoalClearParams),
+        ),
         (
             "ThreadGoalClearResponse.json",
             schema_for!(ThreadGoalClearResponse),

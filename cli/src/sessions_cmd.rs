@@ -205,7 +205,11 @@ fn show_goal(out: &mut impl Write, state: &rein_core::goal::GoalState) -> std::i
         writeln!(out, "  reason: {}", clip(reason, 300))?;
     }
     for (n, c) in state.checkpoints.iter().enumerate() {
-        let progress = if c.progress { "progress" } else { "no progress" };
+        let progress = if c.progress {
+            "progress"
+        } else {
+            "no progress"
+        };
         writeln!(
             out,
             "  checkpoint {} · turn {} · {progress} · met {}/{} · {}",

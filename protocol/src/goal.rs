@@ -211,14 +211,19 @@ pub struct GoalChange {
 pub enum GoalError {
     /// Goals are records of a rollout: an ephemeral thread has none.
     Ephemeral,
-    ObjectiveTooLong { chars: usize, max: usize },
+    ObjectiveTooLong {
+        chars: usize,
+        max: usize,
+    },
     EmptyObjective,
     /// A status or budget change, but the thread has no goal.
     NoGoal,
     /// `create_goal` while the thread already has a goal.
     GoalExists,
     /// The model's `update_goal` may only report `complete`, `blocked` or `paused`.
-    NotTheModels { status: GoalStatus },
+    NotTheModels {
+        status: GoalStatus,
+    },
     ReadOnly,
 }
 
@@ -227,7 +232,10 @@ impl fmt::Display for GoalError {
         match self {
             GoalError::Ephemeral => f.write_str("thread goals require a persisted thread"),
             GoalError::ObjectiveTooLong { chars, max } => {
-                write!(f, "the objective has {chars} characters; at most {max} are allowed")
+                write!(
+                    f,
+                    "the objective has {chars} characters; at most {max} are allowed"
+                )
             }
             GoalError::EmptyObjective => f.write_str("the objective is empty"),
             GoalError::NoGoal => f.write_str("the thread has no goal"),

@@ -68,7 +68,11 @@ fn a_verifier_that_fails_twice_then_passes_completes_after_exactly_that_turn() {
     );
     assert_eq!(code, 0, "{events:#?}");
     assert_eq!(of_type(&events, "goal.turn.started").len(), 3);
-    assert_eq!(mock.requests().len(), 8, "no request after the verified turn");
+    assert_eq!(
+        mock.requests().len(),
+        8,
+        "no request after the verified turn"
+    );
     let checkpoints: Vec<Vec<bool>> = of_type(&events, "goal.checkpoint")
         .iter()
         .map(|c| {
@@ -103,7 +107,12 @@ fn a_premature_complete_is_refused_with_the_failing_output_in_the_next_input() {
     let (code, events) = run_goal(
         &home,
         work.path(),
-        &["--goal", "pass the check", "--verify", "echo checks-say-not-ready; exit 3"],
+        &[
+            "--goal",
+            "pass the check",
+            "--verify",
+            "echo checks-say-not-ready; exit 3",
+        ],
     );
     assert_eq!(code, 3, "blocked: {events:#?}");
     let requests = mock.requests();
@@ -112,7 +121,10 @@ fn a_premature_complete_is_refused_with_the_failing_output_in_the_next_input() {
     assert!(requests[1].to_string().contains("checks-say-not-ready"));
     // ...and the next goal turn starts with the failing check's output.
     let next_input = developer_texts(&requests[2]);
-    assert!(next_input.contains("acceptance checks failed"), "{next_input}");
+    assert!(
+        next_input.contains("acceptance checks failed"),
+        "{next_input}"
+    );
     assert!(next_input.contains("checks-say-not-ready"), "{next_input}");
     assert!(next_input.contains("exit 3"), "{next_input}");
     assert_eq!(last_goal(&events)["status"], "blocked");
@@ -157,7 +169,10 @@ fn no_progress_blocks_after_three_turns_with_growing_gaps() {
     let (starts, ends) = (at("turn_started"), at("turn_completed"));
     assert_eq!((starts.len(), ends.len()), (3, 3));
     let gaps: Vec<u64> = (1..3).map(|n| starts[n] - ends[n - 1]).collect();
-    assert!(gaps[0] >= 1000, "no turn within 1 s of an idle one: {gaps:?}");
+    assert!(
+        gaps[0] >= 1000,
+        "no turn within 1 s of an idle one: {gaps:?}"
+    );
     assert!(gaps[1] > gaps[0], "the pause grows: {gaps:?}");
 }
 
@@ -176,7 +191,11 @@ fn a_token_budget_ends_the_goal_at_a_step_boundary() {
         &["--goal", "spend", "--goal-tokens", "1000"],
     );
     assert_eq!(code, 4, "{events:#?}");
-    assert_eq!(mock.requests().len(), 2, "stopped at the step that crossed it");
+    assert_eq!(
+        mock.requests().len(),
+        2,
+        "stopped at the step that crossed it"
+    );
     let goal = last_goal(&events);
     assert_eq!(goal["status"], "budget_limited");
     assert_eq!(goal["usage"]["tokens"], 1200);
@@ -225,7 +244,10 @@ fn a_wall_time_budget_ends_the_running_goal_turn() {
     let goal = last_goal(&events);
     assert_eq!(goal["status"], "budget_limited");
     assert!(
-        goal["reason"].as_str().unwrap().starts_with("wall-time budget spent"),
+        goal["reason"]
+            .as_str()
+            .unwrap()
+            .starts_with("wall-time budget spent"),
         "{goal}"
     );
     assert!(goal["usage"]["time_ms"].as_u64().unwrap() >= 600, "{goal}");
@@ -286,7 +308,11 @@ fn kill_9_mid_goal_then_resume_shows_it_paused_with_usage_intact() {
         .args(["resume", &thread, "what is the state?"])
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert_eq!(mock.requests().len(), requests_before + 1);
     let shown = rein_in(home.path(), &["sessions", "show", &thread])
         .output()

@@ -36,8 +36,18 @@ fn a_goal_is_set_continued_by_the_kernel_completed_paused_and_cleared() {
     ));
     let goal = &set["goal"];
     assert_eq!(
-        (&goal["threadId"], &goal["objective"], &goal["status"], &goal["tokenBudget"]),
-        (&json!(thread), &json!("say hello"), &json!("active"), &json!(100000))
+        (
+            &goal["threadId"],
+            &goal["objective"],
+            &goal["status"],
+            &goal["tokenBudget"]
+        ),
+        (
+            &json!(thread),
+            &json!("say hello"),
+            &json!("active"),
+            &json!(100000)
+        )
     );
     // The kernel starts the goal's turn itself; the model reports it complete (no
     // criteria to check) and the turn ends.
@@ -67,8 +77,14 @@ fn a_goal_is_set_continued_by_the_kernel_completed_paused_and_cleared() {
     // follows the events its op caused).
     let id = server.request("thread/goal/clear", json!({ "threadId": thread }));
     let seen = server.until(|m| m.get("id") == Some(&id) && m.get("method").is_none());
-    assert!(seen.iter().any(|m| method(m) == "thread/goal/cleared"), "{seen:#?}");
-    assert_eq!(result(seen.last().unwrap().clone()), json!({ "cleared": true }));
+    assert!(
+        seen.iter().any(|m| method(m) == "thread/goal/cleared"),
+        "{seen:#?}"
+    );
+    assert_eq!(
+        result(seen.last().unwrap().clone()),
+        json!({ "cleared": true })
+    );
     assert_eq!(
         result(server.call("thread/goal/get", json!({ "threadId": thread }))),
         json!({ "goal": null })
@@ -103,7 +119,10 @@ fn an_interrupt_pauses_the_goal_and_set_active_resumes_it() {
         json!({ "threadId": thread, "turnId": turn_id }),
     ));
     let seen = server.until(|m| goal_update(m).is_some_and(|g| g["status"] == "paused"));
-    assert!(seen.iter().any(|m| method(m) == "turn/completed"), "{seen:#?}");
+    assert!(
+        seen.iter().any(|m| method(m) == "turn/completed"),
+        "{seen:#?}"
+    );
     let got = result(server.call("thread/goal/get", json!({ "threadId": thread })));
     assert_eq!(got["goal"]["status"], "paused");
 

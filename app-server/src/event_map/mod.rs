@@ -11,11 +11,10 @@ use std::collections::HashMap;
 use rein_app_server_protocol::{
     DeltaNotification, ErrorNotification, ItemCompletedNotification,
     McpToolCallProgressNotification, ReasoningSummaryTextDeltaNotification, ServerNotification,
-    ThreadGoalClearedNotification, ThreadGoalUpdatedNotification,
-    ThreadIdNotification, ThreadItem, ThreadNameUpdatedNotification, ThreadStatus,
-    ThreadStatusChangedNotification, ThreadTokenUsage, ThreadTokenUsageUpdatedNotification,
-    TurnDiffUpdatedNotification, TurnError, TurnItemsView, TurnNotification, TurnPlanStep,
-    TurnPlanUpdatedNotification, TurnStatus, WarningNotification,
+    ThreadGoalClearedNotification, ThreadGoalUpdatedNotification, ThreadIdNotification, ThreadItem,
+    ThreadNameUpdatedNotification, ThreadStatus, ThreadStatusChangedNotification, ThreadTokenUsage,
+    ThreadTokenUsageUpdatedNotification, TurnDiffUpdatedNotification, TurnError, TurnItemsView,
+    TurnNotification, TurnPlanStep, TurnPlanUpdatedNotification, TurnStatus, WarningNotification,
 };
 use rein_protocol::{Event, EventMsg, ItemKind, PlanStepStatus, TaskKind, ToolAction, TurnId};
 use serde_json::Value;

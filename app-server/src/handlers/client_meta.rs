@@ -8,8 +8,9 @@ use rein_app_server_protocol::{
     CollaborationModeListResponse, CollaborationModeMask, ConfigRequirementsReadResponse,
     EmptyPage, GovCloudRequirementsParams, GovCloudRequirementsResponse, HookMetadata,
     HooksListEntry, HooksListParams, HooksListResponse, PluginInstalledParams,
-    PluginInstalledResponse, PluginListResponse, SortDirection, ThreadItemEntry, ThreadItemsListParams, ThreadItemsListResponse,
-    ThreadReadState, ThreadReadStateUpdateParams, ThreadReadStateUpdateResponse,
+    PluginInstalledResponse, PluginListResponse, SortDirection, ThreadItemEntry,
+    ThreadItemsListParams, ThreadItemsListResponse, ThreadReadState, ThreadReadStateUpdateParams,
+    ThreadReadStateUpdateResponse,
 };
 use rein_bootstrap::hooks::{Discovered, TrustStatus};
 use rein_protocol::HookSource;

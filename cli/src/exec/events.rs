@@ -32,7 +32,9 @@ pub enum ExecEvent {
     GoalUpdated { goal: rein_protocol::ThreadGoal },
     /// rein's own: the turn that just started continues the goal.
     #[serde(rename = "goal.turn.started")]
-    GoalTurnStarted { remaining: rein_protocol::GoalBudget },
+    GoalTurnStarted {
+        remaining: rein_protocol::GoalBudget,
+    },
     /// rein's own: where the goal stands after a goal turn.
     #[serde(rename = "goal.checkpoint")]
     GoalCheckpoint {

@@ -328,8 +328,16 @@ impl<W: Write> HumanProgress<W> {
                 self.line(&self.style.dim("goal turn (continued by the kernel)"))?;
             }
             EventMsg::GoalCheckpointed { checkpoint } => {
-                let progress = if checkpoint.progress { "progress" } else { "no progress" };
-                self.line(&self.style.dim(&format!("checkpoint ({progress}): {}", checkpoint.note)))?;
+                let progress = if checkpoint.progress {
+                    "progress"
+                } else {
+                    "no progress"
+                };
+                self.line(
+                    &self
+                        .style
+                        .dim(&format!("checkpoint ({progress}): {}", checkpoint.note)),
+                )?;
             }
             EventMsg::GoalCleared => self.line("goal cleared")?,
             EventMsg::SettingsChanged { .. }

@@ -74,7 +74,9 @@ impl Printer {
     pub(super) fn new(mode: OutputMode) -> Self {
         match mode {
             OutputMode::Json => Printer::Json(JsonlMapper::new()),
-            OutputMode::Human(style) => Printer::Human(HumanProgress::new(std::io::stderr(), style)),
+            OutputMode::Human(style) => {
+                Printer::Human(HumanProgress::new(std::io::stderr(), style))
+            }
         }
     }
 

@@ -59,7 +59,10 @@ impl GoalState {
             }
             EventMsg::TokenCount { last, .. } => {
                 self.count_time(at);
-                if let Some(goal) = self.goal.as_mut().filter(|g| g.status == GoalStatus::Active)
+                if let Some(goal) = self
+                    .goal
+                    .as_mut()
+                    .filter(|g| g.status == GoalStatus::Active)
                 {
                     goal.usage.tokens += last.total_tokens;
                 }
@@ -76,7 +79,11 @@ impl GoalState {
 
     fn count_time(&mut self, at: u64) {
         let Some(mark) = self.mark_ms else { return };
-        if let Some(goal) = self.goal.as_mut().filter(|g| g.status == GoalStatus::Active) {
+        if let Some(goal) = self
+            .goal
+            .as_mut()
+            .filter(|g| g.status == GoalStatus::Active)
+        {
             goal.usage.time_ms += at.saturating_sub(mark);
             self.mark_ms = Some(at);
         }

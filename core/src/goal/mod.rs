@@ -25,7 +25,9 @@ pub enum GoalRequest {
         note: Option<String>,
     },
     /// The verifiers the loop asked for ran: complete if every one passed.
-    Verified { outcomes: Vec<VerifierOutcome> },
+    Verified {
+        outcomes: Vec<VerifierOutcome>,
+    },
 }
 
 /// The loop's answer to a [`GoalRequest`].

@@ -18,9 +18,13 @@ pub const MAX_BACKOFF: Duration = Duration::from_secs(300);
 #[derive(Clone, Debug, PartialEq)]
 pub(crate) enum Next {
     /// Start the next goal turn after `after`.
-    Continue { after: Duration },
+    Continue {
+        after: Duration,
+    },
     BudgetLimited(BudgetKind),
-    Blocked { evidence: String },
+    Blocked {
+        evidence: String,
+    },
 }
 
 /// The pause before the next goal turn when the last `idle_turns` made no progress:
@@ -60,7 +64,10 @@ fn evidence(checkpoints: &[GoalCheckpoint]) -> String {
         idle.len()
     );
     for checkpoint in idle.iter().rev() {
-        text.push_str(&format!("\n- turn {}: {}", checkpoint.turn_id, checkpoint.note));
+        text.push_str(&format!(
+            "\n- turn {}: {}",
+            checkpoint.turn_id, checkpoint.note
+        ));
     }
     text
 }
@@ -137,7 +144,8 @@ pub(crate) fn continuation_text(
             text.push_str(&format!(
                 "- {} (exit {}):\n{}\n",
                 o.criterion,
-                o.exit_code.map_or_else(|| "none".to_owned(), |c| c.to_string()),
+                o.exit_code
+                    .map_or_else(|| "none".to_owned(), |c| c.to_string()),
                 o.output
             ));
         }
@@ -187,10 +195,7 @@ mod tests {
     fn the_pause_grows_after_each_turn_without_progress() {
         let base = Duration::from_secs(2);
         let pauses: Vec<Duration> = (0..5).map(|n| backoff(base, n)).collect();
-        assert_eq!(
-            pauses,
-            [0, 2, 4, 8, 16].map(Duration::from_secs).to_vec()
-        );
+        assert_eq!(pauses, [0, 2, 4, 8, 16].map(Duration::from_secs).to_vec());
         assert_eq!(backoff(base, 40), MAX_BACKOFF);
     }
 
@@ -210,8 +215,14 @@ mod tests {
         let Next::Blocked { evidence } = next(&g, &checkpoints, Duration::from_secs(1)) else {
             panic!("not blocked");
         };
-        assert!(evidence.starts_with("3 goal turns in a row made no progress"), "{evidence}");
-        assert!(evidence.contains("said 0") && evidence.contains("said 2"), "{evidence}");
+        assert!(
+            evidence.starts_with("3 goal turns in a row made no progress"),
+            "{evidence}"
+        );
+        assert!(
+            evidence.contains("said 0") && evidence.contains("said 2"),
+            "{evidence}"
+        );
     }
 
     #[test]

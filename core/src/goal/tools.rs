@@ -10,8 +10,7 @@ use std::sync::Arc;
 
 use futures::future::BoxFuture;
 use rein_protocol::{
-    Criterion, ExitStatus, GoalStatus, ThreadGoal, ToolOutcome, Verifier,
-    VerifierOutcome,
+    Criterion, ExitStatus, GoalStatus, ThreadGoal, ToolOutcome, Verifier, VerifierOutcome,
 };
 use serde::Deserialize;
 use serde_json::json;
@@ -61,7 +60,9 @@ impl Tool for GetGoal {
     fn spec(&self) -> ToolSpec {
         ToolSpec {
             name: "get_goal".into(),
-            description: "Read this thread's goal: objective, status, budgets, usage and what is left.".into(),
+            description:
+                "Read this thread's goal: objective, status, budgets, usage and what is left."
+                    .into(),
             parameters: json!({"type": "object", "properties": {}, "additionalProperties": false}),
         }
     }
@@ -88,9 +89,10 @@ impl Tool for CreateGoal {
     fn spec(&self) -> ToolSpec {
         ToolSpec {
             name: "create_goal".into(),
-            description: "Create a goal for this thread. Only when the user explicitly asked for a \
+            description:
+                "Create a goal for this thread. Only when the user explicitly asked for a \
                           goal; do not infer goals. Fails if the thread already has one."
-                .into(),
+                    .into(),
             parameters: json!({
                 "type": "object",
                 "properties": {
@@ -169,7 +171,14 @@ impl Tool for UpdateGoal {
             for (n, criterion) in criteria.iter().enumerate() {
                 outcomes.push(verify(&ctx, &call.call_id, n, criterion).await);
             }
-            match ask(&ctx, GoalRequest::Verified { outcomes: outcomes.clone() }).await {
+            match ask(
+                &ctx,
+                GoalRequest::Verified {
+                    outcomes: outcomes.clone(),
+                },
+            )
+            .await
+            {
                 Ok(GoalReply::Goal(goal)) => updated(goal.as_ref(), &outcomes),
                 Ok(GoalReply::Verify(_)) => ToolResult::err("unexpected answer"),
                 Err(message) => ToolResult::err(message),

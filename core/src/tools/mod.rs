@@ -302,10 +302,7 @@ impl ToolContext {
     }
 
     /// Ask the thread's loop about its goal (see [`ToolHost::goal`]).
-    pub async fn goal(
-        &self,
-        request: crate::goal::GoalRequest,
-    ) -> Option<crate::goal::GoalAnswer> {
+    pub async fn goal(&self, request: crate::goal::GoalRequest) -> Option<crate::goal::GoalAnswer> {
         self.host.goal(request).await
     }
 

@@ -222,8 +222,7 @@ impl SubmissionLoop {
                 };
                 match status {
                     GoalStatus::Complete => {
-                        let criteria: Vec<_> =
-                            goal.verifiers().map(|(c, _)| c.clone()).collect();
+                        let criteria: Vec<_> = goal.verifiers().map(|(c, _)| c.clone()).collect();
                         if !criteria.is_empty() {
                             return Ok(GoalReply::Verify(criteria));
                         }
@@ -394,7 +393,11 @@ impl SubmissionLoop {
     /// objective, the budget left, the last checkpoint and failed checks as its input.
     pub(super) fn start_goal_turn(&mut self) {
         self.goal_driver.wake = None;
-        let Some(goal) = self.goal().filter(|g| g.status == GoalStatus::Active).cloned() else {
+        let Some(goal) = self
+            .goal()
+            .filter(|g| g.status == GoalStatus::Active)
+            .cloned()
+        else {
             return;
         };
         if let Some(kind) = goal.usage.exceeds(&goal.budget) {
