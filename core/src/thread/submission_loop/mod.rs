@@ -434,9 +434,7 @@ impl SubmissionLoop {
             TaskMsgKind::Emit(msg) => {
                 turn.open.observe(&msg);
                 self.goal_observe(&msg);
-                let Some(turn) = self.running.as_mut() else {
-                    return None;
-                };
+                let turn = self.running.as_mut()?;
                 let turn_diff = match &msg {
                     EventMsg::ToolCallEnd {
                         outcome: Some(ToolOutcome::Patched { changes }),
