@@ -64,10 +64,14 @@ fn variant(msg: &EventMsg) -> &'static str {
         EventMsg::Warning { .. } => "Warning",
         EventMsg::Error { .. } => "Error",
         EventMsg::ShutdownComplete => "ShutdownComplete",
+        EventMsg::GoalUpdated { .. } => "GoalUpdated",
+        EventMsg::GoalCleared => "GoalCleared",
+        EventMsg::GoalTurnStarted { .. } => "GoalTurnStarted",
+        EventMsg::GoalCheckpointed { .. } => "GoalCheckpointed",
     }
 }
 
-const ALL_VARIANTS: usize = 41;
+const ALL_VARIANTS: usize = 45;
 
 fn meta_for(thread: ThreadId) -> SessionMeta {
     SessionMeta::new(
