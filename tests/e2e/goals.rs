@@ -266,7 +266,7 @@ fn kill_9_mid_goal_then_resume_shows_it_paused_with_usage_intact() {
     let mut slow = text("never finished");
     slow["delay_ms"] = json!(3_000);
     let mock = MockModel::start(json!({"replies": [
-        first, {"text": "one", "usage": usage}, slow, {"text": "after resume"}
+        first, {"text": "one", "usage": usage}, slow, {"text": "answer"}
     ]}));
     let home = Home::new(&mock, "responses");
     let work = tempfile::tempdir().unwrap();
@@ -299,6 +299,24 @@ fn kill_9_mid_goal_then_resume_shows_it_paused_with_usage_intact() {
         .map(|e| e["msg"]["last"]["total_tokens"].as_u64().unwrap())
         .sum();
     assert_eq!(tokens_before, 100);
+    // A fork of the crashed thread copies its goal, paused.
+    let forked = home
+        .exec(&["--json", "-s", "workspace-write", "-C"])
+        .arg(work.path())
+        .args(["fork", &thread, "a question for the fork"])
+        .output()
+        .unwrap();
+    assert!(forked.status.success(), "{}", String::from_utf8_lossy(&forked.stderr));
+    let fork_id = json_lines(&forked.stdout)[0]["thread_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert_ne!(fork_id, thread);
+    let shown = rein_in(home.path(), &["sessions", "show", &fork_id])
+        .output()
+        .unwrap();
+    let shown = String::from_utf8(shown.stdout).unwrap();
+    assert!(shown.contains("\ngoal: paused\n"), "{shown}");
     // Resumed with a prompt of the user's: the goal comes back paused, the prompt's turn
     // runs, and no goal turn starts by itself.
     let requests_before = mock.requests().len();
@@ -353,4 +371,42 @@ fn an_objective_over_4000_characters_is_refused() {
     assert!(String::from_utf8(out.stderr)
         .unwrap()
         .contains("thread goals require a persisted thread"));
+}
+
+#[test]
+fn ctrl_c_pauses_the_goal_and_exits_130() {
+    let mut slow = text("slow answer");
+    slow["deltas"] = json!(100);
+    slow["delay_ms"] = json!(100);
+    let mock = MockModel::start(json!({"replies": [slow]}));
+    let home = Home::new(&mock, "responses");
+    let work = tempfile::tempdir().unwrap();
+    let mut child = home
+        .exec(&["--json", "-C"])
+        .arg(work.path())
+        .args(["--goal", "take long"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut seen = Vec::new();
+    loop {
+        let line: Value = serde_json::from_str(&lines.next().unwrap().unwrap()).unwrap();
+        let started = line["type"] == "goal.turn.started";
+        seen.push(line);
+        if started {
+            break;
+        }
+    }
+    let status = std::process::Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    seen.extend(lines.map(|l| serde_json::from_str::<Value>(&l.unwrap()).unwrap()));
+    assert_eq!(child.wait().unwrap().code(), Some(130));
+    let goal = last_goal(&seen);
+    assert_eq!(goal["status"], "paused", "{seen:#?}");
+    assert_eq!(goal["usage"]["turns"], 1);
 }
