@@ -306,7 +306,11 @@ fn kill_9_mid_goal_then_resume_shows_it_paused_with_usage_intact() {
         .args(["fork", &thread, "a question for the fork"])
         .output()
         .unwrap();
-    assert!(forked.status.success(), "{}", String::from_utf8_lossy(&forked.stderr));
+    assert!(
+        forked.status.success(),
+        "{}",
+        String::from_utf8_lossy(&forked.stderr)
+    );
     let fork_id = json_lines(&forked.stdout)[0]["thread_id"]
         .as_str()
         .unwrap()

@@ -7,7 +7,7 @@ pub mod fold;
 pub mod policy;
 pub mod tools;
 
-pub use fold::GoalState;
+pub use fold::{GoalMark, GoalState};
 
 use rein_protocol::{Criterion, GoalError, GoalStatus, ThreadGoal, VerifierOutcome};
 

@@ -14,7 +14,7 @@ use rein_protocol::{
     ThreadId, ThreadSettings, TokenUsage, TurnAbortReason, TurnId,
 };
 
-use crate::goal::GoalState;
+use crate::goal::{GoalMark, GoalState};
 use crate::tools::{SessionApprovals, SessionDenials};
 
 /// One turn as history sees it: where its items begin.
@@ -31,6 +31,8 @@ pub struct TurnRecord {
     pub ended_ms: Option<u64>,
     /// The kernel started it to continue the thread's goal.
     pub goal: bool,
+    /// The thread's goal when the turn started: what a rollback of this turn restores.
+    pub goal_before: GoalMark,
     /// Why it failed, when it did.
     pub failure: Option<TurnFailure>,
 }
@@ -259,6 +261,7 @@ impl ThreadState {
                             ended_ms: None,
                             failure: None,
                             goal: false,
+                            goal_before: self.goal.mark(),
                         }),
                     }
                 }
@@ -412,6 +415,7 @@ impl ThreadState {
             .saturating_sub(turns.min(self.rollbackable_turns()));
         if let Some(first_dropped) = self.turns.get(keep) {
             self.history.truncate(first_dropped.history_start);
+            self.goal.roll_back(&first_dropped.goal_before);
         }
         self.turns.truncate(keep);
         self.recoverable_turn = None;
