@@ -241,7 +241,7 @@ mod tests {
         );
         log.turn(3_000, 60);
         let state = ThreadState::from_events(&log.events);
-        let now = state.goal.goal.clone().unwrap();
+        let now = state.goal.goal.unwrap();
         assert_eq!(now.objective, "edited");
         assert_eq!(
             now.usage,
@@ -252,7 +252,7 @@ mod tests {
             }
         );
 
-        let mut third = now.clone();
+        let mut third = now;
         third.objective = "third".into();
         log.push(None, 3_500, EventMsg::GoalUpdated { goal: third });
         log.push(None, 4_000, EventMsg::RolledBack { turns: 1 });
