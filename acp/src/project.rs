@@ -211,6 +211,11 @@ impl Projector {
             | EventMsg::MemoryProposed { .. }
             | EventMsg::MemoryAccepted { .. }
             | EventMsg::MemoryRejected { .. }
+            // No goal card in ACP yet (docs/goals.md).
+            | EventMsg::GoalUpdated { .. }
+            | EventMsg::GoalCleared
+            | EventMsg::GoalTurnStarted { .. }
+            | EventMsg::GoalCheckpointed { .. }
             | EventMsg::ShutdownComplete => Vec::new(),
         }
     }

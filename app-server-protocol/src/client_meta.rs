@@ -129,18 +129,6 @@ pub struct BackgroundTerminalsListParams {
     pub limit: Option<u32>,
 }
 
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct ThreadGoalGetParams {
-    pub thread_id: String,
-}
-
-/// `thread/goal/get`: `goal` is `null` for a thread without a goal.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
-pub struct ThreadGoalGetResponse {
-    pub goal: Option<serde_json::Value>,
-}
-
 /// Where a thread's unread part starts (`null`: all read) and the revision that guards
 /// edits of it.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]

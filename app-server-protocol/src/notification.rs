@@ -68,6 +68,10 @@ pub enum ServerNotification {
     Error(ErrorNotification),
     #[serde(rename = "warning")]
     Warning(WarningNotification),
+    #[serde(rename = "thread/goal/updated")]
+    ThreadGoalUpdated(Box<crate::goal::ThreadGoalUpdatedNotification>),
+    #[serde(rename = "thread/goal/cleared")]
+    ThreadGoalCleared(crate::goal::ThreadGoalClearedNotification),
 }
 
 impl ServerNotification {
@@ -105,6 +109,8 @@ impl ServerNotification {
             ServerNotification::HookCompleted(_) => "hook/completed",
             ServerNotification::Error(_) => "error",
             ServerNotification::Warning(_) => "warning",
+            ServerNotification::ThreadGoalUpdated(_) => "thread/goal/updated",
+            ServerNotification::ThreadGoalCleared(_) => "thread/goal/cleared",
         }
     }
 }

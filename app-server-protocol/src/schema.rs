@@ -120,6 +120,19 @@ pub fn all() -> Vec<(&'static str, Schema)> {
             "ThreadGoalGetResponse.json",
             schema_for!(ThreadGoalGetResponse),
         ),
+        ("ThreadGoalSetParams.json", schema_for!(ThreadGoalSetParams)),
+        (
+            "ThreadGoalSetResponse.json",
+            schema_for!(ThreadGoalSetResponse),
+        ),
+        (
+            "ThreadGoalClearParams.json",
+            schema_for!(ThreadGoalClearParams),
+        ),
+        (
+            "ThreadGoalClearResponse.json",
+            schema_for!(ThreadGoalClearResponse),
+        ),
         (
             "ThreadReadStateUpdateParams.json",
             schema_for!(ThreadReadStateUpdateParams),

@@ -12,7 +12,9 @@ use serde_json::Value;
 
 use crate::dispatch::{raw_params, ServerState};
 use crate::error::RpcError;
-use crate::handlers::{client_meta, history, mcp, memory, meta, skills, thread, trajectory, turn};
+use crate::handlers::{
+    client_meta, goal, history, mcp, memory, meta, skills, thread, trajectory, turn,
+};
 
 pub type Module = RpcModule<ServerState>;
 
@@ -68,9 +70,6 @@ pub fn module(state: Arc<ServerState>) -> Result<Module, RegisterMethodError> {
         "account/bedrock/checkGovCloudRequirements",
         |_, p| async move { client_meta::gov_cloud(p) },
     )?;
-    add(&mut m, "thread/goal/get", |s, p| async move {
-        client_meta::goal_get(&s, p).await
-    })?;
     add(
         &mut m,
         "thread/backgroundTerminals/list",
@@ -123,6 +122,15 @@ pub fn module(state: Arc<ServerState>) -> Result<Module, RegisterMethodError> {
     })?;
     add(&mut m, "thread/compact/start", |s, p| async move {
         turn::compact(&s, p).await
+    })?;
+    add(&mut m, "thread/goal/get", |s, p| async move {
+        goal::get(&s, p).await
+    })?;
+    add(&mut m, "thread/goal/set", |s, p| async move {
+        goal::set(&s, p).await
+    })?;
+    add(&mut m, "thread/goal/clear", |s, p| async move {
+        goal::clear(&s, p).await
     })?;
     add(&mut m, "thread/rollback", |s, p| async move {
         turn::rollback(&s, p).await

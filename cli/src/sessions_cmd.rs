@@ -183,9 +183,46 @@ pub fn run(args: SessionsArgs) -> anyhow::Result<()> {
             if let Some(graph) = crate::exec::graph_view::GraphView::last_of(&loaded.events) {
                 writeln!(out, "\n{graph}")?;
             }
+            let folded = rein_core::thread::state::ThreadState::from_events(&loaded.events);
+            show_goal(&mut out, &folded.goal)?;
         }
     }
     out.flush()?;
+    Ok(())
+}
+
+/// The session's goal as the rollout folds it, and its checkpoints.
+fn show_goal(out: &mut impl Write, state: &rein_core::goal::GoalState) -> std::io::Result<()> {
+    let Some(goal) = &state.goal else {
+        return Ok(());
+    };
+    writeln!(out, "\ngoal: {}", goal.status.as_str())?;
+    writeln!(out, "  objective: {}", clip(&goal.objective, 200))?;
+    let u = &goal.usage;
+    writeln!(
+        out,
+        "  used: {} tokens, {} ms, {} goal turns",
+        u.tokens, u.time_ms, u.turns
+    )?;
+    if let Some(reason) = &goal.reason {
+        writeln!(out, "  reason: {}", clip(reason, 300))?;
+    }
+    for (n, c) in state.checkpoints.iter().enumerate() {
+        let progress = if c.progress {
+            "progress"
+        } else {
+            "no progress"
+        };
+        writeln!(
+            out,
+            "  checkpoint {} · turn {} · {progress} · met {}/{} · {}",
+            n + 1,
+            c.turn_id,
+            c.criteria_met.len(),
+            c.criteria_met.len() + c.remaining.len(),
+            clip(&c.note, 100)
+        )?;
+    }
     Ok(())
 }
 

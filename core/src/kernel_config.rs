@@ -25,6 +25,9 @@ pub struct KernelConfig {
     pub compact_user_message_tokens: u64,
     /// Which tool batches a second model reviews before the policy engine (`[advisor]`).
     pub advisor: AdvisorConfig,
+    /// The pause after the first goal turn without progress; it doubles after each
+    /// further one (see `docs/goals.md`).
+    pub goal_backoff: Duration,
 }
 
 impl Default for KernelConfig {
@@ -38,6 +41,7 @@ impl Default for KernelConfig {
             auto_compact_ratio: 0.9,
             compact_user_message_tokens: 20_000,
             advisor: AdvisorConfig::default(),
+            goal_backoff: Duration::from_secs(2),
         }
     }
 }

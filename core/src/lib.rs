@@ -7,6 +7,7 @@
 
 pub mod agents;
 pub mod error;
+pub mod goal;
 pub mod hooks;
 pub mod kernel_config;
 pub mod manager;

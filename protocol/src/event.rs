@@ -11,6 +11,7 @@ use crate::agents::AgentOrigin;
 use crate::client_request::{ClientRequest, SessionGrant};
 use crate::context::ThreadContext;
 use crate::fingerprint::RequestFingerprint;
+use crate::goal::{GoalBudget, GoalCheckpoint, ThreadGoal};
 use crate::hooks::{HookEventName, HookRunStatus, HookSource};
 use crate::ids::{ItemId, MemoryId, SessionId, SubmissionId, ThreadId, TurnId};
 use crate::items::{InputPart, Item};
@@ -358,6 +359,21 @@ pub enum EventMsg {
     /// the fold of these (`docs/task-graphs.md`).
     TaskGraphChanged {
         change: TaskGraphChange,
+    },
+    /// The thread's goal was created or changed (the whole goal as it is now).
+    GoalUpdated {
+        goal: ThreadGoal,
+    },
+    /// The thread's goal was removed.
+    GoalCleared,
+    /// The kernel started this turn to continue the thread's goal; `remaining` is the
+    /// budget left when it started. Counts one goal turn.
+    GoalTurnStarted {
+        remaining: GoalBudget,
+    },
+    /// Where the goal stands after a goal turn.
+    GoalCheckpointed {
+        checkpoint: GoalCheckpoint,
     },
 }
 

@@ -12,6 +12,7 @@ pub mod client_request;
 pub mod context;
 pub mod event;
 pub mod fingerprint;
+pub mod goal;
 pub mod hooks;
 pub mod ids;
 pub mod items;
@@ -39,6 +40,10 @@ pub use event::{
     ItemKind, PlanStep, PlanStepStatus, TaskKind, TurnAbortReason,
 };
 pub use fingerprint::{RequestFingerprint, ToolFingerprint};
+pub use goal::{
+    check_objective, BudgetKind, Criterion, GoalBudget, GoalChange, GoalCheckpoint, GoalError,
+    GoalOrigin, GoalStatus, GoalUsage, ThreadGoal, Verifier, VerifierOutcome, MAX_OBJECTIVE_CHARS,
+};
 pub use hooks::{HookEventName, HookRunStatus, HookSource};
 pub use ids::{ItemId, MemoryId, SessionId, SubmissionId, ThreadId, TurnId};
 pub use items::{InputPart, Item, MessageRole, INTERRUPTION_MARKER};

@@ -5,6 +5,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::client_request::ClientResponse;
+use crate::goal::{GoalChange, GoalError, ThreadGoal};
 use crate::ids::{SubmissionId, ThreadId, TurnId};
 use crate::items::InputPart;
 use crate::settings::SettingsChange;
@@ -100,6 +101,12 @@ pub enum Op {
     /// Record a change of the thread's task graph (`TaskGraphChanged`). Sent by the
     /// kernel's scheduler, which validated it; answers `Accepted` once it is recorded.
     RecordTaskGraph { change: TaskGraphChange },
+
+    // --- goals (applied at once, even while a turn runs) ---
+    /// Create, edit, pause or resume the thread's goal. Answers `Goal` or `GoalRefused`.
+    SetGoal { change: GoalChange },
+    /// Remove the thread's goal. Answers `Goal` with the goal removed (`None`: there was none).
+    ClearGoal,
 }
 
 /// What a review looks at.
@@ -257,5 +264,13 @@ pub enum OpResult {
     /// The op was refused; nothing changed.
     Refused {
         message: String,
+    },
+    /// The thread's goal after `SetGoal`, or the goal `ClearGoal` removed.
+    Goal {
+        goal: Option<ThreadGoal>,
+    },
+    /// A goal op was refused; nothing changed.
+    GoalRefused {
+        error: GoalError,
     },
 }

@@ -234,6 +234,8 @@ const RESPONSES: &[(&str, &str)] = &[
     ("hooks/list", "v2/HooksListResponse.json"),
     ("plugin/installed", "v2/PluginInstalledResponse.json"),
     ("thread/goal/get", "v2/ThreadGoalGetResponse.json"),
+    ("thread/goal/set", "v2/ThreadGoalSetResponse.json"),
+    ("thread/goal/clear", "v2/ThreadGoalClearResponse.json"),
     ("thread/items/list", "v2/ThreadItemsListResponse.json"),
     ("plugin/list", "v2/PluginListResponse.json"),
     ("app/list", "v2/AppsListResponse.json"),

@@ -439,6 +439,47 @@ pub fn every_variant_thread() -> ThreadScript {
     });
     s.simple_turn(5, "after rollback".into());
     memory_events(&mut s);
+    let goal = rein_protocol::ThreadGoal {
+        goal_id: "goal-1".into(),
+        objective: "make the tests pass".into(),
+        status: rein_protocol::GoalStatus::Active,
+        budget: rein_protocol::GoalBudget {
+            tokens: Some(1000),
+            wall_time_ms: None,
+            turns: Some(3),
+        },
+        usage: rein_protocol::GoalUsage::default(),
+        criteria: vec![rein_protocol::Criterion {
+            description: "tests pass".into(),
+            verify: Some(rein_protocol::Verifier::Shell {
+                command: "cargo test".into(),
+            }),
+        }],
+        idle_turns: 0,
+        reason: None,
+        created_ms: 1,
+        updated_ms: 2,
+    };
+    s.push(EventMsg::GoalUpdated { goal });
+    s.push(EventMsg::GoalTurnStarted {
+        remaining: rein_protocol::GoalBudget::default(),
+    });
+    s.push(EventMsg::GoalCheckpointed {
+        checkpoint: rein_protocol::GoalCheckpoint {
+            turn_id: TurnId::new(),
+            progress: false,
+            criteria_met: Vec::new(),
+            remaining: vec!["tests pass".into()],
+            verifier_outcomes: vec![rein_protocol::VerifierOutcome {
+                criterion: "tests pass".into(),
+                passed: false,
+                exit_code: Some(101),
+                output: "1 failed".into(),
+            }],
+            note: "tried".into(),
+        },
+    });
+    s.push(EventMsg::GoalCleared);
     s.push(EventMsg::ShutdownComplete);
     s
 }

@@ -42,6 +42,8 @@ mod exec_sdk;
 mod exec_sessions;
 mod exec_setup;
 mod full_disk;
+mod goals;
+mod goals_app_server;
 mod hooks;
 mod hooks_app_server;
 mod hooks_session;

@@ -11,10 +11,10 @@ use std::collections::HashMap;
 use rein_app_server_protocol::{
     DeltaNotification, ErrorNotification, ItemCompletedNotification,
     McpToolCallProgressNotification, ReasoningSummaryTextDeltaNotification, ServerNotification,
-    ThreadIdNotification, ThreadItem, ThreadNameUpdatedNotification, ThreadStatus,
-    ThreadStatusChangedNotification, ThreadTokenUsage, ThreadTokenUsageUpdatedNotification,
-    TurnDiffUpdatedNotification, TurnError, TurnItemsView, TurnNotification, TurnPlanStep,
-    TurnPlanUpdatedNotification, TurnStatus, WarningNotification,
+    ThreadGoalClearedNotification, ThreadGoalUpdatedNotification, ThreadIdNotification, ThreadItem,
+    ThreadNameUpdatedNotification, ThreadStatus, ThreadStatusChangedNotification, ThreadTokenUsage,
+    ThreadTokenUsageUpdatedNotification, TurnDiffUpdatedNotification, TurnError, TurnItemsView,
+    TurnNotification, TurnPlanStep, TurnPlanUpdatedNotification, TurnStatus, WarningNotification,
 };
 use rein_protocol::{Event, EventMsg, ItemKind, PlanStepStatus, TaskKind, ToolAction, TurnId};
 use serde_json::Value;
@@ -475,6 +475,24 @@ impl EventMapper {
                 }
                 out.push(self.error_or_warning(turn_id, turn_error(*code, message), false));
             }
+            EventMsg::GoalUpdated { goal } => {
+                out.push(Outgoing::Notify(ServerNotification::ThreadGoalUpdated(
+                    Box::new(ThreadGoalUpdatedNotification {
+                        thread_id: self.thread_id.clone(),
+                        turn_id: turn_id.map(|t| t.to_string()),
+                        goal: crate::handlers::goal::wire_goal(&self.thread_id, goal),
+                    }),
+                )));
+            }
+            EventMsg::GoalCleared => {
+                out.push(Outgoing::Notify(ServerNotification::ThreadGoalCleared(
+                    ThreadGoalClearedNotification {
+                        thread_id: self.thread_id.clone(),
+                    },
+                )));
+            }
+            // Codex's wire has no checkpoints; a goal turn is an ordinary turn there.
+            EventMsg::GoalTurnStarted { .. } | EventMsg::GoalCheckpointed { .. } => {}
             EventMsg::ShutdownComplete => {
                 self.status = ThreadStatus::NotLoaded;
                 out.push(Outgoing::Notify(ServerNotification::ThreadClosed(

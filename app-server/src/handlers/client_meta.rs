@@ -8,9 +8,9 @@ use rein_app_server_protocol::{
     CollaborationModeListResponse, CollaborationModeMask, ConfigRequirementsReadResponse,
     EmptyPage, GovCloudRequirementsParams, GovCloudRequirementsResponse, HookMetadata,
     HooksListEntry, HooksListParams, HooksListResponse, PluginInstalledParams,
-    PluginInstalledResponse, PluginListResponse, SortDirection, ThreadGoalGetParams,
-    ThreadGoalGetResponse, ThreadItemEntry, ThreadItemsListParams, ThreadItemsListResponse,
-    ThreadReadState, ThreadReadStateUpdateParams, ThreadReadStateUpdateResponse,
+    PluginInstalledResponse, PluginListResponse, SortDirection, ThreadItemEntry,
+    ThreadItemsListParams, ThreadItemsListResponse, ThreadReadState, ThreadReadStateUpdateParams,
+    ThreadReadStateUpdateResponse,
 };
 use rein_bootstrap::hooks::{Discovered, TrustStatus};
 use rein_protocol::HookSource;
@@ -135,14 +135,6 @@ pub fn gov_cloud(raw: Value) -> Result<Value, RpcError> {
         is_gov_cloud: false,
         should_warn: false,
     })
-}
-
-/// rein has no goals: every thread answers as a Codex thread without one.
-pub async fn goal_get(state: &ServerState, raw: Value) -> Result<Value, RpcError> {
-    let p: ThreadGoalGetParams = params(raw)?;
-    // An unknown thread is an error, as for every thread method.
-    folded_state(state, thread_id(&p.thread_id)?).await?;
-    to_value(&ThreadGoalGetResponse { goal: None })
 }
 
 /// The thread's background terminals. rein's terminals live in the thread's tools, which

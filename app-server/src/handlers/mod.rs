@@ -1,6 +1,7 @@
 //! Request handlers, grouped by what they work on.
 
 pub mod client_meta;
+pub mod goal;
 pub mod history;
 pub mod mcp;
 pub mod memory;

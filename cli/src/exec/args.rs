@@ -14,6 +14,9 @@ pub struct ExecArgs {
     #[command(flatten)]
     pub common: CommonArgs,
 
+    #[command(flatten)]
+    pub goal: GoalArgs,
+
     /// The prompt; `-` or none reads it from stdin. Piped stdin given with a prompt is
     /// appended to it as a `<stdin>` block.
     pub prompt: Option<String>,
@@ -167,4 +170,27 @@ impl StrategyArg {
             StrategyArg::Planner => "planner",
         }
     }
+}
+
+/// `--goal`: run until a standing objective is met, blocked or out of budget
+/// (docs/goals.md). The exit code says which.
+#[derive(Args, Debug, Clone, Default)]
+pub struct GoalArgs {
+    /// The objective (at most 4,000 characters); the kernel continues the thread until
+    /// the goal ends. Instead of a prompt.
+    #[arg(long, value_name = "OBJECTIVE")]
+    pub goal: Option<String>,
+    /// An acceptance check: a shell command run in the thread's sandbox when the model
+    /// reports the goal complete; exit 0 passes (repeatable, all must pass).
+    #[arg(long = "verify", value_name = "CMD", requires = "goal")]
+    pub verify: Vec<String>,
+    /// Token budget of the goal.
+    #[arg(long, value_name = "N", requires = "goal")]
+    pub goal_tokens: Option<u64>,
+    /// Wall-time budget of the goal's turns, in minutes (fractions allowed).
+    #[arg(long, value_name = "N", requires = "goal")]
+    pub goal_minutes: Option<f64>,
+    /// How many goal turns the kernel may start.
+    #[arg(long, value_name = "N", requires = "goal")]
+    pub goal_turns: Option<u32>,
 }

@@ -27,6 +27,22 @@ pub enum ExecEvent {
     /// A fatal error of the stream (the turn fails after it).
     #[serde(rename = "error")]
     Error(ExecError),
+    /// rein's own (`--goal`): the thread's goal as it is now.
+    #[serde(rename = "goal.updated")]
+    GoalUpdated { goal: rein_protocol::ThreadGoal },
+    /// rein's own: the turn that just started continues the goal.
+    #[serde(rename = "goal.turn.started")]
+    GoalTurnStarted {
+        remaining: rein_protocol::GoalBudget,
+    },
+    /// rein's own: where the goal stands after a goal turn.
+    #[serde(rename = "goal.checkpoint")]
+    GoalCheckpoint {
+        checkpoint: rein_protocol::GoalCheckpoint,
+    },
+    /// rein's own: the goal was removed.
+    #[serde(rename = "goal.cleared")]
+    GoalCleared {},
 }
 
 /// Token usage of one turn.

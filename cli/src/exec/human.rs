@@ -339,6 +339,29 @@ impl<W: Write> HumanProgress<W> {
                     self.line(&list)?;
                 }
             }
+            EventMsg::GoalUpdated { goal } => {
+                let reason = goal
+                    .reason
+                    .as_deref()
+                    .map_or_else(String::new, |r| format!(": {r}"));
+                self.line(&format!("goal {}{reason}", goal.status.as_str()))?;
+            }
+            EventMsg::GoalTurnStarted { .. } => {
+                self.line(&self.style.dim("goal turn (continued by the kernel)"))?;
+            }
+            EventMsg::GoalCheckpointed { checkpoint } => {
+                let progress = if checkpoint.progress {
+                    "progress"
+                } else {
+                    "no progress"
+                };
+                self.line(
+                    &self
+                        .style
+                        .dim(&format!("checkpoint ({progress}): {}", checkpoint.note)),
+                )?;
+            }
+            EventMsg::GoalCleared => self.line("goal cleared")?,
             EventMsg::SettingsChanged { .. }
             | EventMsg::AgentOrigin { .. }
             | EventMsg::ContextLoaded { .. }

@@ -89,6 +89,14 @@ impl JsonlMapper {
                 out
             }
             EventMsg::ItemCompleted { item } => self.item_completed(item),
+            EventMsg::GoalUpdated { goal } => vec![ExecEvent::GoalUpdated { goal: goal.clone() }],
+            EventMsg::GoalTurnStarted { remaining } => vec![ExecEvent::GoalTurnStarted {
+                remaining: *remaining,
+            }],
+            EventMsg::GoalCheckpointed { checkpoint } => vec![ExecEvent::GoalCheckpoint {
+                checkpoint: checkpoint.clone(),
+            }],
+            EventMsg::GoalCleared => vec![ExecEvent::GoalCleared {}],
             EventMsg::ToolCallBegin {
                 call_id,
                 name,

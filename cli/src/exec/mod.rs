@@ -6,6 +6,7 @@
 
 mod args;
 mod events;
+mod goal;
 pub(crate) mod graph_view;
 mod human;
 mod jsonl;
@@ -60,6 +61,13 @@ async fn run_exec(args: ExecArgs) -> anyhow::Result<i32> {
         .transpose()?;
     let cwd = working_dir(common.cd.as_deref())?;
     let (start, mut prompt_arg) = session_start(&args)?;
+    if let Some(objective) = &args.goal.goal {
+        if prompt_arg.is_some() {
+            bail!("--goal takes the objective; give no prompt with it");
+        }
+        // The kernel starts the goal's turns itself; the objective is their input.
+        prompt_arg = Some(objective.as_str());
+    }
     // The demo should run on a fresh machine with nothing typed or piped.
     if common.demo && prompt_arg.is_none() && std::io::stdin().is_terminal() {
         prompt_arg = Some(DEMO_PROMPT);
@@ -175,6 +183,14 @@ async fn run_exec(args: ExecArgs) -> anyhow::Result<i32> {
             live: std::io::stderr().is_terminal(),
         })
     };
+    if let Some(objective) = &args.goal.goal {
+        let change = goal::change(&args.goal, objective.clone());
+        let ended = goal::drive_goal(thread, change, mode).await?;
+        kernel.shutdown().await;
+        let code = ended.exit_code();
+        finish(&ended.outcome, common, None)?;
+        return Ok(code);
+    }
     let outcome = turn::drive(
         thread,
         TurnInput {

@@ -65,13 +65,30 @@ pub struct Outcome {
     pub final_message_streamed: bool,
 }
 
-enum Printer {
+pub(super) enum Printer {
     Json(JsonlMapper),
     Human(HumanProgress<std::io::Stderr>),
 }
 
 impl Printer {
-    fn print(&mut self, event: &rein_protocol::Event) -> std::io::Result<()> {
+    pub(super) fn new(mode: OutputMode) -> Self {
+        match mode {
+            OutputMode::Json => Printer::Json(JsonlMapper::new()),
+            OutputMode::Human(style) => {
+                Printer::Human(HumanProgress::new(std::io::stderr(), style))
+            }
+        }
+    }
+
+    /// Whether `message` was streamed on stderr as it came (human mode).
+    pub(super) fn streamed(&self, message: Option<&str>) -> bool {
+        match (self, message) {
+            (Printer::Human(progress), Some(message)) => progress.streamed(message),
+            _ => false,
+        }
+    }
+
+    pub(super) fn print(&mut self, event: &rein_protocol::Event) -> std::io::Result<()> {
         match self {
             Printer::Json(mapper) => {
                 let lines = mapper.map(event);

@@ -54,6 +54,11 @@ impl Emitter {
         }
     }
 
+    /// Whether the thread's events are recorded (false for an ephemeral thread).
+    pub(crate) fn persists(&self) -> bool {
+        self.recorder.persists()
+    }
+
     pub(crate) fn bus(&self) -> &Arc<EventBus> {
         self.outbox.bus()
     }

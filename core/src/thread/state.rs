@@ -14,6 +14,7 @@ use rein_protocol::{
     ThreadContext, ThreadId, ThreadSettings, TokenUsage, TurnAbortReason, TurnId,
 };
 
+use crate::goal::{GoalMark, GoalState};
 use crate::tools::{SessionApprovals, SessionDenials};
 
 /// One turn as history sees it: where its items begin.
@@ -28,6 +29,10 @@ pub struct TurnRecord {
     pub started_ms: u64,
     /// When it last ended, while it is not running.
     pub ended_ms: Option<u64>,
+    /// The kernel started it to continue the thread's goal.
+    pub goal: bool,
+    /// The thread's goal when the turn started: what a rollback of this turn restores.
+    pub goal_before: GoalMark,
     /// Why it failed, when it did.
     pub failure: Option<TurnFailure>,
 }
@@ -113,6 +118,8 @@ pub struct ThreadState {
     pub pending_mail: Vec<PendingMail>,
     /// The task graph this thread's plan made (`TaskGraphChanged`), empty without one.
     pub task_graph: TaskGraph,
+    /// The thread's goal, its checkpoints and usage.
+    pub goal: GoalState,
     /// Sequence number of the last event applied.
     pub last_seq: Option<u64>,
 }
@@ -162,6 +169,7 @@ impl ThreadState {
         if self.thread_id.is_none() {
             self.thread_id = Some(event.thread_id);
         }
+        self.goal.apply(event, self.active_turn.is_some());
         match &event.msg {
             EventMsg::ThreadConfigured {
                 session_id,
@@ -254,6 +262,8 @@ impl ThreadState {
                             started_ms: event.timestamp_ms,
                             ended_ms: None,
                             failure: None,
+                            goal: false,
+                            goal_before: self.goal.mark(),
                         }),
                     }
                 }
@@ -348,6 +358,11 @@ impl ThreadState {
             EventMsg::TaskGraphChanged { change } => {
                 self.task_graph.apply(change, event.timestamp_ms);
             }
+            EventMsg::GoalTurnStarted { .. } => {
+                if let Some(record) = self.turn_mut(event.turn_id) {
+                    record.goal = true;
+                }
+            }
             EventMsg::ShutdownComplete => {
                 self.active_turn = None;
                 self.status = AgentStatus::Shutdown;
@@ -374,7 +389,10 @@ impl ThreadState {
             | EventMsg::CompactionStarted { .. }
             | EventMsg::ModelRerouted { .. }
             | EventMsg::Warning { .. }
-            | EventMsg::Error { .. } => {}
+            | EventMsg::Error { .. }
+            | EventMsg::GoalUpdated { .. }
+            | EventMsg::GoalCleared
+            | EventMsg::GoalCheckpointed { .. } => {}
         }
     }
 
@@ -408,6 +426,7 @@ impl ThreadState {
             .saturating_sub(turns.min(self.rollbackable_turns()));
         if let Some(first_dropped) = self.turns.get(keep) {
             self.history.truncate(first_dropped.history_start);
+            self.goal.roll_back(&first_dropped.goal_before);
         }
         self.turns.truncate(keep);
         self.recoverable_turn = None;

@@ -216,6 +216,14 @@ pub trait ToolHost: Send + Sync + 'static {
     fn claim_mail(&self, _id: SubmissionId) -> BoxFuture<'static, bool> {
         Box::pin(std::future::ready(false))
     }
+    /// Ask the thread's loop about its goal (the goal tools); `None`: this host has no
+    /// goal (a test host, a turn that is gone).
+    fn goal(
+        &self,
+        _request: crate::goal::GoalRequest,
+    ) -> BoxFuture<'static, Option<crate::goal::GoalAnswer>> {
+        Box::pin(std::future::ready(None))
+    }
     /// Put a request to the client; the receiver yields its answer, or closes when the
     /// turn ends first.
     fn ask(&self, call_id: String, ask: Ask) -> oneshot::Receiver<ClientResponse>;
@@ -316,6 +324,11 @@ impl ToolContext {
     /// Claim mail still waiting in this thread's mailbox (see [`ToolHost::claim_mail`]).
     pub async fn claim_mail(&self, id: SubmissionId) -> bool {
         self.host.claim_mail(id).await
+    }
+
+    /// Ask the thread's loop about its goal (see [`ToolHost::goal`]).
+    pub async fn goal(&self, request: crate::goal::GoalRequest) -> Option<crate::goal::GoalAnswer> {
+        self.host.goal(request).await
     }
 
     /// Tell clients the agent's plan changed.

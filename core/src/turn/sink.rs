@@ -65,6 +65,11 @@ pub(crate) enum TaskMsgKind {
         ask: Ask,
         reply: oneshot::Sender<ClientResponse>,
     },
+    /// A goal tool asks the loop, which owns the goal; `reply` takes the answer.
+    Goal {
+        request: crate::goal::GoalRequest,
+        reply: oneshot::Sender<crate::goal::GoalAnswer>,
+    },
     Finished(TaskOutcome),
 }
 
@@ -173,6 +178,15 @@ impl ToolHost for TurnSink {
         let (taken, ack) = oneshot::channel();
         self.send(TaskMsgKind::ClaimMail { id, taken });
         Box::pin(async move { ack.await.unwrap_or(false) })
+    }
+
+    fn goal(
+        &self,
+        request: crate::goal::GoalRequest,
+    ) -> futures::future::BoxFuture<'static, Option<crate::goal::GoalAnswer>> {
+        let (reply, answer) = oneshot::channel();
+        self.send(TaskMsgKind::Goal { request, reply });
+        Box::pin(async move { answer.await.ok() })
     }
 
     fn ask(&self, call_id: String, ask: Ask) -> oneshot::Receiver<ClientResponse> {

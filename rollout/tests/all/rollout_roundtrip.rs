@@ -68,10 +68,14 @@ fn variant(msg: &EventMsg) -> &'static str {
         EventMsg::MemoryAccepted { .. } => "MemoryAccepted",
         EventMsg::MemoryRejected { .. } => "MemoryRejected",
         EventMsg::TaskGraphChanged { .. } => "TaskGraphChanged",
+        EventMsg::GoalUpdated { .. } => "GoalUpdated",
+        EventMsg::GoalCleared => "GoalCleared",
+        EventMsg::GoalTurnStarted { .. } => "GoalTurnStarted",
+        EventMsg::GoalCheckpointed { .. } => "GoalCheckpointed",
     }
 }
 
-const ALL_VARIANTS: usize = 45;
+const ALL_VARIANTS: usize = 49;
 
 fn meta_for(thread: ThreadId) -> SessionMeta {
     SessionMeta::new(

@@ -72,6 +72,12 @@ impl SubmissionLoop {
                 },
             },
         );
+        self.goal_before_turn_end(turn_id);
         self.emit(Some(turn_id), EventMsg::TurnAborted { reason });
+        let end = match reason {
+            TurnAbortReason::BudgetLimited => super::goal::TurnEnd::Budget,
+            _ => super::goal::TurnEnd::Interrupted,
+        };
+        self.goal_after_turn(turn_id, end);
     }
 }

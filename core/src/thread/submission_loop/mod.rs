@@ -18,6 +18,7 @@ use tokio_util::task::AbortOnDropHandle;
 
 mod abort;
 mod approvals;
+mod goal;
 mod mail;
 mod maintenance;
 mod read_only;
@@ -83,6 +84,9 @@ pub(crate) struct SubmissionLoop {
     /// The user's hooks as the last regular turn saw them: set once the thread's
     /// `SessionStart` hooks ran in this process, and what its `SessionEnd` hooks are told.
     session_hooks: Option<crate::turn::tool_hooks::HookScope>,
+    /// The thread's goal as only the loop sees it (the next goal turn, the running
+    /// turn's progress).
+    goal_driver: goal::GoalDriver,
 }
 
 enum Flow {
@@ -125,6 +129,7 @@ impl SubmissionLoop {
             on_exit: None,
             session_hooks: None,
             read_only: None,
+            goal_driver: goal::GoalDriver::default(),
         }
     }
 
@@ -137,9 +142,15 @@ impl SubmissionLoop {
     }
 
     pub(crate) async fn run(mut self) {
+        self.goal_on_load();
         loop {
             let deadline = self.running.as_ref().and_then(|r| r.deadline);
             let retry_at = self.retry_at();
+            // A goal turn starts only on an idle thread that can record it.
+            let goal_wake = self
+                .goal_driver
+                .wake
+                .filter(|_| self.running.is_none() && self.read_only.is_none());
             let flow = tokio::select! {
                 msg = self.inbox.recv() => match msg {
                     Ok(LoopMsg::Submit { submission, reply }) => self.on_submission(submission, reply).await,
@@ -167,6 +178,10 @@ impl SubmissionLoop {
                 }
                 () = sleep_until(retry_at) => {
                     self.retry_store();
+                    Flow::Continue
+                }
+                () = sleep_until(goal_wake) => {
+                    self.start_goal_turn();
                     Flow::Continue
                 }
             };
@@ -267,6 +282,8 @@ impl SubmissionLoop {
                 Flow::Continue,
             ),
             Op::Rollback { turns } => (self.on_rollback(turns), Flow::Continue),
+            Op::SetGoal { change } => (self.on_set_goal(change), Flow::Continue),
+            Op::ClearGoal => (self.on_clear_goal(), Flow::Continue),
             op @ (Op::Compact | Op::SwitchModel { .. } | Op::Review { .. }) => {
                 if self.running.is_some() {
                     self.deferred.push_back((Submission { id, op }, reply));
@@ -341,6 +358,9 @@ impl SubmissionLoop {
             },
             |s| self.validate(s),
         );
+        if !matches!(route, Route::Reject(_)) {
+            self.goal_saw_input();
+        }
         match route {
             Route::Reject(reason) => InputOutcome::Rejected { reason },
             Route::Start { settings } => {
@@ -406,8 +426,12 @@ impl SubmissionLoop {
     }
 
     async fn on_task_msg(&mut self, msg: TaskMsg) {
+        let usage = matches!(msg.kind, TaskMsgKind::Usage(_));
         if let Some(outcome) = self.absorb(msg) {
             self.finish_turn(outcome);
+        } else if usage && self.goal_budget_crossed() {
+            // A step boundary past the goal's budget: the turn ends here.
+            self.abort_turn(TurnAbortReason::BudgetLimited).await;
         }
     }
 
@@ -419,6 +443,8 @@ impl SubmissionLoop {
         match kind {
             TaskMsgKind::Emit(msg) => {
                 turn.open.observe(&msg);
+                self.goal_observe(&msg);
+                let turn = self.running.as_mut()?;
                 let turn_diff = match &msg {
                     EventMsg::ToolCallEnd {
                         outcome: Some(ToolOutcome::Patched { changes }),
@@ -505,6 +531,7 @@ impl SubmissionLoop {
                     },
                 );
             }
+            TaskMsgKind::Goal { request, reply } => self.on_goal_request(request, reply),
             TaskMsgKind::Finished(outcome) => return Some(outcome),
         }
         None
@@ -517,13 +544,16 @@ impl SubmissionLoop {
         self.cancel_requests(turn.run, turn.id);
         match outcome {
             TaskOutcome::Completed { last_agent_message } => {
+                self.goal_before_turn_end(turn.id);
                 self.emit(
                     Some(turn.id),
                     EventMsg::TurnCompleted { last_agent_message },
                 );
+                self.goal_after_turn(turn.id, goal::TurnEnd::Completed);
                 self.start_leftover_turn();
             }
             TaskOutcome::Failed { code, message } => {
+                self.goal_before_turn_end(turn.id);
                 self.emit(
                     Some(turn.id),
                     EventMsg::Error {
@@ -531,7 +561,14 @@ impl SubmissionLoop {
                         message: message.clone(),
                     },
                 );
-                self.emit(Some(turn.id), EventMsg::TurnFailed { code, message });
+                self.emit(
+                    Some(turn.id),
+                    EventMsg::TurnFailed {
+                        code,
+                        message: message.clone(),
+                    },
+                );
+                self.goal_after_turn(turn.id, goal::TurnEnd::Failed(code, message));
             }
             TaskOutcome::BudgetExhausted => {
                 self.close_aborted(turn, TurnAbortReason::BudgetLimited)

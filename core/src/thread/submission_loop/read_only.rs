@@ -77,6 +77,9 @@ impl SubmissionLoop {
             | Op::Review { .. } => OpResult::Refused {
                 message: reason.to_string(),
             },
+            Op::SetGoal { .. } | Op::ClearGoal => OpResult::GoalRefused {
+                error: rein_protocol::GoalError::ReadOnly,
+            },
             Op::Interrupt
             | Op::InterruptTurn { .. }
             | Op::BudgetStop

@@ -206,6 +206,7 @@ impl SubmissionLoop {
     ) -> Result<(), RejectReason> {
         let opened = self.open_turn(turn_id, TaskKind::Regular, recovered, output_schema)?;
         let turn_input_start = self.state.history.len();
+        self.open_goal_turn(turn_id);
         let mut mail = mail_ids(&inputs);
         mail.retain(|id| {
             self.state

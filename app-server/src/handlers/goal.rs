@@ -1,0 +1,123 @@
+//! `thread/goal/get`, `thread/goal/set`, `thread/goal/clear`: Codex's goal methods, over
+//! the kernel's goal ops (`Op::SetGoal`, `Op::ClearGoal`) and the thread's folded state.
+//! The notifications (`thread/goal/updated`, `thread/goal/cleared`) come from the goal
+//! events through the event map, like every other notification.
+
+use rein_app_server_protocol::{
+    ThreadGoal as WireGoal, ThreadGoalClearParams, ThreadGoalClearResponse, ThreadGoalGetParams,
+    ThreadGoalGetResponse, ThreadGoalSetParams, ThreadGoalSetResponse, ThreadGoalStatus,
+};
+use rein_protocol::{GoalBudget, GoalChange, GoalOrigin, GoalStatus, Op, OpResult, ThreadGoal};
+use serde_json::Value;
+
+use super::{loaded, to_value};
+use crate::dispatch::{params, ServerState};
+use crate::error::RpcError;
+
+pub(crate) fn wire_status(status: GoalStatus) -> ThreadGoalStatus {
+    match status {
+        GoalStatus::Active => ThreadGoalStatus::Active,
+        GoalStatus::Paused => ThreadGoalStatus::Paused,
+        GoalStatus::Blocked => ThreadGoalStatus::Blocked,
+        GoalStatus::UsageLimited => ThreadGoalStatus::UsageLimited,
+        GoalStatus::BudgetLimited => ThreadGoalStatus::BudgetLimited,
+        GoalStatus::Complete => ThreadGoalStatus::Complete,
+    }
+}
+
+fn kernel_status(status: ThreadGoalStatus) -> GoalStatus {
+    match status {
+        ThreadGoalStatus::Active => GoalStatus::Active,
+        ThreadGoalStatus::Paused => GoalStatus::Paused,
+        ThreadGoalStatus::Blocked => GoalStatus::Blocked,
+        ThreadGoalStatus::UsageLimited => GoalStatus::UsageLimited,
+        ThreadGoalStatus::BudgetLimited => GoalStatus::BudgetLimited,
+        ThreadGoalStatus::Complete => GoalStatus::Complete,
+    }
+}
+
+fn int(n: u64) -> i64 {
+    i64::try_from(n).unwrap_or(i64::MAX)
+}
+
+/// The kernel's goal as Codex's `ThreadGoal`.
+pub(crate) fn wire_goal(thread_id: &str, goal: &ThreadGoal) -> WireGoal {
+    WireGoal {
+        thread_id: thread_id.to_owned(),
+        objective: goal.objective.clone(),
+        status: wire_status(goal.status),
+        token_budget: goal.budget.tokens.map(int),
+        tokens_used: int(goal.usage.tokens),
+        time_used_seconds: int(goal.usage.time_ms / 1000),
+        created_at: int(goal.created_ms / 1000),
+        updated_at: int(goal.updated_ms / 1000),
+    }
+}
+
+pub async fn get(state: &ServerState, raw: Value) -> Result<Value, RpcError> {
+    let p: ThreadGoalGetParams = params(raw)?;
+    let id = crate::dispatch::wire_id(&p.thread_id, "threadId", "thread")?;
+    // A thread not loaded here answers from its rollout, as `thread/read` does.
+    let snapshot = crate::handlers::history::folded_state(state, id).await?;
+    let goal = snapshot
+        .goal
+        .goal
+        .as_ref()
+        .map(|g| wire_goal(&p.thread_id, g));
+    to_value(&ThreadGoalGetResponse { goal })
+}
+
+pub async fn set(state: &ServerState, raw: Value) -> Result<Value, RpcError> {
+    let p: ThreadGoalSetParams = params(raw)?;
+    let thread = loaded(state, &p.thread_id)?;
+    let budget = match p.token_budget {
+        Some(n) if n <= 0 => {
+            return Err(RpcError::invalid_params(
+                "tokenBudget: must be positive",
+                Some("tokenBudget".into()),
+            ))
+        }
+        Some(n) => Some(GoalBudget {
+            tokens: u64::try_from(n).ok(),
+            ..GoalBudget::default()
+        }),
+        None => None,
+    };
+    let change = GoalChange {
+        objective: p.objective,
+        status: p.status.map(kernel_status),
+        budget,
+        criteria: None,
+        origin: match p.origin {
+            Some(rein_app_server_protocol::ThreadGoalMutationOrigin::Automatic) => {
+                GoalOrigin::Automatic
+            }
+            _ => GoalOrigin::User,
+        },
+    };
+    match submit(state, &thread, Op::SetGoal { change }).await? {
+        Some(goal) => to_value(&ThreadGoalSetResponse {
+            goal: wire_goal(&p.thread_id, &goal),
+        }),
+        None => Err(RpcError::internal("the goal was not returned")),
+    }
+}
+
+pub async fn clear(state: &ServerState, raw: Value) -> Result<Value, RpcError> {
+    let p: ThreadGoalClearParams = params(raw)?;
+    let thread = loaded(state, &p.thread_id)?;
+    let cleared = submit(state, &thread, Op::ClearGoal).await?.is_some();
+    to_value(&ThreadGoalClearResponse { cleared })
+}
+
+async fn submit(
+    _state: &ServerState,
+    thread: &crate::loaded::LoadedThread,
+    op: Op,
+) -> Result<Option<ThreadGoal>, RpcError> {
+    match thread.handle.submit(op).await.map_err(RpcError::internal)? {
+        OpResult::Goal { goal } => Ok(goal),
+        OpResult::GoalRefused { error } => Err(RpcError::invalid_request(error.to_string())),
+        other => Err(RpcError::internal(format!("unexpected answer: {other:?}"))),
+    }
+}

@@ -1,0 +1,41 @@
+//! Thread goals in the kernel: the state folded from goal events ([`fold`]), what the
+//! loop decides after a goal turn ([`policy`]), the model's goal tools ([`tools`]) and the
+//! requests those tools send to the thread's loop. The loop glue is
+//! `thread/submission_loop/goal.rs`. See `docs/goals.md`.
+
+pub mod fold;
+pub mod policy;
+pub mod tools;
+
+pub use fold::{GoalMark, GoalState};
+
+use rein_protocol::{Criterion, GoalError, GoalStatus, ThreadGoal, VerifierOutcome};
+
+/// What a goal tool asks the thread's loop (the one place that changes the goal).
+#[derive(Clone, Debug, PartialEq)]
+pub enum GoalRequest {
+    Get,
+    Create {
+        objective: String,
+        token_budget: Option<u64>,
+    },
+    /// The model reports a status (`complete`, `blocked`, `paused`).
+    Update {
+        status: GoalStatus,
+        note: Option<String>,
+    },
+    /// The verifiers the loop asked for ran: complete if every one passed.
+    Verified {
+        outcomes: Vec<VerifierOutcome>,
+    },
+}
+
+/// The loop's answer to a [`GoalRequest`].
+#[derive(Clone, Debug, PartialEq)]
+pub enum GoalReply {
+    Goal(Option<ThreadGoal>),
+    /// Before `complete` is believed: run these criteria's verifiers and report back.
+    Verify(Vec<Criterion>),
+}
+
+pub type GoalAnswer = Result<GoalReply, GoalError>;

@@ -1,0 +1,256 @@
+//! The model's goal tools, as Codex has them: `get_goal`, `create_goal` (only when the
+//! user asked for a goal) and `update_goal` (`complete`, `blocked`, or `paused` when the
+//! user asked; resuming and budgets belong to the user). Each asks the thread's loop,
+//! which owns the goal. `update_goal {status: "complete"}` is not believed: the loop
+//! answers with the criteria to verify, this tool runs their shell commands through the
+//! thread's own `shell` tool (its sandbox, its cwd, its approval policy), and the loop
+//! marks the goal complete only if every one exited 0.
+
+use std::sync::Arc;
+
+use futures::future::BoxFuture;
+use rein_protocol::{
+    Criterion, ExitStatus, GoalStatus, ThreadGoal, ToolOutcome, Verifier, VerifierOutcome,
+};
+use serde::Deserialize;
+use serde_json::json;
+
+use super::{GoalReply, GoalRequest};
+use crate::goal::policy::remaining;
+use crate::tools::{StaticTools, Tool, ToolCall, ToolContext, ToolResult, ToolSpec};
+
+/// The name of the tool verifiers run through.
+const SHELL_TOOL: &str = "shell";
+
+/// How much of a verifier's output is kept (its tail: where failures are).
+const VERIFIER_OUTPUT_CHARS: usize = 4_000;
+
+/// The goal tools, one set shared by every thread.
+pub fn goal_tools() -> Arc<StaticTools> {
+    Arc::new(StaticTools::new(vec![
+        Arc::new(GetGoal),
+        Arc::new(CreateGoal),
+        Arc::new(UpdateGoal),
+    ]))
+}
+
+struct GetGoal;
+struct CreateGoal;
+struct UpdateGoal;
+
+fn goal_json(goal: Option<&ThreadGoal>) -> serde_json::Value {
+    match goal {
+        None => json!({"goal": null}),
+        Some(g) => json!({
+            "goal": g,
+            "remaining": remaining(&g.budget, &g.usage),
+        }),
+    }
+}
+
+async fn ask(ctx: &ToolContext, request: GoalRequest) -> Result<GoalReply, String> {
+    match ctx.goal(request).await {
+        None => Err("goals are not available in this thread".to_owned()),
+        Some(Err(error)) => Err(error.to_string()),
+        Some(Ok(reply)) => Ok(reply),
+    }
+}
+
+impl Tool for GetGoal {
+    fn spec(&self) -> ToolSpec {
+        ToolSpec {
+            name: "get_goal".into(),
+            description:
+                "Read this thread's goal: objective, status, budgets, usage and what is left."
+                    .into(),
+            parameters: json!({"type": "object", "properties": {}, "additionalProperties": false}),
+        }
+    }
+
+    fn run<'a>(&'a self, _call: ToolCall, ctx: ToolContext) -> BoxFuture<'a, ToolResult> {
+        Box::pin(async move {
+            match ask(&ctx, GoalRequest::Get).await {
+                Ok(GoalReply::Goal(goal)) => ToolResult::ok(goal_json(goal.as_ref()).to_string()),
+                Ok(GoalReply::Verify(_)) => ToolResult::err("unexpected answer"),
+                Err(message) => ToolResult::err(message),
+            }
+        })
+    }
+}
+
+#[derive(Deserialize)]
+struct CreateArgs {
+    objective: String,
+    #[serde(default)]
+    token_budget: Option<u64>,
+}
+
+impl Tool for CreateGoal {
+    fn spec(&self) -> ToolSpec {
+        ToolSpec {
+            name: "create_goal".into(),
+            description:
+                "Create a goal for this thread. Only when the user explicitly asked for a \
+                          goal; do not infer goals. Fails if the thread already has one."
+                    .into(),
+            parameters: json!({
+                "type": "object",
+                "properties": {
+                    "objective": {"type": "string", "description": "what must be true when the goal is complete (at most 4000 characters)"},
+                    "token_budget": {"type": "integer", "minimum": 1}
+                },
+                "required": ["objective"],
+                "additionalProperties": false
+            }),
+        }
+    }
+
+    fn run<'a>(&'a self, call: ToolCall, ctx: ToolContext) -> BoxFuture<'a, ToolResult> {
+        Box::pin(async move {
+            let args: CreateArgs = match serde_json::from_str(&call.arguments) {
+                Ok(args) => args,
+                Err(e) => return ToolResult::err(format!("bad arguments: {e}")),
+            };
+            let request = GoalRequest::Create {
+                objective: args.objective,
+                token_budget: args.token_budget,
+            };
+            match ask(&ctx, request).await {
+                Ok(GoalReply::Goal(goal)) => ToolResult::ok(goal_json(goal.as_ref()).to_string()),
+                Ok(GoalReply::Verify(_)) => ToolResult::err("unexpected answer"),
+                Err(message) => ToolResult::err(message),
+            }
+        })
+    }
+}
+
+#[derive(Deserialize)]
+struct UpdateArgs {
+    status: GoalStatus,
+    #[serde(default)]
+    note: Option<String>,
+}
+
+impl Tool for UpdateGoal {
+    fn spec(&self) -> ToolSpec {
+        ToolSpec {
+            name: "update_goal".into(),
+            description: "Report this thread's goal as complete (the kernel runs the goal's \
+                          acceptance checks first and keeps the goal active if one fails), \
+                          blocked (you cannot go on: say why in note), or paused (only when the \
+                          user asked). Resuming and budgets belong to the user."
+                .into(),
+            parameters: json!({
+                "type": "object",
+                "properties": {
+                    "status": {"type": "string", "enum": ["complete", "blocked", "paused"]},
+                    "note": {"type": "string", "description": "what was done, or why it is blocked"}
+                },
+                "required": ["status"],
+                "additionalProperties": false
+            }),
+        }
+    }
+
+    fn run<'a>(&'a self, call: ToolCall, ctx: ToolContext) -> BoxFuture<'a, ToolResult> {
+        Box::pin(async move {
+            let args: UpdateArgs = match serde_json::from_str(&call.arguments) {
+                Ok(args) => args,
+                Err(e) => return ToolResult::err(format!("bad arguments: {e}")),
+            };
+            let request = GoalRequest::Update {
+                status: args.status,
+                note: args.note,
+            };
+            let criteria = match ask(&ctx, request).await {
+                Ok(GoalReply::Goal(goal)) => return updated(goal.as_ref(), &[]),
+                Ok(GoalReply::Verify(criteria)) => criteria,
+                Err(message) => return ToolResult::err(message),
+            };
+            let mut outcomes = Vec::with_capacity(criteria.len());
+            for (n, criterion) in criteria.iter().enumerate() {
+                outcomes.push(verify(&ctx, &call.call_id, n, criterion).await);
+            }
+            match ask(
+                &ctx,
+                GoalRequest::Verified {
+                    outcomes: outcomes.clone(),
+                },
+            )
+            .await
+            {
+                Ok(GoalReply::Goal(goal)) => updated(goal.as_ref(), &outcomes),
+                Ok(GoalReply::Verify(_)) => ToolResult::err("unexpected answer"),
+                Err(message) => ToolResult::err(message),
+            }
+        })
+    }
+}
+
+/// The model's answer after an update: what the goal is now, and the verifier runs.
+fn updated(goal: Option<&ThreadGoal>, outcomes: &[VerifierOutcome]) -> ToolResult {
+    let status = goal.map(|g| g.status);
+    let checks: Vec<serde_json::Value> = outcomes
+        .iter()
+        .map(|o| json!({"criterion": o.criterion, "passed": o.passed, "exit_code": o.exit_code, "output": o.output}))
+        .collect();
+    let text = json!({"status": status, "checks": checks}).to_string();
+    let failed = outcomes.iter().any(|o| !o.passed);
+    if failed {
+        ToolResult::err(format!(
+            "The goal is not complete: an acceptance check failed; it stays active. {text}"
+        ))
+    } else {
+        ToolResult::ok(text)
+    }
+}
+
+/// Run one criterion's verifier through the thread's shell tool.
+async fn verify(
+    ctx: &ToolContext,
+    call_id: &str,
+    n: usize,
+    criterion: &Criterion,
+) -> VerifierOutcome {
+    let fail = |output: String| VerifierOutcome {
+        criterion: criterion.description.clone(),
+        passed: false,
+        exit_code: None,
+        output,
+    };
+    let Some(Verifier::Shell { command }) = &criterion.verify else {
+        return fail("no verifier".into());
+    };
+    let Some(shell) = ctx.thread.sources.freeze().get(SHELL_TOOL) else {
+        return fail("the thread has no shell tool to run the check with".into());
+    };
+    let call = ToolCall {
+        call_id: format!("{call_id}_verify_{n}"),
+        name: SHELL_TOOL.into(),
+        arguments: json!({"command": command}).to_string(),
+    };
+    let result = shell.run(call, ctx.clone()).await;
+    match result.outcome {
+        ToolOutcome::Exited { exit, output } => {
+            let exit_code = match exit {
+                ExitStatus::Code { code } => Some(code),
+                _ => None,
+            };
+            VerifierOutcome {
+                criterion: criterion.description.clone(),
+                passed: exit_code == Some(0),
+                exit_code,
+                output: tail(&output, VERIFIER_OUTPUT_CHARS),
+            }
+        }
+        _ => fail(tail(&result.output, VERIFIER_OUTPUT_CHARS)),
+    }
+}
+
+fn tail(text: &str, max: usize) -> String {
+    let count = text.chars().count();
+    if count <= max {
+        return text.to_owned();
+    }
+    text.chars().skip(count - max).collect()
+}
