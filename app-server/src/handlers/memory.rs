@@ -1,5 +1,5 @@
 //! `rein/memory/list`, `rein/memory/read`, `rein/memory/update`, `rein/memory/forget`: the user's view of the
-//! memory store, through the kernel's [`MemoryStore`] port (`Kernel::memory`). A store
+//! memory store, through the kernel's [`MemoryStore`](rein_core::memory::MemoryStore) port (`Kernel::memory`). A store
 //! that fails (a damaged file) answers an internal error naming the file; the connection
 //! and every thread go on.
 

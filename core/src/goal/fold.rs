@@ -1,5 +1,5 @@
 //! The goal part of a thread's state, folded from events by the one reducer
-//! (`ThreadState::apply` calls [`GoalState::apply`] for every event). Usage is derived
+//! (`ThreadState::apply` calls `GoalState::apply` for every event). Usage is derived
 //! here from the events every turn records anyway (`TokenCount` at each step, the turn's
 //! start and end), so it is as durable as the rollout: a kill -9 loses at most the step in
 //! flight, and nothing is counted twice on resume.
@@ -18,7 +18,7 @@ pub struct GoalState {
     mark_ms: Option<u64>,
 }
 
-/// The goal as a turn found it (see [`GoalState::roll_back`]).
+/// The goal as a turn found it (see `GoalState::roll_back`).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct GoalMark {
     goal: Option<Arc<ThreadGoal>>,

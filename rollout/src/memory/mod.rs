@@ -1,5 +1,5 @@
 //! The memory store: [`SqliteMemoryStore`] implements the kernel's
-//! [`MemoryStore`](rein_core::memory::MemoryStore) port over [`db::MemoryDb`], running
+//! [`MemoryStore`] port over [`db::MemoryDb`], running
 //! every call on a blocking thread. The database is opened on first use and reopened after
 //! a failure, so a damaged file is an error naming it on each call (a warning in a turn,
 //! an error from `rein memory` and the app-server's `rein/memory/*`), never a crash.
