@@ -57,6 +57,18 @@ impl Setup {
         .unwrap();
     }
 
+    /// A config whose model `child` (what `spawn_agent` asks for) is served by `child`.
+    pub(crate) fn with_child_model(&self, child: &MockModel) {
+        let config = format!(
+            "model = \"mock\"\nmodel_provider = \"mock\"\nprofile = \"tree\"\n\n[profiles.tree]\n\
+             fallback_model = \"child\"\nfallback_provider = \"mockchild\"\n\n\
+             [model_providers.mock]\nbase_url = \"{}\"\nwire_api = \"responses\"\nenv_key = \"MOCK_API_KEY\"\n\n\
+             [model_providers.mockchild]\nbase_url = \"{}\"\nwire_api = \"responses\"\nenv_key = \"MOCK_API_KEY\"\n",
+            self.mock.base_url, child.base_url
+        );
+        std::fs::write(self.home.path().join("config.toml"), config).unwrap();
+    }
+
     pub(crate) fn command(&self, args: &[&str]) -> std::process::Command {
         let mut cmd = rein_in(self.home.path(), args);
         cmd.env("HOME", self.user.path());
@@ -475,14 +487,7 @@ fn a_sub_agents_tool_calls_reach_the_parents_hooks() {
         call("call_child", "shell", json!({"command": "touch child-ran.txt"})),
         {"text": "Child done."}
     ]}));
-    let config = format!(
-        "model = \"mock\"\nmodel_provider = \"mock\"\nprofile = \"tree\"\n\n[profiles.tree]\n\
-         fallback_model = \"child\"\nfallback_provider = \"mockchild\"\n\n\
-         [model_providers.mock]\nbase_url = \"{}\"\nwire_api = \"responses\"\nenv_key = \"MOCK_API_KEY\"\n\n\
-         [model_providers.mockchild]\nbase_url = \"{}\"\nwire_api = \"responses\"\nenv_key = \"MOCK_API_KEY\"\n",
-        setup.mock.base_url, child.base_url
-    );
-    std::fs::write(setup.home.path().join("config.toml"), config).unwrap();
+    setup.with_child_model(&child);
     // Logs every call it sees; blocks the child's command.
     let guard = setup.script(
         "guard.sh",

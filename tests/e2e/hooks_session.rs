@@ -236,14 +236,7 @@ fn a_sub_agent_runs_subagent_start_and_subagent_stop_instead_of_the_session_hook
         {"text": "Child done."},
         {"text": "Child done, checked."}
     ]}));
-    let config = format!(
-        "model = \"mock\"\nmodel_provider = \"mock\"\nprofile = \"tree\"\n\n[profiles.tree]\n\
-         fallback_model = \"child\"\nfallback_provider = \"mockchild\"\n\n\
-         [model_providers.mock]\nbase_url = \"{}\"\nwire_api = \"responses\"\nenv_key = \"MOCK_API_KEY\"\n\n\
-         [model_providers.mockchild]\nbase_url = \"{}\"\nwire_api = \"responses\"\nenv_key = \"MOCK_API_KEY\"\n",
-        setup.mock.base_url, child.base_url
-    );
-    std::fs::write(setup.home.path().join("config.toml"), config).unwrap();
+    setup.with_child_model(&child);
     let log = setup.script("log.sh", "cat >> moments.jsonl");
     // SubagentStop continues the child once: its second answer ends it.
     let check = setup.script(

@@ -13,7 +13,7 @@ use rein_protocol::{CompactionTrigger, EventMsg, HookEventName};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
-use super::tool_hooks::{agent_type, run_all, HookEvents, HookScope};
+use super::tool_hooks::{agent_type, block_reasons, run_all, HookEvents, HookScope};
 use crate::hooks::HookVerdict;
 
 /// A compaction's trigger as hooks match it (Claude Code's `manual` / `auto`).
@@ -92,15 +92,8 @@ impl HookScope {
             return None;
         }
         let input = self.input(event, json!({ "trigger": name, "custom_instructions": "" }));
-        let blocks: Vec<String> = run_all(found, input, event, None, sink, cancel)
-            .await
-            .into_iter()
-            .filter_map(|(_, response)| match response.verdict {
-                HookVerdict::Block { reason } => Some(reason),
-                HookVerdict::Proceed(_) | HookVerdict::Failed { .. } => None,
-            })
-            .collect();
-        (!blocks.is_empty()).then(|| blocks.join("; "))
+        let runs = run_all(found, input, event, None, sink, cancel).await;
+        block_reasons(runs, "; ")
     }
 
     /// Run the `PostCompact` hooks with the summary the compaction wrote.

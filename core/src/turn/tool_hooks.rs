@@ -358,16 +358,25 @@ impl HookScope {
                 "last_assistant_message": last_agent_message,
             }),
         );
-        let reasons: Vec<String> = run_all(found, input, event, None, sink, cancel)
-            .await
-            .into_iter()
-            .filter_map(|(_, response)| match response.verdict {
-                HookVerdict::Block { reason } => Some(reason),
-                HookVerdict::Proceed(_) | HookVerdict::Failed { .. } => None,
-            })
-            .collect();
-        (!reasons.is_empty()).then(|| reasons.join("\n"))
+        let runs = run_all(found, input, event, None, sink, cancel).await;
+        block_reasons(runs, "\n")
     }
+}
+
+/// The reasons of the runs that blocked, joined by `separator` (`None`: none blocked; a
+/// failed run never counts as a block here).
+pub(super) fn block_reasons(
+    runs: Vec<(HookDescription, HookResponse)>,
+    separator: &str,
+) -> Option<String> {
+    let reasons: Vec<String> = runs
+        .into_iter()
+        .filter_map(|(_, response)| match response.verdict {
+            HookVerdict::Block { reason } => Some(reason),
+            HookVerdict::Proceed(_) | HookVerdict::Failed { .. } => None,
+        })
+        .collect();
+    (!reasons.is_empty()).then(|| reasons.join(separator))
 }
 
 /// The tool's arguments from a hook's `updatedInput`: the shell's `Bash` input has the
