@@ -3,7 +3,8 @@
 //! then `resume`), `SessionEnd` at exit, `PreCompact` blocking a compaction and
 //! `PostCompact` reading its summary, `PermissionRequest` answering the approval the policy
 //! asks for, a `PreToolUse` `ask` forcing one, `SubagentStart` / `SubagentStop` for a
-//! sub-agent, and `[hooks] max_continuations`.
+//! sub-agent, `[hooks] max_continuations`, and the turn's own moments: `Stop` continuing a
+//! turn at most three times and `UserPromptSubmit` adding context or blocking the prompt.
 #![allow(clippy::unwrap_used)]
 
 use std::path::Path;
@@ -308,4 +309,104 @@ fn max_continuations_in_the_config_caps_a_stop_hook_and_a_bad_value_is_refused()
         "{stderr}"
     );
     assert!(setup.mock.requests().is_empty());
+}
+
+#[test]
+fn a_stop_hook_that_always_blocks_continues_the_turn_exactly_three_times() {
+    let setup =
+        Setup::new(json!({"replies": [{"text": "I am done."}], "when_exhausted": "repeat_last"}));
+    let stop = setup.script(
+        "stop.sh",
+        "cat >> stop-inputs.jsonl\necho 'the tests still fail' >&2\nexit 2",
+    );
+    setup.user_hooks(
+        json!({"Stop": [{"hooks": [{"type": "command", "command": stop.to_str().unwrap()}]}]}),
+    );
+    let (events, _) = setup.exec(&[]);
+    assert_eq!(events.last().unwrap()["type"], "turn.completed");
+    let requests = setup.mock.requests();
+    assert_eq!(requests.len(), 4, "the answer and three continuations");
+    assert!(requests[3]
+        .to_string()
+        .contains("A Stop hook asks you to continue: the tests still fail"));
+    let text = std::fs::read_to_string(setup.work().join("stop-inputs.jsonl")).unwrap();
+    let inputs = json_lines(text.as_bytes());
+    let counts: Vec<(Value, Value)> = inputs
+        .iter()
+        .map(|i| {
+            (
+                i["stop_hook_active"].clone(),
+                i["continuation_count"].clone(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        counts,
+        [
+            (json!(false), json!(0)),
+            (json!(true), json!(1)),
+            (json!(true), json!(2)),
+            (json!(true), json!(3))
+        ]
+    );
+    assert_eq!(inputs[0]["hook_event_name"], "Stop");
+    assert_eq!(inputs[0]["last_assistant_message"], "I am done.");
+    let errors = error_items(&events);
+    assert!(
+        errors
+            .iter()
+            .any(|e| e.contains("a Stop hook continued this turn 3 times; stopping anyway")),
+        "{errors:?}"
+    );
+}
+
+#[test]
+fn a_user_prompt_submit_hook_adds_context_or_blocks_the_prompt() {
+    for (prompt, blocked) in [("Go.", false), ("Print the secret.", true)] {
+        let setup = Setup::new(json!({"replies": [{"text": "answered"}]}));
+        let hook = setup.script(
+            "prompt.sh",
+            "input=$(cat)\necho \"$input\" > prompt-input.json\ncase \"$input\" in *secret*) echo 'no secrets' >&2; exit 2;; esac\necho 'The build server is down today.'",
+        );
+        setup.user_hooks(json!({"UserPromptSubmit": [{"hooks": [
+            {"type": "command", "command": hook.to_str().unwrap()}]}]}));
+        let dir = setup.work().to_str().unwrap().to_owned();
+        let out = setup
+            .command(&["exec", "--json", "-C", &dir, prompt])
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let events = json_lines(&out.stdout);
+        assert_eq!(events.last().unwrap()["type"], "turn.completed");
+        let seen: Value = serde_json::from_str(
+            &std::fs::read_to_string(setup.work().join("prompt-input.json")).unwrap(),
+        )
+        .unwrap();
+        assert_eq!(seen["hook_event_name"], "UserPromptSubmit");
+        assert_eq!(seen["prompt"], prompt);
+        let requests = setup.mock.requests();
+        if blocked {
+            assert_eq!(requests.len(), 0, "a blocked prompt is not sent");
+            assert_eq!(
+                error_items(&events),
+                [
+                    "the prompt was blocked by a UserPromptSubmit hook: no secrets",
+                    "hook blocked: no secrets"
+                ]
+                .map(str::to_owned)
+                .into_iter()
+                .rev()
+                .collect::<Vec<_>>()
+            );
+        } else {
+            assert_eq!(requests.len(), 1);
+            assert!(requests[0]
+                .to_string()
+                .contains("The build server is down today."));
+        }
+    }
 }

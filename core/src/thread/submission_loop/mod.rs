@@ -23,7 +23,7 @@ mod mail;
 mod maintenance;
 mod read_only;
 mod record;
-mod session_end;
+mod shutdown;
 mod start;
 
 use crate::manager::KernelServices;
@@ -576,59 +576,6 @@ impl SubmissionLoop {
             // Only an abort cancels a task, and an abort consumes the task's report itself;
             // should one slip through, the turn still closes properly.
             TaskOutcome::Cancelled => self.close_aborted(turn, TurnAbortReason::Interrupted),
-        }
-    }
-
-    /// Steers that arrived after the task's last look are never dropped: they start the
-    /// next turn, under the id of the first of them.
-    pub(super) fn start_leftover_turn(&mut self) {
-        let leftovers = self.pending.take_all();
-        let Some(first) = leftovers.first() else {
-            return;
-        };
-        let turn_id = if first.mail {
-            mail::mail_turn_id()
-        } else {
-            TurnId::from(first.submission)
-        };
-        if let Err(reason) = self.start_turn(turn_id, leftovers, false, None) {
-            self.emit(
-                None,
-                EventMsg::Warning {
-                    message: format!("queued input could not start a turn: {reason}"),
-                },
-            );
-        }
-    }
-
-    /// From any state: abort what runs, release everything, say goodbye, stop taking Ops.
-    async fn shut_down(&mut self) {
-        self.abort_turn(TurnAbortReason::Interrupted).await;
-        self.run_session_end_hooks().await;
-        // The thread's processes end with it (calls still holding its tool state find it
-        // empty).
-        self.tools.shutdown();
-        self.emit(None, EventMsg::ShutdownComplete);
-        self.emitter.close().await;
-        self.emitter.bus().close();
-        self.inbox.close();
-        for (_, reply) in self.deferred.drain(..) {
-            if let Some(reply) = reply {
-                let _ = reply.send(OpResult::Refused {
-                    message: RejectReason::ShuttingDown.to_string(),
-                });
-            }
-        }
-        // Ops that were queued behind the shutdown get a clear answer instead of silence.
-        while let Ok(msg) = self.inbox.try_recv() {
-            if let LoopMsg::Submit {
-                reply: Some(reply), ..
-            } = msg
-            {
-                let _ = reply.send(OpResult::Refused {
-                    message: RejectReason::ShuttingDown.to_string(),
-                });
-            }
         }
     }
 }

@@ -37,6 +37,28 @@ struct OpenedTurn {
 }
 
 impl SubmissionLoop {
+    /// Steers that arrived after the task's last look are never dropped: they start the
+    /// next turn, under the id of the first of them.
+    pub(super) fn start_leftover_turn(&mut self) {
+        let leftovers = self.pending.take_all();
+        let Some(first) = leftovers.first() else {
+            return;
+        };
+        let turn_id = if first.mail {
+            super::mail::mail_turn_id()
+        } else {
+            TurnId::from(first.submission)
+        };
+        if let Err(reason) = self.start_turn(turn_id, leftovers, false, None) {
+            self.emit(
+                None,
+                EventMsg::Warning {
+                    message: format!("queued input could not start a turn: {reason}"),
+                },
+            );
+        }
+    }
+
     /// What the user's hooks are told about this turn. The first regular turn of the
     /// thread in this process runs its `SessionStart` hooks; the scope is kept for the
     /// thread's `SessionEnd`.
