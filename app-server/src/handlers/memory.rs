@@ -86,15 +86,7 @@ pub async fn update(state: &ServerState, raw: Value) -> Result<Value, RpcError> 
         keywords: p.keywords,
         state: None,
     };
-    let record = state
-        .kernel
-        .memory
-        .update(id, update)
-        .await
-        .map_err(store_error)?;
-    to_value(&MemoryResponse {
-        memory: wire(&record),
-    })
+    apply_update(state, id, update).await
 }
 
 pub async fn forget(state: &ServerState, raw: Value) -> Result<Value, RpcError> {
@@ -104,6 +96,15 @@ pub async fn forget(state: &ServerState, raw: Value) -> Result<Value, RpcError> 
         state: Some(MemoryState::Forgotten),
         ..MemoryUpdate::default()
     };
+    apply_update(state, id, update).await
+}
+
+/// Change memory `id` and answer it as it now is.
+async fn apply_update(
+    state: &ServerState,
+    id: MemoryId,
+    update: MemoryUpdate,
+) -> Result<Value, RpcError> {
     let record = state
         .kernel
         .memory
