@@ -34,7 +34,7 @@ use crate::turns::turns_from_state;
 mod questions;
 mod requests;
 use questions::{response_of, unanswered, Asked};
-pub use requests::{PendingRequests, PumpCmd, PumpRequest};
+pub use requests::{OpAnswer, PendingRequests, PumpCmd, PumpRequest};
 
 pub struct Pump {
     pub thread: LoadedThread,
@@ -415,6 +415,10 @@ impl Pump {
                     other => Err(refusal(other)),
                 };
                 reply.answer(result).await;
+            }
+            PumpCmd::Submit { reply, op, answer } => {
+                let result = self.submit(SubmissionId::new(), op).await;
+                reply.answer(answer(result)).await;
             }
             PumpCmd::Rollback { reply, turns } => {
                 let result = match self
