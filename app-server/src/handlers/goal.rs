@@ -98,12 +98,17 @@ pub async fn set(state: &ServerState, raw: Value) -> Result<Value, RpcError> {
         },
     };
     let thread_id = p.thread_id;
-    submit(state, &thread, Op::SetGoal { change }, move |goal| match goal {
-        Some(goal) => to_value(&ThreadGoalSetResponse {
-            goal: wire_goal(&thread_id, &goal),
-        }),
-        None => Err(RpcError::internal("the goal was not returned")),
-    })
+    submit(
+        state,
+        &thread,
+        Op::SetGoal { change },
+        move |goal| match goal {
+            Some(goal) => to_value(&ThreadGoalSetResponse {
+                goal: wire_goal(&thread_id, &goal),
+            }),
+            None => Err(RpcError::internal("the goal was not returned")),
+        },
+    )
     .await
 }
 

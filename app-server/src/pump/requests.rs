@@ -21,7 +21,8 @@ pub struct PumpRequest {
 }
 
 /// What a [`PumpCmd::Submit`] answers, made of the thread's reply to its op.
-pub type OpAnswer = Box<dyn FnOnce(Result<OpResult, ThreadError>) -> Result<Value, RpcError> + Send>;
+pub type OpAnswer =
+    Box<dyn FnOnce(Result<OpResult, ThreadError>) -> Result<Value, RpcError> + Send>;
 
 /// Requests a pump carries out, each answering through its `reply`.
 pub enum PumpCmd {
