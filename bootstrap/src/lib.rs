@@ -530,6 +530,8 @@ fn agents_config(file: Option<&rein_config::agents::AgentsSettings>) -> AgentsCo
             None => defaults.strategy,
         },
         max_review_rounds: file.max_review_rounds.unwrap_or(defaults.max_review_rounds),
+        max_retries: file.max_retries.unwrap_or(defaults.max_retries),
+        retry_backoff_ms: file.retry_backoff_ms.unwrap_or(defaults.retry_backoff_ms),
         ..defaults
     }
 }

@@ -11,6 +11,8 @@
 //! max_tree_tokens = 2000000     # tokens the whole tree may spend (off by default)
 //! strategy = "planner"          # "single" (the default) or "planner": the root plans a task graph
 //! max_review_rounds = 2         # how often a reviewer may send a node back
+//! max_retries = 2               # attempts after a transient failure of a task node
+//! retry_backoff_ms = 2000       # wait before the first retry; doubled for each next one
 //!
 //! [agents.roles.reviewer]       # a role: built-in ones (planner, worker, reviewer) are overridden
 //! description = "Checks a worker's result"
@@ -38,6 +40,8 @@ pub struct AgentsToml {
     pub max_tree_tokens: Option<u64>,
     pub strategy: Option<Strategy>,
     pub max_review_rounds: Option<u32>,
+    pub max_retries: Option<u32>,
+    pub retry_backoff_ms: Option<u64>,
     #[serde(default)]
     pub roles: BTreeMap<String, RoleToml>,
 }
@@ -83,6 +87,8 @@ pub struct AgentsSettings {
     pub max_tree_tokens: Option<u64>,
     pub strategy: Option<Strategy>,
     pub max_review_rounds: Option<u32>,
+    pub max_retries: Option<u32>,
+    pub retry_backoff_ms: Option<u64>,
     pub roles: BTreeMap<String, RoleToml>,
 }
 
@@ -96,6 +102,8 @@ pub fn agents_settings(agents: &AgentsToml, features: &FeaturesToml) -> AgentsSe
         max_tree_tokens: agents.max_tree_tokens,
         strategy: agents.strategy,
         max_review_rounds: agents.max_review_rounds,
+        max_retries: agents.max_retries,
+        retry_backoff_ms: agents.retry_backoff_ms,
         roles: agents.roles.clone(),
     }
 }

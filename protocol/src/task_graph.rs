@@ -122,6 +122,22 @@ pub enum TaskFailureKind {
     NotStarted,
 }
 
+impl TaskFailureKind {
+    /// Whether another attempt may end differently: a model or tool failure, a thread
+    /// that died, a start that failed. A spent budget, a missing verdict and a rejection
+    /// out of rounds would fail the same way again.
+    pub fn is_transient(self) -> bool {
+        match self {
+            TaskFailureKind::TurnFailed
+            | TaskFailureKind::ThreadDied
+            | TaskFailureKind::NotStarted => true,
+            TaskFailureKind::Budget | TaskFailureKind::NoVerdict | TaskFailureKind::Rejected => {
+                false
+            }
+        }
+    }
+}
+
 /// How an attempt ended.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(tag = "type", rename_all = "snake_case")]
@@ -185,6 +201,37 @@ impl TaskNode {
     pub fn outcome(&self) -> Option<&TaskOutcome> {
         self.attempts.last().and_then(|a| a.outcome.as_ref())
     }
+
+    /// How many of its attempts failed transiently ([`TaskFailureKind::is_transient`]).
+    pub fn transient_failures(&self) -> u32 {
+        let n = self
+            .attempts
+            .iter()
+            .filter(|a| {
+                matches!(&a.outcome, Some(TaskOutcome::Failed { kind, .. }) if kind.is_transient())
+            })
+            .count();
+        u32::try_from(n).unwrap_or(u32::MAX)
+    }
+
+    /// When a node re-queued after a transient failure may start again: `base_ms` after
+    /// its last attempt ended, doubled for each earlier such failure (capped at 64 times
+    /// `base_ms`). `None` when its last attempt did not fail (it may start at once).
+    pub fn retry_at(&self, base_ms: u64) -> Option<u64> {
+        let last = self.attempts.last()?;
+        let Some(TaskOutcome::Failed { kind, .. }) = &last.outcome else {
+            return None;
+        };
+        if !kind.is_transient() {
+            return None;
+        }
+        let doublings = self.transient_failures().saturating_sub(1).min(6);
+        Some(last.ended_ms.unwrap_or(last.started_ms) + base_ms.saturating_mul(1 << doublings))
+    }
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
 }
 
 /// The whole graph as the root thread's state holds it.
@@ -194,6 +241,10 @@ pub struct TaskGraph {
     pub nodes: Vec<TaskNode>,
     pub policy: FailurePolicy,
     pub max_review_rounds: u32,
+    /// How many more attempts a node gets after a transient failure
+    /// ([`TaskFailureKind::is_transient`]); 0 in graphs recorded before retries.
+    #[serde(default)]
+    pub max_retries: u32,
 }
 
 /// The graph as a whole.
@@ -216,6 +267,9 @@ pub enum TaskGraphChange {
     Planned {
         policy: FailurePolicy,
         max_review_rounds: u32,
+        /// Retries after a transient failure (absent in graphs recorded before them: 0).
+        #[serde(default, skip_serializing_if = "is_zero")]
+        max_retries: u32,
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         upsert: Vec<TaskNodeSpec>,
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -314,11 +368,13 @@ impl TaskGraph {
             TaskGraphChange::Planned {
                 policy,
                 max_review_rounds,
+                max_retries,
                 upsert,
                 remove,
             } => {
                 self.policy = *policy;
                 self.max_review_rounds = *max_review_rounds;
+                self.max_retries = *max_retries;
                 self.merge(upsert, remove);
             }
             TaskGraphChange::NodeStarted { node_id, thread_id } => {
@@ -350,6 +406,7 @@ impl TaskGraph {
 
     fn finish(&mut self, node_id: &str, outcome: &TaskOutcome, at_ms: u64) {
         let max_rounds = self.max_review_rounds;
+        let max_retries = self.max_retries;
         let Some(node) = self.node_mut(node_id) else {
             return;
         };
@@ -361,6 +418,13 @@ impl TaskGraph {
             TaskOutcome::Completed { .. } => TaskState::Completed,
             TaskOutcome::Reviewed { verdict } if verdict.approved => TaskState::Completed,
             TaskOutcome::Reviewed { .. } => TaskState::Pending,
+            // A transient failure re-queues the node while it has retries left; the
+            // scheduler waits out its backoff ([`TaskGraph::retry_at`]) before starting it.
+            TaskOutcome::Failed { kind, .. }
+                if kind.is_transient() && node.transient_failures() <= max_retries =>
+            {
+                TaskState::Pending
+            }
             TaskOutcome::Failed { .. } => TaskState::Failed,
             TaskOutcome::Cancelled => TaskState::Cancelled,
         };

@@ -225,6 +225,7 @@ pub fn every_variant_thread() -> ThreadScript {
         change: rein_protocol::TaskGraphChange::Planned {
             policy: rein_protocol::FailurePolicy::BlockDependents,
             max_review_rounds: 2,
+            max_retries: 2,
             upsert: vec![rein_protocol::TaskNodeSpec {
                 id: "parse".into(),
                 title: "Fix the parser".into(),

@@ -68,4 +68,5 @@ mod serve_responses;
 mod skills_activation;
 mod task_graph;
 mod task_graph_fronts;
+mod task_graph_retries;
 mod trajectory_e2e;

@@ -66,7 +66,7 @@ pub(crate) fn workers(answers: &[(&str, Value)]) -> MockModel {
 }
 
 /// The `task_graph_changed` events of the root's rollout, with their timestamps.
-fn graph_changes(home: &Home, root: &str) -> Vec<(u64, Value)> {
+pub(crate) fn graph_changes(home: &Home, root: &str) -> Vec<(u64, Value)> {
     let text = std::fs::read_to_string(rollout_of(home.path(), root)).unwrap();
     text.lines()
         .filter_map(|l| serde_json::from_str::<Value>(l).ok())
@@ -82,7 +82,7 @@ fn graph_changes(home: &Home, root: &str) -> Vec<(u64, Value)> {
 }
 
 /// Each change as `started:ID`, `finished:ID:OUTCOME`, `planned`.
-fn shape(change: &Value) -> String {
+pub(crate) fn shape(change: &Value) -> String {
     match change["type"].as_str().unwrap() {
         "planned" => "planned".to_owned(),
         "node_started" => format!("started:{}", change["node_id"].as_str().unwrap()),
@@ -100,7 +100,7 @@ fn shape(change: &Value) -> String {
     }
 }
 
-fn root_of(stdout: &[u8]) -> String {
+pub(crate) fn root_of(stdout: &[u8]) -> String {
     json_lines(stdout)[0]["thread_id"]
         .as_str()
         .unwrap()
@@ -209,7 +209,7 @@ fn failing_plan(policy: &str) -> (MockModel, MockModel, MockModel) {
     (planner, workers, reviewers)
 }
 
-fn final_states(home: &Home, root: &str) -> Vec<String> {
+pub(crate) fn final_states(home: &Home, root: &str) -> Vec<String> {
     let mut shapes: Vec<String> = graph_changes(home, root)
         .iter()
         .map(|(_, c)| shape(c))
@@ -221,8 +221,10 @@ fn final_states(home: &Home, root: &str) -> Vec<String> {
 
 #[test]
 fn a_failed_worker_blocks_its_dependents_or_lets_them_run_as_orphans() {
+    // No retries here: one failed attempt fails the node (tests/e2e/task_graph_retries.rs
+    // has the retries).
     let (planner, workers, reviewers) = failing_plan("block_dependents");
-    let home = graph_home(&planner, &workers, &reviewers, "");
+    let home = graph_home(&planner, &workers, &reviewers, "max_retries = 0");
     let out = home.exec_ok(&["--json", "Build."]);
     let root = root_of(&out.stdout);
     assert_eq!(
@@ -237,7 +239,7 @@ fn a_failed_worker_blocks_its_dependents_or_lets_them_run_as_orphans() {
     );
 
     let (planner, workers, reviewers) = failing_plan("allow_orphans");
-    let home = graph_home(&planner, &workers, &reviewers, "");
+    let home = graph_home(&planner, &workers, &reviewers, "max_retries = 0");
     let out = home.exec_ok(&["--json", "Build."]);
     let root = root_of(&out.stdout);
     assert_eq!(

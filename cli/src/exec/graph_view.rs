@@ -94,6 +94,7 @@ mod tests {
             &TaskGraphChange::Planned {
                 policy: FailurePolicy::BlockDependents,
                 max_review_rounds: 1,
+                max_retries: 0,
                 upsert: vec![spec("a", &[]), spec("b", &["a"])],
                 remove: Vec::new(),
             },

@@ -69,6 +69,12 @@ pub struct AgentsConfig {
     pub strategy: Strategy,
     /// How often a reviewer may send a task node back before it fails.
     pub max_review_rounds: u32,
+    /// Attempts a task node gets after a transient failure (a failed turn, a dead thread,
+    /// a failed start) before it fails.
+    pub max_retries: u32,
+    /// How long the first retry waits after the failed attempt; each next one waits twice
+    /// as long.
+    pub retry_backoff_ms: u64,
 }
 
 impl Default for AgentsConfig {
@@ -85,6 +91,8 @@ impl Default for AgentsConfig {
             roles: roles::builtin_roles(),
             strategy: Strategy::Single,
             max_review_rounds: 2,
+            max_retries: 2,
+            retry_backoff_ms: 2_000,
         }
     }
 }

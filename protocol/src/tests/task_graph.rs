@@ -26,6 +26,7 @@ fn planned(policy: FailurePolicy, nodes: Vec<TaskNodeSpec>) -> TaskGraph {
         &TaskGraphChange::Planned {
             policy,
             max_review_rounds: 1,
+            max_retries: 0,
             upsert: nodes,
             remove: Vec::new(),
         },
@@ -168,6 +169,7 @@ fn a_replan_is_a_diff() {
         &TaskGraphChange::Planned {
             policy: FailurePolicy::BlockDependents,
             max_review_rounds: 1,
+            max_retries: 0,
             upsert: vec![spec("c", &["a"])],
             remove: vec!["b".into()],
         },
@@ -201,4 +203,64 @@ fn an_aborted_root_turn_cancels_the_running_nodes() {
         ]
     );
     assert_eq!(g.nodes[0].attempts[0].ended_ms, Some(5));
+}
+
+fn failed_as(kind: TaskFailureKind) -> TaskOutcome {
+    TaskOutcome::Failed {
+        kind,
+        message: "no".into(),
+    }
+}
+
+#[test]
+fn a_transient_failure_requeues_the_node_until_its_retries_are_spent() {
+    let mut g = TaskGraph::default();
+    g.apply(
+        &TaskGraphChange::Planned {
+            policy: FailurePolicy::BlockDependents,
+            max_review_rounds: 1,
+            max_retries: 2,
+            upsert: vec![spec("a", &[]), spec("b", &["a"])],
+            remove: Vec::new(),
+        },
+        1,
+    );
+    run(&mut g, "a", failed_as(TaskFailureKind::TurnFailed));
+    assert_eq!(g.node("a").unwrap().state, TaskState::Ready);
+    // The attempt ended at 3: the first retry waits the base, the next twice that.
+    assert_eq!(g.node("a").unwrap().retry_at(100), Some(103));
+    run(&mut g, "a", failed_as(TaskFailureKind::ThreadDied));
+    assert_eq!(g.node("a").unwrap().retry_at(100), Some(203));
+    run(&mut g, "a", failed_as(TaskFailureKind::TurnFailed));
+    assert_eq!(g.node("a").unwrap().state, TaskState::Failed);
+    assert_eq!(g.node("b").unwrap().state, TaskState::Blocked);
+    assert_eq!(g.node("a").unwrap().attempts.len(), 3);
+}
+
+#[test]
+fn a_failure_that_would_repeat_is_not_retried() {
+    for kind in [
+        TaskFailureKind::Budget,
+        TaskFailureKind::NoVerdict,
+        TaskFailureKind::Rejected,
+    ] {
+        let mut g = TaskGraph::default();
+        g.apply(
+            &TaskGraphChange::Planned {
+                policy: FailurePolicy::BlockDependents,
+                max_review_rounds: 1,
+                max_retries: 2,
+                upsert: vec![spec("a", &[])],
+                remove: Vec::new(),
+            },
+            1,
+        );
+        run(&mut g, "a", failed_as(kind));
+        let a = g.node("a").unwrap();
+        assert_eq!(
+            (a.state, a.retry_at(100)),
+            (TaskState::Failed, None),
+            "{kind:?}"
+        );
+    }
 }

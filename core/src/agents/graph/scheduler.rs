@@ -46,6 +46,7 @@ impl AgentControl {
         let change = TaskGraphChange::Planned {
             policy: policy.unwrap_or(current.policy),
             max_review_rounds: self.config.max_review_rounds,
+            max_retries: self.config.max_retries,
             upsert,
             remove,
         };
@@ -222,15 +223,18 @@ impl AgentControl {
             self.finish_node(root, thread, end).await;
         }
         loop {
-            let ready = {
+            let (ready, backoff) = {
                 let graphs = self.graphs();
                 let Some(run) = graphs.get(&root) else { return };
                 if run.paused {
-                    None
+                    (None, None)
                 } else {
-                    run.graph.ready().into_iter().next()
+                    self.startable(run)
                 }
             };
+            if let Some(at_ms) = backoff {
+                self.wake_at(root, at_ms);
+            }
             let Some(node) = ready else { break };
             if !self.has_room(root) {
                 break;
@@ -250,6 +254,36 @@ impl AgentControl {
             }
         }
         self.report_if_settled(root);
+    }
+
+    /// The first ready node that may start now, and when the earliest ready node waiting
+    /// out a retry's backoff may (if one does).
+    fn startable(&self, run: &GraphRun) -> (Option<String>, Option<u64>) {
+        let now = now_ms();
+        let mut waiting: Option<u64> = None;
+        for id in run.graph.ready() {
+            let at = run
+                .graph
+                .node(&id)
+                .and_then(|n| n.retry_at(self.config.retry_backoff_ms));
+            match at {
+                Some(at) if at > now => waiting = Some(waiting.map_or(at, |w| w.min(at))),
+                _ => return (Some(id), None),
+            }
+        }
+        (None, waiting)
+    }
+
+    /// Wake the driver of `root` at `at_ms` (a retry's backoff is over).
+    fn wake_at(&self, root: ThreadId, at_ms: u64) {
+        let Some(wake) = self.graphs().get(&root).map(|r| Arc::clone(&r.wake)) else {
+            return;
+        };
+        let delay = std::time::Duration::from_millis(at_ms.saturating_sub(now_ms()));
+        tokio::spawn(async move {
+            tokio::time::sleep(delay).await;
+            wake.notify_one();
+        });
     }
 
     fn has_room(&self, root: ThreadId) -> bool {
