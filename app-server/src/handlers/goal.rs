@@ -8,10 +8,9 @@ use rein_app_server_protocol::{
     ThreadGoalGetResponse, ThreadGoalSetParams, ThreadGoalSetResponse, ThreadGoalStatus,
 };
 use rein_protocol::{GoalBudget, GoalChange, GoalOrigin, GoalStatus, Op, OpResult, ThreadGoal};
-use serde_json::Value;
 
-use super::{loaded, to_value};
-use crate::dispatch::{params, ServerState};
+use super::loaded;
+use crate::dispatch::ServerState;
 use crate::error::RpcError;
 
 pub(crate) fn wire_status(status: GoalStatus) -> ThreadGoalStatus {
@@ -54,8 +53,7 @@ pub(crate) fn wire_goal(thread_id: &str, goal: &ThreadGoal) -> WireGoal {
     }
 }
 
-pub async fn get(state: &ServerState, raw: Value) -> Result<Value, RpcError> {
-    let p: ThreadGoalGetParams = params(raw)?;
+pub async fn get(state: &ServerState, p: ThreadGoalGetParams) -> Result<ThreadGoalGetResponse, RpcError> {
     let id = crate::dispatch::wire_id(&p.thread_id, "threadId", "thread")?;
     // A thread not loaded here answers from its rollout, as `thread/read` does.
     let snapshot = crate::handlers::history::folded_state(state, id).await?;
@@ -64,11 +62,10 @@ pub async fn get(state: &ServerState, raw: Value) -> Result<Value, RpcError> {
         .goal
         .as_ref()
         .map(|g| wire_goal(&p.thread_id, g));
-    to_value(&ThreadGoalGetResponse { goal })
+    Ok(ThreadGoalGetResponse { goal })
 }
 
-pub async fn set(state: &ServerState, raw: Value) -> Result<Value, RpcError> {
-    let p: ThreadGoalSetParams = params(raw)?;
+pub async fn set(state: &ServerState, p: ThreadGoalSetParams) -> Result<ThreadGoalSetResponse, RpcError> {
     let thread = loaded(state, &p.thread_id)?;
     let budget = match p.token_budget {
         Some(n) if n <= 0 => {
@@ -96,18 +93,17 @@ pub async fn set(state: &ServerState, raw: Value) -> Result<Value, RpcError> {
         },
     };
     match submit(state, &thread, Op::SetGoal { change }).await? {
-        Some(goal) => to_value(&ThreadGoalSetResponse {
+        Some(goal) => Ok(ThreadGoalSetResponse {
             goal: wire_goal(&p.thread_id, &goal),
         }),
         None => Err(RpcError::internal("the goal was not returned")),
     }
 }
 
-pub async fn clear(state: &ServerState, raw: Value) -> Result<Value, RpcError> {
-    let p: ThreadGoalClearParams = params(raw)?;
+pub async fn clear(state: &ServerState, p: ThreadGoalClearParams) -> Result<ThreadGoalClearResponse, RpcError> {
     let thread = loaded(state, &p.thread_id)?;
     let cleared = submit(state, &thread, Op::ClearGoal).await?.is_some();
-    to_value(&ThreadGoalClearResponse { cleared })
+    Ok(ThreadGoalClearResponse { cleared })
 }
 
 async fn submit(

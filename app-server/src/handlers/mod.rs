@@ -25,7 +25,3 @@ pub fn loaded(state: &ServerState, thread_id: &str) -> Result<LoadedThread, RpcE
         .get(id)
         .ok_or_else(|| RpcError::invalid_request(format!("thread not found: {id}")))
 }
-
-pub fn to_value<T: serde::Serialize>(value: &T) -> Result<serde_json::Value, RpcError> {
-    serde_json::to_value(value).map_err(RpcError::internal)
-}

@@ -20,7 +20,6 @@ use rein_protocol::{
     Event, EventMsg, InputMode, InputOutcome, Op, OpResult, RejectReason, SettingsChange,
     SubmissionId, TurnId,
 };
-use serde_json::Value;
 use tokio::sync::mpsc;
 use tokio::time::{sleep_until, Instant};
 
@@ -172,9 +171,8 @@ impl Pump {
                 }
                 Outgoing::Ask {
                     approval_id,
-                    method,
-                    params,
-                } => self.ask(approval_id, method, params, asked).await,
+                    request,
+                } => self.ask(approval_id, *request, asked).await,
                 Outgoing::Withdrawn { approval_id } => {
                     let askees = asked.remove(&approval_id).map(|q| q.askees);
                     for (subscriber, request_id) in askees.unwrap_or_default() {
@@ -202,8 +200,7 @@ impl Pump {
                 continue;
             }
             let (out, request_id) = self.register_ask(question, from.clone());
-            out.request(&request_id, question.method, question.params.clone())
-                .await;
+            out.request(&request_id, &question.request).await;
         }
     }
 
@@ -225,13 +222,13 @@ impl Pump {
                 let submission = SubmissionId::new();
                 let result = match self.submit(submission, op).await {
                     Ok(OpResult::Input(InputOutcome::Started { turn_id })) => {
-                        to_value(&TurnStartResponse {
+                        Ok(TurnStartResponse {
                             turn: pending_turn(turn_id),
                         })
                     }
                     // Behind a compaction: it starts, under the submission's id, right after.
                     Ok(OpResult::Input(InputOutcome::Queued { .. })) => {
-                        to_value(&TurnStartResponse {
+                        Ok(TurnStartResponse {
                             turn: pending_turn(TurnId::from(submission)),
                         })
                     }
@@ -253,13 +250,13 @@ impl Pump {
                 let submission = SubmissionId::new();
                 let result = match self.submit(submission, op).await {
                     Ok(OpResult::Input(InputOutcome::Steered { turn_id })) => {
-                        to_value(&TurnSteerResponse {
+                        Ok(TurnSteerResponse {
                             turn_id: turn_id.to_string(),
                         })
                     }
                     // The running turn takes no steers; the input starts the next one.
                     Ok(OpResult::Input(InputOutcome::Queued { .. })) => {
-                        to_value(&TurnSteerResponse {
+                        Ok(TurnSteerResponse {
                             turn_id: TurnId::from(submission).to_string(),
                         })
                     }
@@ -279,7 +276,7 @@ impl Pump {
                 {
                     tracing::debug!("interrupt: {e}");
                 }
-                reply.answer(to_value(&EmptyResponse {})).await;
+                reply.answer(Ok(EmptyResponse {})).await;
             }
             PumpCmd::Answer {
                 request_id,
@@ -297,7 +294,7 @@ impl Pump {
                 let Some(question) = asked.remove(&approval_id) else {
                     return;
                 };
-                self.respond(approval_id, response_of(question.method, &outcome))
+                self.respond(approval_id, response_of(&question.request, outcome))
                     .await;
                 for (subscriber, request_id) in question.askees {
                     subscriber.pending.take(&request_id);
@@ -333,7 +330,7 @@ impl Pump {
                 if !exclude_turns {
                     response.thread.turns = turns_from_state(&folded);
                 }
-                reply.answer(to_value(&*response)).await;
+                reply.answer(Ok(*response)).await;
                 self.reask(&from, asked).await;
                 // The sub-agents' open questions are the root's subscribers' to answer too.
                 if !self.sub_agent {
@@ -374,7 +371,7 @@ impl Pump {
                 }
                 for approval_id in unanswerable {
                     if let Some(question) = asked.remove(&approval_id) {
-                        self.respond(approval_id, unanswered(question.method)).await;
+                        self.respond(approval_id, unanswered(&question.request)).await;
                     }
                 }
             }
@@ -388,7 +385,7 @@ impl Pump {
                     .enqueue_with_id(SubmissionId::new(), Op::Compact)
                     .await
                 {
-                    Ok(()) => to_value(&EmptyResponse {}),
+                    Ok(()) => Ok(EmptyResponse {}),
                     Err(e) => Err(RpcError::invalid_request(e.to_string())),
                 };
                 reply.answer(result).await;
@@ -401,7 +398,7 @@ impl Pump {
                     .enqueue_with_id(submission, Op::Review { target })
                     .await
                 {
-                    Ok(()) => to_value(&ReviewStartResponse {
+                    Ok(()) => Ok(ReviewStartResponse {
                         turn: pending_turn(TurnId::from(submission)),
                         review_thread_id: self.thread.handle.id().to_string(),
                     }),
@@ -411,7 +408,7 @@ impl Pump {
             }
             PumpCmd::SetName { reply, name } => {
                 let result = match self.submit(SubmissionId::new(), Op::SetName { name }).await {
-                    Ok(OpResult::Accepted) => to_value(&EmptyResponse {}),
+                    Ok(OpResult::Accepted) => Ok(EmptyResponse {}),
                     other => Err(refusal(other)),
                 };
                 reply.answer(result).await;
@@ -425,7 +422,7 @@ impl Pump {
                         Ok(folded) => {
                             let mut thread = self.thread.meta().to_wire();
                             thread.turns = turns_from_state(&folded);
-                            to_value(&ThreadResponse { thread })
+                            Ok(ThreadResponse { thread })
                         }
                         Err(e) => Err(RpcError::invalid_request(e.to_string())),
                     },
@@ -482,6 +479,3 @@ fn refusal(result: Result<OpResult, ThreadError>) -> RpcError {
     }
 }
 
-fn to_value<T: serde::Serialize>(value: &T) -> Result<Value, RpcError> {
-    serde_json::to_value(value).map_err(RpcError::internal)
-}

@@ -4,7 +4,10 @@
 use std::collections::HashMap;
 use std::sync::{Mutex, MutexGuard};
 
-use rein_app_server_protocol::{RequestId, ThreadStartResponse};
+use rein_app_server_protocol::{
+    EmptyResponse, RequestId, ReviewStartResponse, ThreadResponse, ThreadStartResponse,
+    TurnStartResponse, TurnSteerResponse,
+};
 use rein_protocol::{InputPart, SettingsChange, TurnId};
 use serde_json::Value;
 use tokio::sync::mpsc;
@@ -21,19 +24,19 @@ pub struct PumpRequest {
 /// Requests a pump carries out, each answering through its `reply`.
 pub enum PumpCmd {
     StartTurn {
-        reply: Responder,
+        reply: Responder<TurnStartResponse>,
         items: Vec<InputPart>,
         settings: SettingsChange,
         /// `outputSchema`: structured output for this turn.
         output_schema: Option<serde_json::Value>,
     },
     Steer {
-        reply: Responder,
+        reply: Responder<TurnSteerResponse>,
         items: Vec<InputPart>,
         expected: TurnId,
     },
     Interrupt {
-        reply: Responder,
+        reply: Responder<EmptyResponse>,
         turn_id: TurnId,
     },
     /// The client answered the server → client request `request_id`.
@@ -47,7 +50,7 @@ pub enum PumpCmd {
     /// `exclude_turns`), then puts the questions still open to it too, and has its
     /// sub-agents' pumps do the same ([`PumpCmd::Reask`]).
     Join {
-        reply: Responder,
+        reply: Responder<ThreadStartResponse>,
         response: Box<ThreadStartResponse>,
         exclude_turns: bool,
     },
@@ -61,22 +64,22 @@ pub enum PumpCmd {
     },
     /// Summarise the history now (`thread/compact/start`).
     Compact {
-        reply: Responder,
+        reply: Responder<EmptyResponse>,
     },
     /// Review code in a review turn (`review/start`).
     Review {
-        reply: Responder,
+        reply: Responder<ReviewStartResponse>,
         target: rein_protocol::ReviewTarget,
     },
     /// Drop the last `turns` turns from the model-visible history (`thread/rollback`).
     Rollback {
-        reply: Responder,
+        reply: Responder<ThreadResponse>,
         turns: u32,
     },
     /// Name the thread (`thread/name/set`); `thread/name/updated` follows the answer, to
     /// every subscriber, when the thread records the name.
     SetName {
-        reply: Responder,
+        reply: Responder<EmptyResponse>,
         name: String,
     },
 }
