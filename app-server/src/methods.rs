@@ -15,7 +15,7 @@ use rein_app_server_protocol::{method, ClientMethod, InitializeParams, Initializ
 use crate::dispatch::{decode, ServerState};
 use crate::error::RpcError;
 use crate::handlers::{
-    client_meta, goal, history, mcp, memory, meta, skills, thread, trajectory, turn,
+    client_meta, goal, history, ide, mcp, memory, meta, skills, thread, trajectory, turn,
 };
 
 pub type Module = RpcModule<ServerState>;
@@ -149,6 +149,15 @@ pub fn module(state: Arc<ServerState>) -> Result<Module, RegisterMethodError> {
     })?;
     add::<method::ReinThreadTrajectory, _, _>(&mut m, |s, p| async move {
         trajectory::trajectory(&s, p).await
+    })?;
+    add::<method::FuzzyFileSearch, _, _>(&mut m, |s, p| async move {
+        ide::fuzzy(&s, p).await
+    })?;
+    add::<method::ConfigValueWrite, _, _>(&mut m, |s, p| async move {
+        ide::value_write(&s, p).await
+    })?;
+    add::<method::ConfigBatchWrite, _, _>(&mut m, |s, p| async move {
+        ide::batch_write(&s, p).await
     })?;
     add::<method::McpServerStatusList, _, _>(&mut m, |s, p| async move {
         mcp::status_list(&s, p)

@@ -10,6 +10,8 @@
 //! kernel here and never wire leaves themselves.
 
 pub mod admission;
+pub mod config_write;
+pub mod file_search;
 pub mod replay;
 pub mod sessions;
 mod skills_tool;

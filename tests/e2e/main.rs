@@ -26,6 +26,7 @@ mod app_server_codex_tui;
 mod app_server_history;
 mod app_server_races;
 mod app_server_schema_drift;
+mod app_server_table_drift;
 mod app_server_tool_items;
 mod app_server_turns;
 mod app_server_ws;

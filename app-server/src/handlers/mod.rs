@@ -3,6 +3,7 @@
 pub mod client_meta;
 pub mod goal;
 pub mod history;
+pub mod ide;
 pub mod mcp;
 pub mod memory;
 pub mod meta;
