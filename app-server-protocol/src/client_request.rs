@@ -136,6 +136,8 @@ client_requests! {
         { params: ThreadSetNameParams, response: EmptyResponse };
     ThreadUnsubscribe => "thread/unsubscribe", codex("ThreadUnsubscribeResponse"),
         { params: ThreadIdParams, response: ThreadUnsubscribeResponse };
+    CommandExec => "command/exec", codex("CommandExecResponse"),
+        { params: CommandExecParams, response: CommandExecResponse };
     FuzzyFileSearch => "fuzzyFileSearch", codex("FuzzyFileSearchResponse"),
         { params: FuzzyFileSearchParams, response: FuzzyFileSearchResponse };
     TurnStart => "turn/start", codex("TurnStartResponse"),

@@ -248,6 +248,10 @@ const RESPONSES: &[(&str, &str)] = &[
         "thread/attachment/list",
         "v2/ThreadAttachmentListResponse.json",
     ),
+    ("fuzzyFileSearch", "FuzzyFileSearchResponse.json"),
+    ("config/value/write", "v2/ConfigWriteResponse.json"),
+    ("config/batchWrite", "v2/ConfigWriteResponse.json"),
+    ("command/exec", "v2/CommandExecResponse.json"),
     // Codex 0.169 dropped thread/rollback from its schema; its answer is `{thread}`, the
     // shape of thread/read's.
     ("thread/rollback", "v2/ThreadReadResponse.json"),

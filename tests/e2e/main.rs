@@ -24,6 +24,7 @@ mod app_server_approvals;
 mod app_server_bad_input;
 mod app_server_codex_tui;
 mod app_server_history;
+mod app_server_ide;
 mod app_server_races;
 mod app_server_schema_drift;
 mod app_server_table_drift;

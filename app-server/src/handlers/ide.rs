@@ -1,17 +1,20 @@
 //! What an IDE or the Codex TUI asks beside threads: the `@` file picker
-//! (`fuzzyFileSearch`) and settings edits (`config/value/write`, `config/batchWrite`),
-//! both carried out by rein-bootstrap (the app-server reaches files and the configuration
+//! (`fuzzyFileSearch`), settings edits (`config/value/write`, `config/batchWrite`) and
+//! one-off commands (`command/exec`), all carried out by rein-bootstrap (the app-server reaches files and the configuration
 //! only through it).
 
 use std::path::PathBuf;
+use std::time::Duration;
 
 use rein_app_server_protocol::{
-    ConfigBatchWriteParams, ConfigValueWriteParams, ConfigWriteResponse, FuzzyFileSearchMatchType,
+    CommandExecParams, CommandExecResponse, ConfigBatchWriteParams, ConfigValueWriteParams, ConfigWriteResponse, FuzzyFileSearchMatchType,
     FuzzyFileSearchParams, FuzzyFileSearchResponse, FuzzyFileSearchResult, MergeStrategy,
-    WriteStatus,
+    SandboxPolicyWire, WriteStatus,
 };
+use rein_bootstrap::command_exec::{CommandExecError, OneOffCommand};
 use rein_bootstrap::config_write::{ConfigEdit, ConfigWriteError};
 use rein_bootstrap::file_search::fuzzy_file_search;
+use rein_protocol::SandboxPolicy;
 
 use crate::dispatch::{bounded, ServerState, MAX_PATH_BYTES};
 use crate::error::RpcError;
@@ -139,5 +142,122 @@ fn write_error(e: ConfigWriteError, edits_field: Option<&str>) -> RpcError {
             RpcError::invalid_request(e.to_string())
         }
         ConfigWriteError::Io { .. } => RpcError::internal(e),
+    }
+}
+
+/// Longest `command/exec` run allowed (also what `disableTimeout` gets).
+const MAX_EXEC_TIMEOUT: Duration = Duration::from_secs(3600);
+/// `command/exec`'s timeout when the client names none.
+const DEFAULT_EXEC_TIMEOUT: Duration = Duration::from_secs(60);
+/// Output kept when the client names no cap, and at most (with `disableOutputCap`): an
+/// answer is one message, which stays bounded.
+const DEFAULT_OUTPUT_CAP: usize = 1024 * 1024;
+const MAX_OUTPUT_CAP: usize = 8 * 1024 * 1024;
+
+/// `command/exec`: one buffered command under the server's approval and sandbox policy
+/// (rein-bootstrap judges and confines it as a thread's `shell` call). Streaming, stdin
+/// and PTY sessions are refused.
+pub async fn command_exec(
+    state: &ServerState,
+    p: CommandExecParams,
+) -> Result<CommandExecResponse, RpcError> {
+    for (on, field) in [
+        (p.tty, "tty"),
+        (p.stream_stdin, "streamStdin"),
+        (p.stream_stdout_stderr, "streamStdoutStderr"),
+        (p.process_id.is_some(), "processId"),
+        (p.size.is_some(), "size"),
+    ] {
+        if on {
+            return Err(RpcError::invalid_params(
+                format!("{field}: rein's command/exec runs buffered commands only"),
+                Some(field.into()),
+            ));
+        }
+    }
+    let cwd = match &p.cwd {
+        Some(cwd) => {
+            bounded("cwd", cwd, MAX_PATH_BYTES)?;
+            let cwd = PathBuf::from(cwd);
+            if !cwd.is_absolute() {
+                return Err(RpcError::invalid_params(
+                    "cwd: must be an absolute path",
+                    Some("cwd".into()),
+                ));
+            }
+            cwd
+        }
+        None => std::env::current_dir().map_err(RpcError::internal)?,
+    };
+    let timeout = match (p.timeout_ms, p.disable_timeout) {
+        (Some(_), true) => return Err(both("timeoutMs", "disableTimeout")),
+        (Some(ms), false) => Duration::from_millis(u64::try_from(ms).map_err(|_| {
+            RpcError::invalid_params("timeoutMs: must not be negative", Some("timeoutMs".into()))
+        })?)
+        .min(MAX_EXEC_TIMEOUT),
+        (None, true) => MAX_EXEC_TIMEOUT,
+        (None, false) => DEFAULT_EXEC_TIMEOUT,
+    };
+    let output_cap = match (p.output_bytes_cap, p.disable_output_cap) {
+        (Some(_), true) => return Err(both("outputBytesCap", "disableOutputCap")),
+        (Some(cap), false) => usize::try_from(cap).unwrap_or(MAX_OUTPUT_CAP).min(MAX_OUTPUT_CAP),
+        (None, true) => MAX_OUTPUT_CAP,
+        (None, false) => DEFAULT_OUTPUT_CAP,
+    };
+    let sandbox = p.sandbox_policy.as_ref().map(one_off_sandbox).transpose()?;
+    let command = OneOffCommand {
+        argv: p.command,
+        cwd,
+        env: p.env.unwrap_or_default().into_iter().collect(),
+        timeout,
+        output_cap,
+        sandbox,
+    };
+    let ran = state.kernel.exec_command(command).await.map_err(|e| match e {
+        CommandExecError::Empty => RpcError::invalid_params(&e, Some("command".into())),
+        CommandExecError::Wider { .. } => {
+            RpcError::invalid_params(&e, Some("sandboxPolicy".into()))
+        }
+        CommandExecError::NeedsApproval(_) | CommandExecError::Denied(_) => {
+            RpcError::invalid_request(e.to_string())
+        }
+        CommandExecError::Run(_) => RpcError::internal(e),
+    })?;
+    Ok(CommandExecResponse {
+        exit_code: ran.exit_code,
+        stdout: ran.output,
+        stderr: String::new(),
+    })
+}
+
+fn both(a: &str, b: &str) -> RpcError {
+    RpcError::invalid_params(format!("{a}: cannot be combined with {b}"), Some(a.into()))
+}
+
+/// The sandbox a client asks `command/exec` to run in: a policy, without refinements (a
+/// writable root or network access beyond the server's defaults would widen it).
+fn one_off_sandbox(wire: &SandboxPolicyWire) -> Result<SandboxPolicy, RpcError> {
+    let refused = |what: &str| {
+        RpcError::invalid_params(
+            format!("sandboxPolicy: {what} is not available to command/exec"),
+            Some("sandboxPolicy".into()),
+        )
+    };
+    match wire {
+        SandboxPolicyWire::DangerFullAccess => Ok(SandboxPolicy::DangerFullAccess),
+        SandboxPolicyWire::ReadOnly { network_access } => match network_access {
+            false => Ok(SandboxPolicy::ReadOnly),
+            true => Err(refused("network access")),
+        },
+        SandboxPolicyWire::WorkspaceWrite {
+            writable_roots,
+            network_access,
+            ..
+        } => match (writable_roots.is_empty(), network_access) {
+            (true, false) => Ok(SandboxPolicy::WorkspaceWrite),
+            (false, _) => Err(refused("an extra writable root")),
+            (_, true) => Err(refused("network access")),
+        },
+        SandboxPolicyWire::ExternalSandbox { .. } => Err(refused("an external sandbox")),
     }
 }
