@@ -136,6 +136,8 @@ client_requests! {
         { params: ThreadSetNameParams, response: EmptyResponse };
     ThreadUnsubscribe => "thread/unsubscribe", codex("ThreadUnsubscribeResponse"),
         { params: ThreadIdParams, response: ThreadUnsubscribeResponse };
+    ThreadShellCommand => "thread/shellCommand", codex("ThreadShellCommandResponse"),
+        { params: ThreadShellCommandParams, response: EmptyResponse };
     CommandExec => "command/exec", codex("CommandExecResponse"),
         { params: CommandExecParams, response: CommandExecResponse };
     FuzzyFileSearch => "fuzzyFileSearch", codex("FuzzyFileSearchResponse"),

@@ -1,5 +1,5 @@
-//! Methods an IDE or the Codex TUI uses beside threads and turns: a one-off command
-//! (`command/exec`), the `@` file picker (`fuzzyFileSearch`) and settings edits
+//! Methods an IDE or the Codex TUI uses beside turns: the user's own command in a thread
+//! (`thread/shellCommand`, the TUI's `!cmd`), a one-off command (`command/exec`), the `@` file picker (`fuzzyFileSearch`) and settings edits
 //! (`config/value/write`, `config/batchWrite`). Shapes as in Codex 0.169's schema.
 
 use std::collections::BTreeMap;
@@ -8,6 +8,18 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::SandboxPolicyWire;
+
+/// `thread/shellCommand`: run `command` (a shell script, pipes and quotes kept) in the
+/// thread as the user's own command. Codex runs it unsandboxed; rein runs it through the
+/// thread's tools, under its approval and sandbox policy (app-server/README.md).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ThreadShellCommandParams {
+    pub thread_id: String,
+    pub command: String,
+    #[serde(default)]
+    pub timeout_ms: Option<i64>,
+}
 
 /// `command/exec`: one command (an argv) outside any thread, under the server's sandbox.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]

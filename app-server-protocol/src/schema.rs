@@ -158,6 +158,10 @@ pub fn all() -> Vec<(&'static str, Schema)> {
             "MemoryRequestApprovalParams.json",
             schema_for!(MemoryRequestApprovalParams),
         ),
+        (
+            "ThreadShellCommandParams.json",
+            schema_for!(ThreadShellCommandParams),
+        ),
         ("CommandExecParams.json", schema_for!(CommandExecParams)),
         ("CommandExecResponse.json", schema_for!(CommandExecResponse)),
         ("FuzzyFileSearchParams.json", schema_for!(FuzzyFileSearchParams)),

@@ -159,6 +159,9 @@ pub fn module(state: Arc<ServerState>) -> Result<Module, RegisterMethodError> {
     add::<method::ConfigBatchWrite, _, _>(&mut m, |s, p| async move {
         ide::batch_write(&s, p).await
     })?;
+    add::<method::ThreadShellCommand, _, _>(&mut m, |s, p| async move {
+        ide::shell_command(&s, p).await
+    })?;
     add::<method::CommandExec, _, _>(&mut m, |s, p| async move {
         ide::command_exec(&s, p).await
     })?;

@@ -52,6 +52,7 @@ pub use memory::{
     MAX_MEMORY_BYTES,
 };
 pub use op::{
+    USER_SHELL_CALL_PREFIX,
     ApprovalDecision, InputMode, InputOutcome, InterruptOutcome, Op, OpResult, RejectReason,
     ReviewTarget, Submission,
 };

@@ -2,8 +2,9 @@
 //! (every message checked against Codex's schema by the harness): `fuzzyFileSearch` (the
 //! `@` picker; `.gitignore` honoured), `config/value/write` and `config/batchWrite` (the
 //! server's config.toml edited with its comments kept; a value rein-config refuses is
-//! refused and nothing is written) and `command/exec` (under the configured approval and
-//! sandbox policy: narrowed, never widened; refused where the policy would ask).
+//! refused and nothing is written), `command/exec` (under the configured approval and
+//! sandbox policy: narrowed, never widened; refused where the policy would ask) and
+//! `thread/shellCommand` (the user's command, through the thread's tools and policies).
 
 use std::path::Path;
 
@@ -183,4 +184,69 @@ fn command_exec_runs_under_the_configured_policies_and_never_widens_them() {
     );
     assert_eq!(error(&asked).0, -32600, "{asked:#}");
     assert!(!marker.exists(), "a command the policy asks about ran");
+}
+
+/// The `commandExecution` item of the user's command among `seen`, once completed.
+fn user_command(seen: &[Value]) -> Value {
+    seen.iter()
+        .filter(|m| method(m) == "item/completed")
+        .map(|m| m["params"]["item"].clone())
+        .find(|item| item["type"] == "commandExecution")
+        .unwrap_or_else(|| panic!("no command item: {seen:#?}"))
+}
+
+fn method(m: &Value) -> &str {
+    m.get("method").and_then(Value::as_str).unwrap_or("")
+}
+
+#[test]
+fn a_shell_command_runs_through_the_threads_tools_and_policies() {
+    let (model, _home, mut server) = server_with("");
+    let cwd = tempfile::tempdir().unwrap();
+    let thread = server.start_thread(json!({ "cwd": cwd.path() }));
+    let answer = server.call(
+        "thread/shellCommand",
+        json!({"threadId": thread, "command": "echo hello-from-user | tr a-z A-Z"}),
+    );
+    assert_eq!(answer["result"], json!({}), "{answer:#}");
+    let seen = server.until(|m| method(m) == "turn/completed");
+    let item = user_command(&seen);
+    assert_eq!(item["source"], "userShell", "{item:#}");
+    assert_eq!(item["exitCode"], 0, "{item:#}");
+    assert!(item["aggregatedOutput"].as_str().unwrap().contains("HELLO-FROM-USER"));
+    assert_eq!(model.requests().len(), 0, "the user's command asks no model");
+    // The next turn's model reads what the user ran and what it printed.
+    server.turn(&thread, "what did I run?");
+    let sent = model.requests().last().unwrap().to_string();
+    assert!(sent.contains("HELLO-FROM-USER"), "{sent}");
+
+    // A read-only thread's sandbox holds for the user's command too (Codex would run it
+    // unsandboxed).
+    let ro = server.start_thread(json!({
+        "cwd": cwd.path(), "sandbox": "read-only", "approvalPolicy": "never"
+    }));
+    server.call(
+        "thread/shellCommand",
+        json!({"threadId": ro, "command": "echo x > written"}),
+    );
+    let seen = server.until(|m| method(m) == "turn/completed");
+    assert_ne!(user_command(&seen)["exitCode"], 0, "{seen:#?}");
+    assert!(!cwd.path().join("written").exists(), "the read-only sandbox let a write through");
+
+    // Under `untrusted`, the user's command is asked about like the model's; declined, it
+    // does not run.
+    let strict = server.start_thread(json!({ "cwd": cwd.path(), "approvalPolicy": "untrusted" }));
+    server.call(
+        "thread/shellCommand",
+        json!({"threadId": strict, "command": "echo x > written"}),
+    );
+    let asked = server.until(|m| method(m) == "item/commandExecution/requestApproval");
+    let request = asked.last().unwrap();
+    server.send(&json!({ "id": request["id"], "result": { "decision": "decline" } }));
+    let seen = server.until(|m| method(m) == "turn/completed");
+    assert_eq!(user_command(&seen)["status"], "declined", "{seen:#?}");
+    assert!(!cwd.path().join("written").exists(), "a declined command ran");
+
+    let empty = server.call("thread/shellCommand", json!({"threadId": thread, "command": " "}));
+    assert_eq!(error(&empty), (-32602, json!("command")));
 }

@@ -12,6 +12,7 @@ use rein_protocol::{GoalBudget, GoalChange, GoalOrigin, GoalStatus, Op, OpResult
 use super::loaded;
 use crate::dispatch::ServerState;
 use crate::error::RpcError;
+use crate::pump::PumpCmd;
 
 pub(crate) fn wire_status(status: GoalStatus) -> ThreadGoalStatus {
     match status {
@@ -106,12 +107,15 @@ pub async fn clear(state: &ServerState, p: ThreadGoalClearParams) -> Result<Thre
     Ok(ThreadGoalClearResponse { cleared })
 }
 
+/// Submit a goal op through the thread's pump, which answers after forwarding the events
+/// the op caused.
 async fn submit(
-    _state: &ServerState,
+    state: &ServerState,
     thread: &crate::loaded::LoadedThread,
     op: Op,
 ) -> Result<Option<ThreadGoal>, RpcError> {
-    match thread.handle.submit(op).await.map_err(RpcError::internal)? {
+    let answer = super::turn::ask_pump(state, thread, |reply| PumpCmd::Goal { reply, op }).await;
+    match answer? {
         OpResult::Goal { goal } => Ok(goal),
         OpResult::GoalRefused { error } => Err(RpcError::invalid_request(error.to_string())),
         other => Err(RpcError::internal(format!("unexpected answer: {other:?}"))),

@@ -7,9 +7,9 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use rein_app_server_protocol::{
-    CommandExecParams, CommandExecResponse, ConfigBatchWriteParams, ConfigValueWriteParams, ConfigWriteResponse, FuzzyFileSearchMatchType,
+    CommandExecParams, CommandExecResponse, ConfigBatchWriteParams, EmptyResponse, ConfigValueWriteParams, ConfigWriteResponse, FuzzyFileSearchMatchType,
     FuzzyFileSearchParams, FuzzyFileSearchResponse, FuzzyFileSearchResult, MergeStrategy,
-    SandboxPolicyWire, WriteStatus,
+    SandboxPolicyWire, ThreadShellCommandParams, WriteStatus,
 };
 use rein_bootstrap::command_exec::{CommandExecError, OneOffCommand};
 use rein_bootstrap::config_write::{ConfigEdit, ConfigWriteError};
@@ -18,6 +18,7 @@ use rein_protocol::SandboxPolicy;
 
 use crate::dispatch::{bounded, ServerState, MAX_PATH_BYTES};
 use crate::error::RpcError;
+use crate::pump::PumpCmd;
 
 /// Longest query accepted (the picker sends what the user typed after `@`).
 const MAX_QUERY_BYTES: usize = 1024;
@@ -260,4 +261,38 @@ fn one_off_sandbox(wire: &SandboxPolicyWire) -> Result<SandboxPolicy, RpcError> 
         },
         SandboxPolicyWire::ExternalSandbox { .. } => Err(refused("an external sandbox")),
     }
+}
+
+/// Longest `thread/shellCommand` script accepted.
+const MAX_SHELL_COMMAND_BYTES: usize = 64 * 1024;
+
+/// `thread/shellCommand`: the user's command, run in the thread by the kernel as one call
+/// of its `shell` tool (its approval policy, grants, hooks and sandbox apply); answered at
+/// once, the command shown as a `commandExecution` item with `source: userShell`.
+pub async fn shell_command(
+    state: &ServerState,
+    p: ThreadShellCommandParams,
+) -> Result<EmptyResponse, RpcError> {
+    let thread = super::loaded(state, &p.thread_id)?;
+    bounded("command", &p.command, MAX_SHELL_COMMAND_BYTES)?;
+    if p.command.trim().is_empty() {
+        return Err(RpcError::invalid_params(
+            "command: must not be empty",
+            Some("command".into()),
+        ));
+    }
+    let timeout_ms = p
+        .timeout_ms
+        .map(|ms| {
+            u64::try_from(ms).map_err(|_| {
+                RpcError::invalid_params("timeoutMs: must not be negative", Some("timeoutMs".into()))
+            })
+        })
+        .transpose()?;
+    super::turn::ask_pump(state, &thread, |reply| PumpCmd::Shell {
+        reply,
+        command: p.command,
+        timeout_ms,
+    })
+    .await
 }

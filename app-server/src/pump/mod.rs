@@ -390,6 +390,26 @@ impl Pump {
                 };
                 reply.answer(result).await;
             }
+            PumpCmd::Shell {
+                reply,
+                command,
+                timeout_ms,
+            } => {
+                let op = Op::UserShell {
+                    command,
+                    timeout_ms,
+                };
+                let result = match self
+                    .thread
+                    .handle
+                    .enqueue_with_id(SubmissionId::new(), op)
+                    .await
+                {
+                    Ok(()) => Ok(EmptyResponse {}),
+                    Err(e) => Err(RpcError::invalid_request(e.to_string())),
+                };
+                reply.answer(result).await;
+            }
             PumpCmd::Review { reply, target } => {
                 let submission = SubmissionId::new();
                 let result = match self
@@ -404,6 +424,20 @@ impl Pump {
                     }),
                     Err(e) => Err(RpcError::invalid_request(e.to_string())),
                 };
+                reply.answer(result).await;
+            }
+            PumpCmd::Goal { reply, op } => {
+                let result = self
+                    .thread
+                    .handle
+                    .submit(op)
+                    .await
+                    .map_err(RpcError::internal);
+                // The kernel queued the op's events before answering it: forward them
+                // first, so the answer follows them.
+                while let Some(event) = self.events.try_recv() {
+                    self.on_event(&event, asked).await;
+                }
                 reply.answer(result).await;
             }
             PumpCmd::SetName { reply, name } => {

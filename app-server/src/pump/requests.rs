@@ -8,7 +8,7 @@ use rein_app_server_protocol::{
     EmptyResponse, RequestId, ReviewStartResponse, ThreadResponse, ThreadStartResponse,
     TurnStartResponse, TurnSteerResponse,
 };
-use rein_protocol::{InputPart, SettingsChange, TurnId};
+use rein_protocol::{InputPart, Op, OpResult, SettingsChange, TurnId};
 use serde_json::Value;
 use tokio::sync::mpsc;
 
@@ -66,6 +66,13 @@ pub enum PumpCmd {
     Compact {
         reply: Responder<EmptyResponse>,
     },
+    /// Run the user's command in the thread (`thread/shellCommand`): queued behind a
+    /// running turn, like compaction.
+    Shell {
+        reply: Responder<EmptyResponse>,
+        command: String,
+        timeout_ms: Option<u64>,
+    },
     /// Review code in a review turn (`review/start`).
     Review {
         reply: Responder<ReviewStartResponse>,
@@ -75,6 +82,12 @@ pub enum PumpCmd {
     Rollback {
         reply: Responder<ThreadResponse>,
         turns: u32,
+    },
+    /// A goal op (`thread/goal/set`, `thread/goal/clear`): answered after the events it
+    /// caused (`thread/goal/updated` before the answer, as Codex orders them).
+    Goal {
+        reply: Responder<OpResult>,
+        op: Op,
     },
     /// Name the thread (`thread/name/set`); `thread/name/updated` follows the answer, to
     /// every subscriber, when the thread records the name.
