@@ -38,7 +38,9 @@ pub mod turn;
 pub use approval::*;
 pub use auto_review::*;
 pub use client_meta::*;
-pub use client_request::{client_methods, method, ClientMethod, MethodSpec, Origin, TrajectoryResponse};
+pub use client_request::{
+    client_methods, method, ClientMethod, MethodSpec, Origin, TrajectoryResponse,
+};
 pub use goal::*;
 pub use history::*;
 pub use hooks::*;

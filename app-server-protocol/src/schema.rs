@@ -164,7 +164,10 @@ pub fn all() -> Vec<(&'static str, Schema)> {
         ),
         ("CommandExecParams.json", schema_for!(CommandExecParams)),
         ("CommandExecResponse.json", schema_for!(CommandExecResponse)),
-        ("FuzzyFileSearchParams.json", schema_for!(FuzzyFileSearchParams)),
+        (
+            "FuzzyFileSearchParams.json",
+            schema_for!(FuzzyFileSearchParams),
+        ),
         (
             "FuzzyFileSearchResponse.json",
             schema_for!(FuzzyFileSearchResponse),

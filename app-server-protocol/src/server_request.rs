@@ -53,7 +53,10 @@ impl ServerRequest {
     }
 
     /// Read the client's `result` as the answer to this request.
-    pub fn read_answer(&self, result: serde_json::Value) -> Result<ServerAnswer, serde_json::Error> {
+    pub fn read_answer(
+        &self,
+        result: serde_json::Value,
+    ) -> Result<ServerAnswer, serde_json::Error> {
         use serde_json::from_value;
         Ok(match self {
             Self::CommandExecutionRequestApproval(_) => {
@@ -62,7 +65,9 @@ impl ServerRequest {
             Self::FileChangeRequestApproval(_) => {
                 ServerAnswer::FileChangeRequestApproval(from_value(result)?)
             }
-            Self::ToolRequestUserInput(_) => ServerAnswer::ToolRequestUserInput(from_value(result)?),
+            Self::ToolRequestUserInput(_) => {
+                ServerAnswer::ToolRequestUserInput(from_value(result)?)
+            }
             Self::McpServerElicitationRequest(_) => {
                 ServerAnswer::McpServerElicitationRequest(from_value(result)?)
             }

@@ -17,7 +17,6 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use crate::dispatch::ServerState;
 use crate::error::{AppServerError, RpcError};
 use crate::handlers::meta::initialize_response;
-use rein_app_server_protocol::InitializeParams;
 use crate::handlers::thread::leave;
 use crate::kernel_source::KernelSource;
 use crate::lines::{Line, LineReader};
@@ -25,6 +24,7 @@ use crate::message::{self, Inbound};
 use crate::methods;
 use crate::outbound::{write_lines, Outbound};
 use crate::subscribers::Hub;
+use rein_app_server_protocol::InitializeParams;
 
 /// Limits of one connection.
 #[derive(Clone, Debug)]

@@ -170,7 +170,11 @@ pub async fn call(
 ) -> Result<Box<RawValue>, RpcError> {
     let callback = match methods.method(method) {
         Some(MethodCallback::Async(callback)) => callback,
-        Some(_) => return Err(RpcError::internal(format!("{method} is not an async method"))),
+        Some(_) => {
+            return Err(RpcError::internal(format!(
+                "{method} is not an async method"
+            )))
+        }
         // jsonrpsee's own -32601 does not say which method; ours does.
         None => return Err(RpcError::method_not_found(method)),
     };

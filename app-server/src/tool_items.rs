@@ -12,9 +12,8 @@
 use std::path::Path;
 
 use rein_app_server_protocol::{
-    CommandExecutionSource,
-    CommandActionWire, ContentItem, ExecutionStatus, McpToolCallError, McpToolCallResult,
-    ThreadItem, ToolCallStatus,
+    CommandActionWire, CommandExecutionSource, ContentItem, ExecutionStatus, McpToolCallError,
+    McpToolCallResult, ThreadItem, ToolCallStatus,
 };
 use rein_protocol::{CommandAction, ToolAction, ToolOutcome, USER_SHELL_CALL_PREFIX};
 

@@ -64,7 +64,12 @@ impl Kernel {
     ) -> Result<ConfigWritten, ConfigWriteError> {
         let options = self.load_options.clone().ok_or(ConfigWriteError::NoFile)?;
         let join = tokio::task::spawn_blocking(move || {
-            write_blocking(&options, file.as_deref(), &edits, expected_version.as_deref())
+            write_blocking(
+                &options,
+                file.as_deref(),
+                &edits,
+                expected_version.as_deref(),
+            )
         });
         match join.await {
             Ok(outcome) => outcome,

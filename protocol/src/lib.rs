@@ -52,9 +52,8 @@ pub use memory::{
     MAX_MEMORY_BYTES,
 };
 pub use op::{
-    USER_SHELL_CALL_PREFIX,
     ApprovalDecision, InputMode, InputOutcome, InterruptOutcome, Op, OpResult, RejectReason,
-    ReviewTarget, Submission,
+    ReviewTarget, Submission, USER_SHELL_CALL_PREFIX,
 };
 pub use settings::{
     ApprovalPolicy, EmptyEffort, ReasoningEffort, SandboxOptions, SandboxPolicy, SettingsChange,

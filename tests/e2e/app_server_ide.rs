@@ -16,7 +16,11 @@ fn server_with(config_extra: &str) -> (MockModel, tempfile::TempDir, AppServer) 
     let home = home_for(&model);
     let path = home.path().join("config.toml");
     let text = std::fs::read_to_string(&path).unwrap();
-    std::fs::write(&path, format!("# the user's own note\n{config_extra}{text}")).unwrap();
+    std::fs::write(
+        &path,
+        format!("# the user's own note\n{config_extra}{text}"),
+    )
+    .unwrap();
     let mut server = AppServer::start(home.path(), &[]);
     assert!(server.initialize().get("result").is_some());
     (model, home, server)
@@ -45,7 +49,10 @@ fn fuzzy_file_search_ranks_files_and_skips_what_git_ignores() {
     write(root.path(), "main.log", "");
     let root_text = root.path().display().to_string();
 
-    let answer = server.call("fuzzyFileSearch", json!({"query": "main", "roots": [root_text]}));
+    let answer = server.call(
+        "fuzzyFileSearch",
+        json!({"query": "main", "roots": [root_text]}),
+    );
     let files = answer["result"]["files"].as_array().unwrap().clone();
     let paths: Vec<&str> = files.iter().map(|f| f["path"].as_str().unwrap()).collect();
     assert_eq!(paths, ["src/main.rs"], "{answer:#}");
@@ -64,9 +71,18 @@ fn fuzzy_file_search_ranks_files_and_skips_what_git_ignores() {
         .collect();
     assert_eq!(picked, "main");
 
-    let dirs = server.call("fuzzyFileSearch", json!({"query": "src", "roots": [root_text]}));
-    assert_eq!(dirs["result"]["files"][0]["match_type"], "directory", "{dirs:#}");
-    let blank = server.call("fuzzyFileSearch", json!({"query": " ", "roots": [root_text]}));
+    let dirs = server.call(
+        "fuzzyFileSearch",
+        json!({"query": "src", "roots": [root_text]}),
+    );
+    assert_eq!(
+        dirs["result"]["files"][0]["match_type"], "directory",
+        "{dirs:#}"
+    );
+    let blank = server.call(
+        "fuzzyFileSearch",
+        json!({"query": " ", "roots": [root_text]}),
+    );
     assert_eq!(blank["result"]["files"], json!([]));
     let relative = server.call("fuzzyFileSearch", json!({"query": "a", "roots": ["src"]}));
     assert_eq!(error(&relative), (-32602, json!("roots[0]")));
@@ -109,7 +125,11 @@ fn config_writes_keep_comments_and_refuse_what_rein_config_refuses() {
             {"keyPath": "sandbox_mode", "value": "everything", "mergeStrategy": "replace"},
         ]}),
     );
-    assert_eq!(error(&batch_bad), (-32602, json!("edits.value")), "{batch_bad:#}");
+    assert_eq!(
+        error(&batch_bad),
+        (-32602, json!("edits.value")),
+        "{batch_bad:#}"
+    );
     assert_eq!(read(), after);
     // Another file, or a stale version, is refused too.
     let other = server.call(
@@ -124,7 +144,10 @@ fn config_writes_keep_comments_and_refuse_what_rein_config_refuses() {
                "expectedVersion": "sha256:0"}),
     );
     assert_eq!(error(&stale).0, -32600);
-    assert!(stale["error"]["message"].as_str().unwrap().contains("configVersionConflict"));
+    assert!(stale["error"]["message"]
+        .as_str()
+        .unwrap()
+        .contains("configVersionConflict"));
     assert_eq!(read(), after);
 
     // A batch at the current version, merging a table key by key.
@@ -140,8 +163,14 @@ fn config_writes_keep_comments_and_refuse_what_rein_config_refuses() {
     let last = read();
     assert!(last.starts_with("# the user's own note\n"), "{last}");
     let table: toml::Table = last.parse().unwrap();
-    assert_eq!(table["profiles"]["fast"]["model"].as_str(), Some("gpt-5-mini"));
-    assert_eq!(table["profiles"]["fast"]["model_provider"].as_str(), Some("mock"));
+    assert_eq!(
+        table["profiles"]["fast"]["model"].as_str(),
+        Some("gpt-5-mini")
+    );
+    assert_eq!(
+        table["profiles"]["fast"]["model_provider"].as_str(),
+        Some("mock")
+    );
     assert!(!table.contains_key("model_context_window"), "{last}");
 }
 
@@ -167,12 +196,19 @@ fn command_exec_runs_under_the_configured_policies_and_never_widens_them() {
                "sandboxPolicy": {"type": "readOnly"}}),
     );
     assert_ne!(narrowed["result"]["exitCode"], 0, "{narrowed:#}");
-    assert!(!marker.exists(), "the read-only sandbox let a write through");
+    assert!(
+        !marker.exists(),
+        "the read-only sandbox let a write through"
+    );
     let widened = server.call(
         "command/exec",
         json!({"command": ["true"], "sandboxPolicy": {"type": "dangerFullAccess"}}),
     );
-    assert_eq!(error(&widened), (-32602, json!("sandboxPolicy")), "{widened:#}");
+    assert_eq!(
+        error(&widened),
+        (-32602, json!("sandboxPolicy")),
+        "{widened:#}"
+    );
     let streaming = server.call("command/exec", json!({"command": ["true"], "tty": true}));
     assert_eq!(error(&streaming), (-32602, json!("tty")));
 
@@ -213,8 +249,15 @@ fn a_shell_command_runs_through_the_threads_tools_and_policies() {
     let item = user_command(&seen);
     assert_eq!(item["source"], "userShell", "{item:#}");
     assert_eq!(item["exitCode"], 0, "{item:#}");
-    assert!(item["aggregatedOutput"].as_str().unwrap().contains("HELLO-FROM-USER"));
-    assert_eq!(model.requests().len(), 0, "the user's command asks no model");
+    assert!(item["aggregatedOutput"]
+        .as_str()
+        .unwrap()
+        .contains("HELLO-FROM-USER"));
+    assert_eq!(
+        model.requests().len(),
+        0,
+        "the user's command asks no model"
+    );
     // The next turn's model reads what the user ran and what it printed.
     server.turn(&thread, "what did I run?");
     let sent = model.requests().last().unwrap().to_string();
@@ -231,7 +274,10 @@ fn a_shell_command_runs_through_the_threads_tools_and_policies() {
     );
     let seen = server.until(|m| method(m) == "turn/completed");
     assert_ne!(user_command(&seen)["exitCode"], 0, "{seen:#?}");
-    assert!(!cwd.path().join("written").exists(), "the read-only sandbox let a write through");
+    assert!(
+        !cwd.path().join("written").exists(),
+        "the read-only sandbox let a write through"
+    );
 
     // Under `untrusted`, the user's command is asked about like the model's; declined, it
     // does not run.
@@ -245,8 +291,14 @@ fn a_shell_command_runs_through_the_threads_tools_and_policies() {
     server.send(&json!({ "id": request["id"], "result": { "decision": "decline" } }));
     let seen = server.until(|m| method(m) == "turn/completed");
     assert_eq!(user_command(&seen)["status"], "declined", "{seen:#?}");
-    assert!(!cwd.path().join("written").exists(), "a declined command ran");
+    assert!(
+        !cwd.path().join("written").exists(),
+        "a declined command ran"
+    );
 
-    let empty = server.call("thread/shellCommand", json!({"threadId": thread, "command": " "}));
+    let empty = server.call(
+        "thread/shellCommand",
+        json!({"threadId": thread, "command": " "}),
+    );
     assert_eq!(error(&empty), (-32602, json!("command")));
 }

@@ -40,10 +40,10 @@ fn codex_params(client_request: &Value) -> BTreeMap<String, Option<Value>> {
             .unwrap()
             .to_owned();
         let params = &variant["properties"]["params"];
-        let schema = match params.get("$ref").and_then(Value::as_str) {
-            Some(r) => Some(defs[r.trim_start_matches("#/definitions/")].clone()),
-            None => None,
-        };
+        let schema = params
+            .get("$ref")
+            .and_then(Value::as_str)
+            .map(|r| defs[r.trim_start_matches("#/definitions/")].clone());
         out.insert(method, schema);
     }
     out
@@ -99,7 +99,9 @@ fn params_drift(spec: &MethodSpec, codex: Option<&Value>) -> Vec<String> {
     let (codex_props, codex_required) = shape(codex.unwrap_or(&empty));
     let mut drift = Vec::new();
     for field in rein_required.difference(&codex_required) {
-        drift.push(format!("rein requires `{field}`, Codex clients may omit it"));
+        drift.push(format!(
+            "rein requires `{field}`, Codex clients may omit it"
+        ));
     }
     for (field, schema) in &rein_props {
         let Some(theirs) = codex_props.get(field) else {
@@ -108,7 +110,9 @@ fn params_drift(spec: &MethodSpec, codex: Option<&Value>) -> Vec<String> {
         };
         if let (Some(ours), Some(theirs)) = (types(schema), types(theirs)) {
             if !theirs.is_subset(&ours) {
-                drift.push(format!("`{field}`: Codex sends {theirs:?}, rein reads {ours:?}"));
+                drift.push(format!(
+                    "`{field}`: Codex sends {theirs:?}, rein reads {ours:?}"
+                ));
             }
         }
     }
@@ -136,7 +140,9 @@ fn response_drift(spec: &MethodSpec, codex: &Value) -> Vec<String> {
         };
         if let (Some(ours), Some(theirs)) = (types(schema), types(theirs)) {
             if !ours.is_subset(&theirs) {
-                drift.push(format!("`{field}`: rein sends {ours:?}, Codex allows {theirs:?}"));
+                drift.push(format!(
+                    "`{field}`: rein sends {ours:?}, Codex allows {theirs:?}"
+                ));
             }
         }
     }
@@ -149,16 +155,26 @@ fn every_method_of_the_table_matches_codex_schema_both_ways() {
     let mut drift = Vec::new();
     let mut seen = BTreeSet::new();
     for spec in client_methods() {
-        assert!(seen.insert(spec.method), "{} is twice in the table", spec.method);
+        assert!(
+            seen.insert(spec.method),
+            "{} is twice in the table",
+            spec.method
+        );
         let published = codex.get(spec.method);
         match spec.origin {
             Origin::Codex { response } => {
                 let Some(params) = published else {
-                    drift.push(format!("{}: not in Codex's ClientRequest.json", spec.method));
+                    drift.push(format!(
+                        "{}: not in Codex's ClientRequest.json",
+                        spec.method
+                    ));
                     continue;
                 };
                 for d in params_drift(&spec, params.as_ref()) {
-                    drift.push(format!("{} params ({}): {d}", spec.method, spec.params_type));
+                    drift.push(format!(
+                        "{} params ({}): {d}",
+                        spec.method, spec.params_type
+                    ));
                 }
                 for d in response_drift(&spec, &codex_response(response)) {
                     let ty = spec.response_type;
@@ -176,7 +192,11 @@ fn every_method_of_the_table_matches_codex_schema_both_ways() {
             }
         }
     }
-    assert!(drift.is_empty(), "drift from Codex's schema:\n{}", drift.join("\n"));
+    assert!(
+        drift.is_empty(),
+        "drift from Codex's schema:\n{}",
+        drift.join("\n")
+    );
 }
 
 #[test]
@@ -195,6 +215,11 @@ fn the_server_serves_every_method_of_the_table() {
         // an answer for those that read nothing), none is unknown.
         let answer = server.call(spec.method, json!({ "threadId": 5 }));
         let code = answer["error"]["code"].as_i64();
-        assert_ne!(code, Some(-32601), "{} is not served: {answer}", spec.method);
+        assert_ne!(
+            code,
+            Some(-32601),
+            "{} is not served: {answer}",
+            spec.method
+        );
     }
 }

@@ -4,9 +4,9 @@
 
 use rein_app_server_protocol::{
     CommandActionWire, CommandDecision, CommandExecutionRequestApprovalParams, ExecpolicyAmendment,
-    FileChangeRequestApprovalParams, McpServerElicitationRequestParams, MemoryRequestApprovalParams,
-    ServerRequest, ToolRequestUserInputOption, ToolRequestUserInputParams,
-    ToolRequestUserInputQuestion,
+    FileChangeRequestApprovalParams, McpServerElicitationRequestParams,
+    MemoryRequestApprovalParams, ServerRequest, ToolRequestUserInputOption,
+    ToolRequestUserInputParams, ToolRequestUserInputQuestion,
 };
 use rein_protocol::shell_words::{command_words, display_command, shell_script};
 use rein_protocol::{shell_join, ClientRequest, TurnId};
@@ -31,20 +31,23 @@ pub(super) fn ask(
             command,
             cwd,
             reason,
-        } => ServerRequest::CommandExecutionRequestApproval(CommandExecutionRequestApprovalParams {
-            thread_id,
-            turn_id,
-            item_id,
-            started_at_ms: at,
-            reason: Some(reason.clone()),
-            command: Some(display_command(command)),
-            cwd: Some(cwd.display().to_string()),
-            command_actions: Some(vec![CommandActionWire::Unknown {
-                command: shell_script(command).map_or_else(|| shell_join(command), str::to_owned),
-            }]),
-            proposed_execpolicy_amendment: rule_for(command),
-            available_decisions: Some(decisions(rule_for(command))),
-        }),
+        } => {
+            ServerRequest::CommandExecutionRequestApproval(CommandExecutionRequestApprovalParams {
+                thread_id,
+                turn_id,
+                item_id,
+                started_at_ms: at,
+                reason: Some(reason.clone()),
+                command: Some(display_command(command)),
+                cwd: Some(cwd.display().to_string()),
+                command_actions: Some(vec![CommandActionWire::Unknown {
+                    command: shell_script(command)
+                        .map_or_else(|| shell_join(command), str::to_owned),
+                }]),
+                proposed_execpolicy_amendment: rule_for(command),
+                available_decisions: Some(decisions(rule_for(command))),
+            })
+        }
         ClientRequest::Question { questions } => {
             ServerRequest::ToolRequestUserInput(ToolRequestUserInputParams {
                 thread_id,

@@ -9,12 +9,13 @@
 use std::collections::HashMap;
 
 use rein_app_server_protocol::{
-    DeltaNotification, ErrorNotification, ServerRequest, ItemCompletedNotification,
+    DeltaNotification, ErrorNotification, ItemCompletedNotification,
     McpToolCallProgressNotification, ReasoningSummaryTextDeltaNotification, ServerNotification,
-    ThreadGoalClearedNotification, ThreadGoalUpdatedNotification, ThreadIdNotification, ThreadItem,
-    ThreadNameUpdatedNotification, ThreadStatus, ThreadStatusChangedNotification, ThreadTokenUsage,
-    ThreadTokenUsageUpdatedNotification, TurnDiffUpdatedNotification, TurnError, TurnItemsView,
-    TurnNotification, TurnPlanStep, TurnPlanUpdatedNotification, TurnStatus, WarningNotification,
+    ServerRequest, ThreadGoalClearedNotification, ThreadGoalUpdatedNotification,
+    ThreadIdNotification, ThreadItem, ThreadNameUpdatedNotification, ThreadStatus,
+    ThreadStatusChangedNotification, ThreadTokenUsage, ThreadTokenUsageUpdatedNotification,
+    TurnDiffUpdatedNotification, TurnError, TurnItemsView, TurnNotification, TurnPlanStep,
+    TurnPlanUpdatedNotification, TurnStatus, WarningNotification,
 };
 use rein_protocol::{Event, EventMsg, ItemKind, PlanStepStatus, TaskKind, ToolAction, TurnId};
 

@@ -33,7 +33,9 @@ pub fn config_requirements(_p: AnyParams) -> Result<ConfigRequirementsReadRespon
 
 /// Only the default mode: rein has no plan mode, so offering one would be a lie the
 /// first turn in it would show.
-pub fn collaboration_modes(_: CollaborationModeListParams) -> Result<CollaborationModeListResponse, RpcError> {
+pub fn collaboration_modes(
+    _: CollaborationModeListParams,
+) -> Result<CollaborationModeListResponse, RpcError> {
     Ok(CollaborationModeListResponse {
         data: vec![CollaborationModeMask {
             name: "Default".into(),
@@ -47,7 +49,10 @@ pub fn collaboration_modes(_: CollaborationModeListParams) -> Result<Collaborati
 /// One entry per asked directory (or the thread's): the hooks a thread there runs, or
 /// would run once trusted, read as threads read them (`rein hooks list` shows the same).
 /// `PostToolUseFailure` hooks have no name on Codex's wire: they are said in `warnings`.
-pub async fn hooks_list(state: &ServerState, p: HooksListParams) -> Result<HooksListResponse, RpcError> {
+pub async fn hooks_list(
+    state: &ServerState,
+    p: HooksListParams,
+) -> Result<HooksListResponse, RpcError> {
     let mut cwds = p.cwds;
     if let Some(thread) = &p.thread_id {
         let loaded = super::loaded(state, thread)?;
@@ -132,7 +137,10 @@ pub fn gov_cloud(_: GovCloudRequirementsParams) -> Result<GovCloudRequirementsRe
 
 /// The thread's background terminals. rein's terminals live in the thread's tools, which
 /// no kernel port lists yet, so the list is empty (the TUI shows no terminals).
-pub async fn background_terminals(state: &ServerState, p: BackgroundTerminalsListParams) -> Result<EmptyPage, RpcError> {
+pub async fn background_terminals(
+    state: &ServerState,
+    p: BackgroundTerminalsListParams,
+) -> Result<EmptyPage, RpcError> {
     let id = thread_id(&p.thread_id)?;
     folded_state(state, id).await?;
     // The cursor is still checked, so a client's bad cursor is an error here as anywhere.
@@ -141,7 +149,10 @@ pub async fn background_terminals(state: &ServerState, p: BackgroundTerminalsLis
 }
 
 /// rein keeps no unread marks: every thread is read, at one fixed revision.
-pub async fn read_state_update(state: &ServerState, p: ThreadReadStateUpdateParams) -> Result<ThreadReadStateUpdateResponse, RpcError> {
+pub async fn read_state_update(
+    state: &ServerState,
+    p: ThreadReadStateUpdateParams,
+) -> Result<ThreadReadStateUpdateResponse, RpcError> {
     folded_state(state, thread_id(&p.thread_id)?).await?;
     Ok(ThreadReadStateUpdateResponse {
         read_state: all_read(),
@@ -157,7 +168,10 @@ pub fn all_read() -> ThreadReadState {
 }
 
 /// A thread's items (of one turn, or all), oldest first unless `desc`, a page at a time.
-pub async fn items_list(state: &ServerState, p: ThreadItemsListParams) -> Result<ThreadItemsListResponse, RpcError> {
+pub async fn items_list(
+    state: &ServerState,
+    p: ThreadItemsListParams,
+) -> Result<ThreadItemsListResponse, RpcError> {
     let id = thread_id(&p.thread_id)?;
     let turns = turns_from_state(&folded_state(state, id).await?);
     if let Some(turn) = &p.turn_id {

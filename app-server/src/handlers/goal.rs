@@ -54,7 +54,10 @@ pub(crate) fn wire_goal(thread_id: &str, goal: &ThreadGoal) -> WireGoal {
     }
 }
 
-pub async fn get(state: &ServerState, p: ThreadGoalGetParams) -> Result<ThreadGoalGetResponse, RpcError> {
+pub async fn get(
+    state: &ServerState,
+    p: ThreadGoalGetParams,
+) -> Result<ThreadGoalGetResponse, RpcError> {
     let id = crate::dispatch::wire_id(&p.thread_id, "threadId", "thread")?;
     // A thread not loaded here answers from its rollout, as `thread/read` does.
     let snapshot = crate::handlers::history::folded_state(state, id).await?;
@@ -66,7 +69,10 @@ pub async fn get(state: &ServerState, p: ThreadGoalGetParams) -> Result<ThreadGo
     Ok(ThreadGoalGetResponse { goal })
 }
 
-pub async fn set(state: &ServerState, p: ThreadGoalSetParams) -> Result<ThreadGoalSetResponse, RpcError> {
+pub async fn set(
+    state: &ServerState,
+    p: ThreadGoalSetParams,
+) -> Result<ThreadGoalSetResponse, RpcError> {
     let thread = loaded(state, &p.thread_id)?;
     let budget = match p.token_budget {
         Some(n) if n <= 0 => {
@@ -101,7 +107,10 @@ pub async fn set(state: &ServerState, p: ThreadGoalSetParams) -> Result<ThreadGo
     }
 }
 
-pub async fn clear(state: &ServerState, p: ThreadGoalClearParams) -> Result<ThreadGoalClearResponse, RpcError> {
+pub async fn clear(
+    state: &ServerState,
+    p: ThreadGoalClearParams,
+) -> Result<ThreadGoalClearResponse, RpcError> {
     let thread = loaded(state, &p.thread_id)?;
     let cleared = submit(state, &thread, Op::ClearGoal).await?.is_some();
     Ok(ThreadGoalClearResponse { cleared })

@@ -176,7 +176,10 @@ fn skipped_lines_warning(
     }))
 }
 
-pub async fn resume(state: &ServerState, p: ThreadResumeParams) -> Result<ThreadStartResponse, RpcError> {
+pub async fn resume(
+    state: &ServerState,
+    p: ThreadResumeParams,
+) -> Result<ThreadStartResponse, RpcError> {
     let thread = thread_id(&p.thread_id)?;
     if let Some(loaded) = state.threads.get(thread) {
         return subscribe(state, &loaded, p.exclude_turns).await;
@@ -226,7 +229,10 @@ async fn subscribe(
     .await
 }
 
-pub async fn fork(state: &ServerState, p: ThreadForkParams) -> Result<ThreadStartResponse, RpcError> {
+pub async fn fork(
+    state: &ServerState,
+    p: ThreadForkParams,
+) -> Result<ThreadStartResponse, RpcError> {
     let parent = thread_id(&p.thread_id)?;
     let at_turn = match &p.last_turn_id {
         None => None,
@@ -281,7 +287,10 @@ pub(crate) async fn folded_state(
     Ok(fold_owned(loaded.events))
 }
 
-pub async fn list(state: &ServerState, p: ThreadListParams) -> Result<ThreadListResponse, RpcError> {
+pub async fn list(
+    state: &ServerState,
+    p: ThreadListParams,
+) -> Result<ThreadListResponse, RpcError> {
     let cwd = match &p.cwd {
         Some(Value::String(s)) => Some(PathBuf::from(s)),
         Some(Value::Array(a)) => a.first().and_then(Value::as_str).map(PathBuf::from),
@@ -333,7 +342,10 @@ pub async fn read(state: &ServerState, p: ThreadReadParams) -> Result<ThreadResp
     Ok(ThreadResponse { thread })
 }
 
-pub async fn turns_list(state: &ServerState, p: ThreadTurnsListParams) -> Result<ThreadTurnsListResponse, RpcError> {
+pub async fn turns_list(
+    state: &ServerState,
+    p: ThreadTurnsListParams,
+) -> Result<ThreadTurnsListResponse, RpcError> {
     let id = thread_id(&p.thread_id)?;
     let mut turns = turns_from_state(&folded_state(state, id).await?);
     // Newest first unless asked otherwise, as Codex lists them.

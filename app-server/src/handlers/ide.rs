@@ -7,9 +7,10 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use rein_app_server_protocol::{
-    CommandExecParams, CommandExecResponse, ConfigBatchWriteParams, EmptyResponse, ConfigValueWriteParams, ConfigWriteResponse, FuzzyFileSearchMatchType,
-    FuzzyFileSearchParams, FuzzyFileSearchResponse, FuzzyFileSearchResult, MergeStrategy,
-    SandboxPolicyWire, ThreadShellCommandParams, WriteStatus,
+    CommandExecParams, CommandExecResponse, ConfigBatchWriteParams, ConfigValueWriteParams,
+    ConfigWriteResponse, EmptyResponse, FuzzyFileSearchMatchType, FuzzyFileSearchParams,
+    FuzzyFileSearchResponse, FuzzyFileSearchResult, MergeStrategy, SandboxPolicyWire,
+    ThreadShellCommandParams, WriteStatus,
 };
 use rein_bootstrap::command_exec::{CommandExecError, OneOffCommand};
 use rein_bootstrap::config_write::{ConfigEdit, ConfigWriteError};
@@ -201,7 +202,9 @@ pub async fn command_exec(
     };
     let output_cap = match (p.output_bytes_cap, p.disable_output_cap) {
         (Some(_), true) => return Err(both("outputBytesCap", "disableOutputCap")),
-        (Some(cap), false) => usize::try_from(cap).unwrap_or(MAX_OUTPUT_CAP).min(MAX_OUTPUT_CAP),
+        (Some(cap), false) => usize::try_from(cap)
+            .unwrap_or(MAX_OUTPUT_CAP)
+            .min(MAX_OUTPUT_CAP),
         (None, true) => MAX_OUTPUT_CAP,
         (None, false) => DEFAULT_OUTPUT_CAP,
     };
@@ -214,16 +217,20 @@ pub async fn command_exec(
         output_cap,
         sandbox,
     };
-    let ran = state.kernel.exec_command(command).await.map_err(|e| match e {
-        CommandExecError::Empty => RpcError::invalid_params(&e, Some("command".into())),
-        CommandExecError::Wider { .. } => {
-            RpcError::invalid_params(&e, Some("sandboxPolicy".into()))
-        }
-        CommandExecError::NeedsApproval(_) | CommandExecError::Denied(_) => {
-            RpcError::invalid_request(e.to_string())
-        }
-        CommandExecError::Run(_) => RpcError::internal(e),
-    })?;
+    let ran = state
+        .kernel
+        .exec_command(command)
+        .await
+        .map_err(|e| match e {
+            CommandExecError::Empty => RpcError::invalid_params(&e, Some("command".into())),
+            CommandExecError::Wider { .. } => {
+                RpcError::invalid_params(&e, Some("sandboxPolicy".into()))
+            }
+            CommandExecError::NeedsApproval(_) | CommandExecError::Denied(_) => {
+                RpcError::invalid_request(e.to_string())
+            }
+            CommandExecError::Run(_) => RpcError::internal(e),
+        })?;
     Ok(CommandExecResponse {
         exit_code: ran.exit_code,
         stdout: ran.output,
@@ -285,7 +292,10 @@ pub async fn shell_command(
         .timeout_ms
         .map(|ms| {
             u64::try_from(ms).map_err(|_| {
-                RpcError::invalid_params("timeoutMs: must not be negative", Some("timeoutMs".into()))
+                RpcError::invalid_params(
+                    "timeoutMs: must not be negative",
+                    Some("timeoutMs".into()),
+                )
             })
         })
         .transpose()?;

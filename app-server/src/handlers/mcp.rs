@@ -16,7 +16,10 @@ use crate::dispatch::ServerState;
 use crate::error::RpcError;
 use crate::outbound::Outbound;
 
-pub fn status_list(state: &ServerState, p: ListMcpServerStatusParams) -> Result<ListMcpServerStatusResponse, RpcError> {
+pub fn status_list(
+    state: &ServerState,
+    p: ListMcpServerStatusParams,
+) -> Result<ListMcpServerStatusResponse, RpcError> {
     let data = match &state.kernel.mcp {
         None => Vec::new(),
         Some(mcp) => statuses(mcp)
@@ -41,7 +44,10 @@ pub async fn reload(state: &ServerState) -> Result<McpServerRefreshResponse, Rpc
 
 /// The server of the thread's working directory (started now if it is not running yet)
 /// answers; its result is passed on as it is, `isError` included.
-pub async fn tool_call(state: &ServerState, p: McpServerToolCallParams) -> Result<McpServerToolCallResponse, RpcError> {
+pub async fn tool_call(
+    state: &ServerState,
+    p: McpServerToolCallParams,
+) -> Result<McpServerToolCallResponse, RpcError> {
     let thread = loaded(state, &p.thread_id)?;
     let cwd = thread.meta().settings.cwd.clone();
     let server = state

@@ -15,7 +15,10 @@ use rein_protocol::{MemoryId, MemoryRecord, MemoryScope, MemoryState, MAX_MEMORY
 use crate::dispatch::{wire_id, ServerState};
 use crate::error::RpcError;
 
-pub async fn list(state: &ServerState, p: MemoryListParams) -> Result<MemoryListResponse, RpcError> {
+pub async fn list(
+    state: &ServerState,
+    p: MemoryListParams,
+) -> Result<MemoryListResponse, RpcError> {
     let repo = match p.cwd {
         Some(cwd) => {
             let path = PathBuf::from(&cwd);
@@ -62,7 +65,10 @@ pub async fn read(state: &ServerState, p: MemoryIdParams) -> Result<MemoryRespon
     }
 }
 
-pub async fn update(state: &ServerState, p: MemoryUpdateParams) -> Result<MemoryResponse, RpcError> {
+pub async fn update(
+    state: &ServerState,
+    p: MemoryUpdateParams,
+) -> Result<MemoryResponse, RpcError> {
     let id: MemoryId = wire_id(&p.id, "id", "memory")?;
     // What the user writes is redacted and bounded like what the model proposes.
     let content = p

@@ -115,7 +115,10 @@ pub fn model_list(state: &ServerState, p: ModelListParams) -> Result<ModelListRe
     Ok(ModelListResponse { data, next_cursor })
 }
 
-pub fn config_read(state: &ServerState, _: ConfigReadParams) -> Result<ConfigReadResponse, RpcError> {
+pub fn config_read(
+    state: &ServerState,
+    _: ConfigReadParams,
+) -> Result<ConfigReadResponse, RpcError> {
     let kernel = &state.kernel;
     let defaults = kernel.default_settings(std::path::PathBuf::from("/"));
     let mut config = serde_json::Map::new();
@@ -153,7 +156,9 @@ pub fn account_read(_: GetAccountParams) -> Result<GetAccountResponse, RpcError>
     })
 }
 
-pub fn permission_profiles(_: PermissionProfileListParams) -> Result<PermissionProfileListResponse, RpcError> {
+pub fn permission_profiles(
+    _: PermissionProfileListParams,
+) -> Result<PermissionProfileListResponse, RpcError> {
     Ok(PermissionProfileListResponse {
         data: Vec::new(),
         next_cursor: None,

@@ -13,7 +13,10 @@ use rein_bootstrap::skills::{Skill, SkillsOutcome};
 use crate::dispatch::ServerState;
 use crate::error::RpcError;
 
-pub async fn list(state: &ServerState, p: SkillsListParams) -> Result<SkillsListResponse, RpcError> {
+pub async fn list(
+    state: &ServerState,
+    p: SkillsListParams,
+) -> Result<SkillsListResponse, RpcError> {
     let mut cwds = p.cwds;
     if cwds.is_empty() {
         // Codex: "defaults to the current session working directory".

@@ -6,9 +6,9 @@ use std::sync::{Arc, Mutex};
 
 use super::turn::ask_pump;
 use rein_app_server_protocol::{
-    EmptyResponse, ServerNotification, Thread, ThreadIdParams, ThreadLoadedListParams, ThreadLoadedListResponse,
-    ThreadSetNameParams, ThreadStartParams, ThreadStartResponse, ThreadStartedNotification,
-    ThreadStatus, ThreadUnsubscribeResponse, ThreadUnsubscribeStatus,
+    EmptyResponse, ServerNotification, Thread, ThreadIdParams, ThreadLoadedListParams,
+    ThreadLoadedListResponse, ThreadSetNameParams, ThreadStartParams, ThreadStartResponse,
+    ThreadStartedNotification, ThreadStatus, ThreadUnsubscribeResponse, ThreadUnsubscribeStatus,
 };
 use rein_bootstrap::sessions::Persistence;
 use rein_core::recorder::RecorderError;
@@ -20,8 +20,8 @@ use tokio::sync::mpsc;
 use crate::children::PUMP_QUEUE;
 use tokio::sync::mpsc::error::TrySendError;
 
-use super::meta::page;
 use super::loaded;
+use super::meta::page;
 use crate::convert::{
     approval_policy_from_wire, approval_policy_to_wire, sandbox_from_mode, sandbox_to_wire,
 };
@@ -35,7 +35,10 @@ use crate::outbound::now_secs;
 use crate::pump::{Pump, PumpCmd, PumpRequest};
 use crate::subscribers::{Left, Subscribers};
 
-pub async fn start(state: &ServerState, p: ThreadStartParams) -> Result<ThreadStartResponse, RpcError> {
+pub async fn start(
+    state: &ServerState,
+    p: ThreadStartParams,
+) -> Result<ThreadStartResponse, RpcError> {
     if let Some(model) = &p.model {
         bounded("model", model, MAX_MODEL_BYTES)?;
     }
@@ -234,7 +237,10 @@ pub fn answer(
     }
 }
 
-pub fn loaded_list(state: &ServerState, p: ThreadLoadedListParams) -> Result<ThreadLoadedListResponse, RpcError> {
+pub fn loaded_list(
+    state: &ServerState,
+    p: ThreadLoadedListParams,
+) -> Result<ThreadLoadedListResponse, RpcError> {
     let ids: Vec<String> = state
         .threads
         .ids()
@@ -247,7 +253,10 @@ pub fn loaded_list(state: &ServerState, p: ThreadLoadedListParams) -> Result<Thr
 
 /// `thread/name/set`: the thread records the name (it survives a restart); every
 /// subscriber hears `thread/name/updated` after this answer.
-pub async fn set_name(state: &ServerState, p: ThreadSetNameParams) -> Result<EmptyResponse, RpcError> {
+pub async fn set_name(
+    state: &ServerState,
+    p: ThreadSetNameParams,
+) -> Result<EmptyResponse, RpcError> {
     let thread = loaded(state, &p.thread_id)?;
     bounded("name", &p.name, MAX_NAME_BYTES)?;
     let name = p.name.trim().to_owned();
@@ -260,7 +269,10 @@ pub async fn set_name(state: &ServerState, p: ThreadSetNameParams) -> Result<Emp
     ask_pump(state, &thread, |reply| PumpCmd::SetName { reply, name }).await
 }
 
-pub fn unsubscribe(state: &ServerState, p: ThreadIdParams) -> Result<ThreadUnsubscribeResponse, RpcError> {
+pub fn unsubscribe(
+    state: &ServerState,
+    p: ThreadIdParams,
+) -> Result<ThreadUnsubscribeResponse, RpcError> {
     // A malformed id is an error; a well-formed one nobody loaded is "not loaded".
     let id = wire_id(&p.thread_id, "threadId", "thread")?;
     let status = match state.threads.get(id) {

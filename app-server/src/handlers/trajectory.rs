@@ -12,7 +12,10 @@ use crate::error::RpcError;
 
 pub const METHOD: &str = "rein/thread/trajectory";
 
-pub async fn trajectory(state: &ServerState, p: ThreadIdParams) -> Result<TrajectoryResponse, RpcError> {
+pub async fn trajectory(
+    state: &ServerState,
+    p: ThreadIdParams,
+) -> Result<TrajectoryResponse, RpcError> {
     if !state.experimental() {
         return Err(RpcError::invalid_request(format!(
             "{METHOD} is experimental: initialize with capabilities.experimentalApi = true"

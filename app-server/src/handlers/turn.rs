@@ -100,7 +100,10 @@ pub async fn steer(state: &ServerState, p: TurnSteerParams) -> Result<TurnSteerR
     .await
 }
 
-pub async fn interrupt(state: &ServerState, p: TurnInterruptParams) -> Result<EmptyResponse, RpcError> {
+pub async fn interrupt(
+    state: &ServerState,
+    p: TurnInterruptParams,
+) -> Result<EmptyResponse, RpcError> {
     let turn_id = turn_id(&p.turn_id, "turnId")?;
     let thread = loaded(state, &p.thread_id)?;
     ask_pump(state, &thread, |reply| PumpCmd::Interrupt {
@@ -112,7 +115,10 @@ pub async fn interrupt(state: &ServerState, p: TurnInterruptParams) -> Result<Em
 
 /// `review/start`: a review turn on the thread itself (the only delivery there is); the
 /// answer names the turn, whose notifications follow.
-pub async fn review(state: &ServerState, p: ReviewStartParams) -> Result<ReviewStartResponse, RpcError> {
+pub async fn review(
+    state: &ServerState,
+    p: ReviewStartParams,
+) -> Result<ReviewStartResponse, RpcError> {
     let thread = loaded(state, &p.thread_id)?;
     let target = match p.target {
         WireTarget::UncommittedChanges => ReviewTarget::UncommittedChanges,
@@ -142,7 +148,10 @@ pub async fn compact(state: &ServerState, p: ThreadIdParams) -> Result<EmptyResp
 }
 
 /// `thread/rollback`: drop the last `numTurns` turns; answers the thread with its turns.
-pub async fn rollback(state: &ServerState, p: ThreadRollbackParams) -> Result<ThreadResponse, RpcError> {
+pub async fn rollback(
+    state: &ServerState,
+    p: ThreadRollbackParams,
+) -> Result<ThreadResponse, RpcError> {
     let thread = loaded(state, &p.thread_id)?;
     ask_pump(state, &thread, |reply| PumpCmd::Rollback {
         reply,

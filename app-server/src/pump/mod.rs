@@ -227,11 +227,9 @@ impl Pump {
                         })
                     }
                     // Behind a compaction: it starts, under the submission's id, right after.
-                    Ok(OpResult::Input(InputOutcome::Queued { .. })) => {
-                        Ok(TurnStartResponse {
-                            turn: pending_turn(TurnId::from(submission)),
-                        })
-                    }
+                    Ok(OpResult::Input(InputOutcome::Queued { .. })) => Ok(TurnStartResponse {
+                        turn: pending_turn(TurnId::from(submission)),
+                    }),
                     other => Err(refusal(other)),
                 };
                 reply.answer(result).await;
@@ -255,11 +253,9 @@ impl Pump {
                         })
                     }
                     // The running turn takes no steers; the input starts the next one.
-                    Ok(OpResult::Input(InputOutcome::Queued { .. })) => {
-                        Ok(TurnSteerResponse {
-                            turn_id: TurnId::from(submission).to_string(),
-                        })
-                    }
+                    Ok(OpResult::Input(InputOutcome::Queued { .. })) => Ok(TurnSteerResponse {
+                        turn_id: TurnId::from(submission).to_string(),
+                    }),
                     other => Err(refusal(other)),
                 };
                 reply.answer(result).await;
@@ -371,7 +367,8 @@ impl Pump {
                 }
                 for approval_id in unanswerable {
                     if let Some(question) = asked.remove(&approval_id) {
-                        self.respond(approval_id, unanswered(&question.request)).await;
+                        self.respond(approval_id, unanswered(&question.request))
+                            .await;
                     }
                 }
             }
@@ -512,4 +509,3 @@ fn refusal(result: Result<OpResult, ThreadError>) -> RpcError {
         Err(e) => RpcError::invalid_request(e.to_string()),
     }
 }
-

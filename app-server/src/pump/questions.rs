@@ -28,12 +28,7 @@ pub(super) type Asked = HashMap<String, Question>;
 impl Pump {
     /// Put the question to every subscriber; with nobody to ask, the answer is no (a turn
     /// never waits on a question nobody can see, nor runs unapproved).
-    pub(super) async fn ask(
-        &self,
-        approval_id: String,
-        request: ServerRequest,
-        asked: &mut Asked,
-    ) {
+    pub(super) async fn ask(&self, approval_id: String, request: ServerRequest, asked: &mut Asked) {
         let subscribers = self.thread.subscribers.current();
         if subscribers.is_empty() {
             self.respond(approval_id, unanswered(&request)).await;
@@ -85,7 +80,10 @@ impl Pump {
 /// The kernel's answer for a client's answer to `request`: the answer read as the
 /// request's own answer type; an error, or an answer of the wrong shape, is no (a refusal,
 /// no answers, the form declined).
-pub(super) fn response_of(request: &ServerRequest, outcome: Result<Value, Value>) -> ClientResponse {
+pub(super) fn response_of(
+    request: &ServerRequest,
+    outcome: Result<Value, Value>,
+) -> ClientResponse {
     let answer = match outcome {
         Ok(result) => request.read_answer(result).ok(),
         Err(_) => None,

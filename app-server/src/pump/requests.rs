@@ -59,13 +59,9 @@ pub enum PumpCmd {
     Reask,
     /// The connection stopped listening (unsubscribed or went away); `last` if nobody
     /// listens any more, which starts the idle-unload countdown.
-    Left {
-        last: bool,
-    },
+    Left { last: bool },
     /// Summarise the history now (`thread/compact/start`).
-    Compact {
-        reply: Responder<EmptyResponse>,
-    },
+    Compact { reply: Responder<EmptyResponse> },
     /// Run the user's command in the thread (`thread/shellCommand`): queued behind a
     /// running turn, like compaction.
     Shell {
@@ -85,10 +81,7 @@ pub enum PumpCmd {
     },
     /// A goal op (`thread/goal/set`, `thread/goal/clear`): answered after the events it
     /// caused (`thread/goal/updated` before the answer, as Codex orders them).
-    Goal {
-        reply: Responder<OpResult>,
-        op: Op,
-    },
+    Goal { reply: Responder<OpResult>, op: Op },
     /// Name the thread (`thread/name/set`); `thread/name/updated` follows the answer, to
     /// every subscriber, when the thread records the name.
     SetName {
