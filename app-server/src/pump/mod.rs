@@ -430,12 +430,26 @@ impl Pump {
                     .submit(op)
                     .await
                     .map_err(RpcError::internal);
-                // The kernel queued the op's events before answering it: forward them
-                // first, so the answer follows them.
+                // The kernel queued the op's events before answering it: its goal event
+                // goes out before the answer (`thread/goal/updated`, `…/cleared`, as Codex
+                // orders them), what follows it (a goal turn starting) after the answer.
+                let mut after = Vec::new();
+                let mut goal_seen = false;
                 while let Some(event) = self.events.try_recv() {
+                    if goal_seen {
+                        after.push(event);
+                        continue;
+                    }
+                    goal_seen = matches!(
+                        event.msg,
+                        EventMsg::GoalUpdated { .. } | EventMsg::GoalCleared
+                    );
                     self.on_event(&event, asked).await;
                 }
                 reply.answer(result).await;
+                for event in after {
+                    self.on_event(&event, asked).await;
+                }
             }
             PumpCmd::SetName { reply, name } => {
                 let result = match self.submit(SubmissionId::new(), Op::SetName { name }).await {

@@ -79,8 +79,9 @@ pub enum PumpCmd {
         reply: Responder<ThreadResponse>,
         turns: u32,
     },
-    /// A goal op (`thread/goal/set`, `thread/goal/clear`): answered after the events it
-    /// caused (`thread/goal/updated` before the answer, as Codex orders them).
+    /// A goal op (`thread/goal/set`, `thread/goal/clear`): answered after its goal event
+    /// (`thread/goal/updated` before the answer, as Codex orders them) and before what
+    /// follows it (the goal's turn).
     Goal { reply: Responder<OpResult>, op: Op },
     /// Name the thread (`thread/name/set`); `thread/name/updated` follows the answer, to
     /// every subscriber, when the thread records the name.
