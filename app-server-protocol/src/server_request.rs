@@ -48,7 +48,7 @@ impl ServerRequest {
             Self::FileChangeRequestApproval(_) => "item/fileChange/requestApproval",
             Self::ToolRequestUserInput(_) => "item/tool/requestUserInput",
             Self::McpServerElicitationRequest(_) => "mcpServer/elicitation/request",
-            Self::MemoryRequestApproval(_) => "rein/memory/requestApproval",
+            Self::MemoryRequestApproval(_) => crate::MEMORY_APPROVAL_METHOD,
         }
     }
 
