@@ -37,6 +37,10 @@ pub enum ThreadItem {
         aggregated_output: Option<String>,
         exit_code: Option<i32>,
         duration_ms: Option<i64>,
+        /// Who ran it: absent for the model's commands (Codex's default, `agent`),
+        /// `userShell` for the user's own (`thread/shellCommand`).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        source: Option<CommandExecutionSource>,
     },
     FileChange {
         id: String,
@@ -120,6 +124,14 @@ impl ThreadItem {
 }
 
 /// Codex's `CommandExecutionStatus` / `PatchApplyStatus`.
+/// Who ran a command, as Codex tells it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub enum CommandExecutionSource {
+    Agent,
+    UserShell,
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub enum ExecutionStatus {

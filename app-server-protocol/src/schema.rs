@@ -74,7 +74,7 @@ pub fn all() -> Vec<(&'static str, Schema)> {
             "FileChangeRequestApprovalParams.json",
             schema_for!(FileChangeRequestApprovalParams),
         ),
-        ("ApprovalResponse.json", schema_for!(ApprovalResponse)),
+        ("ServerRequest.json", schema_for!(ServerRequest)),
         ("ThreadResumeParams.json", schema_for!(ThreadResumeParams)),
         ("ThreadForkParams.json", schema_for!(ThreadForkParams)),
         ("ThreadListParams.json", schema_for!(ThreadListParams)),
@@ -158,6 +158,30 @@ pub fn all() -> Vec<(&'static str, Schema)> {
             "MemoryRequestApprovalParams.json",
             schema_for!(MemoryRequestApprovalParams),
         ),
+        (
+            "ThreadShellCommandParams.json",
+            schema_for!(ThreadShellCommandParams),
+        ),
+        ("CommandExecParams.json", schema_for!(CommandExecParams)),
+        ("CommandExecResponse.json", schema_for!(CommandExecResponse)),
+        (
+            "FuzzyFileSearchParams.json",
+            schema_for!(FuzzyFileSearchParams),
+        ),
+        (
+            "FuzzyFileSearchResponse.json",
+            schema_for!(FuzzyFileSearchResponse),
+        ),
+        (
+            "ConfigValueWriteParams.json",
+            schema_for!(ConfigValueWriteParams),
+        ),
+        (
+            "ConfigBatchWriteParams.json",
+            schema_for!(ConfigBatchWriteParams),
+        ),
+        ("ConfigWriteResponse.json", schema_for!(ConfigWriteResponse)),
+        ("TrajectoryResponse.json", schema_for!(TrajectoryResponse)),
     ]
 }
 

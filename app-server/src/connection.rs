@@ -16,7 +16,7 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use crate::dispatch::ServerState;
 use crate::error::{AppServerError, RpcError};
-use crate::handlers::meta::{initialize_response, wants_experimental};
+use crate::handlers::meta::initialize_response;
 use crate::handlers::thread::leave;
 use crate::kernel_source::KernelSource;
 use crate::lines::{Line, LineReader};
@@ -24,6 +24,7 @@ use crate::message::{self, Inbound};
 use crate::methods;
 use crate::outbound::{write_lines, Outbound};
 use crate::subscribers::Hub;
+use rein_app_server_protocol::InitializeParams;
 
 /// Limits of one connection.
 #[derive(Clone, Debug)]
@@ -195,14 +196,18 @@ async fn initialize_early(bytes: &[u8], home: &Path, out: &Outbound) -> Option<b
     if method != "initialize" {
         return None;
     }
-    let experimental = wants_experimental(&params);
-    match initialize_response(home, out, params) {
-        Ok(result) => {
-            out.respond(id, Ok(result)).await;
-            Some(experimental)
-        }
-        Err(_) => None,
+    // Bad params are answered by the method itself, with the field named.
+    if !params.is_object() {
+        return None;
     }
+    let params: InitializeParams = serde_json::from_value(params).ok()?;
+    let experimental = params
+        .capabilities
+        .as_ref()
+        .is_some_and(|c| c.experimental_api);
+    let answer = serde_json::value::to_raw_value(&initialize_response(home, out, params)).ok()?;
+    out.respond(id, Ok(answer)).await;
+    Some(experimental)
 }
 
 /// The kernel could not be built: every request is answered with why, until the input ends.

@@ -8,29 +8,29 @@
 //! never for the client; and the connection releases the pump before it handles anything
 //! else.
 
-use serde_json::Value;
 use tokio::sync::oneshot;
 
 use crate::error::RpcError;
 
-pub type Outcome = Result<Value, RpcError>;
+/// A method's typed answer (its `M::Response`) or its error.
+pub type Outcome<T> = Result<T, RpcError>;
 
 /// The pump's end.
-pub struct Responder {
-    answer: oneshot::Sender<Outcome>,
+pub struct Responder<T> {
+    answer: oneshot::Sender<Outcome<T>>,
     queued: oneshot::Receiver<()>,
 }
 
 /// The method's end.
-pub struct PendingAnswer {
-    answer: oneshot::Receiver<Outcome>,
+pub struct PendingAnswer<T> {
+    answer: oneshot::Receiver<Outcome<T>>,
     queued: oneshot::Sender<()>,
 }
 
 /// Fire once the answer's line is queued (dropping it releases the pump too).
 pub struct Release(oneshot::Sender<()>);
 
-pub fn channel() -> (Responder, PendingAnswer) {
+pub fn channel<T>() -> (Responder<T>, PendingAnswer<T>) {
     let (answer_tx, answer_rx) = oneshot::channel();
     let (queued_tx, queued_rx) = oneshot::channel();
     (
@@ -45,20 +45,20 @@ pub fn channel() -> (Responder, PendingAnswer) {
     )
 }
 
-impl Responder {
+impl<T> Responder<T> {
     /// Answer, and return once the connection has queued the answer (or dropped it: the
     /// connection is gone).
-    pub async fn answer(self, outcome: Outcome) {
+    pub async fn answer(self, outcome: Outcome<T>) {
         if self.answer.send(outcome).is_ok() {
             let _ = self.queued.await;
         }
     }
 }
 
-impl PendingAnswer {
+impl<T> PendingAnswer<T> {
     /// The pump's answer and the release to fire once it is queued; `None` if the pump
     /// went away without answering (the thread shut down).
-    pub async fn wait(self) -> Option<(Outcome, Release)> {
+    pub async fn wait(self) -> Option<(Outcome<T>, Release)> {
         let outcome = self.answer.await.ok()?;
         Some((outcome, Release(self.queued)))
     }
@@ -85,9 +85,9 @@ mod tests {
     #[tokio::test]
     async fn the_pump_waits_until_the_answer_is_released() {
         let (responder, pending) = channel();
-        let pump = tokio::spawn(responder.answer(Ok(Value::Bool(true))));
+        let pump = tokio::spawn(responder.answer(Ok(true)));
         let (outcome, release) = pending.wait().await.unwrap();
-        assert_eq!(outcome, Ok(Value::Bool(true)));
+        assert_eq!(outcome, Ok(true));
         assert!(!pump.is_finished(), "the pump waits for the release");
         release.fire();
         pump.await.unwrap();
@@ -95,7 +95,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_pump_that_never_answers_reads_as_none() {
-        let (responder, pending) = channel();
+        let (responder, pending) = channel::<()>();
         drop(responder);
         assert!(pending.wait().await.is_none());
     }

@@ -1,20 +1,23 @@
 //! Handling one request: the initialization gate, then the connection's method module
 //! (a jsonrpsee [`Methods`], built by [`crate::methods`]), then what must follow the answer.
 //!
-//! jsonrpsee requires `"jsonrpc": "2.0"`, which Codex clients omit, and takes only
-//! unsigned or string ids; so each request is handed to the module re-framed, under a fixed
-//! id, and its answer is sent under the client's id, without `jsonrpc`, as Codex does.
-//! Param decoding happens in the callbacks with [`params`] (-32602 naming the field);
-//! jsonrpsee answers unknown methods (-32601).
+//! Each request goes straight to its method's callback in the module ([`call`]): no
+//! JSON-RPC text is built for jsonrpsee (which would insist on `"jsonrpc": "2.0"`, which
+//! Codex clients omit, and on unsigned or string ids); the callback decodes the params into
+//! the method's type with [`decode`] (-32602 naming the field) and jsonrpsee serializes the
+//! typed answer, which is sent under the client's id, without `jsonrpc`, as Codex does.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
-use jsonrpsee::Methods;
-use rein_app_server_protocol::{codes, RequestId, ServerNotification};
+use jsonrpsee::core::server::MethodCallback;
+use jsonrpsee::types::{Id, Params};
+use jsonrpsee::{Extensions, Methods};
+use rein_app_server_protocol::{JsonRpcErrorBody, RequestId, ServerNotification};
 use rein_bootstrap::Kernel;
 use serde::de::DeserializeOwned;
-use serde_json::{json, Value};
+use serde_json::value::RawValue;
+use serde_json::Value;
 
 use crate::deferred::Release;
 use crate::error::RpcError;
@@ -160,49 +163,72 @@ impl ServerState {
     }
 }
 
-/// Call `method` on `methods` and read its answer back into our terms.
-pub async fn call(methods: &Methods, method: &str, params: Value) -> Result<Value, RpcError> {
-    let mut request = json!({ "jsonrpc": "2.0", "id": 0, "method": method });
-    if !params.is_null() {
-        request["params"] = params;
-    }
-    let (response, _) = methods
-        .raw_json_request(&request.to_string(), 1)
-        .await
-        .map_err(RpcError::internal)?;
-    let mut response: Value = serde_json::from_str(response.get()).map_err(RpcError::internal)?;
-    if let Some(result) = response.get_mut("result") {
-        return Ok(result.take());
-    }
-    let error = match response.get("error") {
-        Some(object) => RpcError::from_object(object),
-        None => RpcError::internal(format!("a response without result or error: {response}")),
+/// Call `method`'s callback in `methods` directly (no JSON-RPC text is built for it) and
+/// take its answer's `result` as the raw JSON jsonrpsee serialized from the handler's
+/// typed response: it is written to the client as it is, never parsed into a `Value`.
+pub async fn call(
+    methods: &Methods,
+    method: &str,
+    params: Value,
+) -> Result<Box<RawValue>, RpcError> {
+    let callback = match methods.method(method) {
+        Some(MethodCallback::Async(callback)) => callback,
+        Some(_) => {
+            return Err(RpcError::internal(format!(
+                "{method} is not an async method"
+            )))
+        }
+        // jsonrpsee's own -32601 does not say which method; ours does.
+        None => return Err(RpcError::method_not_found(method)),
     };
-    // jsonrpsee's own -32601 does not say which method; ours does.
-    if error.code == codes::METHOD_NOT_FOUND {
-        return Err(RpcError::method_not_found(method));
+    // The params are JSON text for jsonrpsee's `Params` (whence the callback decodes
+    // them into the method's type); `null` is "no params".
+    let text = (!params.is_null()).then(|| params.to_string());
+    let params = Params::new(text.as_deref()).into_owned();
+    let response = callback(
+        Id::Number(0),
+        params,
+        jsonrpsee::ConnectionId(0),
+        usize::MAX,
+        Extensions::new(),
+    )
+    .await;
+    let (json, _, _) = response.into_parts();
+    let answer: Answer<'_> = serde_json::from_str(json.get()).map_err(RpcError::internal)?;
+    match (answer.result, answer.error) {
+        (Some(result), _) => Ok(result.to_owned()),
+        (None, Some(error)) => Err(RpcError {
+            data: error.data.clone(),
+            ..RpcError::new(error.code, error.message)
+        }),
+        (None, None) => Err(RpcError::internal(format!(
+            "a response without result or error: {}",
+            json.get()
+        ))),
     }
-    Err(error)
 }
 
-/// The params of a module callback as a JSON value (`Null` when absent).
-pub fn raw_params(params: &jsonrpsee::types::Params<'_>) -> Result<Value, RpcError> {
-    match params.as_str() {
-        None => Ok(Value::Null),
-        Some(text) => serde_json::from_str(text).map_err(RpcError::parse_error),
-    }
+/// What jsonrpsee answered: its result, unparsed, or its error.
+#[derive(serde::Deserialize)]
+struct Answer<'a> {
+    #[serde(borrow, default)]
+    result: Option<&'a RawValue>,
+    #[serde(default)]
+    error: Option<JsonRpcErrorBody>,
 }
 
-/// Decode params; absent params read as `{}` so methods whose params are all optional
-/// accept a bare call. Params are an object: an array (which serde would read field by
-/// field, in order) is refused.
-pub fn params<T: DeserializeOwned>(params: Value) -> Result<T, RpcError> {
-    let params = match params {
-        Value::Null => Value::Object(serde_json::Map::new()),
-        Value::Object(map) => Value::Object(map),
-        _ => return Err(RpcError::invalid_params("params must be an object", None)),
+/// Decode a method's params (jsonrpsee's text of them) into its type; absent params read
+/// as `{}` so methods whose params are all optional accept a bare call. Params are an
+/// object: an array (which serde would read field by field, in order) is refused.
+pub fn decode<T: DeserializeOwned>(text: Option<&str>) -> Result<T, RpcError> {
+    let text = match text.map(str::trim_start) {
+        None => "{}",
+        Some(t) if t.starts_with('{') => t,
+        Some(t) if t.trim_end() == "null" => "{}",
+        Some(_) => return Err(RpcError::invalid_params("params must be an object", None)),
     };
-    serde_path_to_error::deserialize(params).map_err(|e| {
+    let mut deserializer = serde_json::Deserializer::from_str(text);
+    serde_path_to_error::deserialize(&mut deserializer).map_err(|e| {
         let path = e.path().to_string();
         let inner = e.into_inner().to_string();
         // A missing field is reported by serde at its parent; name it from the message.
@@ -211,6 +237,12 @@ pub fn params<T: DeserializeOwned>(params: Value) -> Result<T, RpcError> {
             (".", None) => None,
             (p, Some(f)) => Some(format!("{p}.{f}")),
             (p, None) => Some(p.to_owned()),
+        };
+        // serde_json's messages end with the position in jsonrpsee's text of the params,
+        // which is not the client's line: drop it.
+        let inner = match inner.rfind(" at line ") {
+            Some(at) => inner[..at].to_owned(),
+            None => inner,
         };
         let detail = match &field {
             Some(f) => format!("{f}: {inner}"),
@@ -269,19 +301,24 @@ fn missing_field(message: &str) -> Option<String> {
 mod tests {
     use super::*;
     use jsonrpsee::RpcModule;
-    use rein_app_server_protocol::TurnStartParams;
+    use rein_app_server_protocol::{codes, TurnStartParams};
 
-    /// A module with one method that echoes its params, decoded by [`params`].
+    use serde_json::json;
+
+    /// A module with one method that echoes its params, decoded by [`decode`].
     fn echo_module() -> RpcModule<()> {
         let mut module = RpcModule::new(());
         module
             .register_async_method("echo", |p, _, _| async move {
-                let raw = raw_params(&p)?;
-                let echoed: TurnStartParams = params(raw)?;
+                let echoed: TurnStartParams = decode(p.as_str())?;
                 Ok::<_, jsonrpsee::types::ErrorObjectOwned>(json!({ "threadId": echoed.thread_id }))
             })
             .unwrap();
         module
+    }
+
+    fn params<T: DeserializeOwned>(value: Value) -> Result<T, RpcError> {
+        decode(Some(&value.to_string()))
     }
 
     #[tokio::test]
@@ -311,6 +348,8 @@ mod tests {
             .unwrap_err();
         assert_eq!(bad.code, codes::INVALID_PARAMS);
         assert_eq!(bad.data, Some(json!({ "field": "threadId" })));
+        // serde_json's position is in jsonrpsee's text, not the client's line: not shown.
+        assert!(!bad.message.contains(" at line "), "{}", bad.message);
     }
 
     #[test]
@@ -328,6 +367,7 @@ mod tests {
         let e = params::<rein_app_server_protocol::ThreadLoadedListParams>(json!([])).unwrap_err();
         assert_eq!(e.code, codes::INVALID_PARAMS);
         assert!(params::<rein_app_server_protocol::ThreadLoadedListParams>(Value::Null).is_ok());
+        assert!(decode::<rein_app_server_protocol::ThreadLoadedListParams>(None).is_ok());
     }
 
     #[test]

@@ -85,23 +85,6 @@ impl RpcError {
         Self::new(codes::OVERLOADED, "Server overloaded; retry later.")
     }
 
-    /// The error object of a response the method module produced (the module speaks
-    /// jsonrpsee's types; the wire and the handlers speak ours).
-    pub fn from_object(object: &serde_json::Value) -> Self {
-        let code = object
-            .get("code")
-            .and_then(serde_json::Value::as_i64)
-            .unwrap_or(codes::INTERNAL_ERROR);
-        let message = object
-            .get("message")
-            .and_then(serde_json::Value::as_str)
-            .unwrap_or_default();
-        Self {
-            data: object.get("data").cloned(),
-            ..Self::new(code, message)
-        }
-    }
-
     pub fn body(&self) -> JsonRpcErrorBody {
         JsonRpcErrorBody {
             code: self.code,

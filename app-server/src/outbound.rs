@@ -10,7 +10,9 @@ use std::collections::HashSet;
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Arc, OnceLock};
 
-use rein_app_server_protocol::{RequestId, ServerNotification};
+use rein_app_server_protocol::{RequestId, ServerNotification, ServerRequest};
+use serde::Serialize;
+use serde_json::value::RawValue;
 use serde_json::{json, Value};
 use tokio::io::{AsyncWrite, AsyncWriteExt};
 use tokio::sync::mpsc::{self, error::TrySendError};
@@ -62,12 +64,20 @@ impl Outbound {
         let _ = self.shared.opted_out.set(methods);
     }
 
-    pub async fn respond(&self, id: RequestId, outcome: Result<Value, RpcError>) {
+    /// Answer request `id` with a method's result, already JSON (as jsonrpsee serialized
+    /// it from the handler's typed response), or an error.
+    pub async fn respond(&self, id: RequestId, outcome: Result<Box<RawValue>, RpcError>) {
         let message = match outcome {
-            Ok(result) => json!({ "id": id, "result": result }),
-            Err(error) => json!({ "id": id, "error": error.body() }),
+            Ok(result) => serde_json::to_string(&Answer {
+                id: &id,
+                result: &result,
+            }),
+            Err(error) => serde_json::to_string(&json!({ "id": id, "error": error.body() })),
         };
-        self.send(&message).await;
+        match message {
+            Ok(line) => self.send_line(line).await,
+            Err(e) => tracing::error!("cannot serialize the answer to {id}: {e}"),
+        }
     }
 
     /// An error to a message whose id could not be read answers with `"id": null`.
@@ -104,9 +114,13 @@ impl Outbound {
         RequestId::Integer(self.shared.next_request_id.fetch_add(1, Ordering::Relaxed))
     }
 
-    pub async fn request(&self, id: &RequestId, method: &str, params: Value) {
-        let message = json!({ "id": id, "method": method, "params": params });
-        self.send(&message).await;
+    /// Ask the client `request` under `id` (`{"id", "method", "params"}`).
+    pub async fn request(&self, id: &RequestId, request: &ServerRequest) {
+        let message = Asking { id, request };
+        match serde_json::to_string(&message) {
+            Ok(line) => self.send_line(line).await,
+            Err(e) => tracing::error!("cannot serialize {}: {e}", request.method()),
+        }
     }
 
     /// Resolves once the connection has been declared lagging; never under backpressure.
@@ -118,10 +132,14 @@ impl Outbound {
     }
 
     async fn send(&self, message: &Value) {
+        self.send_line(message.to_string()).await;
+    }
+
+    async fn send_line(&self, line: String) {
         // A closed writer means the client is gone; there is nobody left to tell.
         match &self.shared.full {
             FullQueue::Backpressure => {
-                let _ = self.tx.send(message.to_string()).await;
+                let _ = self.tx.send(line).await;
             }
             FullQueue::DisconnectWhenFull(lagging) => {
                 // Past the first gap the client's view is broken anyway: it must
@@ -129,12 +147,27 @@ impl Outbound {
                 if lagging.is_cancelled() {
                     return;
                 }
-                if let Err(TrySendError::Full(_)) = self.tx.try_send(message.to_string()) {
+                if let Err(TrySendError::Full(_)) = self.tx.try_send(line) {
                     lagging.cancel();
                 }
             }
         }
     }
+}
+
+/// A successful answer on the wire (no `jsonrpc`, as Codex).
+#[derive(Serialize)]
+struct Answer<'a> {
+    id: &'a RequestId,
+    result: &'a RawValue,
+}
+
+/// A server → client request on the wire.
+#[derive(Serialize)]
+struct Asking<'a> {
+    id: &'a RequestId,
+    #[serde(flatten)]
+    request: &'a ServerRequest,
 }
 
 /// Drain the queue into `out`, one message per line, until every sender is dropped.

@@ -12,10 +12,10 @@
 use std::path::Path;
 
 use rein_app_server_protocol::{
-    CommandActionWire, ContentItem, ExecutionStatus, McpToolCallError, McpToolCallResult,
-    ThreadItem, ToolCallStatus,
+    CommandActionWire, CommandExecutionSource, ContentItem, ExecutionStatus, McpToolCallError,
+    McpToolCallResult, ThreadItem, ToolCallStatus,
 };
-use rein_protocol::{CommandAction, ToolAction, ToolOutcome};
+use rein_protocol::{CommandAction, ToolAction, ToolOutcome, USER_SHELL_CALL_PREFIX};
 
 use crate::collab_items::{collab_item, AgentCall};
 use crate::convert::file_change_to_wire;
@@ -56,6 +56,9 @@ pub fn tool_item(
             aggregated_output: outcome.and_then(shown_text),
             exit_code: exit_code(outcome),
             duration_ms,
+            source: call_id
+                .starts_with(USER_SHELL_CALL_PREFIX)
+                .then_some(CommandExecutionSource::UserShell),
         },
         ToolAction::Stdin {
             terminal_id, cwd, ..
@@ -76,6 +79,7 @@ pub fn tool_item(
                 aggregated_output: outcome.and_then(shown_text),
                 exit_code: exit_code(outcome),
                 duration_ms,
+                source: None,
             }
         }
         ToolAction::Read { path } => {
@@ -217,6 +221,7 @@ fn explored(
         aggregated_output: outcome.and_then(shown_text),
         exit_code: None,
         duration_ms,
+        source: None,
     }
 }
 
@@ -335,6 +340,7 @@ mod tests {
                 aggregated_output: Some("partial\n".into()),
                 exit_code: Some(137),
                 duration_ms: Some(42),
+                source: None,
             })
         );
     }

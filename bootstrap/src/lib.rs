@@ -10,6 +10,9 @@
 //! kernel here and never wire leaves themselves.
 
 pub mod admission;
+pub mod command_exec;
+pub mod config_write;
+pub mod file_search;
 pub mod replay;
 pub mod sessions;
 mod skills_tool;

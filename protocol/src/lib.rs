@@ -53,7 +53,7 @@ pub use memory::{
 };
 pub use op::{
     ApprovalDecision, InputMode, InputOutcome, InterruptOutcome, Op, OpResult, RejectReason,
-    ReviewTarget, Submission,
+    ReviewTarget, Submission, USER_SHELL_CALL_PREFIX,
 };
 pub use settings::{
     ApprovalPolicy, EmptyEffort, ReasoningEffort, SandboxOptions, SandboxPolicy, SettingsChange,

@@ -98,6 +98,14 @@ pub enum Op {
     /// Review code (a review turn): the model reads, never writes, and reports findings,
     /// which stay in the history for the turns after it.
     Review { target: ReviewTarget },
+    /// Run the user's own command in the thread (`thread/shellCommand`, the TUI's `!cmd`):
+    /// a turn of one `shell` call, judged, approved and sandboxed by the thread's tools and
+    /// policies like the model's calls; call and output join the history the model reads.
+    UserShell {
+        command: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        timeout_ms: Option<u64>,
+    },
     /// Record a change of the thread's task graph (`TaskGraphChanged`). Sent by the
     /// kernel's scheduler, which validated it; answers `Accepted` once it is recorded.
     RecordTaskGraph { change: TaskGraphChange },
@@ -108,6 +116,10 @@ pub enum Op {
     /// Remove the thread's goal. Answers `Goal` with the goal removed (`None`: there was none).
     ClearGoal,
 }
+
+/// The call id prefix of an `Op::UserShell` command's `shell` call: front ends show such a
+/// call as the user's command, not the model's.
+pub const USER_SHELL_CALL_PREFIX: &str = "user_shell_";
 
 /// What a review looks at.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]

@@ -192,75 +192,36 @@ pub struct CodexSchema {
     responses: HashMap<&'static str, jsonschema::Validator>,
 }
 
-const RESPONSES: &[(&str, &str)] = &[
-    ("initialize", "v1/InitializeResponse.json"),
-    ("thread/start", "v2/ThreadStartResponse.json"),
-    ("turn/start", "v2/TurnStartResponse.json"),
-    ("turn/steer", "v2/TurnSteerResponse.json"),
-    ("turn/interrupt", "v2/TurnInterruptResponse.json"),
-    ("thread/loaded/list", "v2/ThreadLoadedListResponse.json"),
-    ("model/list", "v2/ModelListResponse.json"),
-    ("config/read", "v2/ConfigReadResponse.json"),
-    ("account/read", "v2/GetAccountResponse.json"),
-    (
-        "permissionProfile/list",
-        "v2/PermissionProfileListResponse.json",
-    ),
-    ("skills/list", "v2/SkillsListResponse.json"),
-    ("thread/name/set", "v2/ThreadSetNameResponse.json"),
-    ("thread/unsubscribe", "v2/ThreadUnsubscribeResponse.json"),
-    ("thread/compact/start", "v2/ThreadCompactStartResponse.json"),
-    ("review/start", "v2/ReviewStartResponse.json"),
-    ("thread/resume", "v2/ThreadResumeResponse.json"),
-    ("thread/fork", "v2/ThreadForkResponse.json"),
-    ("thread/list", "v2/ThreadListResponse.json"),
-    ("thread/read", "v2/ThreadReadResponse.json"),
-    ("thread/turns/list", "v2/ThreadTurnsListResponse.json"),
-    ("thread/archive", "v2/ThreadArchiveResponse.json"),
-    ("thread/unarchive", "v2/ThreadUnarchiveResponse.json"),
-    (
-        "mcpServerStatus/list",
-        "v2/ListMcpServerStatusResponse.json",
-    ),
-    (
-        "config/mcpServer/reload",
-        "v2/McpServerRefreshResponse.json",
-    ),
-    ("mcpServer/tool/call", "v2/McpServerToolCallResponse.json"),
-    (
-        "configRequirements/read",
-        "v2/ConfigRequirementsReadResponse.json",
-    ),
-    ("hooks/list", "v2/HooksListResponse.json"),
-    ("plugin/installed", "v2/PluginInstalledResponse.json"),
-    ("thread/goal/get", "v2/ThreadGoalGetResponse.json"),
-    ("thread/goal/set", "v2/ThreadGoalSetResponse.json"),
-    ("thread/goal/clear", "v2/ThreadGoalClearResponse.json"),
-    ("thread/items/list", "v2/ThreadItemsListResponse.json"),
-    ("plugin/list", "v2/PluginListResponse.json"),
-    ("app/list", "v2/AppsListResponse.json"),
-    (
-        "experimentalFeature/list",
-        "v2/ExperimentalFeatureListResponse.json",
-    ),
-    ("threadSection/list", "v2/ThreadSectionListResponse.json"),
-    (
-        "thread/attachment/list",
-        "v2/ThreadAttachmentListResponse.json",
-    ),
-    // Codex 0.169 dropped thread/rollback from its schema; its answer is `{thread}`, the
-    // shape of thread/read's.
-    ("thread/rollback", "v2/ThreadReadResponse.json"),
-];
+/// The Codex schema file of each answer, from the typed method table: Codex's published
+/// answer for Codex's methods; `thread/rollback`, which Codex 0.169 dropped from its
+/// schema, answers `{thread}` as `thread/read` does. Methods Codex serves without
+/// publishing them, and rein's own, have none: their tests check their answers.
+fn responses() -> Vec<(&'static str, String)> {
+    use rein_app_server_protocol::Origin;
+    rein_app_server_protocol::client_methods()
+        .into_iter()
+        .filter_map(|spec| {
+            let file = match spec.origin {
+                Origin::Codex { response } => match response {
+                    "InitializeResponse" => "v1/InitializeResponse.json".to_owned(),
+                    "FuzzyFileSearchResponse" => "FuzzyFileSearchResponse.json".to_owned(),
+                    name => format!("v2/{name}.json"),
+                },
+                Origin::CodexDropped => "v2/ThreadReadResponse.json".to_owned(),
+                Origin::CodexUnpublished | Origin::Rein => return None,
+            };
+            Some((spec.method, file))
+        })
+        .collect()
+}
 
-/// Methods Codex 0.169 serves (the TUI calls them) without publishing their schema: their
-/// tests compare rein's answers with the ones Codex gave the TUI.
-const UNPUBLISHED: &[&str] = &[
-    "collaborationMode/list",
-    "account/bedrock/checkGovCloudRequirements",
-    "thread/backgroundTerminals/list",
-    "thread/readState/update",
-];
+/// Methods whose answers no Codex schema describes (see [`responses`]).
+fn unpublished(method: &str) -> bool {
+    use rein_app_server_protocol::Origin;
+    rein_app_server_protocol::client_methods()
+        .iter()
+        .any(|spec| spec.method == method && matches!(spec.origin, Origin::CodexUnpublished))
+}
 
 fn compile(file: &str) -> jsonschema::Validator {
     // `REIN_E2E_FIXTURES`: a copy another user can read.
@@ -279,7 +240,7 @@ impl CodexSchema {
             notification: compile("ServerNotification.json"),
             server_request: compile("ServerRequest.json"),
             error: compile("JSONRPCError.json"),
-            responses: RESPONSES.iter().map(|(m, f)| (*m, compile(f))).collect(),
+            responses: responses().iter().map(|(m, f)| (*m, compile(f))).collect(),
         }
     }
 
@@ -309,7 +270,7 @@ impl CodexSchema {
                 .get(&id)
                 .unwrap_or_else(|| panic!("answer to an unknown id: {message}"));
             // rein's own methods have no Codex schema; their tests check their answers.
-            if method.starts_with("rein/") || UNPUBLISHED.contains(&method.as_str()) {
+            if method.starts_with("rein/") || unpublished(method) {
                 return;
             }
             let Some(v) = self.responses.get(method.as_str()) else {

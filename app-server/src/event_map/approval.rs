@@ -4,21 +4,17 @@
 
 use rein_app_server_protocol::{
     CommandActionWire, CommandDecision, CommandExecutionRequestApprovalParams, ExecpolicyAmendment,
-    FileChangeRequestApprovalParams,
+    FileChangeRequestApprovalParams, McpServerElicitationRequestParams,
+    MemoryRequestApprovalParams, ServerRequest, ToolRequestUserInputOption,
+    ToolRequestUserInputParams, ToolRequestUserInputQuestion,
 };
 use rein_protocol::shell_words::{command_words, display_command, shell_script};
 use rein_protocol::{shell_join, ClientRequest, TurnId};
-use serde_json::Value;
 
 use super::Outgoing;
 
-/// The method of a command's approval.
-pub const COMMAND_APPROVAL_METHOD: &str = "item/commandExecution/requestApproval";
-/// The method of Codex's questions for the user.
-pub const QUESTION_METHOD: &str = "item/tool/requestUserInput";
-/// The method of an MCP server's form for the user.
-pub const ELICITATION_METHOD: &str = "mcpServer/elicitation/request";
-
+/// The request that asks the client `request`; none for work a Codex client is never
+/// asked (reading files, running terminals: the caller skips those).
 pub(super) fn ask(
     thread_id: &str,
     approval_id: &str,
@@ -26,18 +22,20 @@ pub(super) fn ask(
     turn_id: TurnId,
     request: &ClientRequest,
     at: i64,
-) -> Outgoing {
-    let (method, params) = match request {
+) -> Option<Outgoing> {
+    let thread_id = thread_id.to_owned();
+    let turn_id = turn_id.to_string();
+    let item_id = call_id.to_owned();
+    let request = match request {
         ClientRequest::Command {
             command,
             cwd,
             reason,
-        } => (
-            COMMAND_APPROVAL_METHOD,
-            serde_json::to_value(CommandExecutionRequestApprovalParams {
-                thread_id: thread_id.to_owned(),
-                turn_id: turn_id.to_string(),
-                item_id: call_id.to_owned(),
+        } => {
+            ServerRequest::CommandExecutionRequestApproval(CommandExecutionRequestApprovalParams {
+                thread_id,
+                turn_id,
+                item_id,
                 started_at_ms: at,
                 reason: Some(reason.clone()),
                 command: Some(display_command(command)),
@@ -48,82 +46,80 @@ pub(super) fn ask(
                 }]),
                 proposed_execpolicy_amendment: rule_for(command),
                 available_decisions: Some(decisions(rule_for(command))),
-            }),
-        ),
-        ClientRequest::Question { questions } => (
-            QUESTION_METHOD,
-            Ok(serde_json::json!({
-                "threadId": thread_id,
-                "turnId": turn_id.to_string(),
-                "itemId": call_id,
-                "isBlocking": true,
-                "questions": questions.iter().map(|q| serde_json::json!({
-                    "id": q.id,
-                    "header": q.header,
-                    "question": q.question,
-                    "isSecret": q.secret,
-                    "options": (!q.options.is_empty()).then(|| q.options.iter().map(|o| {
-                        serde_json::json!({"label": o.label, "description": o.description})
-                    }).collect::<Vec<_>>()),
-                })).collect::<Vec<_>>(),
-            })),
-        ),
+            })
+        }
+        ClientRequest::Question { questions } => {
+            ServerRequest::ToolRequestUserInput(ToolRequestUserInputParams {
+                thread_id,
+                turn_id,
+                item_id,
+                is_blocking: true,
+                questions: questions
+                    .iter()
+                    .map(|q| ToolRequestUserInputQuestion {
+                        id: q.id.clone(),
+                        header: q.header.clone(),
+                        question: q.question.clone(),
+                        is_secret: q.secret,
+                        options: (!q.options.is_empty()).then(|| {
+                            q.options
+                                .iter()
+                                .map(|o| ToolRequestUserInputOption {
+                                    label: o.label.clone(),
+                                    description: o.description.clone(),
+                                })
+                                .collect()
+                        }),
+                    })
+                    .collect(),
+            })
+        }
         ClientRequest::Elicitation {
             server,
             message,
             requested_schema,
-        } => (
-            ELICITATION_METHOD,
-            Ok(serde_json::json!({
-                "threadId": thread_id,
-                "turnId": turn_id.to_string(),
-                "serverName": server,
-                "mode": "form",
-                "message": message,
-                "requestedSchema": requested_schema,
-            })),
-        ),
-        // Never asked of a Codex client (the caller skips them); should one come, the
-        // client hears of it as a question without choices.
+        } => ServerRequest::McpServerElicitationRequest(McpServerElicitationRequestParams {
+            thread_id,
+            turn_id,
+            server_name: server.clone(),
+            mode: "form".into(),
+            message: message.clone(),
+            requested_schema: requested_schema.clone(),
+        }),
         ClientRequest::ReadTextFile { .. }
         | ClientRequest::WriteTextFile { .. }
-        | ClientRequest::Terminal { .. } => (QUESTION_METHOD, Ok(Value::Null)),
+        | ClientRequest::Terminal { .. } => return None,
         ClientRequest::Memory {
             id,
             scope,
             content,
             why,
             redactions,
-        } => (
-            rein_app_server_protocol::MEMORY_APPROVAL_METHOD,
-            serde_json::to_value(rein_app_server_protocol::MemoryRequestApprovalParams {
-                thread_id: thread_id.to_owned(),
-                turn_id: turn_id.to_string(),
-                item_id: call_id.to_owned(),
-                started_at_ms: at,
-                memory_id: id.to_string(),
-                scope: crate::handlers::memory::scope_wire(*scope),
-                content: content.clone(),
-                reason: (!why.is_empty()).then(|| why.clone()),
-                redacted: redactions.iter().map(|r| r.label.clone()).collect(),
-            }),
-        ),
-        ClientRequest::Patch { reason, .. } => (
-            "item/fileChange/requestApproval",
-            serde_json::to_value(FileChangeRequestApprovalParams {
-                thread_id: thread_id.to_owned(),
-                turn_id: turn_id.to_string(),
-                item_id: call_id.to_owned(),
+        } => ServerRequest::MemoryRequestApproval(MemoryRequestApprovalParams {
+            thread_id,
+            turn_id,
+            item_id,
+            started_at_ms: at,
+            memory_id: id.to_string(),
+            scope: crate::handlers::memory::scope_wire(*scope),
+            content: content.clone(),
+            reason: (!why.is_empty()).then(|| why.clone()),
+            redacted: redactions.iter().map(|r| r.label.clone()).collect(),
+        }),
+        ClientRequest::Patch { reason, .. } => {
+            ServerRequest::FileChangeRequestApproval(FileChangeRequestApprovalParams {
+                thread_id,
+                turn_id,
+                item_id,
                 started_at_ms: at,
                 reason: Some(reason.clone()),
-            }),
-        ),
+            })
+        }
     };
-    Outgoing::Ask {
+    Some(Outgoing::Ask {
         approval_id: approval_id.to_owned(),
-        method,
-        params: params.unwrap_or(Value::Null),
-    }
+        request: Box::new(request),
+    })
 }
 
 /// The rule to propose for `command`: the words of its plain `bash -lc` script, or the

@@ -11,13 +11,13 @@ use std::collections::HashMap;
 use rein_app_server_protocol::{
     DeltaNotification, ErrorNotification, ItemCompletedNotification,
     McpToolCallProgressNotification, ReasoningSummaryTextDeltaNotification, ServerNotification,
-    ThreadGoalClearedNotification, ThreadGoalUpdatedNotification, ThreadIdNotification, ThreadItem,
-    ThreadNameUpdatedNotification, ThreadStatus, ThreadStatusChangedNotification, ThreadTokenUsage,
-    ThreadTokenUsageUpdatedNotification, TurnDiffUpdatedNotification, TurnError, TurnItemsView,
-    TurnNotification, TurnPlanStep, TurnPlanUpdatedNotification, TurnStatus, WarningNotification,
+    ServerRequest, ThreadGoalClearedNotification, ThreadGoalUpdatedNotification,
+    ThreadIdNotification, ThreadItem, ThreadNameUpdatedNotification, ThreadStatus,
+    ThreadStatusChangedNotification, ThreadTokenUsage, ThreadTokenUsageUpdatedNotification,
+    TurnDiffUpdatedNotification, TurnError, TurnItemsView, TurnNotification, TurnPlanStep,
+    TurnPlanUpdatedNotification, TurnStatus, WarningNotification,
 };
 use rein_protocol::{Event, EventMsg, ItemKind, PlanStepStatus, TaskKind, ToolAction, TurnId};
-use serde_json::Value;
 
 use crate::convert::usage_to_wire;
 use crate::outbound::now_ms;
@@ -30,7 +30,6 @@ pub(crate) mod review;
 mod shapes;
 
 use crate::tool_items::{tool_item, Ended};
-pub(crate) use approval::{COMMAND_APPROVAL_METHOD, ELICITATION_METHOD, QUESTION_METHOD};
 pub use hooks::codex_event_name;
 pub(crate) use shapes::turn_error as turn_error_of;
 use shapes::{active, plain_error, turn_error, turn_object, TurnTrack};
@@ -45,8 +44,7 @@ pub enum Outgoing {
     /// Ask the client (a server → client request); answers go back to `approval_id`.
     Ask {
         approval_id: String,
-        method: &'static str,
-        params: Value,
+        request: Box<ServerRequest>,
     },
     /// The kernel settled an approval without the client's answer (the turn ended).
     Withdrawn {
@@ -323,7 +321,7 @@ impl EventMapper {
                 if let Some(turn_id) = turn_id {
                     self.approvals.insert(approval_id.clone(), call_id.clone());
                     self.set_status(&mut out, active(true));
-                    out.push(approval::ask(
+                    out.extend(approval::ask(
                         &self.thread_id,
                         approval_id,
                         call_id,

@@ -17,7 +17,7 @@ fn methods(out: &[Outgoing]) -> Vec<&str> {
     out.iter()
         .map(|o| match o {
             Outgoing::Notify(n) => n.method(),
-            Outgoing::Ask { method, .. } => method,
+            Outgoing::Ask { request, .. } => request.method(),
             Outgoing::Withdrawn { .. } => "withdrawn",
             Outgoing::Closed => "closed",
         })

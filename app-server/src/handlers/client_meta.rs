@@ -14,20 +14,17 @@ use rein_app_server_protocol::{
 };
 use rein_bootstrap::hooks::{Discovered, TrustStatus};
 use rein_protocol::HookSource;
-use serde_json::Value;
 use std::path::Path;
 
 use super::history::{folded_state, thread_id};
 use super::meta::page;
-use super::to_value;
-use crate::dispatch::{params, ServerState};
+use crate::dispatch::ServerState;
 use crate::error::RpcError;
 use crate::turns::turns_from_state;
 
-pub fn config_requirements(raw: Value) -> Result<Value, RpcError> {
-    // No params in Codex's schema; whatever comes is ignored, as Codex does.
-    let _ = raw;
-    to_value(&ConfigRequirementsReadResponse {
+pub fn config_requirements(_p: AnyParams) -> Result<ConfigRequirementsReadResponse, RpcError> {
+    // No params in Codex's schema; whatever object comes is ignored, as Codex does.
+    Ok(ConfigRequirementsReadResponse {
         requirements: None,
         // As Codex 0.169: speed-mode requirements (none here) are enforced independently.
         supports_independent_speed_modes: Some(true),
@@ -36,9 +33,10 @@ pub fn config_requirements(raw: Value) -> Result<Value, RpcError> {
 
 /// Only the default mode: rein has no plan mode, so offering one would be a lie the
 /// first turn in it would show.
-pub fn collaboration_modes(raw: Value) -> Result<Value, RpcError> {
-    let _: CollaborationModeListParams = params(raw)?;
-    to_value(&CollaborationModeListResponse {
+pub fn collaboration_modes(
+    _: CollaborationModeListParams,
+) -> Result<CollaborationModeListResponse, RpcError> {
+    Ok(CollaborationModeListResponse {
         data: vec![CollaborationModeMask {
             name: "Default".into(),
             mode: Some("default".into()),
@@ -51,8 +49,10 @@ pub fn collaboration_modes(raw: Value) -> Result<Value, RpcError> {
 /// One entry per asked directory (or the thread's): the hooks a thread there runs, or
 /// would run once trusted, read as threads read them (`rein hooks list` shows the same).
 /// `PostToolUseFailure` hooks have no name on Codex's wire: they are said in `warnings`.
-pub async fn hooks_list(state: &ServerState, raw: Value) -> Result<Value, RpcError> {
-    let p: HooksListParams = params(raw)?;
+pub async fn hooks_list(
+    state: &ServerState,
+    p: HooksListParams,
+) -> Result<HooksListResponse, RpcError> {
     let mut cwds = p.cwds;
     if let Some(thread) = &p.thread_id {
         let loaded = super::loaded(state, thread)?;
@@ -74,7 +74,7 @@ pub async fn hooks_list(state: &ServerState, raw: Value) -> Result<Value, RpcErr
         };
         data.push(entry);
     }
-    to_value(&HooksListResponse { data })
+    Ok(HooksListResponse { data })
 }
 
 fn hooks_entry(cwd: String, found: &Discovered) -> HooksListEntry {
@@ -120,18 +120,16 @@ fn hooks_entry(cwd: String, found: &Discovered) -> HooksListEntry {
     }
 }
 
-pub fn plugins_installed(raw: Value) -> Result<Value, RpcError> {
-    let _: PluginInstalledParams = params(raw)?;
-    to_value(&PluginInstalledResponse {
+pub fn plugins_installed(_: PluginInstalledParams) -> Result<PluginInstalledResponse, RpcError> {
+    Ok(PluginInstalledResponse {
         marketplaces: Vec::new(),
         marketplace_load_errors: Vec::new(),
     })
 }
 
 /// rein has no Bedrock account, so none in GovCloud and nothing to warn about.
-pub fn gov_cloud(raw: Value) -> Result<Value, RpcError> {
-    let _: GovCloudRequirementsParams = params(raw)?;
-    to_value(&GovCloudRequirementsResponse {
+pub fn gov_cloud(_: GovCloudRequirementsParams) -> Result<GovCloudRequirementsResponse, RpcError> {
+    Ok(GovCloudRequirementsResponse {
         is_gov_cloud: false,
         should_warn: false,
     })
@@ -139,20 +137,24 @@ pub fn gov_cloud(raw: Value) -> Result<Value, RpcError> {
 
 /// The thread's background terminals. rein's terminals live in the thread's tools, which
 /// no kernel port lists yet, so the list is empty (the TUI shows no terminals).
-pub async fn background_terminals(state: &ServerState, raw: Value) -> Result<Value, RpcError> {
-    let p: BackgroundTerminalsListParams = params(raw)?;
+pub async fn background_terminals(
+    state: &ServerState,
+    p: BackgroundTerminalsListParams,
+) -> Result<EmptyPage, RpcError> {
     let id = thread_id(&p.thread_id)?;
     folded_state(state, id).await?;
     // The cursor is still checked, so a client's bad cursor is an error here as anywhere.
     let (data, next_cursor) = page(Vec::new(), p.cursor.as_deref(), p.limit)?;
-    to_value(&EmptyPage { data, next_cursor })
+    Ok(EmptyPage { data, next_cursor })
 }
 
 /// rein keeps no unread marks: every thread is read, at one fixed revision.
-pub async fn read_state_update(state: &ServerState, raw: Value) -> Result<Value, RpcError> {
-    let p: ThreadReadStateUpdateParams = params(raw)?;
+pub async fn read_state_update(
+    state: &ServerState,
+    p: ThreadReadStateUpdateParams,
+) -> Result<ThreadReadStateUpdateResponse, RpcError> {
     folded_state(state, thread_id(&p.thread_id)?).await?;
-    to_value(&ThreadReadStateUpdateResponse {
+    Ok(ThreadReadStateUpdateResponse {
         read_state: all_read(),
     })
 }
@@ -166,8 +168,10 @@ pub fn all_read() -> ThreadReadState {
 }
 
 /// A thread's items (of one turn, or all), oldest first unless `desc`, a page at a time.
-pub async fn items_list(state: &ServerState, raw: Value) -> Result<Value, RpcError> {
-    let p: ThreadItemsListParams = params(raw)?;
+pub async fn items_list(
+    state: &ServerState,
+    p: ThreadItemsListParams,
+) -> Result<ThreadItemsListResponse, RpcError> {
     let id = thread_id(&p.thread_id)?;
     let turns = turns_from_state(&folded_state(state, id).await?);
     if let Some(turn) = &p.turn_id {
@@ -194,7 +198,7 @@ pub async fn items_list(state: &ServerState, raw: Value) -> Result<Value, RpcErr
         entries.reverse();
     }
     let (data, next_cursor) = page(entries, p.cursor.as_deref(), p.limit)?;
-    to_value(&ThreadItemsListResponse {
+    Ok(ThreadItemsListResponse {
         data,
         next_cursor,
         backwards_cursor: None,
@@ -202,9 +206,8 @@ pub async fn items_list(state: &ServerState, raw: Value) -> Result<Value, RpcErr
 }
 
 /// `plugin/list`: no marketplaces.
-pub fn plugin_list(raw: Value) -> Result<Value, RpcError> {
-    let _: AnyParams = params(raw)?;
-    to_value(&PluginListResponse {
+pub fn plugin_list(_: AnyParams) -> Result<PluginListResponse, RpcError> {
+    Ok(PluginListResponse {
         marketplaces: Vec::new(),
         marketplace_load_errors: Vec::new(),
         featured_plugin_ids: Vec::new(),
@@ -213,10 +216,9 @@ pub fn plugin_list(raw: Value) -> Result<Value, RpcError> {
 
 /// A list rein has nothing in: `app/list`, `experimentalFeature/list`,
 /// `threadSection/list`, `thread/attachment/list`.
-pub fn empty_page(raw: Value) -> Result<Value, RpcError> {
-    let _: AnyParams = params(raw)?;
-    to_value(&EmptyPage {
+pub fn empty_page() -> EmptyPage {
+    EmptyPage {
         data: Vec::new(),
         next_cursor: None,
-    })
+    }
 }

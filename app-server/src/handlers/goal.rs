@@ -8,13 +8,11 @@ use rein_app_server_protocol::{
     ThreadGoalGetResponse, ThreadGoalSetParams, ThreadGoalSetResponse, ThreadGoalStatus,
 };
 use rein_protocol::{GoalBudget, GoalChange, GoalOrigin, GoalStatus, Op, OpResult, ThreadGoal};
-use serde_json::Value;
 
-use super::turn::ask_pump;
-use super::{loaded, to_value};
-use crate::dispatch::{params, ServerState};
+use super::loaded;
+use crate::dispatch::ServerState;
 use crate::error::RpcError;
-use crate::pump::{OpAnswer, PumpCmd};
+use crate::pump::PumpCmd;
 
 pub(crate) fn wire_status(status: GoalStatus) -> ThreadGoalStatus {
     match status {
@@ -56,8 +54,10 @@ pub(crate) fn wire_goal(thread_id: &str, goal: &ThreadGoal) -> WireGoal {
     }
 }
 
-pub async fn get(state: &ServerState, raw: Value) -> Result<Value, RpcError> {
-    let p: ThreadGoalGetParams = params(raw)?;
+pub async fn get(
+    state: &ServerState,
+    p: ThreadGoalGetParams,
+) -> Result<ThreadGoalGetResponse, RpcError> {
     let id = crate::dispatch::wire_id(&p.thread_id, "threadId", "thread")?;
     // A thread not loaded here answers from its rollout, as `thread/read` does.
     let snapshot = crate::handlers::history::folded_state(state, id).await?;
@@ -66,11 +66,13 @@ pub async fn get(state: &ServerState, raw: Value) -> Result<Value, RpcError> {
         .goal
         .as_ref()
         .map(|g| wire_goal(&p.thread_id, g));
-    to_value(&ThreadGoalGetResponse { goal })
+    Ok(ThreadGoalGetResponse { goal })
 }
 
-pub async fn set(state: &ServerState, raw: Value) -> Result<Value, RpcError> {
-    let p: ThreadGoalSetParams = params(raw)?;
+pub async fn set(
+    state: &ServerState,
+    p: ThreadGoalSetParams,
+) -> Result<ThreadGoalSetResponse, RpcError> {
     let thread = loaded(state, &p.thread_id)?;
     let budget = match p.token_budget {
         Some(n) if n <= 0 => {
@@ -97,44 +99,34 @@ pub async fn set(state: &ServerState, raw: Value) -> Result<Value, RpcError> {
             _ => GoalOrigin::User,
         },
     };
-    let thread_id = p.thread_id;
-    submit(
-        state,
-        &thread,
-        Op::SetGoal { change },
-        move |goal| match goal {
-            Some(goal) => to_value(&ThreadGoalSetResponse {
-                goal: wire_goal(&thread_id, &goal),
-            }),
-            None => Err(RpcError::internal("the goal was not returned")),
-        },
-    )
-    .await
+    match submit(state, &thread, Op::SetGoal { change }).await? {
+        Some(goal) => Ok(ThreadGoalSetResponse {
+            goal: wire_goal(&p.thread_id, &goal),
+        }),
+        None => Err(RpcError::internal("the goal was not returned")),
+    }
 }
 
-pub async fn clear(state: &ServerState, raw: Value) -> Result<Value, RpcError> {
-    let p: ThreadGoalClearParams = params(raw)?;
+pub async fn clear(
+    state: &ServerState,
+    p: ThreadGoalClearParams,
+) -> Result<ThreadGoalClearResponse, RpcError> {
     let thread = loaded(state, &p.thread_id)?;
-    submit(state, &thread, Op::ClearGoal, |goal| {
-        to_value(&ThreadGoalClearResponse {
-            cleared: goal.is_some(),
-        })
-    })
-    .await
+    let cleared = submit(state, &thread, Op::ClearGoal).await?.is_some();
+    Ok(ThreadGoalClearResponse { cleared })
 }
 
-/// Submit a goal op through the thread's pump (so the answer precedes the goal's
-/// notification) and answer what `answer` makes of the goal it returns.
+/// Submit a goal op through the thread's pump, which answers after forwarding the events
+/// the op caused.
 async fn submit(
     state: &ServerState,
     thread: &crate::loaded::LoadedThread,
     op: Op,
-    answer: impl FnOnce(Option<ThreadGoal>) -> Result<Value, RpcError> + Send + 'static,
-) -> Result<Value, RpcError> {
-    let answer: OpAnswer = Box::new(move |reply| match reply.map_err(RpcError::internal)? {
-        OpResult::Goal { goal } => answer(goal),
+) -> Result<Option<ThreadGoal>, RpcError> {
+    let answer = super::turn::ask_pump(state, thread, |reply| PumpCmd::Goal { reply, op }).await;
+    match answer? {
+        OpResult::Goal { goal } => Ok(goal),
         OpResult::GoalRefused { error } => Err(RpcError::invalid_request(error.to_string())),
         other => Err(RpcError::internal(format!("unexpected answer: {other:?}"))),
-    });
-    ask_pump(state, thread, |reply| PumpCmd::Submit { reply, op, answer }).await
+    }
 }

@@ -21,9 +21,8 @@ use serde_json::Value;
 
 use super::meta::page;
 use super::thread::{answer, kernel_error, register, store_error};
-use super::to_value;
 use super::turn::ask_pump;
-use crate::dispatch::{params, ServerState};
+use crate::dispatch::ServerState;
 use crate::error::RpcError;
 use crate::loaded::{LoadedThread, ThreadMeta};
 use crate::outbound::now_secs;
@@ -177,8 +176,10 @@ fn skipped_lines_warning(
     }))
 }
 
-pub async fn resume(state: &ServerState, raw: Value) -> Result<Value, RpcError> {
-    let p: ThreadResumeParams = params(raw)?;
+pub async fn resume(
+    state: &ServerState,
+    p: ThreadResumeParams,
+) -> Result<ThreadStartResponse, RpcError> {
     let thread = thread_id(&p.thread_id)?;
     if let Some(loaded) = state.threads.get(thread) {
         return subscribe(state, &loaded, p.exclude_turns).await;
@@ -205,7 +206,7 @@ pub async fn resume(state: &ServerState, raw: Value) -> Result<Value, RpcError> 
             },
         ))
         .await;
-    to_value(&response)
+    Ok(response)
 }
 
 /// `thread/resume` of a loaded thread subscribes this connection to it (again, harmlessly,
@@ -215,7 +216,7 @@ async fn subscribe(
     state: &ServerState,
     loaded: &LoadedThread,
     exclude_turns: bool,
-) -> Result<Value, RpcError> {
+) -> Result<ThreadStartResponse, RpcError> {
     let response = {
         let meta = loaded.meta();
         Box::new(answer(state, &meta.settings, meta.to_wire()))
@@ -228,8 +229,10 @@ async fn subscribe(
     .await
 }
 
-pub async fn fork(state: &ServerState, raw: Value) -> Result<Value, RpcError> {
-    let p: ThreadForkParams = params(raw)?;
+pub async fn fork(
+    state: &ServerState,
+    p: ThreadForkParams,
+) -> Result<ThreadStartResponse, RpcError> {
     let parent = thread_id(&p.thread_id)?;
     let at_turn = match &p.last_turn_id {
         None => None,
@@ -247,7 +250,7 @@ pub async fn fork(state: &ServerState, raw: Value) -> Result<Value, RpcError> {
     state.notify_after_answer(ServerNotification::ThreadStarted(Box::new(
         ThreadStartedNotification { thread },
     )));
-    to_value(&response)
+    Ok(response)
 }
 
 /// The 0-based index of `turn` among the thread's turns.
@@ -284,8 +287,10 @@ pub(crate) async fn folded_state(
     Ok(fold_owned(loaded.events))
 }
 
-pub async fn list(state: &ServerState, raw: Value) -> Result<Value, RpcError> {
-    let p: ThreadListParams = params(raw)?;
+pub async fn list(
+    state: &ServerState,
+    p: ThreadListParams,
+) -> Result<ThreadListResponse, RpcError> {
     let cwd = match &p.cwd {
         Some(Value::String(s)) => Some(PathBuf::from(s)),
         Some(Value::Array(a)) => a.first().and_then(Value::as_str).map(PathBuf::from),
@@ -314,14 +319,13 @@ pub async fn list(state: &ServerState, raw: Value) -> Result<Value, RpcError> {
             None => stored_thread(state, e).await,
         });
     }
-    to_value(&ThreadListResponse {
+    Ok(ThreadListResponse {
         data,
         next_cursor: page.next_cursor,
     })
 }
 
-pub async fn read(state: &ServerState, raw: Value) -> Result<Value, RpcError> {
-    let p: ThreadReadParams = params(raw)?;
+pub async fn read(state: &ServerState, p: ThreadReadParams) -> Result<ThreadResponse, RpcError> {
     let id = thread_id(&p.thread_id)?;
     let mut thread = match state.threads.get(id) {
         Some(loaded) => loaded.meta().to_wire(),
@@ -335,11 +339,13 @@ pub async fn read(state: &ServerState, raw: Value) -> Result<Value, RpcError> {
     if p.include_turns {
         thread.turns = turns_from_state(&folded_state(state, id).await?);
     }
-    to_value(&ThreadResponse { thread })
+    Ok(ThreadResponse { thread })
 }
 
-pub async fn turns_list(state: &ServerState, raw: Value) -> Result<Value, RpcError> {
-    let p: ThreadTurnsListParams = params(raw)?;
+pub async fn turns_list(
+    state: &ServerState,
+    p: ThreadTurnsListParams,
+) -> Result<ThreadTurnsListResponse, RpcError> {
     let id = thread_id(&p.thread_id)?;
     let mut turns = turns_from_state(&folded_state(state, id).await?);
     // Newest first unless asked otherwise, as Codex lists them.
@@ -353,11 +359,10 @@ pub async fn turns_list(state: &ServerState, raw: Value) -> Result<Value, RpcErr
         }
     }
     let (data, next_cursor) = page(turns, p.cursor.as_deref(), p.limit)?;
-    to_value(&ThreadTurnsListResponse { data, next_cursor })
+    Ok(ThreadTurnsListResponse { data, next_cursor })
 }
 
-pub async fn archive(state: &ServerState, raw: Value) -> Result<Value, RpcError> {
-    let p: ThreadIdParams = params(raw)?;
+pub async fn archive(state: &ServerState, p: ThreadIdParams) -> Result<EmptyResponse, RpcError> {
     let thread = thread_id(&p.thread_id)?;
     // An archived thread is not loaded: let it finish writing first.
     let was_loaded = match state.threads.remove(thread) {
@@ -371,7 +376,7 @@ pub async fn archive(state: &ServerState, raw: Value) -> Result<Value, RpcError>
     state.notify_after_answer(ServerNotification::ThreadArchived(ThreadIdNotification {
         thread_id: thread.to_string(),
     }));
-    to_value(&EmptyResponse {})
+    Ok(EmptyResponse {})
 }
 
 /// How long a thread we just shut down may take to release its rollout's lock (its loop
@@ -400,8 +405,7 @@ async fn archive_when_released(
     }
 }
 
-pub async fn unarchive(state: &ServerState, raw: Value) -> Result<Value, RpcError> {
-    let p: ThreadIdParams = params(raw)?;
+pub async fn unarchive(state: &ServerState, p: ThreadIdParams) -> Result<ThreadResponse, RpcError> {
     let thread = thread_id(&p.thread_id)?;
     let e = state
         .kernel
@@ -412,7 +416,7 @@ pub async fn unarchive(state: &ServerState, raw: Value) -> Result<Value, RpcErro
     state.notify_after_answer(ServerNotification::ThreadUnarchived(ThreadIdNotification {
         thread_id: thread.to_string(),
     }));
-    to_value(&ThreadResponse {
+    Ok(ThreadResponse {
         thread: stored_thread(state, &e).await,
     })
 }

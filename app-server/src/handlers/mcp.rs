@@ -10,15 +10,16 @@ use rein_app_server_protocol::{
     ServerNotification,
 };
 use rein_mcp::{CallError, McpManager, Server, ServerStatus, StatusUpdate};
-use serde_json::Value;
 
-use super::{loaded, to_value};
-use crate::dispatch::{params, ServerState};
+use super::loaded;
+use crate::dispatch::ServerState;
 use crate::error::RpcError;
 use crate::outbound::Outbound;
 
-pub fn status_list(state: &ServerState, raw: Value) -> Result<Value, RpcError> {
-    let p: ListMcpServerStatusParams = params(raw)?;
+pub fn status_list(
+    state: &ServerState,
+    p: ListMcpServerStatusParams,
+) -> Result<ListMcpServerStatusResponse, RpcError> {
     let data = match &state.kernel.mcp {
         None => Vec::new(),
         Some(mcp) => statuses(mcp)
@@ -26,25 +27,27 @@ pub fn status_list(state: &ServerState, raw: Value) -> Result<Value, RpcError> {
             .filter(|s| p.server_name.as_ref().is_none_or(|n| *n == s.name))
             .collect(),
     };
-    to_value(&ListMcpServerStatusResponse {
+    Ok(ListMcpServerStatusResponse {
         data,
         next_cursor: None,
     })
 }
 
-pub async fn reload(state: &ServerState) -> Result<Value, RpcError> {
+pub async fn reload(state: &ServerState) -> Result<McpServerRefreshResponse, RpcError> {
     state
         .kernel
         .reload_mcp()
         .await
         .map_err(|e| RpcError::invalid_request(e.to_string()))?;
-    to_value(&McpServerRefreshResponse {})
+    Ok(McpServerRefreshResponse {})
 }
 
 /// The server of the thread's working directory (started now if it is not running yet)
 /// answers; its result is passed on as it is, `isError` included.
-pub async fn tool_call(state: &ServerState, raw: Value) -> Result<Value, RpcError> {
-    let p: McpServerToolCallParams = params(raw)?;
+pub async fn tool_call(
+    state: &ServerState,
+    p: McpServerToolCallParams,
+) -> Result<McpServerToolCallResponse, RpcError> {
     let thread = loaded(state, &p.thread_id)?;
     let cwd = thread.meta().settings.cwd.clone();
     let server = state
@@ -69,7 +72,7 @@ pub async fn tool_call(state: &ServerState, raw: Value) -> Result<Value, RpcErro
             CallError::Invalid(message) => RpcError::invalid_request(message),
             CallError::Failed(message) => RpcError::internal(message),
         })?;
-    to_value(&McpServerToolCallResponse {
+    Ok(McpServerToolCallResponse {
         content: result
             .content
             .iter()

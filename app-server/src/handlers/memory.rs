@@ -11,14 +11,14 @@ use rein_app_server_protocol::{
 };
 use rein_core::memory::{MemoryError, MemoryFilter, MemoryUpdate};
 use rein_protocol::{MemoryId, MemoryRecord, MemoryScope, MemoryState, MAX_MEMORY_BYTES};
-use serde_json::Value;
 
-use super::to_value;
-use crate::dispatch::{params, wire_id, ServerState};
+use crate::dispatch::{wire_id, ServerState};
 use crate::error::RpcError;
 
-pub async fn list(state: &ServerState, raw: Value) -> Result<Value, RpcError> {
-    let p: MemoryListParams = params(raw)?;
+pub async fn list(
+    state: &ServerState,
+    p: MemoryListParams,
+) -> Result<MemoryListResponse, RpcError> {
     let repo = match p.cwd {
         Some(cwd) => {
             let path = PathBuf::from(&cwd);
@@ -50,24 +50,25 @@ pub async fn list(state: &ServerState, raw: Value) -> Result<Value, RpcError> {
         .list(filter)
         .await
         .map_err(store_error)?;
-    to_value(&MemoryListResponse {
+    Ok(MemoryListResponse {
         data: found.iter().map(wire).collect(),
     })
 }
 
-pub async fn read(state: &ServerState, raw: Value) -> Result<Value, RpcError> {
-    let p: MemoryIdParams = params(raw)?;
+pub async fn read(state: &ServerState, p: MemoryIdParams) -> Result<MemoryResponse, RpcError> {
     let id: MemoryId = wire_id(&p.id, "id", "memory")?;
     match state.kernel.memory.get(id).await.map_err(store_error)? {
-        Some(record) => to_value(&MemoryResponse {
+        Some(record) => Ok(MemoryResponse {
             memory: wire(&record),
         }),
         None => Err(store_error(MemoryError::NotFound(id))),
     }
 }
 
-pub async fn update(state: &ServerState, raw: Value) -> Result<Value, RpcError> {
-    let p: MemoryUpdateParams = params(raw)?;
+pub async fn update(
+    state: &ServerState,
+    p: MemoryUpdateParams,
+) -> Result<MemoryResponse, RpcError> {
     let id: MemoryId = wire_id(&p.id, "id", "memory")?;
     // What the user writes is redacted and bounded like what the model proposes.
     let content = p
@@ -89,8 +90,7 @@ pub async fn update(state: &ServerState, raw: Value) -> Result<Value, RpcError> 
     apply_update(state, id, update).await
 }
 
-pub async fn forget(state: &ServerState, raw: Value) -> Result<Value, RpcError> {
-    let p: MemoryIdParams = params(raw)?;
+pub async fn forget(state: &ServerState, p: MemoryIdParams) -> Result<MemoryResponse, RpcError> {
     let id: MemoryId = wire_id(&p.id, "id", "memory")?;
     let update = MemoryUpdate {
         state: Some(MemoryState::Forgotten),
@@ -104,14 +104,14 @@ async fn apply_update(
     state: &ServerState,
     id: MemoryId,
     update: MemoryUpdate,
-) -> Result<Value, RpcError> {
+) -> Result<MemoryResponse, RpcError> {
     let record = state
         .kernel
         .memory
         .update(id, update)
         .await
         .map_err(store_error)?;
-    to_value(&MemoryResponse {
+    Ok(MemoryResponse {
         memory: wire(&record),
     })
 }

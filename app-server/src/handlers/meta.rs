@@ -9,37 +9,27 @@ use rein_app_server_protocol::{
     InitializeResponse, Model, ModelListParams, ModelListResponse, PermissionProfileListParams,
     PermissionProfileListResponse, ReasoningEffortOption, CODEX_PROTOCOL_VERSION,
 };
-use serde_json::{json, Value};
+use serde_json::json;
 
-use super::to_value;
 use crate::convert::approval_policy_to_wire;
-use crate::dispatch::{params, ServerState};
+use crate::dispatch::ServerState;
 use crate::error::RpcError;
 use crate::outbound::Outbound;
 use rein_protocol::ReasoningEffort;
 
 /// The answer to `initialize`; applies the client's notification opt-outs to `out`.
-/// Whether `initialize`'s params opt into the experimental API.
-pub fn wants_experimental(params: &Value) -> bool {
-    params
-        .pointer("/capabilities/experimentalApi")
-        .and_then(Value::as_bool)
-        .unwrap_or(false)
-}
-
-pub fn initialize_response(home: &Path, out: &Outbound, raw: Value) -> Result<Value, RpcError> {
-    let p: InitializeParams = params(raw)?;
+pub fn initialize_response(home: &Path, out: &Outbound, p: InitializeParams) -> InitializeResponse {
     let caps = p.capabilities.unwrap_or_default();
     if let Some(methods) = caps.opt_out_notification_methods {
         out.set_opted_out(methods.into_iter().collect::<HashSet<_>>());
     }
-    to_value(&InitializeResponse {
+    InitializeResponse {
         user_agent: user_agent(&p.client_info.name, &p.client_info.version),
         codex_home: home.display().to_string(),
         platform_family: std::env::consts::FAMILY.into(),
         platform_os: std::env::consts::OS.into(),
         rein_sandbox: Some(sandbox_status()),
-    })
+    }
 }
 
 /// `rein/<protocol version> (<os>; <arch>) rein-app-server/<rein version> (<client>;
@@ -66,8 +56,7 @@ fn sandbox_status() -> rein_app_server_protocol::SandboxStatus {
     }
 }
 
-pub fn model_list(state: &ServerState, raw: Value) -> Result<Value, RpcError> {
-    let p: ModelListParams = params(raw)?;
+pub fn model_list(state: &ServerState, p: ModelListParams) -> Result<ModelListResponse, RpcError> {
     let kernel = &state.kernel;
     let default_effort = kernel
         .config
@@ -123,11 +112,13 @@ pub fn model_list(state: &ServerState, raw: Value) -> Result<Value, RpcError> {
     // The default model first: pickers preselect the head of the list.
     models.sort_by_key(|m| !m.is_default);
     let (data, next_cursor) = page(models, p.cursor.as_deref(), p.limit)?;
-    to_value(&ModelListResponse { data, next_cursor })
+    Ok(ModelListResponse { data, next_cursor })
 }
 
-pub fn config_read(state: &ServerState, raw: Value) -> Result<Value, RpcError> {
-    let _: ConfigReadParams = params(raw)?;
+pub fn config_read(
+    state: &ServerState,
+    _: ConfigReadParams,
+) -> Result<ConfigReadResponse, RpcError> {
     let kernel = &state.kernel;
     let defaults = kernel.default_settings(std::path::PathBuf::from("/"));
     let mut config = serde_json::Map::new();
@@ -151,24 +142,24 @@ pub fn config_read(state: &ServerState, raw: Value) -> Result<Value, RpcError> {
     if let Some(window) = kernel.config.as_ref().and_then(|c| c.context_window) {
         config.insert("model_context_window".into(), json!(window));
     }
-    to_value(&ConfigReadResponse {
+    Ok(ConfigReadResponse {
         config,
         origins: BTreeMap::new(),
         layers: None,
     })
 }
 
-pub fn account_read(raw: Value) -> Result<Value, RpcError> {
-    let _: GetAccountParams = params(raw)?;
-    to_value(&GetAccountResponse {
+pub fn account_read(_: GetAccountParams) -> Result<GetAccountResponse, RpcError> {
+    Ok(GetAccountResponse {
         account: None,
         requires_openai_auth: false,
     })
 }
 
-pub fn permission_profiles(raw: Value) -> Result<Value, RpcError> {
-    let _: PermissionProfileListParams = params(raw)?;
-    to_value(&PermissionProfileListResponse {
+pub fn permission_profiles(
+    _: PermissionProfileListParams,
+) -> Result<PermissionProfileListResponse, RpcError> {
+    Ok(PermissionProfileListResponse {
         data: Vec::new(),
         next_cursor: None,
     })

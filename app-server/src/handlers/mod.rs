@@ -3,6 +3,7 @@
 pub mod client_meta;
 pub mod goal;
 pub mod history;
+pub mod ide;
 pub mod mcp;
 pub mod memory;
 pub mod meta;
@@ -24,8 +25,4 @@ pub fn loaded(state: &ServerState, thread_id: &str) -> Result<LoadedThread, RpcE
         .threads
         .get(id)
         .ok_or_else(|| RpcError::invalid_request(format!("thread not found: {id}")))
-}
-
-pub fn to_value<T: serde::Serialize>(value: &T) -> Result<serde_json::Value, RpcError> {
-    serde_json::to_value(value).map_err(RpcError::internal)
 }

@@ -10,14 +10,14 @@ use rein_app_server_protocol::skills::{
     SkillDependencies, SkillErrorInfo, SkillInterface, SkillMetadata, SkillToolDependency,
 };
 use rein_bootstrap::skills::{Skill, SkillsOutcome};
-use serde_json::Value;
 
-use super::to_value;
-use crate::dispatch::{params, ServerState};
+use crate::dispatch::ServerState;
 use crate::error::RpcError;
 
-pub async fn list(state: &ServerState, raw: Value) -> Result<Value, RpcError> {
-    let p: SkillsListParams = params(raw)?;
+pub async fn list(
+    state: &ServerState,
+    p: SkillsListParams,
+) -> Result<SkillsListResponse, RpcError> {
     let mut cwds = p.cwds;
     if cwds.is_empty() {
         // Codex: "defaults to the current session working directory".
@@ -40,7 +40,7 @@ pub async fn list(state: &ServerState, raw: Value) -> Result<Value, RpcError> {
     }
     // From now on a change under these directories' skill folders is `skills/changed`.
     crate::skills_watch::watch(state, paths).await;
-    to_value(&SkillsListResponse { data })
+    Ok(SkillsListResponse { data })
 }
 
 /// One directory's skills and errors as Codex lists them (`rein skills list --json` too).

@@ -6,28 +6,27 @@ use std::sync::{Arc, Mutex};
 
 use super::turn::ask_pump;
 use rein_app_server_protocol::{
-    ServerNotification, Thread, ThreadIdParams, ThreadLoadedListParams, ThreadLoadedListResponse,
-    ThreadSetNameParams, ThreadStartParams, ThreadStartResponse, ThreadStartedNotification,
-    ThreadStatus, ThreadUnsubscribeResponse, ThreadUnsubscribeStatus,
+    EmptyResponse, ServerNotification, Thread, ThreadIdParams, ThreadLoadedListParams,
+    ThreadLoadedListResponse, ThreadSetNameParams, ThreadStartParams, ThreadStartResponse,
+    ThreadStartedNotification, ThreadStatus, ThreadUnsubscribeResponse, ThreadUnsubscribeStatus,
 };
 use rein_bootstrap::sessions::Persistence;
 use rein_core::recorder::RecorderError;
 use rein_core::store::RolloutError;
 use rein_core::{KernelError, NewThread};
 use rein_protocol::ThreadSettings;
-use serde_json::Value;
 use tokio::sync::mpsc;
 
 use crate::children::PUMP_QUEUE;
 use tokio::sync::mpsc::error::TrySendError;
 
+use super::loaded;
 use super::meta::page;
-use super::{loaded, to_value};
 use crate::convert::{
     approval_policy_from_wire, approval_policy_to_wire, sandbox_from_mode, sandbox_to_wire,
 };
 use crate::dispatch::{
-    bounded, params, wire_id, ServerState, MAX_MODEL_BYTES, MAX_NAME_BYTES, MAX_PATH_BYTES,
+    bounded, wire_id, ServerState, MAX_MODEL_BYTES, MAX_NAME_BYTES, MAX_PATH_BYTES,
 };
 use crate::error::RpcError;
 use crate::event_map::EventMapper;
@@ -36,8 +35,10 @@ use crate::outbound::now_secs;
 use crate::pump::{Pump, PumpCmd, PumpRequest};
 use crate::subscribers::{Left, Subscribers};
 
-pub async fn start(state: &ServerState, raw: Value) -> Result<Value, RpcError> {
-    let p: ThreadStartParams = params(raw)?;
+pub async fn start(
+    state: &ServerState,
+    p: ThreadStartParams,
+) -> Result<ThreadStartResponse, RpcError> {
     if let Some(model) = &p.model {
         bounded("model", model, MAX_MODEL_BYTES)?;
     }
@@ -48,7 +49,7 @@ pub async fn start(state: &ServerState, raw: Value) -> Result<Value, RpcError> {
     state.notify_after_answer(ServerNotification::ThreadStarted(Box::new(
         ThreadStartedNotification { thread },
     )));
-    to_value(&response)
+    Ok(response)
 }
 
 async fn start_thread(
@@ -236,8 +237,10 @@ pub fn answer(
     }
 }
 
-pub fn loaded_list(state: &ServerState, raw: Value) -> Result<Value, RpcError> {
-    let p: ThreadLoadedListParams = params(raw)?;
+pub fn loaded_list(
+    state: &ServerState,
+    p: ThreadLoadedListParams,
+) -> Result<ThreadLoadedListResponse, RpcError> {
     let ids: Vec<String> = state
         .threads
         .ids()
@@ -245,13 +248,15 @@ pub fn loaded_list(state: &ServerState, raw: Value) -> Result<Value, RpcError> {
         .map(ToString::to_string)
         .collect();
     let (data, next_cursor) = page(ids, p.cursor.as_deref(), p.limit)?;
-    to_value(&ThreadLoadedListResponse { data, next_cursor })
+    Ok(ThreadLoadedListResponse { data, next_cursor })
 }
 
 /// `thread/name/set`: the thread records the name (it survives a restart); every
 /// subscriber hears `thread/name/updated` after this answer.
-pub async fn set_name(state: &ServerState, raw: Value) -> Result<Value, RpcError> {
-    let p: ThreadSetNameParams = params(raw)?;
+pub async fn set_name(
+    state: &ServerState,
+    p: ThreadSetNameParams,
+) -> Result<EmptyResponse, RpcError> {
     let thread = loaded(state, &p.thread_id)?;
     bounded("name", &p.name, MAX_NAME_BYTES)?;
     let name = p.name.trim().to_owned();
@@ -264,8 +269,10 @@ pub async fn set_name(state: &ServerState, raw: Value) -> Result<Value, RpcError
     ask_pump(state, &thread, |reply| PumpCmd::SetName { reply, name }).await
 }
 
-pub fn unsubscribe(state: &ServerState, raw: Value) -> Result<Value, RpcError> {
-    let p: ThreadIdParams = params(raw)?;
+pub fn unsubscribe(
+    state: &ServerState,
+    p: ThreadIdParams,
+) -> Result<ThreadUnsubscribeResponse, RpcError> {
     // A malformed id is an error; a well-formed one nobody loaded is "not loaded".
     let id = wire_id(&p.thread_id, "threadId", "thread")?;
     let status = match state.threads.get(id) {
@@ -275,7 +282,7 @@ pub fn unsubscribe(state: &ServerState, raw: Value) -> Result<Value, RpcError> {
         },
         None => ThreadUnsubscribeStatus::NotLoaded,
     };
-    to_value(&ThreadUnsubscribeResponse { status })
+    Ok(ThreadUnsubscribeResponse { status })
 }
 
 /// Take this connection off `thread` (`connected`: it still hears `thread/closed`) and tell

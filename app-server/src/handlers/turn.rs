@@ -4,12 +4,12 @@
 use std::path::PathBuf;
 
 use rein_app_server_protocol::{
-    ReviewStartParams, ReviewTarget as WireTarget, ThreadIdParams, ThreadRollbackParams,
-    TurnInterruptParams, TurnStartParams, TurnSteerParams, UserInput,
+    EmptyResponse, ReviewStartParams, ReviewStartResponse, ReviewTarget as WireTarget,
+    ThreadIdParams, ThreadResponse, ThreadRollbackParams, TurnInterruptParams, TurnStartParams,
+    TurnStartResponse, TurnSteerParams, TurnSteerResponse, UserInput,
 };
 use rein_bootstrap::skills::attach::NamedSkill;
 use rein_protocol::{ReviewTarget, SettingsChange, TurnId};
-use serde_json::Value;
 use tokio::sync::mpsc::error::TrySendError;
 
 use super::loaded;
@@ -17,13 +17,12 @@ use crate::convert::{
     approval_policy_from_wire, effort_from_wire, input_from_wire, sandbox_from_wire,
 };
 use crate::deferred::{self, Responder};
-use crate::dispatch::{bounded, params, ServerState, MAX_MODEL_BYTES, MAX_PATH_BYTES};
+use crate::dispatch::{bounded, ServerState, MAX_MODEL_BYTES, MAX_PATH_BYTES};
 use crate::error::RpcError;
 use crate::loaded::LoadedThread;
 use crate::pump::{PumpCmd, PumpRequest};
 
-pub async fn start(state: &ServerState, raw: Value) -> Result<Value, RpcError> {
-    let p: TurnStartParams = params(raw)?;
+pub async fn start(state: &ServerState, p: TurnStartParams) -> Result<TurnStartResponse, RpcError> {
     if let Some(model) = &p.model {
         bounded("model", model, MAX_MODEL_BYTES)?;
     }
@@ -108,8 +107,7 @@ async fn with_skills(
     Ok(items)
 }
 
-pub async fn steer(state: &ServerState, raw: Value) -> Result<Value, RpcError> {
-    let p: TurnSteerParams = params(raw)?;
+pub async fn steer(state: &ServerState, p: TurnSteerParams) -> Result<TurnSteerResponse, RpcError> {
     let expected = turn_id(&p.expected_turn_id, "expectedTurnId")?;
     let thread = loaded(state, &p.thread_id)?;
     // A skill item or a mention attaches its skill mid-turn too.
@@ -122,8 +120,10 @@ pub async fn steer(state: &ServerState, raw: Value) -> Result<Value, RpcError> {
     .await
 }
 
-pub async fn interrupt(state: &ServerState, raw: Value) -> Result<Value, RpcError> {
-    let p: TurnInterruptParams = params(raw)?;
+pub async fn interrupt(
+    state: &ServerState,
+    p: TurnInterruptParams,
+) -> Result<EmptyResponse, RpcError> {
     let turn_id = turn_id(&p.turn_id, "turnId")?;
     let thread = loaded(state, &p.thread_id)?;
     ask_pump(state, &thread, |reply| PumpCmd::Interrupt {
@@ -135,8 +135,10 @@ pub async fn interrupt(state: &ServerState, raw: Value) -> Result<Value, RpcErro
 
 /// `review/start`: a review turn on the thread itself (the only delivery there is); the
 /// answer names the turn, whose notifications follow.
-pub async fn review(state: &ServerState, raw: Value) -> Result<Value, RpcError> {
-    let p: ReviewStartParams = params(raw)?;
+pub async fn review(
+    state: &ServerState,
+    p: ReviewStartParams,
+) -> Result<ReviewStartResponse, RpcError> {
     let thread = loaded(state, &p.thread_id)?;
     let target = match p.target {
         WireTarget::UncommittedChanges => ReviewTarget::UncommittedChanges,
@@ -160,15 +162,16 @@ pub async fn review(state: &ServerState, raw: Value) -> Result<Value, RpcError> 
 }
 
 /// `thread/compact/start`: a compaction turn on the thread (its notifications follow).
-pub async fn compact(state: &ServerState, raw: Value) -> Result<Value, RpcError> {
-    let p: ThreadIdParams = params(raw)?;
+pub async fn compact(state: &ServerState, p: ThreadIdParams) -> Result<EmptyResponse, RpcError> {
     let thread = loaded(state, &p.thread_id)?;
     ask_pump(state, &thread, |reply| PumpCmd::Compact { reply }).await
 }
 
 /// `thread/rollback`: drop the last `numTurns` turns; answers the thread with its turns.
-pub async fn rollback(state: &ServerState, raw: Value) -> Result<Value, RpcError> {
-    let p: ThreadRollbackParams = params(raw)?;
+pub async fn rollback(
+    state: &ServerState,
+    p: ThreadRollbackParams,
+) -> Result<ThreadResponse, RpcError> {
     let thread = loaded(state, &p.thread_id)?;
     ask_pump(state, &thread, |reply| PumpCmd::Rollback {
         reply,
@@ -183,11 +186,11 @@ fn turn_id(text: &str, field: &str) -> Result<TurnId, RpcError> {
 
 /// Hand a request to the thread's pump without waiting for room (a full pump queue is
 /// "overloaded"), and wait for its answer; the pump goes on once the answer is queued.
-pub async fn ask_pump(
+pub async fn ask_pump<T>(
     state: &ServerState,
     thread: &LoadedThread,
-    cmd: impl FnOnce(Responder) -> PumpCmd,
-) -> Result<Value, RpcError> {
+    cmd: impl FnOnce(Responder<T>) -> PumpCmd,
+) -> Result<T, RpcError> {
     let (responder, pending) = deferred::channel();
     let request = PumpRequest {
         from: state.subscriber(),

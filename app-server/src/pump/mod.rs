@@ -20,7 +20,6 @@ use rein_protocol::{
     Event, EventMsg, InputMode, InputOutcome, Op, OpResult, RejectReason, SettingsChange,
     SubmissionId, TurnId,
 };
-use serde_json::Value;
 use tokio::sync::mpsc;
 use tokio::time::{sleep_until, Instant};
 
@@ -35,7 +34,7 @@ mod graph;
 mod questions;
 mod requests;
 use questions::{response_of, unanswered, Asked};
-pub use requests::{OpAnswer, PendingRequests, PumpCmd, PumpRequest};
+pub use requests::{PendingRequests, PumpCmd, PumpRequest};
 
 pub struct Pump {
     pub thread: LoadedThread,
@@ -177,9 +176,8 @@ impl Pump {
                 }
                 Outgoing::Ask {
                     approval_id,
-                    method,
-                    params,
-                } => self.ask(approval_id, method, params, asked).await,
+                    request,
+                } => self.ask(approval_id, *request, asked).await,
                 Outgoing::Withdrawn { approval_id } => {
                     let askees = asked.remove(&approval_id).map(|q| q.askees);
                     for (subscriber, request_id) in askees.unwrap_or_default() {
@@ -211,8 +209,7 @@ impl Pump {
                 continue;
             }
             let (out, request_id) = self.register_ask(question, from.clone());
-            out.request(&request_id, question.method, question.params.clone())
-                .await;
+            out.request(&request_id, &question.request).await;
         }
     }
 
@@ -234,16 +231,14 @@ impl Pump {
                 let submission = SubmissionId::new();
                 let result = match self.submit(submission, op).await {
                     Ok(OpResult::Input(InputOutcome::Started { turn_id })) => {
-                        to_value(&TurnStartResponse {
+                        Ok(TurnStartResponse {
                             turn: pending_turn(turn_id),
                         })
                     }
                     // Behind a compaction: it starts, under the submission's id, right after.
-                    Ok(OpResult::Input(InputOutcome::Queued { .. })) => {
-                        to_value(&TurnStartResponse {
-                            turn: pending_turn(TurnId::from(submission)),
-                        })
-                    }
+                    Ok(OpResult::Input(InputOutcome::Queued { .. })) => Ok(TurnStartResponse {
+                        turn: pending_turn(TurnId::from(submission)),
+                    }),
                     other => Err(refusal(other)),
                 };
                 reply.answer(result).await;
@@ -262,16 +257,14 @@ impl Pump {
                 let submission = SubmissionId::new();
                 let result = match self.submit(submission, op).await {
                     Ok(OpResult::Input(InputOutcome::Steered { turn_id })) => {
-                        to_value(&TurnSteerResponse {
+                        Ok(TurnSteerResponse {
                             turn_id: turn_id.to_string(),
                         })
                     }
                     // The running turn takes no steers; the input starts the next one.
-                    Ok(OpResult::Input(InputOutcome::Queued { .. })) => {
-                        to_value(&TurnSteerResponse {
-                            turn_id: TurnId::from(submission).to_string(),
-                        })
-                    }
+                    Ok(OpResult::Input(InputOutcome::Queued { .. })) => Ok(TurnSteerResponse {
+                        turn_id: TurnId::from(submission).to_string(),
+                    }),
                     other => Err(refusal(other)),
                 };
                 reply.answer(result).await;
@@ -288,7 +281,7 @@ impl Pump {
                 {
                     tracing::debug!("interrupt: {e}");
                 }
-                reply.answer(to_value(&EmptyResponse {})).await;
+                reply.answer(Ok(EmptyResponse {})).await;
             }
             PumpCmd::Answer {
                 request_id,
@@ -306,7 +299,7 @@ impl Pump {
                 let Some(question) = asked.remove(&approval_id) else {
                     return;
                 };
-                self.respond(approval_id, response_of(question.method, &outcome))
+                self.respond(approval_id, response_of(&question.request, outcome))
                     .await;
                 for (subscriber, request_id) in question.askees {
                     subscriber.pending.take(&request_id);
@@ -342,7 +335,7 @@ impl Pump {
                 if !exclude_turns {
                     response.thread.turns = turns_from_state(&folded);
                 }
-                reply.answer(to_value(&*response)).await;
+                reply.answer(Ok(*response)).await;
                 self.send_graph(std::slice::from_ref(&from)).await;
                 self.reask(&from, asked).await;
                 // The sub-agents' open questions are the root's subscribers' to answer too.
@@ -384,7 +377,8 @@ impl Pump {
                 }
                 for approval_id in unanswerable {
                     if let Some(question) = asked.remove(&approval_id) {
-                        self.respond(approval_id, unanswered(question.method)).await;
+                        self.respond(approval_id, unanswered(&question.request))
+                            .await;
                     }
                 }
             }
@@ -398,7 +392,27 @@ impl Pump {
                     .enqueue_with_id(SubmissionId::new(), Op::Compact)
                     .await
                 {
-                    Ok(()) => to_value(&EmptyResponse {}),
+                    Ok(()) => Ok(EmptyResponse {}),
+                    Err(e) => Err(RpcError::invalid_request(e.to_string())),
+                };
+                reply.answer(result).await;
+            }
+            PumpCmd::Shell {
+                reply,
+                command,
+                timeout_ms,
+            } => {
+                let op = Op::UserShell {
+                    command,
+                    timeout_ms,
+                };
+                let result = match self
+                    .thread
+                    .handle
+                    .enqueue_with_id(SubmissionId::new(), op)
+                    .await
+                {
+                    Ok(()) => Ok(EmptyResponse {}),
                     Err(e) => Err(RpcError::invalid_request(e.to_string())),
                 };
                 reply.answer(result).await;
@@ -411,7 +425,7 @@ impl Pump {
                     .enqueue_with_id(submission, Op::Review { target })
                     .await
                 {
-                    Ok(()) => to_value(&ReviewStartResponse {
+                    Ok(()) => Ok(ReviewStartResponse {
                         turn: pending_turn(TurnId::from(submission)),
                         review_thread_id: self.thread.handle.id().to_string(),
                     }),
@@ -419,16 +433,40 @@ impl Pump {
                 };
                 reply.answer(result).await;
             }
+            PumpCmd::Goal { reply, op } => {
+                let result = self
+                    .thread
+                    .handle
+                    .submit(op)
+                    .await
+                    .map_err(RpcError::internal);
+                // The kernel queued the op's events before answering it: its goal event
+                // goes out before the answer (`thread/goal/updated`, `…/cleared`, as Codex
+                // orders them), what follows it (a goal turn starting) after the answer.
+                let mut after = Vec::new();
+                let mut goal_seen = false;
+                while let Some(event) = self.events.try_recv() {
+                    if goal_seen {
+                        after.push(event);
+                        continue;
+                    }
+                    goal_seen = matches!(
+                        event.msg,
+                        EventMsg::GoalUpdated { .. } | EventMsg::GoalCleared
+                    );
+                    self.on_event(&event, asked).await;
+                }
+                reply.answer(result).await;
+                for event in after {
+                    self.on_event(&event, asked).await;
+                }
+            }
             PumpCmd::SetName { reply, name } => {
                 let result = match self.submit(SubmissionId::new(), Op::SetName { name }).await {
-                    Ok(OpResult::Accepted) => to_value(&EmptyResponse {}),
+                    Ok(OpResult::Accepted) => Ok(EmptyResponse {}),
                     other => Err(refusal(other)),
                 };
                 reply.answer(result).await;
-            }
-            PumpCmd::Submit { reply, op, answer } => {
-                let result = self.submit(SubmissionId::new(), op).await;
-                reply.answer(answer(result)).await;
             }
             PumpCmd::Rollback { reply, turns } => {
                 let result = match self
@@ -439,7 +477,7 @@ impl Pump {
                         Ok(folded) => {
                             let mut thread = self.thread.meta().to_wire();
                             thread.turns = turns_from_state(&folded);
-                            to_value(&ThreadResponse { thread })
+                            Ok(ThreadResponse { thread })
                         }
                         Err(e) => Err(RpcError::invalid_request(e.to_string())),
                     },
@@ -494,8 +532,4 @@ fn refusal(result: Result<OpResult, ThreadError>) -> RpcError {
         Ok(other) => RpcError::internal(format!("unexpected answer from the thread: {other:?}")),
         Err(e) => RpcError::invalid_request(e.to_string()),
     }
-}
-
-fn to_value<T: serde::Serialize>(value: &T) -> Result<Value, RpcError> {
-    serde_json::to_value(value).map_err(RpcError::internal)
 }

@@ -4,20 +4,21 @@
 
 use std::collections::HashMap;
 
-use rein_app_server_protocol::{RequestId, ReviewDecision};
+use rein_app_server_protocol::{
+    CommandExecutionApprovalDecision as CommandDecision, FileChangeApprovalDecision,
+    McpServerElicitationAction, RequestId, ServerAnswer, ServerRequest,
+};
 use rein_protocol::{ApprovalDecision, ClientResponse, ElicitationAction, Op};
 use serde_json::Value;
 
 use super::Pump;
-use crate::event_map::{COMMAND_APPROVAL_METHOD, ELICITATION_METHOD, QUESTION_METHOD};
 use crate::outbound::Outbound;
 use crate::subscribers::Subscriber;
 
 /// One open approval: what was asked, and every subscriber asked, each under its own
 /// request id.
 pub(super) struct Question {
-    pub(super) method: &'static str,
-    pub(super) params: Value,
+    pub(super) request: ServerRequest,
     pub(super) askees: Vec<(Subscriber, RequestId)>,
 }
 
@@ -27,32 +28,25 @@ pub(super) type Asked = HashMap<String, Question>;
 impl Pump {
     /// Put the question to every subscriber; with nobody to ask, the answer is no (a turn
     /// never waits on a question nobody can see, nor runs unapproved).
-    pub(super) async fn ask(
-        &self,
-        approval_id: String,
-        method: &'static str,
-        params: Value,
-        asked: &mut Asked,
-    ) {
+    pub(super) async fn ask(&self, approval_id: String, request: ServerRequest, asked: &mut Asked) {
         let subscribers = self.thread.subscribers.current();
         if subscribers.is_empty() {
-            self.respond(approval_id, unanswered(method)).await;
+            self.respond(approval_id, unanswered(&request)).await;
             return;
         }
         let mut question = Question {
-            method,
-            params,
+            request,
             askees: Vec::with_capacity(subscribers.len()),
         };
         let mut sending = Vec::with_capacity(subscribers.len());
         for subscriber in subscribers {
             sending.push(self.register_ask(&mut question, subscriber));
         }
-        let (method, params) = (question.method, question.params.clone());
+        let request = question.request.clone();
         // Recorded before sending, so an answer always finds its question.
         asked.insert(approval_id, question);
         for (out, request_id) in sending {
-            out.request(&request_id, method, params.clone()).await;
+            out.request(&request_id, &request).await;
         }
     }
 
@@ -83,95 +77,83 @@ impl Pump {
     }
 }
 
-/// The kernel's answer for a client's answer to `method`.
-pub(super) fn response_of(method: &str, outcome: &Result<Value, Value>) -> ClientResponse {
-    if method == ELICITATION_METHOD {
-        // An error or an answer rein cannot read declines the form.
-        let action = match outcome {
-            Ok(result) => serde_json::from_value(result["action"].clone()).ok(),
-            Err(_) => None,
-        };
-        return match (action, outcome) {
-            (Some(action), Ok(result)) => ClientResponse::Elicitation {
+/// The kernel's answer for a client's answer to `request`: the answer read as the
+/// request's own answer type; an error, or an answer of the wrong shape, is no (a refusal,
+/// no answers, the form declined).
+pub(super) fn response_of(
+    request: &ServerRequest,
+    outcome: Result<Value, Value>,
+) -> ClientResponse {
+    let answer = match outcome {
+        Ok(result) => request.read_answer(result).ok(),
+        Err(_) => None,
+    };
+    let Some(answer) = answer else {
+        return unanswered(request);
+    };
+    match answer {
+        ServerAnswer::CommandExecutionRequestApproval(a) => match a.decision {
+            // Only a command's approval can carry a rule (a file change's would be refused).
+            CommandDecision::AcceptWithExecpolicyAmendment {
+                execpolicy_amendment,
+            } => ClientResponse::CommandRule {
+                prefix: execpolicy_amendment,
+            },
+            CommandDecision::Accept => decision(ApprovalDecision::Approve),
+            CommandDecision::AcceptForSession => decision(ApprovalDecision::ApproveForSession),
+            CommandDecision::Cancel => decision(ApprovalDecision::Abort),
+            // rein has no network policy: an amendment of one approves nothing.
+            CommandDecision::Decline | CommandDecision::ApplyNetworkPolicyAmendment { .. } => {
+                decision(ApprovalDecision::Deny)
+            }
+        },
+        ServerAnswer::FileChangeRequestApproval(a) | ServerAnswer::MemoryRequestApproval(a) => {
+            decision(match a.decision {
+                FileChangeApprovalDecision::Accept => ApprovalDecision::Approve,
+                FileChangeApprovalDecision::AcceptForSession => ApprovalDecision::ApproveForSession,
+                FileChangeApprovalDecision::Cancel => ApprovalDecision::Abort,
+                FileChangeApprovalDecision::Decline => ApprovalDecision::Deny,
+            })
+        }
+        ServerAnswer::ToolRequestUserInput(a) => ClientResponse::Answers {
+            answers: a
+                .answers
+                .into_iter()
+                .map(|(id, answer)| (id, answer.answers))
+                .collect(),
+        },
+        ServerAnswer::McpServerElicitationRequest(a) => {
+            let action = match a.action {
+                McpServerElicitationAction::Accept => ElicitationAction::Accept,
+                McpServerElicitationAction::Decline => ElicitationAction::Decline,
+                McpServerElicitationAction::Cancel => ElicitationAction::Cancel,
+            };
+            ClientResponse::Elicitation {
                 action,
-                content: result
-                    .get("content")
-                    .filter(|c| !c.is_null() && action == ElicitationAction::Accept)
-                    .cloned(),
-            },
-            _ => ClientResponse::Elicitation {
-                action: ElicitationAction::Decline,
-                content: None,
-            },
-        };
+                content: a
+                    .content
+                    .filter(|c| !c.is_null() && action == ElicitationAction::Accept),
+            }
+        }
     }
-    if method == QUESTION_METHOD {
-        let answers = match outcome {
-            Ok(result) => result["answers"]
-                .as_object()
-                .map(|answers| {
-                    answers
-                        .iter()
-                        .map(|(id, a)| {
-                            let texts = a["answers"]
-                                .as_array()
-                                .map(|v| v.iter().filter_map(|t| t.as_str().map(str::to_owned)))
-                                .into_iter()
-                                .flatten()
-                                .collect();
-                            (id.clone(), texts)
-                        })
-                        .collect()
-                })
-                .unwrap_or_default(),
-            Err(_) => Default::default(),
-        };
-        return ClientResponse::Answers { answers };
-    }
-    // Only a command's approval can carry a rule (a file change's would be refused).
-    if let Some(prefix) = outcome
-        .as_ref()
-        .ok()
-        .filter(|_| method == COMMAND_APPROVAL_METHOD)
-        .and_then(|result| result.get("decision"))
-        .and_then(ReviewDecision::rule_of)
-    {
-        return ClientResponse::CommandRule { prefix };
-    }
-    ClientResponse::Decision {
-        decision: decision_of(outcome),
-    }
+}
+
+fn decision(decision: ApprovalDecision) -> ClientResponse {
+    ClientResponse::Decision { decision }
 }
 
 /// What a request nobody can answer gets: no approval, no answers, the form declined.
-pub(super) fn unanswered(method: &str) -> ClientResponse {
-    if method == ELICITATION_METHOD {
-        return ClientResponse::Elicitation {
+pub(super) fn unanswered(request: &ServerRequest) -> ClientResponse {
+    match request {
+        ServerRequest::McpServerElicitationRequest(_) => ClientResponse::Elicitation {
             action: ElicitationAction::Decline,
             content: None,
-        };
-    }
-    if method == QUESTION_METHOD {
-        ClientResponse::Answers {
+        },
+        ServerRequest::ToolRequestUserInput(_) => ClientResponse::Answers {
             answers: Default::default(),
-        }
-    } else {
-        ClientResponse::Decision {
-            decision: ApprovalDecision::Deny,
-        }
-    }
-}
-
-fn decision_of(outcome: &Result<Value, Value>) -> ApprovalDecision {
-    let decision = match outcome {
-        Ok(result) => result.get("decision").and_then(ReviewDecision::from_value),
-        Err(_) => None,
-    };
-    match decision {
-        Some(ReviewDecision::Accept) => ApprovalDecision::Approve,
-        Some(ReviewDecision::AcceptForSession) => ApprovalDecision::ApproveForSession,
-        Some(ReviewDecision::Cancel) => ApprovalDecision::Abort,
-        // An error or an answer rein cannot read is a refusal: never run unapproved.
-        Some(ReviewDecision::Decline) | None => ApprovalDecision::Deny,
+        },
+        ServerRequest::CommandExecutionRequestApproval(_)
+        | ServerRequest::FileChangeRequestApproval(_)
+        | ServerRequest::MemoryRequestApproval(_) => decision(ApprovalDecision::Deny),
     }
 }

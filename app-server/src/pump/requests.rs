@@ -4,14 +4,15 @@
 use std::collections::HashMap;
 use std::sync::{Mutex, MutexGuard};
 
-use rein_app_server_protocol::{RequestId, ThreadStartResponse};
-use rein_core::ThreadError;
+use rein_app_server_protocol::{
+    EmptyResponse, RequestId, ReviewStartResponse, ThreadResponse, ThreadStartResponse,
+    TurnStartResponse, TurnSteerResponse,
+};
 use rein_protocol::{InputPart, Op, OpResult, SettingsChange, TurnId};
 use serde_json::Value;
 use tokio::sync::mpsc;
 
 use crate::deferred::Responder;
-use crate::error::RpcError;
 use crate::subscribers::Subscriber;
 
 /// A request for a pump, from the connection `from` (which gets the answer).
@@ -20,26 +21,22 @@ pub struct PumpRequest {
     pub cmd: PumpCmd,
 }
 
-/// What a [`PumpCmd::Submit`] answers, made of the thread's reply to its op.
-pub type OpAnswer =
-    Box<dyn FnOnce(Result<OpResult, ThreadError>) -> Result<Value, RpcError> + Send>;
-
 /// Requests a pump carries out, each answering through its `reply`.
 pub enum PumpCmd {
     StartTurn {
-        reply: Responder,
+        reply: Responder<TurnStartResponse>,
         items: Vec<InputPart>,
         settings: SettingsChange,
         /// `outputSchema`: structured output for this turn.
         output_schema: Option<serde_json::Value>,
     },
     Steer {
-        reply: Responder,
+        reply: Responder<TurnSteerResponse>,
         items: Vec<InputPart>,
         expected: TurnId,
     },
     Interrupt {
-        reply: Responder,
+        reply: Responder<EmptyResponse>,
         turn_id: TurnId,
     },
     /// The client answered the server → client request `request_id`.
@@ -53,7 +50,7 @@ pub enum PumpCmd {
     /// `exclude_turns`), then puts the questions still open to it too, and has its
     /// sub-agents' pumps do the same ([`PumpCmd::Reask`]).
     Join {
-        reply: Responder,
+        reply: Responder<ThreadStartResponse>,
         response: Box<ThreadStartResponse>,
         exclude_turns: bool,
     },
@@ -62,37 +59,35 @@ pub enum PumpCmd {
     Reask,
     /// The connection stopped listening (unsubscribed or went away); `last` if nobody
     /// listens any more, which starts the idle-unload countdown.
-    Left {
-        last: bool,
-    },
+    Left { last: bool },
     /// Summarise the history now (`thread/compact/start`).
-    Compact {
-        reply: Responder,
+    Compact { reply: Responder<EmptyResponse> },
+    /// Run the user's command in the thread (`thread/shellCommand`): queued behind a
+    /// running turn, like compaction.
+    Shell {
+        reply: Responder<EmptyResponse>,
+        command: String,
+        timeout_ms: Option<u64>,
     },
     /// Review code in a review turn (`review/start`).
     Review {
-        reply: Responder,
+        reply: Responder<ReviewStartResponse>,
         target: rein_protocol::ReviewTarget,
     },
     /// Drop the last `turns` turns from the model-visible history (`thread/rollback`).
     Rollback {
-        reply: Responder,
+        reply: Responder<ThreadResponse>,
         turns: u32,
     },
+    /// A goal op (`thread/goal/set`, `thread/goal/clear`): answered after its goal event
+    /// (`thread/goal/updated` before the answer, as Codex orders them) and before what
+    /// follows it (the goal's turn).
+    Goal { reply: Responder<OpResult>, op: Op },
     /// Name the thread (`thread/name/set`); `thread/name/updated` follows the answer, to
     /// every subscriber, when the thread records the name.
     SetName {
-        reply: Responder,
+        reply: Responder<EmptyResponse>,
         name: String,
-    },
-    /// Submit `op` and answer what `answer` makes of the thread's reply (`thread/goal/set`,
-    /// `thread/goal/clear`). Through the pump, so the answer is queued before the
-    /// notifications of the events the op caused, every time: a handler submitting to the
-    /// thread itself would race the pump forwarding them.
-    Submit {
-        reply: Responder,
-        op: Op,
-        answer: OpAnswer,
     },
 }
 

@@ -17,6 +17,7 @@ pub(crate) mod task;
 pub(crate) mod tokens;
 pub(crate) mod tool_hooks;
 pub(crate) mod tool_runner;
+pub(crate) mod user_shell;
 pub(crate) mod vision;
 
 use std::sync::Arc;

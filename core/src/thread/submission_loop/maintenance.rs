@@ -1,4 +1,4 @@
-//! Maintenance ops (compact, switch model, review) and the work an idle thread picks up by itself:
+//! Maintenance ops (compact, switch model, review, a user's shell command) and the work an idle thread picks up by itself:
 //! a model switch waiting on its compaction, maintenance ops deferred behind a turn, and
 //! input queued during a turn that took no steers.
 
@@ -13,6 +13,15 @@ impl SubmissionLoop {
             Op::Compact => self.start_compaction(id, CompactionTrigger::Manual),
             Op::SwitchModel { model } => self.on_switch_model(id, model),
             Op::Review { target } => match self.start_review_turn(TurnId::from(id), &target) {
+                Ok(()) => OpResult::Accepted,
+                Err(reason) => OpResult::Refused {
+                    message: reason.to_string(),
+                },
+            },
+            Op::UserShell {
+                command,
+                timeout_ms,
+            } => match self.start_user_shell_turn(TurnId::from(id), command, timeout_ms) {
                 Ok(()) => OpResult::Accepted,
                 Err(reason) => OpResult::Refused {
                     message: reason.to_string(),

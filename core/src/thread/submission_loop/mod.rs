@@ -284,7 +284,10 @@ impl SubmissionLoop {
             Op::Rollback { turns } => (self.on_rollback(turns), Flow::Continue),
             Op::SetGoal { change } => (self.on_set_goal(change), Flow::Continue),
             Op::ClearGoal => (self.on_clear_goal(), Flow::Continue),
-            op @ (Op::Compact | Op::SwitchModel { .. } | Op::Review { .. }) => {
+            op @ (Op::Compact
+            | Op::SwitchModel { .. }
+            | Op::Review { .. }
+            | Op::UserShell { .. }) => {
                 if self.running.is_some() {
                     self.deferred.push_back((Submission { id, op }, reply));
                     return Flow::Continue;

@@ -74,7 +74,8 @@ impl SubmissionLoop {
             | Op::Rollback { .. }
             | Op::Compact
             | Op::SwitchModel { .. }
-            | Op::Review { .. } => OpResult::Refused {
+            | Op::Review { .. }
+            | Op::UserShell { .. } => OpResult::Refused {
                 message: reason.to_string(),
             },
             Op::SetGoal { .. } | Op::ClearGoal => OpResult::GoalRefused {

@@ -21,6 +21,7 @@ use crate::turn::sink::TurnSink;
 use crate::turn::task::{AutoCompaction, RegularTask};
 use crate::turn::tokens::estimate;
 use crate::turn::tool_hooks::{HookScope, SessionSource};
+use crate::turn::user_shell::UserShellTask;
 use crate::turn::vision::Vision;
 use crate::turn::{Fallback, TaskOutcome, TurnContext};
 use rein_protocol::advisor::AdvisorMode;
@@ -337,6 +338,26 @@ impl SubmissionLoop {
                 kept_user_tokens: self.services.config.kept_user_tokens(window),
                 tail_from: self.state.history.len(),
             },
+        };
+        self.spawn(opened, task.run());
+        Ok(())
+    }
+
+    /// Start a turn that runs the user's `command` as one `shell` call (no model request).
+    pub(super) fn start_user_shell_turn(
+        &mut self,
+        turn_id: TurnId,
+        command: String,
+        timeout_ms: Option<u64>,
+    ) -> Result<(), RejectReason> {
+        let opened = self.open_turn(turn_id, TaskKind::Regular, false, None)?;
+        let task = UserShellTask {
+            turn: opened.context.clone(),
+            history: self.state.history.clone(),
+            sink: opened.sink.clone(),
+            cancel: opened.cancel.clone(),
+            command,
+            timeout_ms,
         };
         self.spawn(opened, task.run());
         Ok(())
