@@ -74,6 +74,8 @@ pub enum ServeError {
 pub(crate) struct App {
     pub runs: Runs,
     pub options: ServeOptions,
+    /// The Agent Protocol's runs waiting for their thread (`crate::agent`).
+    pub agent: crate::agent::AgentState,
 }
 
 /// Serve until the listener fails; the caller stops it by dropping the future.
@@ -91,6 +93,7 @@ pub async fn serve(
             options.approvals,
         ),
         options,
+        agent: crate::agent::AgentState::default(),
     });
     let slots = Arc::new(Semaphore::new(app.options.max_connections.max(1)));
     loop {
@@ -126,7 +129,7 @@ pub async fn serve(
     }
 }
 
-async fn respond(app: &App, admission: &Admission, req: Request<Incoming>) -> Response<Body> {
+async fn respond(app: &Arc<App>, admission: &Admission, req: Request<Incoming>) -> Response<Body> {
     match route(app, admission, req).await {
         Ok(response) => response,
         Err(e) => handlers::error_response(&e),
@@ -134,7 +137,7 @@ async fn respond(app: &App, admission: &Admission, req: Request<Incoming>) -> Re
 }
 
 async fn route(
-    app: &App,
+    app: &Arc<App>,
     admission: &Admission,
     req: Request<Incoming>,
 ) -> Result<Response<Body>, ApiError> {
@@ -143,6 +146,9 @@ async fn route(
     let query = req.uri().query().unwrap_or_default().to_owned();
     let segments: Vec<&str> = path.trim_matches('/').split('/').collect();
     let method = req.method().clone();
+    if crate::agent::owns(&segments) {
+        return crate::agent::route(app, &segments, method, &query, req).await;
+    }
     match (segments.as_slice(), method) {
         (["v1", "responses"], Method::POST) => handlers::create(app, req).await,
         (["v1", "responses", id], Method::GET) => handlers::get(app, id, &query).await,
