@@ -199,6 +199,17 @@ pub struct Modes {
 }
 
 impl Modes {
+    /// Whether a stream of these modes sends events of `kind` (`metadata`, `error` and
+    /// `end` are in every one).
+    pub fn sends(self, kind: &str) -> bool {
+        match kind {
+            "values" => self.values,
+            "updates" => self.updates,
+            "messages" => self.messages,
+            _ => true,
+        }
+    }
+
     /// From the protocol's names; a name rein does not send is a 400 naming it.
     pub fn parse<'a>(names: impl IntoIterator<Item = &'a str>) -> Result<Self, String> {
         let mut modes = Self::default();
@@ -299,18 +310,19 @@ impl RunStream {
                     "metadata",
                     json!({ "run_id": self.turn.to_string(), "attempt": 1 }),
                 )),
-                "response.output_text.delta" if self.modes.messages => {
-                    let chunk = json!({
-                        "type": "AIMessageChunk", "id": event.data["item_id"],
-                        "content": event.data["delta"],
-                    });
-                    let meta = json!({
-                        "run_id": self.turn.to_string(), "thread_id": self.thread.to_string(),
-                        "langgraph_node": "agent",
-                    });
-                    out.push(("messages", json!([chunk, meta])));
+                "response.output_text.delta" => {
+                    out.push(self.chunk(&event.data["item_id"], &event.data["delta"]));
                 }
-                "response.output_item.added" | "response.output_item.done" => changed = true,
+                "response.output_item.added" => {
+                    // The message's first, empty chunk: it is stored (the item's start),
+                    // so a replay shows the model began answering, deltas or not.
+                    let item = &event.data["item"];
+                    if item["type"] == "message" {
+                        out.push(self.chunk(&item["id"], &json!("")));
+                    }
+                    changed = true;
+                }
+                "response.output_item.done" => changed = true,
                 "response.failed" => {
                     let error = &event.data["response"]["error"];
                     out.push((
@@ -324,19 +336,18 @@ impl RunStream {
         if changed {
             out.extend(self.state_events());
         }
-        let status = self.projector.status();
-        if status.is_final() && produced.iter().any(|e| e.kind().starts_with("response.")) {
-            let ends = produced.iter().any(|e| {
-                matches!(
-                    e.kind(),
-                    "response.completed" | "response.failed" | "response.incomplete"
-                )
-            });
-            if ends {
-                out.push(("end", Value::Null));
-            }
+        let ends = produced.iter().any(|e| {
+            matches!(
+                e.kind(),
+                "response.completed" | "response.failed" | "response.incomplete"
+            )
+        });
+        if ends {
+            out.push(("end", Value::Null));
         }
-        let after = self.after;
+        // Numbered among the events of every mode, then filtered: an id names the same
+        // event whatever modes a stream asked for.
+        let (after, modes) = (self.after, self.modes);
         out.into_iter()
             .zip(0..)
             .map(|((event, data), i)| ApEvent {
@@ -344,8 +355,17 @@ impl RunStream {
                 event,
                 data,
             })
-            .filter(|e| after.is_none_or(|n| e.id > n))
+            .filter(|e| after.is_none_or(|n| e.id > n) && modes.sends(e.event))
             .collect()
+    }
+
+    fn chunk(&self, item_id: &Value, text: &Value) -> (&'static str, Value) {
+        let chunk = json!({ "type": "AIMessageChunk", "id": item_id, "content": text });
+        let meta = json!({
+            "run_id": self.turn.to_string(), "thread_id": self.thread.to_string(),
+            "langgraph_node": "agent",
+        });
+        ("messages", json!([chunk, meta]))
     }
 
     /// `values` and `updates` for the messages the last event completed.
@@ -356,21 +376,17 @@ impl RunStream {
         }
         let new: Vec<Value> = messages[self.sent..].to_vec();
         self.sent = messages.len();
-        let mut out = Vec::new();
-        if self.modes.values {
-            let mut all = self.before.clone();
-            all.extend(messages);
-            out.push(("values", json!({ "messages": all })));
-        }
-        if self.modes.updates {
-            // The node that made them, in a LangGraph agent's names.
-            let node = match new.first().map(|m| m["type"].clone()) {
-                Some(Value::String(t)) if t == "human" => "__start__",
-                Some(Value::String(t)) if t == "tool" => "tools",
-                _ => "agent",
-            };
-            out.push(("updates", json!({ node: { "messages": new } })));
-        }
-        out
+        let mut all = self.before.clone();
+        all.extend(messages);
+        // The node that made them, in a LangGraph agent's names.
+        let node = match new.first().map(|m| m["type"].clone()) {
+            Some(Value::String(t)) if t == "human" => "__start__",
+            Some(Value::String(t)) if t == "tool" => "tools",
+            _ => "agent",
+        };
+        vec![
+            ("values", json!({ "messages": all })),
+            ("updates", json!({ node: { "messages": new } })),
+        ]
     }
 }
