@@ -11,6 +11,8 @@
 
 pub mod body;
 pub mod fold;
+#[cfg(test)]
+mod fold_tests;
 mod queue;
 mod run_api;
 mod threads;

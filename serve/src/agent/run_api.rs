@@ -102,7 +102,7 @@ pub async fn list(app: &App, thread: ThreadId, query: &str) -> Result<Response<B
         let object = stored_object(app, thread, run).await;
         runs.push((run.created_ms, object));
     }
-    runs.sort_by(|a, b| b.0.cmp(&a.0));
+    runs.sort_by_key(|r| std::cmp::Reverse(r.0));
     let page: Vec<Value> = runs
         .into_iter()
         .map(|(_, r)| r)
