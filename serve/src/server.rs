@@ -21,7 +21,8 @@ use tokio::sync::Semaphore;
 use crate::error::ApiError;
 use crate::handlers;
 use crate::runs::{Approvals, Runs};
-use rein_bootstrap::admission::Admission;
+use hyper::header::{HeaderMap, HeaderValue, AUTHORIZATION};
+use rein_bootstrap::admission::{Admission, Refusal};
 
 pub type Body = UnsyncBoxBody<Bytes, Infallible>;
 
@@ -141,7 +142,7 @@ async fn route(
     admission: &Admission,
     req: Request<Incoming>,
 ) -> Result<Response<Body>, ApiError> {
-    admission.check(req.headers())?;
+    admitted(admission, req.headers())?;
     let path = req.uri().path().to_owned();
     let query = req.uri().query().unwrap_or_default().to_owned();
     let segments: Vec<&str> = path.trim_matches('/').split('/').collect();
@@ -169,5 +170,20 @@ async fn route(
             "{m} is not allowed on {path}"
         ))),
         _ => Err(ApiError::NotFound(format!("no such endpoint: {path}"))),
+    }
+}
+
+/// The LangGraph SDK sends its key as `x-api-key`: it is taken as the bearer token when no
+/// `Authorization` is given (the same secret, compared the same way).
+fn admitted(admission: &Admission, headers: &HeaderMap) -> Result<(), Refusal> {
+    match headers.get("x-api-key") {
+        Some(key) if !headers.contains_key(AUTHORIZATION) => {
+            let bearer = HeaderValue::from_bytes(&[b"Bearer ", key.as_bytes()].concat())
+                .map_err(|_| Refusal::Token)?;
+            let mut headers = headers.clone();
+            headers.insert(AUTHORIZATION, bearer);
+            admission.check(&headers)
+        }
+        _ => admission.check(headers),
     }
 }

@@ -31,6 +31,11 @@ impl Sink {
         self.0.send(Bytes::from(text)).await.is_ok()
     }
 
+    /// Resolves once the client has gone (its response body was dropped).
+    pub async fn closed(&self) {
+        self.0.closed().await;
+    }
+
     pub async fn send_all(&self, events: &[StreamEvent]) -> bool {
         for event in events {
             if !self.send(event).await {

@@ -336,6 +336,41 @@ fn a_second_run_on_a_busy_thread_follows_its_multitask_strategy() {
 }
 
 #[test]
+fn a_streamed_run_whose_client_goes_away_is_cancelled_only_when_it_asked() {
+    let hang = json!({ "text": "working", "deltas": 1, "fault": { "type": "hang" } });
+    let model = MockModel::start(json!({ "replies": [hang, hang], "when_exhausted": "echo" }));
+    let home = home_for(&model);
+    let server = Server::start(home.path(), &[]);
+    let thread = new_thread(&server);
+    let stream = |on_disconnect: &str| {
+        let mut events = server.stream(
+            "POST",
+            &format!("/threads/{thread}/runs/stream"),
+            Some(&json!({
+                "assistant_id": "rein", "input": input(on_disconnect),
+                "stream_mode": "messages-tuple", "on_disconnect": on_disconnect,
+            })),
+        );
+        let seen = events.until("messages");
+        (seen[0].data["run_id"].as_str().unwrap().to_owned(), events)
+    };
+    // `cancel`: the run ends when its client goes away (join resolves once it has).
+    let (cancelled, events) = stream("cancel");
+    drop(events);
+    server.get(&format!("/threads/{thread}/runs/{cancelled}/join"));
+    assert_eq!(run_status(&server, &thread, &cancelled), "interrupted");
+    // `continue` (the default): it goes on.
+    let (kept, events) = stream("continue");
+    drop(events);
+    assert_eq!(run_status(&server, &thread, &kept), "running");
+    let _ = server.call(
+        "POST",
+        &format!("/threads/{thread}/runs/{kept}/cancel"),
+        None,
+    );
+}
+
+#[test]
 fn a_run_cut_off_by_kill_9_is_reported_interrupted_with_its_events_after_a_restart() {
     let model = MockModel::start(json!({
         "replies": [{ "text": "half", "deltas": 1, "fault": { "type": "hang" } }],
@@ -436,6 +471,12 @@ fn what_rein_cannot_honour_is_refused_naming_it_and_admission_is_the_servers() {
         None,
     );
     assert_eq!(no_token.status, 401);
+    // The LangGraph SDK's own key header carries the same token.
+    let mut keyed = server.headers_with("Authorization", None);
+    keyed.push(("x-api-key".into(), server.token.clone()));
+    assert_eq!(server.send("GET", &path, &keyed, None).status, 200);
+    keyed.last_mut().unwrap().1 = "wrong".into();
+    assert_eq!(server.send("GET", &path, &keyed, None).status, 401);
     let origin = server.headers_with("Origin", Some("http://evil.example"));
     assert_eq!(server.send("GET", &path, &origin, None).status, 403);
     let host = server.headers_with("Host", Some("evil.example:80"));

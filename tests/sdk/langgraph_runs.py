@@ -21,9 +21,8 @@ from langgraph_sdk.errors import (
 )
 
 url, token, phase = sys.argv[1:4]
-client = get_sync_client(
-    url=url, api_key=None, headers={"Authorization": f"Bearer {token}"}, timeout=30
-)
+# The token as the SDK's API key (its `x-api-key` header).
+client = get_sync_client(url=url, api_key=token, timeout=30)
 out = {}
 
 
@@ -129,7 +128,7 @@ def main():
     except BadRequestError as e:
         errors["bad_request"] = [e.status_code, e.body["error"]["param"]]
     try:
-        get_sync_client(url=url, api_key=None, headers={"Authorization": "Bearer wrong"}).threads.create()
+        get_sync_client(url=url, api_key="wrong").threads.create()
     except AuthenticationError as e:
         errors["unauthorized"] = e.status_code
     out["errors"] = errors

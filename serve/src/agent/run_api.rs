@@ -386,7 +386,10 @@ async fn feed(
             // Not running here: only what arrived since the subscription (its end, if
             // it ended since) is still to come.
             let next = if running {
-                live.recv().await
+                tokio::select! {
+                    next = live.recv() => next,
+                    () = sink.closed() => return false,
+                }
             } else {
                 live.try_recv()
             };
