@@ -2,7 +2,9 @@
 //! (installed into a venv by `scripts/test-setup.sh`): a plain run, a streamed run, a
 //! background run joined, a stream joined again with `Last-Event-ID` after its connection
 //! was dropped, a second run under each `multitask_strategy`, a cancel, listing, state,
-//! search and the SDK's error classes (`tests/sdk/langgraph_runs.py`); then kill -9 of the
+//! search, the SDK's error classes, and a streamed run whose connection a proxy cuts after
+//! its first event, resumed by the SDK's own reconnect with `Last-Event-ID`
+//! (`tests/sdk/langgraph_runs.py`); then kill -9 of the
 //! server mid-run and the run's state after a restart. Ignored, with the reason, where
 //! python3 is missing (never in CI: see scripts/test_prereqs.rs).
 
@@ -52,6 +54,7 @@ fn the_langgraph_sdk_runs_threads_and_runs_rejoins_streams_and_survives_a_kill_9
             { "text": "Third." },
             hang, hang, hang,
             { "text": "Seventh." },
+            { "text": "Eighth.", "deltas": 2 },
             hang
         ],
         "when_exhausted": "echo"
@@ -93,6 +96,12 @@ fn the_langgraph_sdk_runs_threads_and_runs_rejoins_streams_and_survives_a_kill_9
                 "not_found": 404,
                 "bad_request": [400, "webhook"],
                 "unauthorized": 401
+            },
+            "reconnected": {
+                "cut": 1,
+                "events": ["metadata", "values", "updates", "values", "updates", "end"],
+                "same_as_replay": true,
+                "answer": [["ai", "Eighth."]]
             }
         })
     );

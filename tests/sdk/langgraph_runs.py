@@ -10,7 +10,9 @@ Usage: langgraph_runs.py URL TOKEN main
 """
 
 import json
+import socket
 import sys
+import threading
 
 from langgraph_sdk import get_sync_client
 from langgraph_sdk.errors import (
@@ -132,6 +134,71 @@ def main():
     except AuthenticationError as e:
         errors["unauthorized"] = e.status_code
     out["errors"] = errors
+
+    # A streamed run whose connection is cut after its first event: the SDK reconnects
+    # to the stream's Location with Last-Event-ID, and misses nothing.
+    out["reconnected"] = reconnected(thread)
+
+
+class CuttingProxy:
+    """A TCP proxy to the server that cuts the first event stream through it after its
+    first event (a dropped connection, mid-run), so the SDK's own reconnect is what
+    resumes it. It names the server in `Host`, as the server's admission requires."""
+
+    def __init__(self, target):
+        self.target = target
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.port = self.listener.getsockname()[1]
+        self.cuts = 0
+        threading.Thread(target=self.accept, daemon=True).start()
+
+    def accept(self):
+        while True:
+            client, _ = self.listener.accept()
+            upstream = socket.create_connection(self.target)
+            threading.Thread(target=self.up, args=(client, upstream), daemon=True).start()
+            threading.Thread(target=self.down, args=(upstream, client), daemon=True).start()
+
+    def up(self, client, upstream):
+        ours = f"127.0.0.1:{self.port}".encode()
+        theirs = f"{self.target[0]}:{self.target[1]}".encode()
+        while data := client.recv(65536):
+            upstream.sendall(data.replace(ours, theirs))
+
+    def down(self, upstream, client):
+        seen = b""
+        while data := upstream.recv(65536):
+            seen += data
+            end = seen.find(b"\n\n\r\n", seen.find(b"event: metadata"))
+            if self.cuts == 0 and b"text/event-stream" in seen and end > 0:
+                self.cuts += 1
+                client.sendall(data[: len(data) - (len(seen) - end - 4)])
+                client.shutdown(socket.SHUT_RDWR)
+                client.close()
+                upstream.close()
+                return
+            client.sendall(data)
+        client.close()
+
+
+def reconnected(thread):
+    host, port = url.removeprefix("http://").split(":")
+    proxy = CuttingProxy((host, int(port)))
+    through = get_sync_client(url=f"http://127.0.0.1:{proxy.port}", api_key=token, timeout=30)
+    parts = list(
+        through.runs.stream(
+            thread, "rein", input=ask("eight"), stream_mode=["values", "updates"]
+        )
+    )
+    run = parts[0].data["run_id"]
+    replay = list(client.runs.join_stream(thread, run, stream_mode=["values", "updates"]))
+    return {
+        "cut": proxy.cuts,
+        "events": [p.event for p in parts],
+        "same_as_replay": [(p.id, p.event, p.data) for p in parts]
+        == [(p.id, p.event, p.data) for p in replay],
+        "answer": said([p for p in parts if p.event == "values"][-1].data)[-1:],
+    }
 
 
 def crash_before():

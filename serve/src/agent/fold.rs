@@ -199,6 +199,18 @@ pub struct Modes {
 }
 
 impl Modes {
+    /// These, or `values` when none.
+    pub fn or_values(self) -> Self {
+        if self == Self::default() {
+            Self {
+                values: true,
+                ..self
+            }
+        } else {
+            self
+        }
+    }
+
     /// Whether a stream of these modes sends events of `kind` (`metadata`, `error` and
     /// `end` are in every one).
     pub fn sends(self, kind: &str) -> bool {

@@ -33,13 +33,17 @@ use crate::server::{App, Body};
 pub const ASSISTANT_ID: &str = "rein";
 
 /// What the protocol's endpoints keep in memory: the runs waiting behind a busy thread's
-/// (`enqueue`), and each run's strategy. Everything else is in the rollouts.
+/// (`enqueue`), and each run's strategy and stream modes (after a restart: `reject`,
+/// `values`). Everything else is in the rollouts.
 #[derive(Default)]
 pub struct AgentState {
     pending: Mutex<HashMap<TurnId, queue::Pending>>,
     /// One lane per thread: its queued runs start in the order they came.
     lanes: Mutex<HashMap<ThreadId, Arc<Mutex<()>>>>,
     strategies: Mutex<HashMap<TurnId, body::Multitask>>,
+    /// The stream modes a run was created with: what joining its stream without
+    /// `stream_mode` sends (the SDK reconnects so).
+    modes: Mutex<HashMap<TurnId, fold::Modes>>,
 }
 
 /// Whether `path` is one of the protocol's.

@@ -56,6 +56,7 @@ pub async fn create(
     // The turn takes the submission's id: the run's id is known before it starts.
     let turn = TurnId::from(SubmissionId::new());
     let strategy = run.multitask_strategy.unwrap_or_default();
+    app.agent.modes.lock().await.insert(turn, modes);
     let live = queue::start(app, thread, turn, parts, strategy).await?;
     let mut response = match mode {
         Mode::Background => json_response(&run_object(app, thread, turn).await?),
@@ -168,7 +169,12 @@ pub async fn join_stream(
         .into_iter()
         .filter(|m| !m.is_empty())
         .collect();
-    let modes = Modes::parse(names).map_err(|e| ApiError::bad(e, Some("stream_mode")))?;
+    let modes = if names.is_empty() {
+        let known = app.agent.modes.lock().await.get(&turn).copied();
+        known.unwrap_or_default().or_values()
+    } else {
+        Modes::parse(names).map_err(|e| ApiError::bad(e, Some("stream_mode")))?
+    };
     let after = match last_event_id.as_deref().map(str::trim) {
         None | Some("") => None,
         Some(id) => Some(id.parse::<u64>().map_err(|_| {
