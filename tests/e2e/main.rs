@@ -62,6 +62,7 @@ mod replay_e2e;
 mod replay_hostile;
 mod replay_live;
 mod serve_agent_protocol;
+mod serve_agent_protocol_approvals;
 mod serve_guard;
 mod serve_langgraph_py;
 mod serve_openai_js;

@@ -264,6 +264,8 @@ pub struct RunStream {
     modes: Modes,
     /// Messages already announced (`updates` sends only the new ones).
     sent: usize,
+    /// Open approval requests last announced.
+    asking: usize,
     /// Events numbered at or below this are not sent (`Last-Event-ID`).
     after: Option<u64>,
 }
@@ -283,6 +285,7 @@ impl RunStream {
             projector: Projector::new(id, previous),
             modes,
             sent: 0,
+            asking: 0,
             after,
         }
     }
@@ -383,22 +386,45 @@ impl RunStream {
     /// `values` and `updates` for the messages the last event completed.
     fn state_events(&mut self) -> Vec<(&'static str, Value)> {
         let messages = messages_of(&self.projector);
-        if messages.len() <= self.sent {
+        let interrupts = interrupts_of(&self.projector);
+        let grew = messages.len() > self.sent;
+        if !grew && interrupts.len() == self.asking {
             return Vec::new();
         }
-        let new: Vec<Value> = messages[self.sent..].to_vec();
+        let new: Vec<Value> = messages[self.sent.min(messages.len())..].to_vec();
         self.sent = messages.len();
+        self.asking = interrupts.len();
         let mut all = self.before.clone();
         all.extend(messages);
-        // The node that made them, in a LangGraph agent's names.
-        let node = match new.first().map(|m| m["type"].clone()) {
-            Some(Value::String(t)) if t == "human" => "__start__",
-            Some(Value::String(t)) if t == "tool" => "tools",
-            _ => "agent",
-        };
-        vec![
-            ("values", json!({ "messages": all })),
-            ("updates", json!({ node: { "messages": new } })),
-        ]
+        let mut values = json!({ "messages": all });
+        if !interrupts.is_empty() {
+            values["__interrupt__"] = json!(interrupts);
+        }
+        let mut out = vec![("values", values)];
+        if grew {
+            // The node that made them, in a LangGraph agent's names.
+            let node = match new.first().map(|m| m["type"].clone()) {
+                Some(Value::String(t)) if t == "human" => "__start__",
+                Some(Value::String(t)) if t == "tool" => "tools",
+                _ => "agent",
+            };
+            out.push(("updates", json!({ node: { "messages": new } })));
+        } else if !interrupts.is_empty() {
+            out.push(("updates", json!({ "__interrupt__": interrupts })));
+        }
+        out
     }
+}
+
+/// The run's open approval requests, as the protocol's interrupts (`value`: what is asked;
+/// `id`: the request's id, answered at `/v1/responses/{id}/approvals/{request_id}`).
+pub fn interrupts_of(projector: &Projector) -> Vec<Value> {
+    let response = projector.response();
+    response["output"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|item| item["type"] == "approval_request" && item["status"] == "pending")
+        .map(|item| json!({ "value": item["request"], "id": item["id"] }))
+        .collect()
 }

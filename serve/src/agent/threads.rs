@@ -12,7 +12,7 @@ use rein_protocol::ThreadId;
 use serde_json::{json, Value};
 
 use super::body::{self, AssistantSearch, ThreadCreate, ThreadSearch};
-use super::fold::{run_status, ThreadFold};
+use super::fold::{interrupts_of, run_status, ThreadFold};
 use super::{empty, ASSISTANT_ID};
 use crate::error::ApiError;
 use crate::handlers::{json_response, read_body};
@@ -118,9 +118,29 @@ async fn busy(app: &App, thread: ThreadId) -> bool {
         .is_ok_and(|s| s.active_turn.is_some())
 }
 
+/// The open approval requests of the thread's running run, by run id.
+async fn asking(app: &App, thread: ThreadId, fold: &ThreadFold) -> (Value, Vec<Value>) {
+    let Some(last) = fold.last() else {
+        return (json!({}), Vec::new());
+    };
+    let id = crate::ids::ResponseId {
+        thread,
+        turn: last.turn,
+    };
+    let open = interrupts_of(&last.projector);
+    if open.is_empty() || !app.runs.is_running(id).await {
+        return (json!({}), Vec::new());
+    }
+    (json!({ last.turn.to_string(): open }), open)
+}
+
 async fn thread_object(app: &App, thread: ThreadId) -> Result<Value, ApiError> {
     let (fold, stored) = read(app, thread).await?;
-    let status = if busy(app, thread).await {
+    let (interrupts, open) = asking(app, thread, &fold).await;
+    // A run waiting for an approval is, in the protocol's words, interrupted.
+    let status = if !open.is_empty() {
+        "interrupted"
+    } else if busy(app, thread).await {
         "busy"
     } else if fold
         .last()
@@ -135,13 +155,14 @@ async fn thread_object(app: &App, thread: ThreadId) -> Result<Value, ApiError> {
         .map_or_else(|| stored.created_at.clone(), rfc3339_ms);
     Ok(json!({
         "thread_id": thread.to_string(), "created_at": stored.created_at, "updated_at": updated,
-        "metadata": {}, "status": status, "values": fold.values(), "interrupts": {},
+        "metadata": {}, "status": status, "values": fold.values(), "interrupts": interrupts,
     }))
 }
 
 /// `GET /threads/{id}/state`: the thread's values, and whether a run is going on.
 pub async fn state(app: &App, thread: ThreadId) -> Result<Response<Body>, ApiError> {
     let (fold, stored) = read(app, thread).await?;
+    let (_, interrupts) = asking(app, thread, &fold).await;
     let next: Vec<&str> = if busy(app, thread).await {
         vec!["agent"]
     } else {
@@ -152,7 +173,7 @@ pub async fn state(app: &App, thread: ThreadId) -> Result<Response<Body>, ApiErr
         .updated_ms
         .map_or_else(|| stored.created_at.clone(), rfc3339_ms);
     Ok(json_response(&json!({
-        "values": fold.values(), "next": next, "tasks": [], "interrupts": [],
+        "values": fold.values(), "next": next, "tasks": [], "interrupts": interrupts,
         "checkpoint": {
             "thread_id": thread.to_string(), "checkpoint_ns": "", "checkpoint_id": checkpoint,
             "checkpoint_map": null,
