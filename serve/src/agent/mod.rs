@@ -17,7 +17,7 @@ mod queue;
 mod run_api;
 mod threads;
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
 use hyper::body::Incoming;
@@ -32,18 +32,40 @@ use crate::server::{App, Body};
 /// The one assistant: the server's configured agent (model, profile, policies).
 pub const ASSISTANT_ID: &str = "rein";
 
+/// How many runs' strategy and modes are remembered; the oldest are forgotten first (run
+/// ids are time-ordered).
+const REMEMBERED: usize = 65_536;
+
+/// What this process remembers of a run it started: its strategy and stream modes (after
+/// a restart: `reject`, `values`).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Remembered {
+    pub strategy: body::Multitask,
+    pub modes: fold::Modes,
+}
+
 /// What the protocol's endpoints keep in memory: the runs waiting behind a busy thread's
-/// (`enqueue`), and each run's strategy and stream modes (after a restart: `reject`,
-/// `values`). Everything else is in the rollouts.
+/// (`enqueue`), and what [`Remembered`] says. Everything else is in the rollouts.
 #[derive(Default)]
 pub struct AgentState {
     pending: Mutex<HashMap<TurnId, queue::Pending>>,
     /// One lane per thread: its queued runs start in the order they came.
     lanes: Mutex<HashMap<ThreadId, Arc<Mutex<()>>>>,
-    strategies: Mutex<HashMap<TurnId, body::Multitask>>,
-    /// The stream modes a run was created with: what joining its stream without
-    /// `stream_mode` sends (the SDK reconnects so).
-    modes: Mutex<HashMap<TurnId, fold::Modes>>,
+    runs: Mutex<BTreeMap<TurnId, Remembered>>,
+}
+
+impl AgentState {
+    async fn remember(&self, turn: TurnId, run: Remembered) {
+        let mut runs = self.runs.lock().await;
+        runs.insert(turn, run);
+        while runs.len() > REMEMBERED {
+            runs.pop_first();
+        }
+    }
+
+    async fn remembered(&self, turn: TurnId) -> Option<Remembered> {
+        self.runs.lock().await.get(&turn).copied()
+    }
 }
 
 /// Whether `path` is one of the protocol's.

@@ -48,7 +48,6 @@ pub async fn start(
     parts: Vec<InputPart>,
     strategy: Multitask,
 ) -> Result<Option<EventStream>, ApiError> {
-    app.agent.strategies.lock().await.insert(turn, strategy);
     // Runs queued before it go first.
     if strategy == Multitask::Enqueue && queued_on(app, thread).await > 0 {
         enqueue(app, thread, turn, parts).await;
@@ -90,11 +89,9 @@ pub async fn start(
 /// The strategy `turn` was started under, as far as this process knows.
 pub async fn strategy_of(app: &App, turn: TurnId) -> Multitask {
     app.agent
-        .strategies
-        .lock()
+        .remembered(turn)
         .await
-        .get(&turn)
-        .copied()
+        .map(|r| r.strategy)
         .unwrap_or_default()
 }
 
@@ -161,14 +158,21 @@ async fn enqueue(app: &Arc<App>, thread: ThreadId, turn: TurnId, parts: Vec<Inpu
     let created_ms = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_millis() as u64);
-    app.agent.pending.lock().await.insert(
-        turn,
-        Pending {
-            thread,
-            created_ms,
-            state: state.clone(),
-        },
-    );
+    {
+        let mut pending = app.agent.pending.lock().await;
+        // Those that never started are kept to be read (cancelled, failed), within bounds.
+        if pending.len() >= super::REMEMBERED {
+            pending.retain(|_, p| *p.state.borrow() == Waiting::Queued);
+        }
+        pending.insert(
+            turn,
+            Pending {
+                thread,
+                created_ms,
+                state: state.clone(),
+            },
+        );
+    }
     let lane = {
         let mut lanes = app.agent.lanes.lock().await;
         Arc::clone(

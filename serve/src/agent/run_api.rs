@@ -56,7 +56,9 @@ pub async fn create(
     // The turn takes the submission's id: the run's id is known before it starts.
     let turn = TurnId::from(SubmissionId::new());
     let strategy = run.multitask_strategy.unwrap_or_default();
-    app.agent.modes.lock().await.insert(turn, modes);
+    app.agent
+        .remember(turn, super::Remembered { strategy, modes })
+        .await;
     let live = queue::start(app, thread, turn, parts, strategy).await?;
     let mut response = match mode {
         Mode::Background => json_response(&run_object(app, thread, turn).await?),
@@ -170,7 +172,7 @@ pub async fn join_stream(
         .filter(|m| !m.is_empty())
         .collect();
     let modes = if names.is_empty() {
-        let known = app.agent.modes.lock().await.get(&turn).copied();
+        let known = app.agent.remembered(turn).await.map(|r| r.modes);
         known.unwrap_or_default().or_values()
     } else {
         Modes::parse(names).map_err(|e| ApiError::bad(e, Some("stream_mode")))?
