@@ -132,6 +132,18 @@ fn a_thread_runs_in_the_background_and_its_runs_state_and_listing_agree() {
     let state = server.get(&format!("/threads/{thread}/state")).json();
     assert_eq!(state["values"], waited);
     assert_eq!(state["next"], json!([]));
+    // The history: the state after each run, newest first, each run a checkpoint.
+    let history = server
+        .post(
+            &format!("/threads/{thread}/history"),
+            &json!({ "limit": 5 }),
+        )
+        .json();
+    assert_eq!(history.as_array().unwrap().len(), 2, "{history:#}");
+    assert_eq!(history[0]["values"], waited);
+    assert_eq!(said(&history[1]["values"]), said(&joined));
+    assert_eq!(history[0]["parent_checkpoint"], history[1]["checkpoint"]);
+    assert_eq!(history[1]["checkpoint"]["checkpoint_id"], run_id);
     // The same turn is a response of /v1/responses: one thread, two front doors.
     let response_id = format!(
         "resp_{}{}",

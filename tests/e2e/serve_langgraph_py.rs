@@ -90,6 +90,7 @@ fn the_langgraph_sdk_runs_threads_and_runs_rejoins_streams_and_survives_a_kill_9
             ],
             "humans": ["one", "two", "three", "four", "six", "seven"],
             "next": [],
+            "history": [true, true, true],
             "found": true,
             "thread_status": "idle",
             "errors": {

@@ -117,6 +117,10 @@ def main():
     state = client.threads.get_state(thread)
     out["humans"] = [m["content"] for m in state["values"]["messages"] if m["type"] == "human"]
     out["next"] = state["next"]
+    history = client.threads.get_history(thread, limit=3)
+    out["history"] = [h["checkpoint"]["checkpoint_id"] == r["run_id"] for h, r in zip(
+        history, client.runs.list(thread, limit=3)
+    )]
     out["found"] = any(t["thread_id"] == thread for t in client.threads.search(limit=50))
     out["thread_status"] = client.threads.get(thread)["status"]
 

@@ -90,6 +90,9 @@ pub(crate) async fn route(
         (["threads", t], &Method::GET) => threads::get(app, thread_id(t)?).await,
         (["threads", t], &Method::DELETE) => threads::delete(app, thread_id(t)?).await,
         (["threads", t, "state"], &Method::GET) => threads::state(app, thread_id(t)?).await,
+        (["threads", t, "history"], &Method::POST) => {
+            threads::history(app, thread_id(t)?, req).await
+        }
         (["threads", t, "runs"], &Method::POST) => {
             run_api::create(app, thread_id(t)?, req, Mode::Background).await
         }
@@ -121,7 +124,7 @@ pub(crate) async fn route(
             ["assistants", _]
             | ["threads"]
             | ["threads", _]
-            | ["threads", _, "state" | "runs"]
+            | ["threads", _, "state" | "runs" | "history"]
             | ["threads", _, "runs", _]
             | ["threads", _, "runs", _, "cancel" | "join" | "stream"],
             m,

@@ -12,7 +12,7 @@ use rein_protocol::ThreadId;
 use serde_json::{json, Value};
 
 use super::body::{self, AssistantSearch, ThreadCreate, ThreadSearch};
-use super::fold::{interrupts_of, run_status, ThreadFold};
+use super::fold::{interrupts_of, run_status, RunFold, ThreadFold};
 use super::{empty, ASSISTANT_ID};
 use crate::error::ApiError;
 use crate::handlers::{json_response, read_body};
@@ -180,6 +180,64 @@ pub async fn state(app: &App, thread: ThreadId) -> Result<Response<Body>, ApiErr
         },
         "metadata": {}, "created_at": at, "parent_checkpoint": null,
     })))
+}
+
+/// `POST /threads/{id}/history` (`limit`, `before`): the thread's state after each of its
+/// runs, newest first; a run is a checkpoint (its id the run's).
+pub async fn history(
+    app: &App,
+    thread: ThreadId,
+    req: Request<Incoming>,
+) -> Result<Response<Body>, ApiError> {
+    let asked: HistoryQuery = body_of(app, req).await?;
+    if !body::is_empty(asked.metadata.as_ref()) {
+        return Ok(json_response(&json!([])));
+    }
+    let (fold, _) = read(app, thread).await?;
+    let live: Vec<&RunFold> = fold.runs.iter().filter(|r| !r.rolled_back).collect();
+    let before = asked
+        .before
+        .as_ref()
+        .and_then(|b| b.get("checkpoint_id").or(Some(b)))
+        .and_then(Value::as_str)
+        .map(str::to_owned);
+    let mut states = Vec::new();
+    let mut messages = Vec::new();
+    let mut parent: Option<Value> = None;
+    for run in live {
+        messages.extend(run.messages());
+        let checkpoint = json!({
+            "thread_id": thread.to_string(), "checkpoint_ns": "",
+            "checkpoint_id": run.turn.to_string(), "checkpoint_map": null,
+        });
+        states.push(json!({
+            "values": { "messages": messages }, "next": [], "tasks": [], "interrupts": [],
+            "checkpoint": checkpoint, "metadata": {}, "created_at": rfc3339_ms(run.updated_ms),
+            "parent_checkpoint": parent,
+        }));
+        parent = Some(checkpoint);
+    }
+    states.reverse();
+    if let Some(before) = before {
+        let at = states
+            .iter()
+            .position(|s| s["checkpoint"]["checkpoint_id"] == before.as_str());
+        states.drain(..at.map_or(states.len(), |i| i + 1));
+    }
+    states.truncate(asked.limit.unwrap_or(10));
+    Ok(json_response(&Value::Array(states)))
+}
+
+/// The body of `POST /threads/{id}/history`.
+#[derive(Debug, Default, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct HistoryQuery {
+    #[serde(default)]
+    limit: Option<usize>,
+    #[serde(default)]
+    before: Option<Value>,
+    #[serde(default)]
+    metadata: Option<Value>,
 }
 
 /// `POST /threads/search`: the server's home's threads, newest first.
