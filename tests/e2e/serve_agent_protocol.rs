@@ -170,6 +170,12 @@ fn a_thread_runs_in_the_background_and_its_runs_state_and_listing_agree() {
     assert_eq!(none, json!([]));
     let deleted = server.call("DELETE", &format!("/threads/{thread}"), None);
     assert_eq!(deleted.status, 204);
+    assert_eq!(server.get(&format!("/threads/{thread}")).status, 404);
+    let again = server.post(
+        &format!("/threads/{thread}/runs"),
+        &json!({ "assistant_id": "rein", "input": input("x") }),
+    );
+    assert_eq!(again.status, 404);
     let listed = server.post("/threads/search", &json!({})).json();
     assert!(
         !listed

@@ -19,6 +19,9 @@ use crate::handlers::{json_response, read_body};
 use crate::request::parse_json;
 use crate::server::{App, Body};
 
+/// The most threads one search answers.
+const MAX_PAGE: usize = 1000;
+
 /// Read a JSON body (an empty one is `{}`, as the SDK sends for no arguments).
 pub(super) async fn body_of<T: serde::de::DeserializeOwned>(
     app: &App,
@@ -81,16 +84,17 @@ pub async fn get(app: &App, thread: ThreadId) -> Result<Response<Body>, ApiError
 
 /// The thread's stored events, folded, with its creation time.
 pub(super) async fn read(app: &App, thread: ThreadId) -> Result<(ThreadFold, Stored), ApiError> {
-    let loaded = app
-        .runs
-        .kernel()
-        .store()
-        .read(thread)
-        .await
-        .map_err(|e| match e {
-            RolloutError::ThreadNotFound(_) => ApiError::NotFound(format!("no thread {thread}")),
-            other => ApiError::Internal(other.to_string()),
-        })?;
+    let store = app.runs.kernel().store();
+    // A deleted (archived) thread is gone to the protocol, as it is from the listings.
+    if let Ok(Some(entry)) = store.entry(thread).await {
+        if entry.archived {
+            return Err(ApiError::NotFound(format!("thread {thread} was deleted")));
+        }
+    }
+    let loaded = store.read(thread).await.map_err(|e| match e {
+        RolloutError::ThreadNotFound(_) => ApiError::NotFound(format!("no thread {thread}")),
+        other => ApiError::Internal(other.to_string()),
+    })?;
     let updated_ms = loaded.events.last().map(|e| e.timestamp_ms);
     let stored = Stored {
         created_at: loaded.meta.created_at.clone(),
@@ -251,7 +255,8 @@ pub async fn search(app: &App, req: Request<Incoming>) -> Result<Response<Body>,
             Some("sort_by"),
         ));
     }
-    let limit = search.limit.unwrap_or(10);
+    // Each thread found is read from its rollout: a page is bounded.
+    let limit = search.limit.unwrap_or(10).min(MAX_PAGE);
     let offset = search.offset.unwrap_or(0);
     // Every thread's metadata is empty: a filter asking for any key matches none.
     if !body::is_empty(search.metadata.as_ref()) || limit == 0 {
