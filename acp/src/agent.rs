@@ -157,12 +157,16 @@ impl Agent {
         Ok(session)
     }
 
-    /// What the client learns once a session is set up: the commands, the title.
-    fn announce(&self, session: &Session, title: Option<String>) {
+    /// What the client learns once a session is set up: the commands (rein's, then each
+    /// skill of the session's directory as `/name`), the title.
+    async fn announce(&self, session: &Session, title: Option<String>) {
+        let mut commands = prompt::available();
+        if let Some(settings) = session.handle.state().await.ok().and_then(|s| s.settings) {
+            let skills = self.kernel.skills(settings.cwd).await;
+            commands.extend(prompt::skill_commands(&skills.skills));
+        }
         session.send(PumpCmd::Update(Box::new(
-            SessionUpdate::AvailableCommandsUpdate(AvailableCommandsUpdate::new(
-                prompt::available(),
-            )),
+            SessionUpdate::AvailableCommandsUpdate(AvailableCommandsUpdate::new(commands)),
         )));
         if let Some(title) = title.filter(|t| !t.trim().is_empty()) {
             session.send(PumpCmd::Update(Box::new(SessionUpdate::SessionInfoUpdate(
@@ -197,7 +201,7 @@ impl Agent {
             } else {
                 None
             };
-            self.announce(&session, title);
+            self.announce(&session, title).await;
         }
     }
 

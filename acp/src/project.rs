@@ -17,8 +17,8 @@ use agent_client_protocol::v1::schema::{
     ToolCallContent, ToolCallStatus, ToolCallUpdate, ToolCallUpdateFields, ToolKind, UsageUpdate,
 };
 use rein_protocol::{
-    Event, EventMsg, InputPart, Item, ItemId, PlanStep, PlanStepStatus, ThreadId, ToolAction,
-    ToolOutcome,
+    Event, EventMsg, InputPart, Item, ItemId, PlanStep, PlanStepStatus, TaskGraph, TaskState,
+    ThreadId, ToolAction, ToolOutcome,
 };
 
 use crate::cards::{self, Agents};
@@ -45,6 +45,11 @@ pub struct Projector {
     agents: Agents,
     /// Calls whose command runs in a terminal of the client: their card shows it to the end.
     client_terminals: HashMap<String, TerminalId>,
+    /// The thread's task graph, folded from its changes: shown as the session's plan.
+    graph: TaskGraph,
+    /// The last event the graph was seeded through ([`Projector::seed_graph`]): changes up
+    /// to it are in the graph already.
+    graph_seq: Option<u64>,
 }
 
 impl Projector {
@@ -56,7 +61,16 @@ impl Projector {
             streamed: HashSet::new(),
             agents: Agents::default(),
             client_terminals: HashMap::new(),
+            graph: TaskGraph::default(),
+            graph_seq: None,
         }
+    }
+
+    /// Start from the thread's graph as folded through event `seq` (a live session of a
+    /// thread that already has one), so its next change shows the whole plan.
+    pub fn seed_graph(&mut self, graph: TaskGraph, seq: Option<u64>) {
+        self.graph = graph;
+        self.graph_seq = seq;
     }
 
     /// The updates `event` makes, in order (often none).
@@ -181,15 +195,27 @@ impl Projector {
                 message,
                 ..
             } => vec![cards::hook_completed(run_id, *status, message.as_deref())],
+            // The root's turn was aborted: its running nodes are cancelled (the kernel's
+            // fold does the same).
+            EventMsg::TurnAborted { .. } if !self.graph.is_empty() => {
+                self.graph.cancel_running(event.timestamp_ms);
+                vec![SessionUpdate::Plan(graph_plan(&self.graph))]
+            }
+            EventMsg::TurnAborted { .. } => Vec::new(),
+            EventMsg::TaskGraphChanged { change } => {
+                if self.graph_seq.is_some_and(|seen| event.seq <= seen) {
+                    return Vec::new();
+                }
+                self.graph.apply(change, event.timestamp_ms);
+                vec![SessionUpdate::Plan(graph_plan(&self.graph))]
+            }
             EventMsg::TokenCount { .. }
             | EventMsg::ThreadConfigured { .. }
             | EventMsg::SettingsChanged { .. }
             | EventMsg::MailQueued { .. }
-            | EventMsg::TaskGraphChanged { .. }
             | EventMsg::MailTaken { .. }
             | EventMsg::TurnStarted { .. }
             | EventMsg::TurnCompleted { .. }
-            | EventMsg::TurnAborted { .. }
             | EventMsg::TurnFailed { .. }
             | EventMsg::ItemStarted { .. }
             | EventMsg::ClientRequested { .. }
@@ -283,6 +309,8 @@ fn chunk(id: &ItemId, text: &str) -> ContentChunk {
 fn user_block(part: &InputPart) -> Option<ContentBlock> {
     match part {
         InputPart::Text { text } => Some(ContentBlock::from(text.clone())),
+        // The client sent the `$name` that attached it, not the file's text.
+        InputPart::Skill { .. } => None,
         InputPart::Image { url } => {
             let (mime, data) = url
                 .strip_prefix("data:")
@@ -302,6 +330,31 @@ fn plan_of(plan: &[PlanStep]) -> Plan {
                     PlanStepStatus::Completed => PlanEntryStatus::Completed,
                 };
                 PlanEntry::new(s.step.clone(), PlanEntryPriority::Medium, status)
+            })
+            .collect(),
+    )
+}
+
+/// The task graph as the session's plan: one entry per node, in plan order, named by its
+/// title and role; a node that cannot run any more (failed, blocked, skipped, cancelled)
+/// is an ended entry whose text says so, since ACP plans have no failed state.
+fn graph_plan(graph: &TaskGraph) -> Plan {
+    Plan::new(
+        graph
+            .nodes
+            .iter()
+            .map(|node| {
+                let (status, note) = match node.state {
+                    TaskState::Pending | TaskState::Ready => (PlanEntryStatus::Pending, ""),
+                    TaskState::Running => (PlanEntryStatus::InProgress, ""),
+                    TaskState::Completed => (PlanEntryStatus::Completed, ""),
+                    TaskState::Failed => (PlanEntryStatus::Completed, " (failed)"),
+                    TaskState::Blocked => (PlanEntryStatus::Completed, " (blocked)"),
+                    TaskState::Skipped => (PlanEntryStatus::Completed, " (skipped)"),
+                    TaskState::Cancelled => (PlanEntryStatus::Completed, " (cancelled)"),
+                };
+                let text = format!("{} [{}]{note}", node.spec.title, node.spec.role);
+                PlanEntry::new(text, PlanEntryPriority::Medium, status)
             })
             .collect(),
     )

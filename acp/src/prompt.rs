@@ -7,6 +7,8 @@ use agent_client_protocol::v1::schema::{
     AvailableCommand, AvailableCommandInput, ContentBlock, EmbeddedResourceResource,
     UnstructuredCommandInput,
 };
+use rein_bootstrap::skills::attach::NamedSkill;
+use rein_bootstrap::skills::Skill;
 use rein_protocol::{InputPart, ReviewTarget};
 
 /// The input of a prompt, or why it cannot be taken.
@@ -92,6 +94,48 @@ pub fn command_of(blocks: &[ContentBlock]) -> Option<Command> {
         _ => None,
     }
 }
+
+/// A skill as a slash command (`/name what to do`): every skill of the directory, the
+/// explicit-only ones included (naming one is what they are for), unless its name is one
+/// of rein's own commands.
+pub fn skill_commands(skills: &[Skill]) -> Vec<AvailableCommand> {
+    let hint = AvailableCommandInput::Unstructured(UnstructuredCommandInput::new("what to do"));
+    skills
+        .iter()
+        .filter(|s| !COMMANDS.contains(&s.name.as_str()))
+        .map(|s| AvailableCommand::new(&s.name, &s.description).input(hint.clone()))
+        .collect()
+}
+
+/// When the prompt starts with `/name` and `name` is one of `skills` (not a rein
+/// command): that skill, and the prompt without the command.
+pub fn skill_invocation(
+    blocks: &[ContentBlock],
+    skills: &[Skill],
+) -> Option<(NamedSkill, Vec<ContentBlock>)> {
+    let (ContentBlock::Text(first), rest) = blocks.split_first()? else {
+        return None;
+    };
+    let line = first.text.trim_start().strip_prefix('/')?;
+    let (name, args) = line.split_once(char::is_whitespace).unwrap_or((line, ""));
+    if COMMANDS.contains(&name) {
+        return None;
+    }
+    let skill = skills.iter().find(|s| s.name == name)?;
+    let mut blocks = Vec::with_capacity(blocks.len());
+    if !args.trim().is_empty() {
+        blocks.push(ContentBlock::from(args.trim().to_owned()));
+    }
+    blocks.extend(rest.iter().cloned());
+    let named = NamedSkill {
+        name: skill.name.clone(),
+        path: Some(skill.path.clone()),
+    };
+    Some((named, blocks))
+}
+
+/// rein's own command names, which a skill of the same name does not shadow.
+const COMMANDS: [&str; 4] = ["compact", "review", "fork", "model"];
 
 /// The commands `available_commands_update` advertises.
 pub fn available() -> Vec<AvailableCommand> {

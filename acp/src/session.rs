@@ -213,6 +213,13 @@ impl Pump {
         created: broadcast::Receiver<ThreadCreated>,
     ) {
         let mut created = Some(created);
+        // A thread that already has a task graph (a loaded session): its next change
+        // shows the whole plan, not only what changed.
+        if let Ok(state) = self.handle.state().await {
+            if !state.task_graph.is_empty() {
+                self.projector.seed_graph(state.task_graph, state.last_seq);
+            }
+        }
         let (news_tx, mut news) = mpsc::unbounded_channel::<ChildNews>();
         let closed = loop {
             tokio::select! {

@@ -29,6 +29,7 @@ pub mod meta;
 pub mod notification;
 pub mod schema;
 pub mod skills;
+pub mod task_graph;
 pub mod thread;
 pub mod turn;
 

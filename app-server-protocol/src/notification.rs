@@ -72,6 +72,11 @@ pub enum ServerNotification {
     ThreadGoalUpdated(Box<crate::goal::ThreadGoalUpdatedNotification>),
     #[serde(rename = "thread/goal/cleared")]
     ThreadGoalCleared(crate::goal::ThreadGoalClearedNotification),
+    /// A skill folder the connection listed changed on disk: list again.
+    #[serde(rename = "skills/changed")]
+    SkillsChanged(crate::skills::SkillsChangedNotification),
+    #[serde(rename = "rein/taskGraph/updated")]
+    TaskGraphUpdated(Box<crate::task_graph::TaskGraphUpdatedNotification>),
 }
 
 impl ServerNotification {
@@ -111,6 +116,8 @@ impl ServerNotification {
             ServerNotification::Warning(_) => "warning",
             ServerNotification::ThreadGoalUpdated(_) => "thread/goal/updated",
             ServerNotification::ThreadGoalCleared(_) => "thread/goal/cleared",
+            ServerNotification::SkillsChanged(_) => "skills/changed",
+            ServerNotification::TaskGraphUpdated(_) => crate::task_graph::TASK_GRAPH_UPDATED_METHOD,
         }
     }
 }

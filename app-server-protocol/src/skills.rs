@@ -64,3 +64,7 @@ pub struct SkillErrorInfo {
     pub path: String,
     pub message: String,
 }
+
+/// `skills/changed`: an invalidation signal, with nothing in it (Codex's shape).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct SkillsChangedNotification {}

@@ -67,6 +67,12 @@ pub enum UserInput {
     LocalImage {
         path: String,
     },
+    /// A skill attached by name (Codex's `SkillUserInput`): one of the turn directory's
+    /// skills, its `SKILL.md` read when the input is submitted.
+    Skill {
+        name: String,
+        path: String,
+    },
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]

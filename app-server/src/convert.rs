@@ -132,6 +132,11 @@ pub fn input_from_wire(input: &[UserInput]) -> Result<Vec<InputPart>, RpcError> 
             UserInput::LocalImage { path } => Ok(InputPart::Image {
                 url: format!("file://{path}"),
             }),
+            // The turn handler reads a named skill into its part before converting the
+            // rest (`rein_bootstrap::Kernel::attach_skills`): one left here is a bug.
+            UserInput::Skill { name, .. } => Err(RpcError::internal(format!(
+                "the skill {name} was not attached"
+            ))),
         })
         .collect()
 }
@@ -150,6 +155,10 @@ pub fn input_to_wire(parts: &[InputPart]) -> Vec<UserInput> {
                     url: Some(url.clone()),
                     file_id: None,
                 },
+            },
+            InputPart::Skill { name, path, .. } => UserInput::Skill {
+                name: name.clone(),
+                path: path.display().to_string(),
             },
         })
         .collect()

@@ -37,6 +37,8 @@ pub struct ServerState {
     experimental: AtomicBool,
     /// What the request being handled asked to send after its answer, in order.
     after_answer: Mutex<Vec<AfterAnswer>>,
+    /// The skill folders this connection listed last, watched for `skills/changed`.
+    pub skills_watch: crate::skills_watch::SkillsWatching,
 }
 
 /// Sent or done once a request's answer is queued.
@@ -61,6 +63,7 @@ impl ServerState {
             initialized: AtomicBool::new(false),
             experimental: AtomicBool::new(false),
             after_answer: Mutex::new(Vec::new()),
+            skills_watch: crate::skills_watch::SkillsWatching::default(),
         }
     }
 

@@ -31,6 +31,7 @@ pub mod message;
 pub mod methods;
 pub mod outbound;
 pub mod pump;
+pub mod skills_watch;
 pub mod subscribers;
 pub mod tool_items;
 pub mod turns;

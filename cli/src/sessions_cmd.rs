@@ -229,8 +229,9 @@ fn show_goal(out: &mut impl Write, state: &rein_core::goal::GoalState) -> std::i
 fn show_event(out: &mut impl Write, msg: &EventMsg) -> std::io::Result<()> {
     match msg {
         EventMsg::ItemCompleted { item } => match item {
-            Item::UserMessage { .. } => {
-                writeln!(out, "\nuser: {}", item.message_text().unwrap_or_default())
+            Item::UserMessage { content, .. } => {
+                writeln!(out, "\nuser: {}", item.message_text().unwrap_or_default())?;
+                show_skills(out, content)
             }
             Item::AgentMessage { text, .. } => writeln!(out, "\nassistant: {text}"),
             Item::ToolCall {
@@ -253,6 +254,20 @@ fn show_event(out: &mut impl Write, msg: &EventMsg) -> std::io::Result<()> {
         EventMsg::ThreadNamed { name } => writeln!(out, "  named: {name}"),
         _ => Ok(()),
     }
+}
+
+/// The skills a user message attached: which file, and which bytes of it.
+fn show_skills(out: &mut impl Write, content: &[rein_protocol::InputPart]) -> std::io::Result<()> {
+    for part in content {
+        if let rein_protocol::InputPart::Skill {
+            name, path, sha256, ..
+        } = part
+        {
+            let short = sha256.get(..12).unwrap_or(sha256);
+            writeln!(out, "  skill {name} ({}, sha256 {short})", path.display())?;
+        }
+    }
+    Ok(())
 }
 
 fn show_trajectory(out: &mut impl Write, turns: &[TurnTrajectory]) -> std::io::Result<()> {

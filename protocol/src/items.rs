@@ -18,6 +18,17 @@ pub enum InputPart {
     Image {
         url: String,
     },
+    /// A skill attached to the input (an explicit `$name` mention, or a client's `skill`
+    /// input item): its `SKILL.md` as read when the input was submitted. The model reads
+    /// `text`; `name`, `path` and `sha256` are the activation's record, so `thread/read`,
+    /// replay and `rein sessions show` know which skills a session used, and which bytes.
+    Skill {
+        name: String,
+        path: std::path::PathBuf,
+        /// SHA-256 (hex) of the `SKILL.md` bytes read.
+        sha256: String,
+        text: String,
+    },
 }
 
 impl InputPart {
@@ -30,6 +41,15 @@ impl InputPart {
         match self {
             InputPart::Text { text } => text.trim().is_empty(),
             InputPart::Image { url } => url.trim().is_empty(),
+            InputPart::Skill { text, .. } => text.trim().is_empty(),
+        }
+    }
+
+    /// The text the model reads of this part; none for an image.
+    pub fn model_text(&self) -> Option<&str> {
+        match self {
+            InputPart::Text { text } | InputPart::Skill { text, .. } => Some(text),
+            InputPart::Image { .. } => None,
         }
     }
 }
@@ -114,9 +134,10 @@ impl Item {
             Item::UserMessage { content, .. } => Some(
                 content
                     .iter()
+                    // What the user wrote: an attached skill's file is not part of it.
                     .filter_map(|p| match p {
                         InputPart::Text { text } => Some(text.as_str()),
-                        InputPart::Image { .. } => None,
+                        InputPart::Image { .. } | InputPart::Skill { .. } => None,
                     })
                     .collect::<Vec<_>>()
                     .join("\n"),

@@ -499,7 +499,9 @@ fn input_item(id: &str, content: &[InputPart]) -> Value {
     let content: Vec<Value> = content
         .iter()
         .map(|part| match part {
-            InputPart::Text { text } => json!({ "type": "input_text", "text": text }),
+            InputPart::Text { text } | InputPart::Skill { text, .. } => {
+                json!({ "type": "input_text", "text": text })
+            }
             InputPart::Image { url } => {
                 json!({ "type": "input_image", "image_url": url, "detail": "auto" })
             }

@@ -68,5 +68,7 @@ mod serve_langgraph_py;
 mod serve_openai_js;
 mod serve_openai_py;
 mod serve_responses;
+mod skills_activation;
 mod task_graph;
+mod task_graph_fronts;
 mod trajectory_e2e;

@@ -13,8 +13,8 @@ use support::{home_for, json_lines, method, rein_in, AppServer, MockModel};
 
 /// A repository (`.git` marks its root) with `AGENTS.md` at the root and an
 /// `AGENTS.override.md` (hiding the `AGENTS.md` beside it) in `sub/`.
-struct Repo {
-    dir: tempfile::TempDir,
+pub(crate) struct Repo {
+    pub(crate) dir: tempfile::TempDir,
 }
 
 impl Repo {
@@ -33,7 +33,7 @@ impl Repo {
         Self { dir }
     }
 
-    fn sub(&self) -> PathBuf {
+    pub(crate) fn sub(&self) -> PathBuf {
         self.dir.path().join("sub")
     }
 }
@@ -58,7 +58,7 @@ fn prompt_message(text: &str) -> Value {
     json!({"type": "message", "role": "user", "content": [{"type": "input_text", "text": text}]})
 }
 
-fn replies(n: usize) -> Value {
+pub(crate) fn replies(n: usize) -> Value {
     json!({"replies": (0..n).map(|i| json!({"text": format!("answer {i}")})).collect::<Vec<_>>()})
 }
 
@@ -248,7 +248,7 @@ fn write(path: &Path, text: &str) {
 
 /// Skills of both dialects in one repository: two the model may use on its own, two
 /// explicit-only ones (one per dialect's flag), and a malformed one.
-fn skills_repo() -> Repo {
+pub(crate) fn skills_repo() -> Repo {
     let repo = Repo::new();
     let files = [
         (

@@ -10,12 +10,12 @@ use pretty_assertions::assert_eq;
 use serde_json::{json, Value};
 use support::{json_lines, Home, MockModel};
 
-fn call(call_id: &str, name: &str, arguments: Value) -> Value {
+pub(crate) fn call(call_id: &str, name: &str, arguments: Value) -> Value {
     json!({ "tool_calls": [{ "call_id": call_id, "name": name, "arguments": arguments }] })
 }
 
 /// Planner on `planner`, workers on `workers`, reviewers on `reviewers`.
-fn graph_home(
+pub(crate) fn graph_home(
     planner: &MockModel,
     workers: &MockModel,
     reviewers: &MockModel,
@@ -51,13 +51,13 @@ fn write_config(
     std::fs::write(home.path().join("config.toml"), config).unwrap();
 }
 
-fn node(id: &str, deps: &[&str]) -> Value {
+pub(crate) fn node(id: &str, deps: &[&str]) -> Value {
     json!({ "id": id, "title": id.to_uppercase(), "instructions": format!("Do {id}."),
             "acceptance": [format!("{id} is done")], "deps": deps })
 }
 
 /// A worker model that answers each task by its id (after `delay_ms`).
-fn workers(answers: &[(&str, Value)]) -> MockModel {
+pub(crate) fn workers(answers: &[(&str, Value)]) -> MockModel {
     let asides: Vec<Value> = answers
         .iter()
         .map(|(id, reply)| json!({ "when_user_says": format!("Task `{id}`"), "reply": reply }))

@@ -45,16 +45,10 @@ impl Agent {
         if let Some(command) = prompt::command_of(&request.prompt) {
             return self.command(&session, command, responder, ticket).await;
         }
-        let mut items = match prompt::input_of(&request.prompt) {
+        let items = match self.input_with_skills(&session, &request.prompt).await {
             Ok(items) => items,
-            Err(m) => return reply(responder, Err(invalid_params(&m))),
+            Err(e) => return reply(responder, Err(e)),
         };
-        // `$name` attaches that skill of the session's directory.
-        if let Some(settings) = session.handle.state().await.ok().and_then(|s| s.settings) {
-            self.kernel
-                .attach_mentioned_skills(settings.cwd, &mut items)
-                .await;
-        }
         let Some(place) = session.wait_in_line(ticket).await else {
             return answer(responder, &Ending::Stopped(StopReason::Cancelled));
         };
@@ -109,7 +103,7 @@ impl Agent {
                 "a slash command is a prompt of its own, it cannot steer a turn",
             ));
         }
-        let items = prompt::input_of(&request.prompt).map_err(|m| invalid_params(&m))?;
+        let items = self.input_with_skills(&session, &request.prompt).await?;
         let settings = self.change_for(&session).await?;
         let op = Op::UserInput {
             items,
@@ -133,6 +127,42 @@ impl Agent {
             Err(e) => return Err(invalid_request(&e.to_string())),
         };
         Ok(SteeringResponse { outcome })
+    }
+
+    /// The input of `blocks`, with the skills of the session's directory it names attached:
+    /// a leading `/name` (the skill's slash command) and every `$name` mention.
+    async fn input_with_skills(
+        &self,
+        session: &Session,
+        blocks: &[ContentBlock],
+    ) -> Result<Vec<rein_protocol::InputPart>, Error> {
+        let Some(cwd) = session
+            .handle
+            .state()
+            .await
+            .ok()
+            .and_then(|s| s.settings)
+            .map(|s| s.cwd)
+        else {
+            return prompt::input_of(blocks).map_err(|m| invalid_params(&m));
+        };
+        let slash = matches!(blocks.first(), Some(ContentBlock::Text(t)) if t.text.trim_start().starts_with('/'));
+        let invoked = if slash {
+            let skills = self.kernel.skills(cwd.clone()).await;
+            prompt::skill_invocation(blocks, &skills.skills)
+        } else {
+            None
+        };
+        let (named, items) = match invoked {
+            Some((named, rest)) => (vec![named], prompt::input_of(&rest)),
+            None => (Vec::new(), prompt::input_of(blocks)),
+        };
+        let mut items = items.map_err(|m| invalid_params(&m))?;
+        self.kernel
+            .attach_skills(cwd, &mut items, named)
+            .await
+            .map_err(|e| invalid_params(&e.to_string()))?;
+        Ok(items)
     }
 
     /// What the client chose since the thread last ran, to send with the next input.

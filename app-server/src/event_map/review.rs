@@ -13,7 +13,7 @@ pub(crate) fn entered(item: &Item) -> Option<ThreadItem> {
     // The kernel puts what is reviewed last, after the reviewer's brief.
     let subject = content.iter().rev().find_map(|part| match part {
         InputPart::Text { text } => Some(text.clone()),
-        InputPart::Image { .. } => None,
+        InputPart::Image { .. } | InputPart::Skill { .. } => None,
     });
     Some(ThreadItem::EnteredReviewMode {
         id: id.to_string(),

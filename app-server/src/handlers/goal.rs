@@ -10,9 +10,11 @@ use rein_app_server_protocol::{
 use rein_protocol::{GoalBudget, GoalChange, GoalOrigin, GoalStatus, Op, OpResult, ThreadGoal};
 use serde_json::Value;
 
+use super::turn::ask_pump;
 use super::{loaded, to_value};
 use crate::dispatch::{params, ServerState};
 use crate::error::RpcError;
+use crate::pump::{OpAnswer, PumpCmd};
 
 pub(crate) fn wire_status(status: GoalStatus) -> ThreadGoalStatus {
     match status {
@@ -95,29 +97,44 @@ pub async fn set(state: &ServerState, raw: Value) -> Result<Value, RpcError> {
             _ => GoalOrigin::User,
         },
     };
-    match submit(state, &thread, Op::SetGoal { change }).await? {
-        Some(goal) => to_value(&ThreadGoalSetResponse {
-            goal: wire_goal(&p.thread_id, &goal),
-        }),
-        None => Err(RpcError::internal("the goal was not returned")),
-    }
+    let thread_id = p.thread_id;
+    submit(
+        state,
+        &thread,
+        Op::SetGoal { change },
+        move |goal| match goal {
+            Some(goal) => to_value(&ThreadGoalSetResponse {
+                goal: wire_goal(&thread_id, &goal),
+            }),
+            None => Err(RpcError::internal("the goal was not returned")),
+        },
+    )
+    .await
 }
 
 pub async fn clear(state: &ServerState, raw: Value) -> Result<Value, RpcError> {
     let p: ThreadGoalClearParams = params(raw)?;
     let thread = loaded(state, &p.thread_id)?;
-    let cleared = submit(state, &thread, Op::ClearGoal).await?.is_some();
-    to_value(&ThreadGoalClearResponse { cleared })
+    submit(state, &thread, Op::ClearGoal, |goal| {
+        to_value(&ThreadGoalClearResponse {
+            cleared: goal.is_some(),
+        })
+    })
+    .await
 }
 
+/// Submit a goal op through the thread's pump (so the answer precedes the goal's
+/// notification) and answer what `answer` makes of the goal it returns.
 async fn submit(
-    _state: &ServerState,
+    state: &ServerState,
     thread: &crate::loaded::LoadedThread,
     op: Op,
-) -> Result<Option<ThreadGoal>, RpcError> {
-    match thread.handle.submit(op).await.map_err(RpcError::internal)? {
-        OpResult::Goal { goal } => Ok(goal),
+    answer: impl FnOnce(Option<ThreadGoal>) -> Result<Value, RpcError> + Send + 'static,
+) -> Result<Value, RpcError> {
+    let answer: OpAnswer = Box::new(move |reply| match reply.map_err(RpcError::internal)? {
+        OpResult::Goal { goal } => answer(goal),
         OpResult::GoalRefused { error } => Err(RpcError::invalid_request(error.to_string())),
         other => Err(RpcError::internal(format!("unexpected answer: {other:?}"))),
-    }
+    });
+    ask_pump(state, thread, |reply| PumpCmd::Submit { reply, op, answer }).await
 }

@@ -1,6 +1,7 @@
 //! `skills/list {cwds, forceReload}`: the skills a thread in each directory would have,
 //! in Codex's shapes. Every call reads the folders again (rein keeps no skills cache, so
-//! `forceReload` changes nothing); the scan runs on a blocking thread.
+//! `forceReload` changes nothing); the scan runs on a blocking thread. The skill folders of
+//! the directories listed last are watched: a change is a `skills/changed` notification.
 
 use std::path::PathBuf;
 
@@ -24,6 +25,7 @@ pub async fn list(state: &ServerState, raw: Value) -> Result<Value, RpcError> {
         cwds.push(cwd.display().to_string());
     }
     let mut data = Vec::with_capacity(cwds.len());
+    let mut paths = Vec::with_capacity(cwds.len());
     for cwd in cwds {
         let path = PathBuf::from(&cwd);
         if !path.is_absolute() {
@@ -32,9 +34,12 @@ pub async fn list(state: &ServerState, raw: Value) -> Result<Value, RpcError> {
                 Some("cwds".into()),
             ));
         }
-        let outcome = state.kernel.skills(path).await;
+        let outcome = state.kernel.skills(path.clone()).await;
         data.push(entry(cwd, &outcome));
+        paths.push(path);
     }
+    // From now on a change under these directories' skill folders is `skills/changed`.
+    crate::skills_watch::watch(state, paths).await;
     to_value(&SkillsListResponse { data })
 }
 

@@ -5,8 +5,9 @@ use std::path::PathBuf;
 
 use rein_app_server_protocol::{
     ReviewStartParams, ReviewTarget as WireTarget, ThreadIdParams, ThreadRollbackParams,
-    TurnInterruptParams, TurnStartParams, TurnSteerParams,
+    TurnInterruptParams, TurnStartParams, TurnSteerParams, UserInput,
 };
+use rein_bootstrap::skills::attach::NamedSkill;
 use rein_protocol::{ReviewTarget, SettingsChange, TurnId};
 use serde_json::Value;
 use tokio::sync::mpsc::error::TrySendError;
@@ -37,8 +38,6 @@ pub async fn start(state: &ServerState, raw: Value) -> Result<Value, RpcError> {
         ));
     }
     let thread = loaded(state, &p.thread_id)?;
-    let mut items = input_from_wire(&p.input)?;
-    attach_skills(state, &thread, p.cwd.as_deref(), &mut items).await;
     let mut settings = SettingsChange {
         model: p.model.clone(),
         ..SettingsChange::default()
@@ -64,6 +63,7 @@ pub async fn start(state: &ServerState, raw: Value) -> Result<Value, RpcError> {
     if let Some(effort) = &p.effort {
         settings.reasoning_effort = Some(effort_from_wire(effort)?);
     }
+    let items = with_skills(state, &thread, p.cwd.as_deref(), &p.input).await?;
     ask_pump(state, &thread, |reply| PumpCmd::StartTurn {
         reply,
         items,
@@ -73,27 +73,47 @@ pub async fn start(state: &ServerState, raw: Value) -> Result<Value, RpcError> {
     .await
 }
 
-/// `$name` in the input attaches that skill of the turn's directory.
-async fn attach_skills(
+/// The kernel's input parts of `input`: its `skill` items and its `$name` mentions attach
+/// those skills of the turn's directory; a `skill` item naming none is refused.
+async fn with_skills(
     state: &ServerState,
     thread: &crate::loaded::LoadedThread,
     cwd: Option<&str>,
-    items: &mut Vec<rein_protocol::InputPart>,
-) {
+    input: &[UserInput],
+) -> Result<Vec<rein_protocol::InputPart>, RpcError> {
+    let (named, rest): (Vec<&UserInput>, Vec<&UserInput>) = input
+        .iter()
+        .partition(|part| matches!(part, UserInput::Skill { .. }));
+    let named = named
+        .into_iter()
+        .filter_map(|part| match part {
+            UserInput::Skill { name, path } => Some(NamedSkill {
+                name: name.clone(),
+                path: (!path.is_empty()).then(|| PathBuf::from(path)),
+            }),
+            _ => None,
+        })
+        .collect();
+    let rest: Vec<UserInput> = rest.into_iter().cloned().collect();
+    let mut items = input_from_wire(&rest)?;
     let cwd = match cwd {
         Some(cwd) => PathBuf::from(cwd),
         None => thread.meta().settings.cwd.clone(),
     };
-    state.kernel.attach_mentioned_skills(cwd, items).await;
+    state
+        .kernel
+        .attach_skills(cwd, &mut items, named)
+        .await
+        .map_err(|e| RpcError::invalid_params(e.to_string(), Some("input".into())))?;
+    Ok(items)
 }
 
 pub async fn steer(state: &ServerState, raw: Value) -> Result<Value, RpcError> {
     let p: TurnSteerParams = params(raw)?;
     let expected = turn_id(&p.expected_turn_id, "expectedTurnId")?;
     let thread = loaded(state, &p.thread_id)?;
-    let mut items = input_from_wire(&p.input)?;
-    // A mention attaches its skill mid-turn too.
-    attach_skills(state, &thread, None, &mut items).await;
+    // A skill item or a mention attaches its skill mid-turn too.
+    let items = with_skills(state, &thread, None, &p.input).await?;
     ask_pump(state, &thread, |reply| PumpCmd::Steer {
         reply,
         items,

@@ -31,10 +31,11 @@ use crate::outbound::now_secs;
 use crate::subscribers::Subscriber;
 use crate::turns::turns_from_state;
 
+mod graph;
 mod questions;
 mod requests;
 use questions::{response_of, unanswered, Asked};
-pub use requests::{PendingRequests, PumpCmd, PumpRequest};
+pub use requests::{OpAnswer, PendingRequests, PumpCmd, PumpRequest};
 
 pub struct Pump {
     pub thread: LoadedThread,
@@ -56,6 +57,10 @@ impl Pump {
         if let Some(gate) = self.gate.take() {
             // Dropped unfired (the connection is gone) also lets it go on.
             let _ = gate.await;
+            // A resumed thread's graph, for the client that resumed it.
+            if !self.sub_agent {
+                self.send_graph(&self.thread.subscribers.current()).await;
+            }
         }
         let mut asked = Asked::new();
         let mut unload_at: Option<Instant> = None;
@@ -185,8 +190,12 @@ impl Pump {
                 Outgoing::Closed => closed = true,
             }
         }
-        if let EventMsg::AgentSpawned { thread_id, .. } = &event.msg {
-            self.thread.spawned.forwarded(*thread_id);
+        match &event.msg {
+            EventMsg::AgentSpawned { thread_id, .. } => self.thread.spawned.forwarded(*thread_id),
+            EventMsg::TaskGraphChanged { .. } => {
+                self.send_graph(&self.thread.subscribers.current()).await;
+            }
+            _ => {}
         }
         closed
     }
@@ -334,6 +343,7 @@ impl Pump {
                     response.thread.turns = turns_from_state(&folded);
                 }
                 reply.answer(to_value(&*response)).await;
+                self.send_graph(std::slice::from_ref(&from)).await;
                 self.reask(&from, asked).await;
                 // The sub-agents' open questions are the root's subscribers' to answer too.
                 if !self.sub_agent {
@@ -415,6 +425,10 @@ impl Pump {
                     other => Err(refusal(other)),
                 };
                 reply.answer(result).await;
+            }
+            PumpCmd::Submit { reply, op, answer } => {
+                let result = self.submit(SubmissionId::new(), op).await;
+                reply.answer(answer(result)).await;
             }
             PumpCmd::Rollback { reply, turns } => {
                 let result = match self

@@ -5,11 +5,13 @@ use std::collections::HashMap;
 use std::sync::{Mutex, MutexGuard};
 
 use rein_app_server_protocol::{RequestId, ThreadStartResponse};
-use rein_protocol::{InputPart, SettingsChange, TurnId};
+use rein_core::ThreadError;
+use rein_protocol::{InputPart, Op, OpResult, SettingsChange, TurnId};
 use serde_json::Value;
 use tokio::sync::mpsc;
 
 use crate::deferred::Responder;
+use crate::error::RpcError;
 use crate::subscribers::Subscriber;
 
 /// A request for a pump, from the connection `from` (which gets the answer).
@@ -17,6 +19,10 @@ pub struct PumpRequest {
     pub from: Subscriber,
     pub cmd: PumpCmd,
 }
+
+/// What a [`PumpCmd::Submit`] answers, made of the thread's reply to its op.
+pub type OpAnswer =
+    Box<dyn FnOnce(Result<OpResult, ThreadError>) -> Result<Value, RpcError> + Send>;
 
 /// Requests a pump carries out, each answering through its `reply`.
 pub enum PumpCmd {
@@ -78,6 +84,15 @@ pub enum PumpCmd {
     SetName {
         reply: Responder,
         name: String,
+    },
+    /// Submit `op` and answer what `answer` makes of the thread's reply (`thread/goal/set`,
+    /// `thread/goal/clear`). Through the pump, so the answer is queued before the
+    /// notifications of the events the op caused, every time: a handler submitting to the
+    /// thread itself would race the pump forwarding them.
+    Submit {
+        reply: Responder,
+        op: Op,
+        answer: OpAnswer,
     },
 }
 

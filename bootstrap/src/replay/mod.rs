@@ -19,6 +19,7 @@ pub mod compare;
 pub mod model;
 pub mod policy;
 pub mod recording;
+mod skills;
 pub mod tools;
 pub mod workspace;
 
@@ -281,7 +282,7 @@ impl Replayer {
             };
             let outcome = handle
                 .submit(Op::UserInput {
-                    items: turn.input.clone(),
+                    items: skills::reread(&turn.input).await,
                     mode: InputMode::StartIfIdle,
                     settings: change,
                     output_schema: turn.output_schema.clone(),

@@ -43,6 +43,9 @@ pub enum ExecEvent {
     /// rein's own: the goal was removed.
     #[serde(rename = "goal.cleared")]
     GoalCleared {},
+    /// rein's own (`--strategy planner`): the task graph after a change, whole.
+    #[serde(rename = "task_graph.updated")]
+    TaskGraphUpdated { graph: rein_protocol::TaskGraph },
 }
 
 /// Token usage of one turn.

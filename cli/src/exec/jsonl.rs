@@ -33,6 +33,8 @@ pub struct JsonlMapper {
     call_order: Vec<String>,
     todo: Option<(String, Vec<TodoItem>)>,
     usage: TokenUsage,
+    /// The thread's task graph, folded from its changes (`task_graph.updated`).
+    graph: rein_protocol::TaskGraph,
 }
 
 impl JsonlMapper {
@@ -50,6 +52,12 @@ impl JsonlMapper {
         let id = self.item_id();
         ExecEvent::ItemCompleted {
             item: ExecItem { id, details },
+        }
+    }
+
+    fn graph_updated(&self) -> ExecEvent {
+        ExecEvent::TaskGraphUpdated {
+            graph: self.graph.clone(),
         }
     }
 
@@ -81,12 +89,21 @@ impl JsonlMapper {
             }
             EventMsg::TurnAborted { reason } => {
                 let mut out = self.close_open_items();
+                if !self.graph.is_empty() {
+                    // Its running nodes are cancelled, as the kernel folds it.
+                    self.graph.cancel_running(event.timestamp_ms);
+                    out.push(self.graph_updated());
+                }
                 out.push(ExecEvent::TurnFailed {
                     error: ExecError {
                         message: format!("turn aborted: {}", abort_text(*reason)),
                     },
                 });
                 out
+            }
+            EventMsg::TaskGraphChanged { change } => {
+                self.graph.apply(change, event.timestamp_ms);
+                vec![self.graph_updated()]
             }
             EventMsg::ItemCompleted { item } => self.item_completed(item),
             EventMsg::GoalUpdated { goal } => vec![ExecEvent::GoalUpdated { goal: goal.clone() }],
@@ -208,7 +225,6 @@ impl JsonlMapper {
             | EventMsg::AgentTasked { .. }
             | EventMsg::AgentClosed { .. }
             | EventMsg::MailQueued { .. }
-            | EventMsg::TaskGraphChanged { .. }
             | EventMsg::MailTaken { .. }
             | EventMsg::ThreadNamed { .. }
             | EventMsg::ItemStarted { .. }

@@ -15,6 +15,7 @@ mod parse;
 pub mod render;
 mod scan;
 pub mod search;
+pub mod watch;
 
 use std::path::{Path, PathBuf};
 

@@ -380,7 +380,7 @@ mod tests {
             .inspect(|m| assert_eq!(m.to, to))
             .flat_map(|m| &m.items)
             .map(|part| match part {
-                InputPart::Text { text } => text.clone(),
+                InputPart::Text { text } | InputPart::Skill { text, .. } => text.clone(),
                 InputPart::Image { url } => url.clone(),
             })
             .collect()

@@ -76,7 +76,7 @@ pub(super) fn task_text(items: &[InputPart]) -> String {
         .iter()
         .filter_map(|p| match p {
             InputPart::Text { text } => Some(text.as_str()),
-            InputPart::Image { .. } => None,
+            InputPart::Image { .. } | InputPart::Skill { .. } => None,
         })
         .collect::<Vec<_>>()
         .join("\n")

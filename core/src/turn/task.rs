@@ -304,7 +304,9 @@ impl RegularTask {
             .flatten()
             .filter_map(|part| match part {
                 rein_protocol::InputPart::Text { text } => Some(text.as_str()),
-                rein_protocol::InputPart::Image { .. } => None,
+                rein_protocol::InputPart::Image { .. } | rein_protocol::InputPart::Skill { .. } => {
+                    None
+                }
             })
             .collect();
         (!prompt.is_empty()).then(|| prompt.join("\n"))

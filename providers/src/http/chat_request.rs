@@ -131,14 +131,8 @@ struct FunctionOut<'a> {
 }
 
 fn user_content(parts: &[InputPart]) -> Content<'_> {
-    if parts.iter().all(|p| matches!(p, InputPart::Text { .. })) {
-        let texts: Vec<&str> = parts
-            .iter()
-            .filter_map(|p| match p {
-                InputPart::Text { text } => Some(text.as_str()),
-                InputPart::Image { .. } => None,
-            })
-            .collect();
+    if parts.iter().all(|p| !matches!(p, InputPart::Image { .. })) {
+        let texts: Vec<&str> = parts.iter().filter_map(InputPart::model_text).collect();
         return Content::Text(match texts.as_slice() {
             [one] => Cow::Borrowed(*one),
             many => Cow::Owned(many.join("\n")),
@@ -148,7 +142,7 @@ fn user_content(parts: &[InputPart]) -> Content<'_> {
         parts
             .iter()
             .map(|p| match p {
-                InputPart::Text { text } => Part::Text { text },
+                InputPart::Text { text } | InputPart::Skill { text, .. } => Part::Text { text },
                 InputPart::Image { url } => Part::ImageUrl {
                     image_url: ImageUrl { url },
                 },

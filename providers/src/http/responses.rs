@@ -136,7 +136,9 @@ fn input_item(item: &Item) -> Option<InputItem<'_>> {
             content: content
                 .iter()
                 .map(|part| match part {
-                    InputPart::Text { text } => Content::InputText { text },
+                    InputPart::Text { text } | InputPart::Skill { text, .. } => {
+                        Content::InputText { text }
+                    }
                     InputPart::Image { url } => Content::InputImage { image_url: url },
                 })
                 .collect(),
