@@ -113,6 +113,24 @@ elif [ ! -f "$openai_venv/installed-$openai_py_pin" ]; then
         && touch "$openai_venv/installed-$openai_py_pin") \
         || echo "test-setup: could not install $openai_py_pin" >&2
 fi
+# The official LangGraph Python client (pinned), for the test that drives `rein serve`'s
+# Agent Protocol (threads and runs) through it; its own venv under target/.
+langgraph_venv="target/langgraph-venv"
+langgraph_pin="langgraph-sdk==0.4.14"
+if ! command -v python3 >/dev/null 2>&1; then
+    echo "test-setup: python3 not found; the LangGraph SDK test will be skipped" >&2
+elif [ ! -f "$langgraph_venv/installed-$langgraph_pin" ]; then
+    if ! python3 -c 'import ensurepip' >/dev/null 2>&1 \
+        && command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
+        (apt-get update -qq && apt-get install -y -qq python3-venv >/dev/null) \
+            || echo "test-setup: could not install python3-venv" >&2
+    fi
+    rm -rf "$langgraph_venv"
+    (python3 -m venv "$langgraph_venv" \
+        && "$langgraph_venv/bin/pip" install -q --disable-pip-version-check "$langgraph_pin" >&2 \
+        && touch "$langgraph_venv/installed-$langgraph_pin") \
+        || echo "test-setup: could not install $langgraph_pin" >&2
+fi
 # The official ACP TypeScript SDK (it checks every message against the protocol's schema),
 # for the test that drives `rein acp` through it; in the same directory, pinned.
 if command -v npm >/dev/null 2>&1 \

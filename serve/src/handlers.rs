@@ -29,7 +29,7 @@ pub fn error_response(error: &ApiError) -> Response<Body> {
     response
 }
 
-fn json_response(value: &Value) -> Response<Body> {
+pub(crate) fn json_response(value: &Value) -> Response<Body> {
     let body = Full::new(Bytes::from(value.to_string()))
         .map_err(|never| match never {})
         .boxed_unsync();
@@ -254,7 +254,7 @@ fn previous_turn(events: &[Event], id: ResponseId) -> Option<ResponseId> {
     None
 }
 
-async fn read_body(
+pub(crate) async fn read_body(
     req: Request<Incoming>,
     limit: usize,
     timeout: Duration,

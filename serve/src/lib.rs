@@ -7,8 +7,10 @@
 //! from the rollout, with the same sequence numbers either way. Map: [`server`] (listener,
 //! connections, routes), `rein_bootstrap::admission` (token, `Origin`, `Host`), [`request`] (bodies),
 //! `handlers` (the endpoints), `stream` (server-sent events), [`runs`] (threads, their
-//! drivers, start and cancel), [`error`] (OpenAI's error shape).
+//! drivers, start and cancel), [`error`] (OpenAI's error shape), [`agent`] (LangGraph's
+//! Agent Protocol: threads and runs on the same threads and projection).
 
+pub mod agent;
 pub mod error;
 mod handlers;
 pub mod ids;

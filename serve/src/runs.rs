@@ -21,7 +21,7 @@ use rein_core::store::RolloutError;
 use rein_core::{EventStream, NewThread, ThreadError, ThreadHandle};
 use rein_protocol::{
     ApprovalDecision, ClientRequest, ClientResponse, Event, EventMsg, InputMode, InputOutcome,
-    InputPart, Op, OpResult, RejectReason, SettingsChange, ThreadId, TurnId,
+    InputPart, Op, OpResult, RejectReason, SettingsChange, SubmissionId, ThreadId, TurnId,
 };
 use tokio::sync::{watch, Mutex};
 
@@ -120,16 +120,7 @@ impl Runs {
         req: &CreateResponse,
         parts: Vec<InputPart>,
     ) -> Result<Started, ApiError> {
-        // Starts in flight count with the running turns, so a burst of requests cannot all
-        // pass the check before any of their turns is counted.
-        let admitting = self.admitting.fetch_add(1, Ordering::SeqCst);
-        let _admitted = Admitting(&self.admitting);
-        if admitting + self.running.load(Ordering::SeqCst) >= self.max_runs {
-            return Err(ApiError::TooManyRuns(format!(
-                "{} runs are in progress, the most this server takes (--max-runs)",
-                self.max_runs
-            )));
-        }
+        let _admitted = self.admit()?;
         let started = match self.start_once(req, parts.clone()).await? {
             Ok(started) => started,
             // Unloaded between finding it and submitting: once more, loading it again.
@@ -141,6 +132,95 @@ impl Runs {
         // Counted as running (by its driver) before it stops counting as admitted.
         self.counted(started.id.thread, started.id.turn).await;
         Ok(started)
+    }
+
+    /// Starts in flight count with the running turns, so a burst of requests cannot all
+    /// pass the check before any of their turns is counted.
+    fn admit(&self) -> Result<Admitting<'_>, ApiError> {
+        let admitting = self.admitting.fetch_add(1, Ordering::SeqCst);
+        let admitted = Admitting(&self.admitting);
+        if admitting + self.running.load(Ordering::SeqCst) >= self.max_runs {
+            return Err(ApiError::TooManyRuns(format!(
+                "{} runs are in progress, the most this server takes (--max-runs)",
+                self.max_runs
+            )));
+        }
+        Ok(admitted)
+    }
+
+    /// Start a turn of `thread` (loaded from its rollout if need be) with `turn` as its
+    /// id, if the thread is idle: the Agent Protocol's runs, whose id is chosen before the
+    /// turn starts (a queued run has one already).
+    pub async fn start_on(
+        &self,
+        thread: ThreadId,
+        turn: TurnId,
+        parts: Vec<InputPart>,
+    ) -> Result<Started, ApiError> {
+        let _admitted = self.admit()?;
+        let started = match self.submit_on(thread, turn, parts.clone()).await? {
+            Ok(started) => started,
+            Err(Unloaded) => self
+                .submit_on(thread, turn, parts)
+                .await?
+                .map_err(|Unloaded| ApiError::Conflict("the thread shut down; try again".into()))?,
+        };
+        self.counted(started.id.thread, started.id.turn).await;
+        Ok(started)
+    }
+
+    async fn submit_on(
+        &self,
+        thread: ThreadId,
+        turn: TurnId,
+        parts: Vec<InputPart>,
+    ) -> Result<Result<Started, Unloaded>, ApiError> {
+        let loaded = self.thread(thread).await?;
+        let previous = loaded
+            .handle
+            .state()
+            .await
+            .ok()
+            .and_then(|s| s.turns.last().map(|t| ResponseId { thread, turn: t.id }));
+        let events = loaded.handle.subscribe();
+        let answer = loaded
+            .handle
+            .submit_with_id(
+                SubmissionId::from_uuid(turn.as_uuid()),
+                Op::UserInput {
+                    items: parts,
+                    mode: InputMode::StartIfIdle,
+                    settings: SettingsChange::default(),
+                    output_schema: None,
+                },
+            )
+            .await;
+        started_from(answer, thread, previous, events)
+    }
+
+    /// A new thread with the configured settings, recorded and then unloaded (its first
+    /// run loads it back): the Agent Protocol's `POST /threads`.
+    pub async fn create_thread(&self) -> Result<ThreadId, ApiError> {
+        let settings = self.kernel.default_settings(self.cwd.clone());
+        let thread = self
+            .kernel
+            .start_thread(settings, Persistence::Rollout)
+            .await
+            .map_err(|e| ApiError::Internal(e.to_string()))?;
+        let id = thread.handle.id();
+        // Idle from birth: nothing would unload it until a turn had run.
+        if let Err(e) = thread.handle.shutdown().await {
+            return Err(ApiError::Internal(format!("recording thread {id}: {e}")));
+        }
+        Ok(id)
+    }
+
+    /// Unload `thread` if it is loaded and idle; `false` while a turn runs.
+    pub async fn unload_idle(&self, thread: ThreadId) -> bool {
+        match self.loaded(thread).await {
+            None => true,
+            Some(loaded) => unload(&loaded.handle, &self.loaded).await,
+        }
     }
 
     /// Resolves once the driver of `thread` has counted `turn` (or the thread is gone).
@@ -195,19 +275,7 @@ impl Runs {
                 output_schema: None,
             })
             .await;
-        match answer {
-            Err(ThreadError::Closed(_)) => Ok(Err(Unloaded)),
-            Ok(OpResult::Input(InputOutcome::Started { turn_id })) => Ok(Ok(Started {
-                id: ResponseId {
-                    thread: loaded.handle.id(),
-                    turn: turn_id,
-                },
-                previous,
-                events,
-            })),
-            Ok(OpResult::Input(InputOutcome::Rejected { reason })) => Err(rejected(reason)),
-            Ok(other) => Err(ApiError::Internal(format!("unexpected answer {other:?}"))),
-        }
+        started_from(answer, loaded.handle.id(), previous, events)
     }
 
     async fn new_thread(&self, req: &CreateResponse) -> Result<Arc<Loaded>, ApiError> {
@@ -393,6 +461,28 @@ impl Runs {
     /// Shut every thread down (their rollouts flushed).
     pub async fn shutdown(&self) {
         self.kernel.shutdown().await;
+    }
+}
+
+/// What a submitted input became: a started turn, or why not.
+fn started_from(
+    answer: Result<OpResult, ThreadError>,
+    thread: ThreadId,
+    previous: Option<ResponseId>,
+    events: EventStream,
+) -> Result<Result<Started, Unloaded>, ApiError> {
+    match answer {
+        Err(ThreadError::Closed(_)) => Ok(Err(Unloaded)),
+        Ok(OpResult::Input(InputOutcome::Started { turn_id })) => Ok(Ok(Started {
+            id: ResponseId {
+                thread,
+                turn: turn_id,
+            },
+            previous,
+            events,
+        })),
+        Ok(OpResult::Input(InputOutcome::Rejected { reason })) => Err(rejected(reason)),
+        Ok(other) => Err(ApiError::Internal(format!("unexpected answer {other:?}"))),
     }
 }
 

@@ -21,7 +21,8 @@ use tokio::sync::Semaphore;
 use crate::error::ApiError;
 use crate::handlers;
 use crate::runs::{Approvals, Runs};
-use rein_bootstrap::admission::Admission;
+use hyper::header::{HeaderMap, HeaderValue, AUTHORIZATION};
+use rein_bootstrap::admission::{Admission, Refusal};
 
 pub type Body = UnsyncBoxBody<Bytes, Infallible>;
 
@@ -74,6 +75,8 @@ pub enum ServeError {
 pub(crate) struct App {
     pub runs: Runs,
     pub options: ServeOptions,
+    /// The Agent Protocol's runs waiting for their thread (`crate::agent`).
+    pub agent: crate::agent::AgentState,
 }
 
 /// Serve until the listener fails; the caller stops it by dropping the future.
@@ -91,6 +94,7 @@ pub async fn serve(
             options.approvals,
         ),
         options,
+        agent: crate::agent::AgentState::default(),
     });
     let slots = Arc::new(Semaphore::new(app.options.max_connections.max(1)));
     loop {
@@ -126,7 +130,7 @@ pub async fn serve(
     }
 }
 
-async fn respond(app: &App, admission: &Admission, req: Request<Incoming>) -> Response<Body> {
+async fn respond(app: &Arc<App>, admission: &Admission, req: Request<Incoming>) -> Response<Body> {
     match route(app, admission, req).await {
         Ok(response) => response,
         Err(e) => handlers::error_response(&e),
@@ -134,15 +138,18 @@ async fn respond(app: &App, admission: &Admission, req: Request<Incoming>) -> Re
 }
 
 async fn route(
-    app: &App,
+    app: &Arc<App>,
     admission: &Admission,
     req: Request<Incoming>,
 ) -> Result<Response<Body>, ApiError> {
-    admission.check(req.headers())?;
+    admitted(admission, req.headers())?;
     let path = req.uri().path().to_owned();
     let query = req.uri().query().unwrap_or_default().to_owned();
     let segments: Vec<&str> = path.trim_matches('/').split('/').collect();
     let method = req.method().clone();
+    if crate::agent::owns(&segments) {
+        return crate::agent::route(app, &segments, method, &query, req).await;
+    }
     match (segments.as_slice(), method) {
         (["v1", "responses"], Method::POST) => handlers::create(app, req).await,
         (["v1", "responses", id], Method::GET) => handlers::get(app, id, &query).await,
@@ -163,5 +170,20 @@ async fn route(
             "{m} is not allowed on {path}"
         ))),
         _ => Err(ApiError::NotFound(format!("no such endpoint: {path}"))),
+    }
+}
+
+/// The LangGraph SDK sends its key as `x-api-key`: it is taken as the bearer token when no
+/// `Authorization` is given (the same secret, compared the same way).
+fn admitted(admission: &Admission, headers: &HeaderMap) -> Result<(), Refusal> {
+    match headers.get("x-api-key") {
+        Some(key) if !headers.contains_key(AUTHORIZATION) => {
+            let bearer = HeaderValue::from_bytes(&[b"Bearer ", key.as_bytes()].concat())
+                .map_err(|_| Refusal::Token)?;
+            let mut headers = headers.clone();
+            headers.insert(AUTHORIZATION, bearer);
+            admission.check(&headers)
+        }
+        _ => admission.check(headers),
     }
 }

@@ -25,6 +25,17 @@ impl Sink {
         self.0.send(Bytes::from(line)).await.is_ok()
     }
 
+    /// Send an event already written out (`id:`, `event:`, `data:` lines and the blank
+    /// line), as the Agent Protocol's streams do.
+    pub async fn send_text(&self, text: String) -> bool {
+        self.0.send(Bytes::from(text)).await.is_ok()
+    }
+
+    /// Resolves once the client has gone (its response body was dropped).
+    pub async fn closed(&self) {
+        self.0.closed().await;
+    }
+
     pub async fn send_all(&self, events: &[StreamEvent]) -> bool {
         for event in events {
             if !self.send(event).await {

@@ -112,8 +112,25 @@ impl Server {
 
     /// A streamed request: the events as they come.
     pub fn stream(&self, method: &str, path: &str, body: Option<&Value>) -> Events {
+        self.stream_with(method, path, &[], body)
+    }
+
+    /// A streamed request with these headers besides the proper ones (`Last-Event-ID`).
+    pub fn stream_with(
+        &self,
+        method: &str,
+        path: &str,
+        extra: &[(&str, &str)],
+        body: Option<&Value>,
+    ) -> Events {
         let body = body.map(|b| b.to_string().into_bytes());
-        let mut reader = BufReader::new(self.open(method, path, &self.proper(), body.as_deref()));
+        let mut headers = self.proper();
+        headers.extend(
+            extra
+                .iter()
+                .map(|(k, v)| ((*k).to_owned(), (*v).to_owned())),
+        );
+        let mut reader = BufReader::new(self.open(method, path, &headers, body.as_deref()));
         let (status, headers) = read_head(&mut reader);
         assert_eq!(status, 200, "a stream was refused: {headers:?}");
         Events::new(reader)
@@ -245,6 +262,8 @@ fn read_reply(stream: TcpStream) -> Reply {
 pub struct Sse {
     pub event: String,
     pub data: Value,
+    /// Its `id:`, if it had one (the Agent Protocol's streams do).
+    pub id: Option<String>,
 }
 
 /// A server-sent-event stream being read (a chunked body).
@@ -270,15 +289,18 @@ impl Events {
                 let block: String = self.pending.drain(..end + 2).collect();
                 let mut event = String::new();
                 let mut data = String::new();
+                let mut id = None;
                 for line in block.lines() {
-                    if let Some(v) = line.strip_prefix("event: ") {
+                    if let Some(v) = line.strip_prefix("id: ") {
+                        id = Some(v.to_owned());
+                    } else if let Some(v) = line.strip_prefix("event: ") {
                         event = v.to_owned();
                     } else if let Some(v) = line.strip_prefix("data: ") {
                         data.push_str(v);
                     }
                 }
                 let data = serde_json::from_str(&data).unwrap_or_else(|e| panic!("{e}: {data}"));
-                return Some(Sse { event, data });
+                return Some(Sse { event, data, id });
             }
             let chunk = self.chunk()?;
             self.pending.push_str(&String::from_utf8(chunk).unwrap());

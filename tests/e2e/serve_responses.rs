@@ -282,6 +282,11 @@ fn documented_curls() -> Vec<String> {
     let doc =
         std::fs::read_to_string(rein_test_support::test_setup::repo_root().join("docs/serve.md"))
             .unwrap();
+    // The Agent Protocol's examples are serve_agent_protocol.rs's.
+    let doc = doc
+        .split("## LangGraph's Agent Protocol")
+        .next()
+        .unwrap_or_default();
     let mut commands = Vec::new();
     let mut current: Option<String> = None;
     for line in doc.lines() {
