@@ -61,6 +61,8 @@ mod project_context;
 mod replay_e2e;
 mod replay_hostile;
 mod replay_live;
+mod sandbox_launch;
+mod sandbox_startup;
 mod serve_guard;
 mod serve_openai_js;
 mod serve_openai_py;

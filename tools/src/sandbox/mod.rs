@@ -173,13 +173,19 @@ impl Sandbox {
             let key = verdict::Key::current();
             let (sandbox, source) = verdict::load_or_probe(home, &key);
             if source == verdict::Source::Cached {
-                let cached = sandbox.clone();
-                // Off the request path: a changed machine is noticed, the next start
-                // uses what it found.
-                std::thread::spawn(move || verdict::recheck(home, &key, &cached));
+                verdict::recheck_later(home, key, sandbox.clone());
             }
             Arc::new(sandbox)
         }))
+    }
+
+    /// A command launched by this process failed to confine (see
+    /// [`launch::CONFINE_FAILED`]): the cached verdict, if any, is dropped so the next
+    /// start probes again.
+    pub fn confinement_failed() {
+        if let Some(home) = CACHE_HOME.get() {
+            verdict::command_failed_to_confine(home);
+        }
     }
 
     /// Cache the probe's verdict under `home` (rein's home), for [`Sandbox::detected`]:
@@ -376,6 +382,7 @@ impl Sandbox {
         cwd: &Path,
         env: &BTreeMap<String, String>,
     ) -> Result<Command, SandboxError> {
+        verdict::recheck_if_pending();
         match &self.support {
             Support::Unavailable(reason) => Err(SandboxError::Unavailable {
                 reason: reason.clone(),

@@ -7,14 +7,18 @@
 //! missing or unreadable file: the probe runs, as before. A machine without any sandbox
 //! is never cached, so it is looked at again at every start.
 //!
-//! A cached verdict is re-checked off the request path: the probe runs on a background
-//! thread and, if it disagrees, rewrites the cache (the next start uses it) and says so.
+//! A cached verdict is re-checked off the request path: when the first sandboxed command
+//! of the process is launched (not at startup, so a short-lived process does not probe
+//! at all), the probe runs on a background thread and, if it disagrees, rewrites the
+//! cache (the next start uses it) and says so. A command that fails to confine
+//! ([`command_failed_to_confine`]) drops the cache, so the next start probes.
 //! A stale verdict cannot run a command unconfined: every mechanism fails closed (a
 //! command whose confinement fails does not run), and "no sandbox" is never cached.
 
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Mutex, PoisonError};
 
 use serde::{Deserialize, Serialize};
 
@@ -140,6 +144,44 @@ pub fn recheck(home: &Path, key: &Key, cached: &Sandbox) -> bool {
         store(&path, key, &fresh);
     }
     true
+}
+
+/// A cached verdict waiting for its re-check: rein's home, the key, the verdict.
+type Pending = (PathBuf, Key, Sandbox);
+
+static PENDING: Mutex<Option<Pending>> = Mutex::new(None);
+static HAS_PENDING: AtomicBool = AtomicBool::new(false);
+
+/// Re-check `cached` (read from `home` for `key`) once the first sandboxed command runs.
+pub(crate) fn recheck_later(home: &Path, key: Key, cached: Sandbox) {
+    *PENDING.lock().unwrap_or_else(PoisonError::into_inner) = Some((home.to_owned(), key, cached));
+    HAS_PENDING.store(true, Ordering::SeqCst);
+}
+
+/// Start the pending re-check on a background thread, if one is pending.
+pub(crate) fn recheck_if_pending() {
+    if !HAS_PENDING.swap(false, Ordering::SeqCst) {
+        return;
+    }
+    let pending = PENDING
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .take();
+    if let Some((home, key, cached)) = pending {
+        std::thread::spawn(move || recheck(&home, &key, &cached));
+    }
+}
+
+/// A command's confinement failed (the trampoline said so): drop the cached verdict of
+/// `home`, so the next start probes this machine again.
+pub fn command_failed_to_confine(home: &Path) {
+    let path = home.join(FILE);
+    if std::fs::remove_file(&path).is_ok() {
+        tracing::warn!(
+            "sandbox: a command could not be confined; the cached verdict {} is dropped",
+            path.display()
+        );
+    }
 }
 
 fn load(path: &Path, key: &Key) -> Option<Sandbox> {
