@@ -60,6 +60,13 @@ static TRAMPOLINE: OnceLock<PathBuf> = OnceLock::new();
 /// it commands are spawned with a `pre_exec` hook, as a library user gets. Refused when
 /// the kernel has no `pidfd_open` (Linux < 5.3), which the trampoline needs.
 pub fn launch_through(program: PathBuf) -> Result<(), String> {
+    // A relative path would be looked up from each command's cwd.
+    if !program.is_absolute() {
+        return Err(format!(
+            "the trampoline {} is not an absolute path",
+            program.display()
+        ));
+    }
     // SAFETY: getpid cannot fail.
     let me = unsafe { libc::getpid() };
     let fd = rein_supervise::sys::pidfd_open(me)
