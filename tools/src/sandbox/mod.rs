@@ -17,7 +17,11 @@
 //! escalations) get the same supervisor, so none outlives rein, even a SIGKILLed rein.
 //!
 //! [`Sandbox::report`] says which one is active and what fell back, for the front ends
-//! to print at startup.
+//! to print at startup; [`verdict`] caches the detection under rein's home.
+//!
+//! A binary that registers a trampoline ([`launch`]; rein does) launches confined and
+//! supervised commands without forking itself: the trampoline, spawned with
+//! `posix_spawn`, applies the same confinement to itself and execs the command.
 //!
 //! Architecture invariant: a command whose permit says `Enforced` either runs confined
 //! or does not run. There is no silent unsandboxed fallback.
