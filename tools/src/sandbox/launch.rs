@@ -6,7 +6,7 @@
 //! *trampoline* with no hook, which the standard library does with `posix_spawn`
 //! (`clone(CLONE_VM | CLONE_VFORK)`, nothing copied): rein's own binary re-executed in a
 //! hidden mode ([`TRAMPOLINE_ARG`]). The trampoline is a fresh, single-threaded, small
-//! process; it makes the same confinement as before ([`super::Confinement`], or the
+//! process; it makes the same confinement as before (`Confinement`, see `confine.rs`, or the
 //! supervisor of an unconfined command) to itself and execs the command.
 //!
 //! ```text
@@ -44,7 +44,7 @@ use crate::policy::WritableRoots;
 
 /// The hidden first argument that makes the rein binary a trampoline.
 pub const TRAMPOLINE_ARG: &str = "__rein-sandbox-exec";
-/// The trampoline's only environment variable: the [`Request`] as JSON.
+/// The trampoline's only environment variable: the command and how to confine it, as JSON.
 pub const REQUEST_VAR: &str = "REIN_SANDBOX_EXEC";
 /// How the trampoline's stderr line starts when the command could not be confined.
 pub const CONFINE_FAILED: &str = "rein: the sandbox could not confine the command";
