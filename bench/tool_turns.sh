@@ -17,4 +17,10 @@ args=(--rein "$rein")
 if [ -n "${CODEX:-}" ]; then
     args+=(--codex "$CODEX")
 fi
+# Codex finds its sandbox helper as `codex-linux-sandbox` on PATH (a link to itself).
+if [ -n "${CODEX:-}" ]; then
+    helper=$(mktemp -d)
+    ln -s "$(readlink -f "$CODEX")" "$helper/codex-linux-sandbox"
+    export PATH="$helper:$PATH"
+fi
 exec python3 bench/tool_turns.py "${args[@]}" "$@"
