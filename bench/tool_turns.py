@@ -10,10 +10,10 @@ once, then answers "done". Timed: first `turn/start` sent -> last `turn/complete
 client parses only the lines it needs (a substring test before any JSON decoding), so
 it stays far from being the bottleneck; its own CPU is printed too.
 
-The script plays replies in arrival order: the first N requests get the tool call, the
-next N the text. Every turn's first request reaches the model before any turn's second
-(which waits for a 0.3 s reply), and the client checks it: each turn must have run
-exactly one command.
+The mock answers a request that ends with a tool's output with the text and every other
+with the tool call (`--after-tool-output`), whatever order the turns' requests arrive in;
+the client checks that each turn ran exactly one command and that its output is `hi`
+(Codex's `exec_command` may return before the output: counted and printed, not fatal).
 """
 import argparse, json, os, subprocess, sys, tempfile, time
 
@@ -89,7 +89,7 @@ def run(argv, env, cwd, n, thread_params):
         turns[i] = msg
     cpu0, t0 = tree_cpu(s.p.pid), time.perf_counter()
     s.send_all(list(turns.values()))
-    done, commands, failed, retried = 0, {}, [], 0
+    done, commands, failed, short, retried = 0, {}, [], [], 0
     for line in s.lines():
         if b'"item/completed"' in line and b'ommand' in line:
             m = json.loads(line)
@@ -99,7 +99,7 @@ def run(argv, env, cwd, n, thread_params):
                 commands[tid] = commands.get(tid, 0) + 1
                 # Codex runs `bash -lc`: a login profile may print before `hi`.
                 if (item.get("aggregatedOutput") or "").strip().split("\n")[-1] != "hi":
-                    failed.append(item)
+                    short.append(item)
         elif b'"turn/completed"' in line:
             m = json.loads(line)
             if m["params"]["turn"]["status"] != "completed":
@@ -129,7 +129,7 @@ def run(argv, env, cwd, n, thread_params):
     if len(commands) != n or odd:
         raise RuntimeError(f"expected one command per turn: {len(commands)} turns ran one, "
                            f"others ran {odd[:5]}")
-    return wall, cpu, retried
+    return wall, cpu, retried, len(short)
 
 
 def start_mock(rein, work, n, call):
@@ -137,8 +137,10 @@ def start_mock(rein, work, n, call):
     tool = {"tool_calls": [call], "delay_ms": 150}        # 2 events: 0.3 s
     text = {"text": "done", "deltas": 1, "delay_ms": 150}  # 2 events: 0.3 s
     with open(path, "w") as f:
-        json.dump({"replies": [tool] * n + [text] * n, "when_exhausted": "repeat_last"}, f)
-    mock = subprocess.Popen([rein, "mock-model", "--script", path, "--listen", "127.0.0.1:0"],
+        json.dump({"replies": [tool], "when_exhausted": "repeat_last"}, f)
+    # Every request that ends with the tool's output gets the text, the others the call.
+    mock = subprocess.Popen([rein, "mock-model", "--script", path, "--listen", "127.0.0.1:0",
+                             "--after-tool-output", json.dumps(text)],
                             stdout=subprocess.PIPE, text=True)
     return mock, mock.stdout.readline().strip()
 
@@ -190,15 +192,16 @@ def main():
                 params = {"approvalPolicy": "never", "sandbox": "workspace-write"}
             client0 = os.times()
             try:
-                wall, cpu, retried = run(argv, env, cwd, n, params)
+                wall, cpu, retried, short = run(argv, env, cwd, n, params)
                 mock_cpu = own_cpu(mock.pid)
             finally:
                 mock.terminate()
             client = (os.times().user - client0.user) + (os.times().system - client0.system)
             print(f"{n:5} turns  {label:16} wall {wall:7.2f} s   server-tree CPU {cpu:7.2f} s "
                   f"({cpu / n * 1000:6.2f} ms/turn)   mock CPU {mock_cpu:5.2f} s   "
-                  f"client CPU {client:5.2f} s" + (f"   ({retried} turn/start retried)"
-                                                    if retried else ""), flush=True)
+                  f"client CPU {client:5.2f} s"
+                  + (f"   ({retried} turn/start retried)" if retried else "")
+                  + (f"   ({short} outputs without `hi`)" if short else ""), flush=True)
 
 
 if __name__ == "__main__":
