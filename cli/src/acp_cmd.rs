@@ -23,6 +23,9 @@ pub struct AcpArgs {
 }
 
 pub async fn run(args: AcpArgs) -> anyhow::Result<()> {
+    if let Some(home) = rein_config::rein_home(&|k: &str| std::env::var(k).ok()) {
+        Sandbox::cache_verdict_in(&home);
+    }
     std::thread::spawn(|| eprintln!("rein: {}", Sandbox::detected().report().summary()));
     let options = BootstrapOptions {
         demo: args.demo,

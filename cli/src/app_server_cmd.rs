@@ -98,12 +98,14 @@ pub async fn run(args: AppServerArgs) -> anyhow::Result<()> {
     if ws_addr.is_none() && (args.no_auth || args.ws_token_file.is_some()) {
         bail!("--no-auth and --ws-token-file apply to --listen ws://… only");
     }
-    // Which sandbox is active is said once, at startup; `initialize` answers it too.
-    std::thread::spawn(|| eprintln!("rein: {}", Sandbox::detected().report().summary()));
     let stop = stop_on_signals()?;
     let env = |k: &str| std::env::var(k).ok();
     let home =
         rein_config::rein_home(&env).context("cannot find rein's home: set REIN_HOME or HOME")?;
+    // Which sandbox is active is said once, at startup; `initialize` answers it too, from
+    // the verdict cached in the home when it is still good.
+    Sandbox::cache_verdict_in(&home);
+    std::thread::spawn(|| eprintln!("rein: {}", Sandbox::detected().report().summary()));
     let auth = match ws_addr {
         Some(addr) => Some(crate::ws_auth::resolve(
             addr,

@@ -56,6 +56,8 @@ enum Command {
 }
 
 fn main() -> anyhow::Result<()> {
+    // A sandboxed command's trampoline: confine this fresh process and exec the command.
+    rein_tools::sandbox::launch::run_if_trampoline();
     tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
         .with_env_filter(
@@ -63,6 +65,7 @@ fn main() -> anyhow::Result<()> {
                 .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
         )
         .init();
+    launch_commands_through_this_binary();
     raise_open_file_limit();
     let cli = Cli::parse();
     match cli.command {
@@ -106,5 +109,18 @@ fn raise_open_file_limit() {
         if let Err(e) = setrlimit(Resource::Nofile, raised) {
             tracing::debug!("cannot raise the open-file limit: {e}");
         }
+    }
+}
+
+/// Sandboxed commands are launched through this binary re-executed as their trampoline
+/// (spawned without copying the server, see `rein_tools::sandbox::launch`);
+/// `REIN_SANDBOX_SPAWN=fork` keeps the older fork-with-hook launch (for comparing the two).
+fn launch_commands_through_this_binary() {
+    if std::env::var_os("REIN_SANDBOX_SPAWN").is_some_and(|v| v == "fork") {
+        return;
+    }
+    // /proc/self/exe, not the path: the binary running now, even if replaced on disk.
+    if let Err(why) = rein_tools::sandbox::launch::launch_through("/proc/self/exe".into()) {
+        tracing::warn!("{why}");
     }
 }

@@ -18,6 +18,10 @@ pub struct MockModelArgs {
     /// Append every request body received to this JSONL file.
     #[arg(long)]
     log: Option<PathBuf>,
+    /// Answer every request whose input ends with a tool's output with this reply (a
+    /// scripted reply as JSON) instead of the next one of the script.
+    #[arg(long, value_name = "JSON")]
+    after_tool_output: Option<String>,
 }
 
 pub async fn run(args: MockModelArgs) -> anyhow::Result<()> {
@@ -26,6 +30,10 @@ pub async fn run(args: MockModelArgs) -> anyhow::Result<()> {
     let server = rein_mock_model::serve(script, args.listen, args.log)
         .await
         .context("starting the mock model server")?;
+    if let Some(json) = &args.after_tool_output {
+        let reply = serde_json::from_str(json).context("--after-tool-output: a scripted reply")?;
+        server.answer_tool_outputs_with(reply);
+    }
     // The first line of stdout is the base URL, so a parent process can read it.
     println!("{}", server.base_url());
     tokio::signal::ctrl_c()

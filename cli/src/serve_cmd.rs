@@ -71,6 +71,7 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
     let env = |k: &str| std::env::var(k).ok();
     let home =
         rein_config::rein_home(&env).context("cannot find rein's home: set REIN_HOME or HOME")?;
+    rein_tools::sandbox::Sandbox::cache_verdict_in(&home);
     let auth = ws_auth::resolve_named(
         args.listen,
         &home,

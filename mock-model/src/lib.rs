@@ -169,6 +169,14 @@ async fn accept_loop(
 }
 
 impl MockServer {
+    /// Answer every request that ends with a tool's output with `reply` instead of the
+    /// next scripted reply (benchmarks of concurrent tool turns: the first request of
+    /// each turn gets the tool call, its follow-up this, whatever order they arrive in).
+    /// Returns false if a reply was already set.
+    pub fn answer_tool_outputs_with(&self, reply: rein_protocol::script::ScriptedReply) -> bool {
+        self.shared.player.answer_tool_outputs_with(reply)
+    }
+
     pub fn addr(&self) -> SocketAddr {
         self.addr
     }

@@ -53,6 +53,9 @@ pub enum Delivery {
 /// The script and how far it has been played.
 pub struct Player {
     script: Script,
+    /// The reply to every request that ends with a tool's output, instead of the next
+    /// scripted one, when set (so concurrent turns each get a tool call, then this).
+    after_tool_output: std::sync::OnceLock<ScriptedReply>,
     next: Mutex<usize>,
     /// How many asides were played (they number their own ids).
     asides: std::sync::atomic::AtomicUsize,
@@ -62,8 +65,32 @@ impl Player {
     pub fn new(script: Script) -> Self {
         Self {
             script,
+            after_tool_output: std::sync::OnceLock::new(),
             next: Mutex::new(0),
             asides: std::sync::atomic::AtomicUsize::new(0),
+        }
+    }
+
+    /// Answer every request that ends with a tool's output with `reply` (once set, kept).
+    pub fn answer_tool_outputs_with(&self, reply: ScriptedReply) -> bool {
+        self.after_tool_output.set(reply).is_ok()
+    }
+
+    /// The reply for a request: the one for tool outputs when set and the request ends
+    /// with one, else [`Player::next_reply`].
+    pub fn reply_for(
+        &self,
+        last_user_text: Option<String>,
+        ends_with_tool_output: bool,
+    ) -> (usize, ScriptedReply) {
+        match self.after_tool_output.get() {
+            Some(reply) if ends_with_tool_output => {
+                let n = self
+                    .asides
+                    .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                (ASIDE_INDEX_BASE + n, reply.clone())
+            }
+            _ => self.next_reply(last_user_text),
         }
     }
 
@@ -192,6 +219,23 @@ mod tests {
         let (index, reply) = player.next_reply(Some("ping".into()));
         assert_eq!(index, 1);
         assert_eq!(reply.text.as_deref(), Some("echo: ping"));
+    }
+
+    #[test]
+    fn tool_outputs_get_their_own_reply_once_set() {
+        let player = Player::new(Script {
+            replies: vec![ScriptedReply::tool_call("shell", serde_json::json!({}))],
+            when_exhausted: WhenExhausted::RepeatLast,
+            asides: Vec::new(),
+        });
+        // Not set: a tool output is just the next request.
+        assert_eq!(player.reply_for(None, true).1.tool_calls.len(), 1);
+        assert!(player.answer_tool_outputs_with(ScriptedReply::text("done")));
+        assert!(!player.answer_tool_outputs_with(ScriptedReply::text("again")));
+        let (first, reply) = player.reply_for(None, true);
+        assert_eq!(reply.text.as_deref(), Some("done"));
+        assert_eq!(player.reply_for(None, true).0, first + 1, "distinct ids");
+        assert_eq!(player.reply_for(None, false).1.tool_calls.len(), 1);
     }
 
     #[test]

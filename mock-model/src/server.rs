@@ -148,7 +148,10 @@ pub(crate) async fn handle(
 }
 
 fn reply(shared: &Arc<Shared>, route: Route, body: &Value, request_bytes: usize) -> Response<Body> {
-    let (index, scripted) = shared.player.next_reply(wire::last_user_text(body));
+    let (index, scripted) = shared.player.reply_for(
+        wire::last_user_text(body),
+        wire::ends_with_tool_output(body),
+    );
     let model = body
         .get("model")
         .and_then(Value::as_str)

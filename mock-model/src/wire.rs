@@ -88,6 +88,22 @@ pub fn last_user_text(body: &Value) -> Option<String> {
     }
 }
 
+/// Whether the request's last input item is a tool's output (Responses:
+/// `function_call_output`; Chat Completions: a `tool` message).
+pub fn ends_with_tool_output(body: &Value) -> bool {
+    if let Some(last) = body
+        .get("input")
+        .and_then(Value::as_array)
+        .and_then(|l| l.last())
+    {
+        return last.get("type").and_then(Value::as_str) == Some("function_call_output");
+    }
+    body.get("messages")
+        .and_then(Value::as_array)
+        .and_then(|l| l.last())
+        .is_some_and(|m| m.get("role").and_then(Value::as_str) == Some("tool"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -101,5 +117,16 @@ mod tests {
         assert_eq!(last_user_text(&responses).as_deref(), Some("a"));
         let chat = json!({"messages": [{"role": "system", "content": "s"}, {"role": "user", "content": "hi"}]});
         assert_eq!(last_user_text(&chat).as_deref(), Some("hi"));
+        assert!(!ends_with_tool_output(&responses));
+        assert!(!ends_with_tool_output(&chat));
+        let answered = json!({"input": [
+            {"type": "message", "role": "user", "content": "a"},
+            {"type": "function_call", "call_id": "c", "name": "shell", "arguments": "{}"},
+            {"type": "function_call_output", "call_id": "c", "output": "hi"}
+        ]});
+        assert!(ends_with_tool_output(&answered));
+        let chat = json!({"messages": [{"role": "user", "content": "hi"},
+                                       {"role": "tool", "content": "out"}]});
+        assert!(ends_with_tool_output(&chat));
     }
 }

@@ -52,6 +52,16 @@ impl Supervisor {
         }
     }
 
+    /// With the descriptor that tells rein is gone (a life pipe's read end or a pidfd of
+    /// rein) and rein's process group, for a supervisor that is not a fork of rein (the
+    /// sandbox's trampoline).
+    pub fn with_group(rein_alive: RawFd, rein_group: libc::pid_t) -> Self {
+        Self {
+            rein_alive,
+            rein_group,
+        }
+    }
+
     /// In the spawned child: fork the command and supervise it. Returns only in the
     /// command, which goes on to exec.
     pub fn apply(self) -> io::Result<()> {

@@ -63,6 +63,8 @@ mod project_context;
 mod replay_e2e;
 mod replay_hostile;
 mod replay_live;
+mod sandbox_launch;
+mod sandbox_startup;
 mod serve_agent_protocol;
 mod serve_agent_protocol_approvals;
 mod serve_guard;

@@ -13,6 +13,7 @@ use super::apply_patch::invocation;
 use super::apply_patch::tool::{apply_checked, edit_action};
 use super::policy::{Action, ExecSandbox, PolicyEngine};
 use super::process::exec::ExitKind;
+use super::sandbox::launch::CONFINE_FAILED;
 use super::sandbox::{unconfined_command, Sandbox, SandboxSpec};
 use super::shell::{
     exec_action, format_outcome, parse_args, prepare, run_command, run_unsandboxed, shell_spec,
@@ -117,6 +118,12 @@ impl ShellTool {
             Err(e) => return ToolResult::err(e.to_string()),
         };
         let result = format_outcome(&outcome, cmd.timeout);
+        if sandbox != ExecSandbox::None
+            && outcome.exit == ExitKind::Code(126)
+            && outcome.output.contains(CONFINE_FAILED)
+        {
+            Sandbox::confinement_failed();
+        }
         let denial = DENIAL_MARKERS.iter().find(|m| outcome.output.contains(**m));
         match denial {
             // A command the turn cancelled or that timed out is not the sandbox's doing.

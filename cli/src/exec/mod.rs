@@ -91,6 +91,10 @@ async fn run_exec(args: ExecArgs) -> anyhow::Result<i32> {
     };
 
     let env = opts.provider_env();
+    // The sandbox verdict cached in rein's home spares this start the probe.
+    if let Some(home) = rein_config::rein_home(&|k: &str| std::env::var(k).ok()) {
+        rein_tools::sandbox::Sandbox::cache_verdict_in(&home);
+    }
     let kernel = bootstrap(
         BootstrapOptions {
             demo: common.demo,

@@ -48,8 +48,8 @@ pub(crate) struct Confinement {
     filters: Filters,
     last_cap: i32,
     root: bool,
-    /// The read end of a pipe whose write end only rein holds: it reads EOF once rein is
-    /// gone.
+    /// The read end of a pipe whose write end only rein holds (it reads EOF once rein is
+    /// gone), or a pidfd of rein (readable once it is gone).
     rein_alive: RawFd,
 }
 
@@ -62,6 +62,20 @@ impl Confinement {
         fresh_proc: bool,
         spec: &SandboxSpec,
         cwd: &std::path::Path,
+    ) -> Result<Self, SandboxError> {
+        let rein_alive = life_pipe().map_err(|e| SandboxError::Setup(format!("pipe: {e}")))?;
+        Self::with_life(abi, namespaces, fresh_proc, spec, cwd, rein_alive)
+    }
+
+    /// As [`Confinement::new`], with the descriptor that polls readable once rein is gone
+    /// (a pidfd of rein in the trampoline, see [`super::launch`]).
+    pub(crate) fn with_life(
+        abi: i32,
+        namespaces: bool,
+        fresh_proc: bool,
+        spec: &SandboxSpec,
+        cwd: &std::path::Path,
+        rein_alive: RawFd,
     ) -> Result<Self, SandboxError> {
         let targets = landlock::write_targets(&spec.writable, !namespaces);
         // SAFETY: geteuid/getegid cannot fail.
@@ -85,7 +99,7 @@ impl Confinement {
             filters: super::seccomp::filters(spec.network)?,
             last_cap: caps::last_cap(),
             root: uid == 0,
-            rein_alive: life_pipe().map_err(|e| SandboxError::Setup(format!("pipe: {e}")))?,
+            rein_alive,
         })
     }
 

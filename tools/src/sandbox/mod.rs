@@ -17,7 +17,11 @@
 //! escalations) get the same supervisor, so none outlives rein, even a SIGKILLed rein.
 //!
 //! [`Sandbox::report`] says which one is active and what fell back, for the front ends
-//! to print at startup.
+//! to print at startup; [`verdict`] caches the detection under rein's home.
+//!
+//! A binary that registers a trampoline ([`launch`]; rein does) launches confined and
+//! supervised commands without forking itself: the trampoline, spawned with
+//! `posix_spawn`, applies the same confinement to itself and execs the command.
 //!
 //! Architecture invariant: a command whose permit says `Enforced` either runs confined
 //! or does not run. There is no silent unsandboxed fallback.
@@ -38,12 +42,18 @@ pub mod bwrap;
 pub mod caps;
 mod confine;
 pub mod landlock;
+pub mod launch;
 pub mod mounts;
 mod probe;
 pub mod seccomp;
 mod sys;
 
+pub mod verdict;
+
 pub(crate) use confine::Confinement;
+
+/// Where [`Sandbox::detected`] caches its verdict, once a front end named rein's home.
+static CACHE_HOME: OnceLock<PathBuf> = OnceLock::new();
 
 /// How a sandboxed command is confined.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -84,8 +94,9 @@ pub enum SandboxError {
     EmptyCommand,
 }
 
-/// What this machine supports, as detected.
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// What this machine supports, as detected (and cached, see [`verdict`]).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
 enum Support {
     Landlock {
         abi: i32,
@@ -155,10 +166,36 @@ pub fn protect_this_process() {
 }
 
 impl Sandbox {
-    /// This process's sandbox, detected on first use and shared afterwards.
+    /// This process's sandbox, detected on first use and shared afterwards; from the
+    /// verdict cached under rein's home once [`Sandbox::cache_verdict_in`] named it.
     pub fn detected() -> Arc<Sandbox> {
         static DETECTED: OnceLock<Arc<Sandbox>> = OnceLock::new();
-        Arc::clone(DETECTED.get_or_init(|| Arc::new(Sandbox::detect())))
+        Arc::clone(DETECTED.get_or_init(|| {
+            let Some(home) = CACHE_HOME.get() else {
+                return Arc::new(verdict::probe());
+            };
+            let key = verdict::Key::current();
+            let (sandbox, source) = verdict::load_or_probe(home, &key);
+            if source == verdict::Source::Cached {
+                verdict::recheck_later(home, key, sandbox.clone());
+            }
+            Arc::new(sandbox)
+        }))
+    }
+
+    /// A command launched by this process failed to confine (see
+    /// [`launch::CONFINE_FAILED`]): the cached verdict, if any, is dropped so the next
+    /// start probes again.
+    pub fn confinement_failed() {
+        if let Some(home) = CACHE_HOME.get() {
+            verdict::command_failed_to_confine(home);
+        }
+    }
+
+    /// Cache the probe's verdict under `home` (rein's home), for [`Sandbox::detected`]:
+    /// call it before the first detection. Later calls are ignored.
+    pub fn cache_verdict_in(home: &Path) {
+        let _ = CACHE_HOME.set(home.to_owned());
     }
 
     /// Probe this machine's support: Landlock + seccomp with namespaces first (each probe
@@ -349,6 +386,7 @@ impl Sandbox {
         cwd: &Path,
         env: &BTreeMap<String, String>,
     ) -> Result<Command, SandboxError> {
+        verdict::recheck_if_pending();
         match &self.support {
             Support::Unavailable(reason) => Err(SandboxError::Unavailable {
                 reason: reason.clone(),
@@ -363,8 +401,9 @@ impl Sandbox {
                 let raw: Vec<i32> = fds.iter().map(AsRawFd::as_raw_fd).collect();
                 let wrapped = bwrap::wrap(program, spec, cwd, argv, &raw);
                 // bwrap dies with its parent (`--die-with-parent`): the supervisor, which
-                // dies with rein.
-                let mut cmd = unconfined_command(&wrapped, cwd, env)?;
+                // dies with rein. (Forked, not through the trampoline: the hook below must
+                // hand bwrap the filters' descriptors.)
+                let mut cmd = forked_unconfined_command(&wrapped, cwd, env)?;
                 // SAFETY: the hook only clears close-on-exec on descriptors it owns.
                 unsafe {
                     cmd.pre_exec(move || {
@@ -383,6 +422,12 @@ impl Sandbox {
                 namespaces,
                 fresh_proc,
             } => {
+                if let Some(program) = launch::trampoline() {
+                    let mode = launch::Mode::confine(*abi, *namespaces, *fresh_proc, spec);
+                    if let Some(cmd) = launch::command(program, mode, argv, cwd, env)? {
+                        return Ok(cmd);
+                    }
+                }
                 let confinement = Confinement::new(*abi, *namespaces, *fresh_proc, spec, cwd)?;
                 let mut cmd =
                     exec::command(argv, cwd, env).map_err(|_| SandboxError::EmptyCommand)?;
@@ -400,6 +445,20 @@ impl Sandbox {
 /// A `Command` running `argv` outside any sandbox, under a supervisor that kills it and
 /// everything it started when it ends or when rein does ([`rein_supervise`]).
 pub fn unconfined_command(
+    argv: &[String],
+    cwd: &Path,
+    env: &BTreeMap<String, String>,
+) -> Result<Command, SandboxError> {
+    if let Some(program) = launch::trampoline() {
+        if let Some(cmd) = launch::command(program, launch::Mode::supervise(), argv, cwd, env)? {
+            return Ok(cmd);
+        }
+    }
+    forked_unconfined_command(argv, cwd, env)
+}
+
+/// [`unconfined_command`] with the supervisor set up in a `pre_exec` hook.
+fn forked_unconfined_command(
     argv: &[String],
     cwd: &Path,
     env: &BTreeMap<String, String>,

@@ -12,6 +12,7 @@ mod tools_files;
 mod tools_in_turn;
 mod tools_policy;
 mod tools_sandbox;
+mod tools_sandbox_verdict;
 mod tools_shell;
 mod tools_shell_policy;
 mod tools_terminals;
