@@ -468,16 +468,7 @@ fn a_mention_attaches_an_explicit_only_skill_in_exec_and_app_server() {
     );
     server.until(|m| method(m) == "turn/completed");
     let requests = model.requests();
-    let last_user = |r: &Value| {
-        r["input"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .rev()
-            .find(|i| i["role"] == "user")
-            .unwrap()["content"]
-            .clone()
-    };
+    let last_user = crate::skills_activation::last_user;
     assert_eq!(
         last_user(&requests[0]),
         json!([{"type": "input_text", "text": "use $secret now"},

@@ -14,8 +14,8 @@ use support::{home_for, method, rein_in, AppServer, MockModel};
 
 use crate::project_context::{replies, skills_repo};
 
-/// The user message's content of the last request `r` sent.
-fn last_user(r: &Value) -> Value {
+/// The content of the last user message of the request `r`.
+pub(crate) fn last_user(r: &Value) -> Value {
     r["input"]
         .as_array()
         .unwrap()

@@ -97,9 +97,13 @@ fn the_app_server_sends_the_graph_after_each_change_and_to_a_client_that_resumes
         .inspect(|m| assert_eq!(m["params"]["threadId"], json!(thread)))
         .map(|m| &m["params"]["graph"])
         .collect();
-    assert_eq!(
-        states(graphs[0]),
-        pairs(&[("a", "ready"), ("b", "pending")])
+    // Each update is the graph as the kernel has folded it when the pump sends it, so the
+    // first may already show `a` started.
+    let first = states(graphs[0]);
+    assert!(
+        first == pairs(&[("a", "ready"), ("b", "pending")])
+            || first == pairs(&[("a", "running"), ("b", "pending")]),
+        "{first:?}"
     );
     let last = graphs.last().unwrap();
     let b_thread = last["nodes"][1]["threadId"].clone();
