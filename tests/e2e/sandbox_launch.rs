@@ -6,8 +6,6 @@
 //! guarantees through the trampoline are what `hostile_sandbox` checks.
 #![allow(clippy::unwrap_used)]
 
-use std::time::{Duration, Instant};
-
 use rein_test_support::app_server::{home_for, method, AppServer, MockModel};
 use rein_test_support::processes::{all_gone, kill_all, processes_with};
 use serde_json::json;
@@ -27,24 +25,12 @@ fn cmdline(pid: i32) -> String {
         .join(" ")
 }
 
-/// Wait (bounded) for the one process carrying `marker`.
-fn the_process_with(marker: &str) -> i32 {
-    let deadline = Instant::now() + Duration::from_secs(20);
-    loop {
-        if let [pid] = processes_with(marker)[..] {
-            return pid;
-        }
-        assert!(Instant::now() < deadline, "no process with {marker}");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
 /// The command line of the process `server` spawned for a command that sleeps, under
 /// `sandbox`.
 fn spawned_for_a_command(sandbox: &str, env: &[(&str, &str)], n: u32) -> String {
     let marker = format!("7{:07}.{n:03}", std::process::id() % 10_000_000);
     let call = json!({"call_id": "c", "name": "shell", "arguments": {
-        "command": ["/bin/bash", "-c", format!("exec sleep {marker}")]}});
+        "command": ["/bin/bash", "-c", format!("echo started; exec sleep {marker}")]}});
     let model = MockModel::start(json!({"replies": [{"tool_calls": [call]}, {"text": "done"}]}));
     let home = home_for(&model);
     let mut server = AppServer::start_with_env(home.path(), &[], env);
@@ -58,7 +44,11 @@ fn spawned_for_a_command(sandbox: &str, env: &[(&str, &str)], n: u32) -> String 
     );
     server.response(&turn);
     let server_pid = i32::try_from(server.pid()).unwrap();
-    let mut pid = the_process_with(&marker);
+    // The command's first output means it runs (and no longer waits to be launched).
+    server.until(|m| method(m) == "item/commandExecution/outputDelta");
+    let [mut pid] = processes_with(&marker)[..] else {
+        panic!("not one process with {marker}");
+    };
     while parent_of(pid) != server_pid {
         pid = parent_of(pid);
         assert!(pid > 1, "the command is not below the server");
