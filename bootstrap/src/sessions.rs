@@ -8,7 +8,7 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use rein_protocol::{SessionId, ThreadId, ThreadSettings};
+use rein_protocol::{SessionId, Strategy, ThreadId, ThreadSettings};
 
 use crate::Kernel;
 use rein_core::error::KernelError;
@@ -50,8 +50,19 @@ impl Kernel {
         settings: ThreadSettings,
         persistence: Persistence,
     ) -> Result<NewThread, KernelError> {
+        self.start_thread_as(settings, persistence, None).await
+    }
+
+    /// A new thread working by `strategy` (`None`: the configuration's), fixed for its life.
+    pub async fn start_thread_as(
+        &self,
+        settings: ThreadSettings,
+        persistence: Persistence,
+        strategy: Option<Strategy>,
+    ) -> Result<NewThread, KernelError> {
         // Checked before anything is written, so a bad request leaves no file behind.
         self.manager.services().models.client(&settings.model)?;
+        self.manager.check_strategy(strategy)?;
         let thread_id = ThreadId::new();
         // Read now, once: the thread keeps what it was told even when the files change.
         let context = self.context.clone();
@@ -70,8 +81,9 @@ impl Kernel {
         if let Some(hooks) = &self.hooks {
             warnings.extend(hooks.warnings(&settings.cwd).await);
         }
-        let mut options =
-            ThreadOptions::new(settings.clone()).with_context(assembled.context, warnings);
+        let mut options = ThreadOptions::new(settings.clone())
+            .with_context(assembled.context, warnings)
+            .with_strategy(strategy);
         options.thread_id = Some(thread_id);
         let mut path = None;
         if persistence == Persistence::Rollout {

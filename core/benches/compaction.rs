@@ -62,6 +62,7 @@ fn thread_with_compactions() -> (Vec<Event>, Vec<(usize, usize)>) {
             session_id: thread.into(),
             settings: settings.clone(),
             forked_from: None,
+            strategy: None,
         },
     );
     let mut sizes = Vec::new();

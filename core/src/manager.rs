@@ -16,7 +16,7 @@ use rein_protocol::{
 };
 use tokio::sync::broadcast;
 
-use crate::agents::{AgentControl, AgentsConfig};
+use crate::agents::{AgentControl, AgentsConfig, Strategy};
 use crate::error::KernelError;
 use crate::hooks::Hooks;
 use crate::kernel_config::KernelConfig;
@@ -73,6 +73,9 @@ pub struct ThreadOptions {
     /// Said to the new thread's clients as warnings right after its context (what was cut
     /// from it or could not be read).
     pub context_warnings: Vec<String>,
+    /// A new root's strategy as its client asked; `None`: the configuration's. Ignored for
+    /// sub-agents and on resume (a thread keeps the strategy it was created with).
+    pub strategy: Option<Strategy>,
 }
 
 /// What a new sub-agent starts with.
@@ -106,6 +109,7 @@ impl ThreadOptions {
             agent: None,
             context: None,
             context_warnings: Vec::new(),
+            strategy: None,
         }
     }
 
@@ -119,7 +123,13 @@ impl ThreadOptions {
             agent: None,
             context: None,
             context_warnings: Vec::new(),
+            strategy: None,
         }
+    }
+
+    pub fn with_strategy(mut self, strategy: Option<Strategy>) -> Self {
+        self.strategy = strategy;
+        self
     }
 
     pub fn with_recorder(mut self, recorder: Box<dyn EventRecorder>) -> Self {
@@ -244,6 +254,19 @@ impl ThreadManager {
         lock(&self.threads)
     }
 
+    /// Whether a new root may work by `strategy`: the planner needs sub-agents to run its
+    /// graph on, so asking for it with them off is refused, never dropped.
+    pub fn check_strategy(&self, strategy: Option<Strategy>) -> Result<(), KernelError> {
+        if strategy == Some(Strategy::Planner) && self.services.agents.is_none() {
+            return Err(KernelError::InvalidSettings(
+                "the planner strategy needs sub-agents, which are off \
+                 (features.multi_agent = false)"
+                    .into(),
+            ));
+        }
+        Ok(())
+    }
+
     /// Create (or resume, or fork) a thread and spawn its loop. Must run inside a tokio
     /// runtime.
     pub fn create_thread(&self, options: ThreadOptions) -> Result<NewThread, KernelError> {
@@ -263,11 +286,16 @@ impl ThreadManager {
                     )));
                 }
                 let id = options.thread_id.unwrap_or_default();
-                let settings = match (&self.services.agents, &options.agent) {
-                    (Some(agents), None) => agents.root_settings(settings),
-                    _ => settings,
+                let (settings, strategy) = match (&self.services.agents, &options.agent) {
+                    (Some(agents), None) => agents.root_settings(settings, options.strategy),
+                    _ => {
+                        self.check_strategy(options.strategy)?;
+                        (settings, None)
+                    }
                 };
-                (ThreadState::new(), id, Some(settings))
+                let mut state = ThreadState::new();
+                state.strategy = strategy;
+                (state, id, Some(settings))
             }
             ThreadStart::Resume { events } => {
                 let state = replay(events)?;
@@ -313,12 +341,14 @@ impl ThreadManager {
                 .or(state.agent.as_ref());
             let depth = origin.map_or(0, |o| o.depth);
             let role = origin.and_then(|o| o.role.as_deref());
-            tools.sources.add(agents.tool_source(depth, role));
+            let strategy = state.strategy.unwrap_or(agents.config().strategy);
+            tools.sources.add(agents.tool_source(depth, role, strategy));
             if let Some(allow) = agents.role_tools(role) {
                 tools.sources.restrict(allow);
             }
         }
         tools.set_grants(state.session_grants.clone());
+        let strategy = state.strategy;
         let mut submission_loop = SubmissionLoop::new(
             state,
             emitter,
@@ -337,6 +367,7 @@ impl ThreadManager {
                     session_id,
                     settings,
                     forked_from: None,
+                    strategy,
                 },
             );
             let spawned = options.agent;

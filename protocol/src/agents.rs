@@ -8,6 +8,29 @@ use serde::{Deserialize, Serialize};
 
 use crate::ids::ThreadId;
 
+/// How a root thread works (`[agents] strategy`, or `agents.strategy` in `thread/start`'s
+/// `config`). Chosen when the root is created and recorded in its `thread_configured`, so
+/// it is fixed for the thread's life: a resume or a later configuration never changes it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Strategy {
+    /// The root works alone (and may spawn sub-agents itself).
+    #[default]
+    Single,
+    /// The root plans a task graph (`plan_tasks`) that the kernel runs on sub-agents.
+    Planner,
+}
+
+impl Strategy {
+    /// The name as configured: `single` or `planner`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Strategy::Single => "single",
+            Strategy::Planner => "planner",
+        }
+    }
+}
+
 /// Where a sub-agent comes from: recorded once, right after its `thread_configured`.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct AgentOrigin {

@@ -7,7 +7,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::advisor::{AdvisorRisk, AdvisorVerdict, ReviewedCall};
-use crate::agents::AgentOrigin;
+use crate::agents::{AgentOrigin, Strategy};
 use crate::client_request::{ClientRequest, SessionGrant};
 use crate::context::ThreadContext;
 use crate::fingerprint::RequestFingerprint;
@@ -96,6 +96,10 @@ pub enum EventMsg {
         settings: ThreadSettings,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         forked_from: Option<ThreadId>,
+        /// A root's strategy, chosen at its creation; `None` for sub-agents and in rollouts
+        /// written before it was recorded (those follow the configuration).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        strategy: Option<Strategy>,
     },
     /// What the model is told before the thread's history in every request (the
     /// project's `AGENTS.md`, the skills list), assembled when the thread was created.

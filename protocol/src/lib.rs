@@ -28,7 +28,7 @@ pub mod tool_facts;
 pub mod trajectory;
 
 pub use advisor::{AdvisorFailure, AdvisorRisk, AdvisorVerdict, ReviewedCall};
-pub use agents::{AgentOp, AgentOrigin, AgentReport, AgentReportStatus, ChildAgent};
+pub use agents::{AgentOp, AgentOrigin, AgentReport, AgentReportStatus, ChildAgent, Strategy};
 pub use client_request::{
     ClientRequest, ClientResponse, ElicitationAction, Question, QuestionOption, SessionGrant,
 };

@@ -76,6 +76,7 @@ fn generate(path: &Path, blobs: &BlobStore, items: usize, bytes_per_item: usize)
         session_id: thread.into(),
         settings: settings(),
         forked_from: None,
+        strategy: None,
     });
     writer.record(&ev).unwrap();
     // Output text with some JSON escaping, like real command output.

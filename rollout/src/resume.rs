@@ -275,11 +275,14 @@ pub fn fork_events(
             continue;
         }
         let msg = match event.msg {
-            EventMsg::ThreadConfigured { settings, .. } => EventMsg::ThreadConfigured {
-                // A fork is the root of its own tree.
+            EventMsg::ThreadConfigured {
+                settings, strategy, ..
+            } => EventMsg::ThreadConfigured {
+                // A fork is the root of its own tree, working as its parent did.
                 session_id: SessionId::from(new_thread),
                 settings,
                 forked_from: Some(parent),
+                strategy,
             },
             other => other,
         };

@@ -42,6 +42,7 @@ impl ThreadScript {
             session_id: thread.into(),
             settings: settings(),
             forked_from: None,
+            strategy: None,
         });
         script
     }

@@ -234,3 +234,47 @@ fn acp_sessions_start_in_the_configured_mode() {
         "read-only let a write through"
     );
 }
+
+#[test]
+fn thread_start_config_keys_set_the_threads_policies_and_its_own_fields_win() {
+    let model = touching(&[]);
+    let home = home_with(&model, "", "");
+    let mut server = AppServer::start(home.path(), &[]);
+    server.initialize();
+    let cwd = tempfile::tempdir().unwrap();
+    let config = json!({ "approval_policy": "never", "sandbox_mode": "read-only" });
+    let started = server.call(
+        "thread/start",
+        json!({ "cwd": cwd.path(), "config": config }),
+    );
+    assert_eq!(started["result"]["approvalPolicy"], "never", "{started}");
+    assert_eq!(
+        started["result"]["sandbox"]["type"], "readOnly",
+        "{started}"
+    );
+    // The request's own fields win over its `config`, as in Codex.
+    let started = server.call(
+        "thread/start",
+        json!({ "cwd": cwd.path(), "config": config, "approvalPolicy": "untrusted",
+                "sandbox": "workspace-write" }),
+    );
+    assert_eq!(
+        started["result"]["approvalPolicy"], "untrusted",
+        "{started}"
+    );
+    assert_eq!(
+        started["result"]["sandbox"]["type"], "workspaceWrite",
+        "{started}"
+    );
+    // A value the thread cannot be given is refused, naming the key.
+    let refused = server.call(
+        "thread/start",
+        json!({ "cwd": cwd.path(), "config": { "sandbox_mode": "sandboxed-please" } }),
+    );
+    assert_eq!(
+        refused["error"]["data"],
+        json!({ "field": "config.sandbox_mode" }),
+        "{refused}"
+    );
+    assert!(server.finish().success());
+}

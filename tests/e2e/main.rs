@@ -76,4 +76,5 @@ mod skills_activation;
 mod task_graph;
 mod task_graph_fronts;
 mod task_graph_retries;
+mod task_graph_strategy;
 mod trajectory_e2e;

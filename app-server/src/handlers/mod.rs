@@ -9,6 +9,7 @@ pub mod memory;
 pub mod meta;
 pub mod skills;
 pub mod thread;
+pub mod thread_config;
 pub mod trajectory;
 pub mod turn;
 

@@ -30,6 +30,7 @@ use crate::dispatch::{
 };
 use crate::error::RpcError;
 use crate::event_map::EventMapper;
+use crate::handlers::thread_config::thread_overrides;
 use crate::loaded::{LoadedThread, ThreadMeta};
 use crate::outbound::now_secs;
 use crate::pump::{Pump, PumpCmd, PumpRequest};
@@ -67,15 +68,21 @@ async fn start_thread(
             Some("cwd".into()),
         ));
     }
+    let overrides = thread_overrides(p.config.as_ref())?;
     let mut settings = kernel.default_settings(cwd);
-    if let Some(model) = p.model.clone() {
+    if let Some(model) = p.model.clone().or(overrides.model) {
         settings.model = model;
     }
-    if let Some(policy) = &p.approval_policy {
-        settings.approval_policy = approval_policy_from_wire(policy)?;
+    match &p.approval_policy {
+        Some(policy) => settings.approval_policy = approval_policy_from_wire(policy)?,
+        None => {
+            if let Some(policy) = overrides.approval_policy {
+                settings.approval_policy = policy;
+            }
+        }
     }
-    if let Some(mode) = p.sandbox {
-        settings.sandbox_policy = sandbox_from_mode(mode);
+    if let Some(policy) = p.sandbox.map(sandbox_from_mode).or(overrides.sandbox) {
+        settings.sandbox_policy = policy;
     }
     let instructions: Vec<&str> = [&p.base_instructions, &p.developer_instructions]
         .into_iter()
@@ -98,7 +105,7 @@ async fn start_thread(
     }
     // The rollout is created on the store's threads; this connection only waits.
     let new = kernel
-        .start_thread(settings.clone(), persistence)
+        .start_thread_as(settings.clone(), persistence, overrides.strategy)
         .await
         .map_err(kernel_error)?;
     let now = now_secs();

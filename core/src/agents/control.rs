@@ -66,8 +66,14 @@ impl AgentControl {
         let _ = self.manager.set(manager);
     }
 
-    /// The tools a thread at `depth` running as `role` is offered.
-    pub(crate) fn tool_source(&self, depth: u32, role: Option<&str>) -> Arc<dyn ToolSource> {
+    /// The tools a thread at `depth` running as `role` is offered; a root's `strategy`
+    /// decides whether it plans (`plan_tasks`).
+    pub(crate) fn tool_source(
+        &self,
+        depth: u32,
+        role: Option<&str>,
+        strategy: Strategy,
+    ) -> Arc<dyn ToolSource> {
         let role_def = role.and_then(|r| self.config.roles.get(r));
         let may_spawn = role_def.is_none_or(|r| r.may_spawn);
         let base = if depth >= self.config.max_depth || !may_spawn {
@@ -75,7 +81,7 @@ impl AgentControl {
         } else {
             &self.full
         };
-        let extra = if depth == 0 && self.config.strategy == Strategy::Planner {
+        let extra = if depth == 0 && strategy == Strategy::Planner {
             Some(&self.plan_tasks)
         } else if role == Some("reviewer")
             || role_def
@@ -107,9 +113,15 @@ impl AgentControl {
         Some(tools)
     }
 
-    /// A new root's settings: under the planner strategy, with the planner's instructions.
-    pub(crate) fn root_settings(&self, settings: ThreadSettings) -> ThreadSettings {
-        match (self.config.strategy, self.config.roles.get("planner")) {
+    /// A new root's settings and strategy (the one asked for, else the configuration's):
+    /// under the planner strategy, with the planner's instructions.
+    pub(crate) fn root_settings(
+        &self,
+        settings: ThreadSettings,
+        asked: Option<Strategy>,
+    ) -> (ThreadSettings, Option<Strategy>) {
+        let strategy = asked.unwrap_or(self.config.strategy);
+        let settings = match (strategy, self.config.roles.get("planner")) {
             (Strategy::Planner, Some(planner)) => AgentRole {
                 model: None,
                 reasoning_effort: None,
@@ -118,7 +130,8 @@ impl AgentControl {
             }
             .narrow(&settings),
             _ => settings,
-        }
+        };
+        (settings, Some(strategy))
     }
 
     pub(super) fn graphs(&self) -> MutexGuard<'_, HashMap<ThreadId, GraphRun>> {

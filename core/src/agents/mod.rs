@@ -29,18 +29,9 @@ mod tools;
 use std::collections::BTreeMap;
 
 pub use control::AgentControl;
+pub use rein_protocol::Strategy;
 pub use roles::AgentRole;
 pub use state::AgentState;
-
-/// How a root thread works (`[agents] strategy`).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum Strategy {
-    /// The root works alone (and may spawn sub-agents itself).
-    #[default]
-    Single,
-    /// The root plans a task graph (`plan_tasks`) that the kernel runs on sub-agents.
-    Planner,
-}
 
 /// The `[agents]` table (and `features.multi_agent`).
 #[derive(Clone, Debug, PartialEq, Eq)]

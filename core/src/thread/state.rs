@@ -10,8 +10,8 @@ use std::sync::Arc;
 
 use rein_protocol::{
     AgentOrigin, AgentStatus, ApprovalOutcome, ChildAgent, ClientRequest, ContextRole, ErrorCode,
-    Event, EventMsg, InputPart, Item, ItemId, SessionId, SubmissionId, TaskGraph, TaskKind,
-    ThreadContext, ThreadId, ThreadSettings, TokenUsage, TurnAbortReason, TurnId,
+    Event, EventMsg, InputPart, Item, ItemId, SessionId, Strategy, SubmissionId, TaskGraph,
+    TaskKind, ThreadContext, ThreadId, ThreadSettings, TokenUsage, TurnAbortReason, TurnId,
 };
 
 use crate::goal::{GoalMark, GoalState};
@@ -82,6 +82,9 @@ pub struct ThreadState {
     pub thread_id: Option<ThreadId>,
     pub session_id: Option<SessionId>,
     pub forked_from: Option<ThreadId>,
+    /// A root's strategy as recorded at its creation (`None`: a sub-agent, or a rollout
+    /// from before it was recorded).
+    pub strategy: Option<Strategy>,
     /// The user-facing name, once given.
     pub name: Option<String>,
     pub settings: Option<ThreadSettings>,
@@ -175,10 +178,12 @@ impl ThreadState {
                 session_id,
                 settings,
                 forked_from,
+                strategy,
             } => {
                 self.session_id = Some(*session_id);
                 self.settings = Some(settings.clone());
                 self.forked_from = *forked_from;
+                self.strategy = *strategy;
             }
             EventMsg::ContextLoaded { context } => {
                 self.prefix = prefix_items(context);

@@ -136,6 +136,7 @@ impl Importer {
             session_id,
             settings: self.settings.clone(),
             forked_from,
+            strategy: None,
         });
     }
 
