@@ -53,6 +53,8 @@ pub mod serve;
 #[cfg(feature = "e2e")]
 pub mod tmux;
 #[cfg(feature = "e2e")]
+pub mod unprivileged;
+#[cfg(feature = "e2e")]
 pub mod ws_client;
 
 #[cfg(feature = "kernel")]

@@ -1,11 +1,15 @@
 //! `rein acp` against hostile input, through the real binary: a model that dresses
 //! commands up as read-only ones to run them unasked in the editor's terminal (outside
 //! rein's sandbox), a sandboxed command that swaps a symlink in while the editor writes a
-//! patched file, an editor line that is not UTF-8, a terminal output of 100 MiB.
+//! patched file, an editor line that is not UTF-8, a terminal output of 100 MiB. The link
+//! race runs as root and again as `nobody` (the sandboxed command then runs in a user
+//! namespace, and the editor writes with a user's rights); the other attacks do not depend
+//! on who runs rein (rein judges argv, `env` and bytes the same for every user).
 #![allow(clippy::unwrap_used)]
 
 use rein_test_support::acp as support;
 use rein_test_support::fs_events;
+use rein_test_support::unprivileged;
 
 use pretty_assertions::assert_eq;
 use serde_json::{json, Value};
@@ -122,7 +126,9 @@ fn a_100_mib_output_of_the_editors_terminal_reaches_the_model_bounded() {
 
 #[test]
 fn a_link_swapped_in_while_the_editor_reads_makes_its_write_refused() {
-    let outside = rein_test_support::dir_outside_the_temp_dir(env!("CARGO_TARGET_TMPDIR").as_ref());
+    let outside = rein_test_support::dir_outside_the_temp_dir(&unprivileged::outside_base(
+        env!("CARGO_TARGET_TMPDIR").as_ref(),
+    ));
     let outside = outside.path().canonicalize().unwrap();
     std::fs::write(outside.join("f.txt"), "old\n").unwrap();
     let cwd = tempfile::tempdir().unwrap();
@@ -192,4 +198,27 @@ fn a_link_swapped_in_while_the_editor_reads_makes_its_write_refused() {
         ))
     );
     acp.finish();
+}
+
+/// When run as root, run the link race again as `nobody`.
+#[test]
+#[cfg_attr(
+    not(rein_is_root),
+    ignore = "run as root, it reruns the race as nobody (run as a user, the other tests are that run)"
+)]
+fn the_link_race_holds_as_an_unprivileged_user() {
+    if !unprivileged::is_root() {
+        eprintln!("running as a user already: the other tests are the unprivileged run");
+        return;
+    }
+    let status = unprivileged::rerun_as_nobody(module_path!(), "as_an_unprivileged_user");
+    assert!(status.success(), "the link race as nobody failed: {status}");
+}
+
+/// Run only by the test above, as `nobody`.
+#[test]
+#[ignore = "run as an unprivileged user by the_link_race_holds_as_an_unprivileged_user"]
+fn as_an_unprivileged_user() {
+    assert!(!unprivileged::is_root());
+    a_link_swapped_in_while_the_editor_reads_makes_its_write_refused();
 }

@@ -265,18 +265,23 @@ fn maintenance_during_a_pending_approval_neither_blocks_nor_is_lost() {
 #[test]
 fn sort_options_that_write_or_run_a_program_are_asked_under_untrusted_in_every_getopt_form() {
     // Each of these wrote a file or ran a program unasked: the judge matched `-o` and
-    // `--output` as exact words only.
+    // `--output` as exact words only, and never read the call's `env`.
     let forms = [
-        vec!["sort", "-oescaped-1.txt", "in.txt"],
-        vec!["sort", "--out=escaped-2.txt", "in.txt"],
-        vec!["sort", "--compress-program=sh", "-S", "1", "in.txt"],
+        json!({ "command": ["sort", "-oescaped-1.txt", "in.txt"] }),
+        json!({ "command": ["sort", "--out=escaped-2.txt", "in.txt"] }),
+        json!({ "command": ["sort", "--compress-program=sh", "-S", "1", "in.txt"] }),
+        json!({ "command": ["cat", "in.txt"], "env": { "LD_PRELOAD": "/tmp/evil.so" } }),
+        json!({ "command": ["bash", "-c", "ls"], "env": { "BASH_ENV": "evil.sh" } }),
+        json!({ "command": ["git", "status"],
+                "env": { "GIT_CONFIG_COUNT": "1", "GIT_CONFIG_KEY_0": "core.fsmonitor",
+                         "GIT_CONFIG_VALUE_0": "touch escaped-3.txt" } }),
     ];
     let replies: Vec<Value> = forms
         .iter()
         .enumerate()
-        .map(|(i, argv)| {
+        .map(|(i, arguments)| {
             json!({ "tool_calls": [{ "call_id": format!("call_sort_{i}"), "name": "shell",
-                                     "arguments": { "command": argv } }] })
+                                     "arguments": arguments }] })
         })
         .chain([json!({ "text": "Sorted." })])
         .collect();
@@ -300,15 +305,12 @@ fn sort_options_that_write_or_run_a_program_are_asked_under_untrusted_in_every_g
             _ => {}
         }
     }
-    assert_eq!(
-        asked,
-        vec![
-            json!("call_sort_0"),
-            json!("call_sort_1"),
-            json!("call_sort_2")
-        ]
-    );
-    assert!(!cwd.path().join("escaped-1.txt").exists());
-    assert!(!cwd.path().join("escaped-2.txt").exists());
+    let every_call: Vec<Value> = (0..forms.len())
+        .map(|i| json!(format!("call_sort_{i}")))
+        .collect();
+    assert_eq!(asked, every_call);
+    for escaped in ["escaped-1.txt", "escaped-2.txt", "escaped-3.txt"] {
+        assert!(!cwd.path().join(escaped).exists(), "{escaped}");
+    }
     assert!(server.finish().success());
 }

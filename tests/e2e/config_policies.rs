@@ -277,4 +277,75 @@ fn thread_start_config_keys_set_the_threads_policies_and_its_own_fields_win() {
         "{refused}"
     );
     assert!(server.finish().success());
+
+/// What a user reads of a call `rein exec` denied because its approval policy asked and
+/// nobody can answer a headless run: the policy denied it, not the user (in Codex's words,
+/// "… approval is not supported in exec mode"), on stderr and in `--json`.
+#[test]
+fn exec_says_the_approval_policy_denied_what_nobody_could_approve() {
+    let untrusted = [
+        "-c",
+        "approval_policy=\"untrusted\"",
+        "-s",
+        "workspace-write",
+    ];
+    let denial = "denied by the approval policy: command execution approval is not supported in rein exec (nobody was asked)";
+    let cwd = tempfile::tempdir().unwrap();
+
+    let model = touching(&["asked.txt"]);
+    let home = home_for(&model);
+    let out = exec(home.path(), cwd.path(), &untrusted);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    // The call's lines; the elapsed time of the last is cut out.
+    let lines: Vec<String> = stderr
+        .lines()
+        .filter(|l| l.contains("asked.txt"))
+        .map(|l| match (l.find(" ("), l.find(") — ")) {
+            (Some(open), Some(close)) if l.starts_with('✗') => {
+                format!("{}{}", &l[..open], &l[close + 1..])
+            }
+            _ => l.to_owned(),
+        })
+        .collect();
+    assert_eq!(
+        lines,
+        vec![
+            "▶ $ touch asked.txt".to_owned(),
+            "approval needed to run `touch asked.txt` (the command is not a known-safe read-only command); command execution approval is not supported in rein exec, so the approval policy denies it".to_owned(),
+            format!("✗ $ touch asked.txt — {denial}"),
+        ],
+        "{stderr}"
+    );
+    assert!(!stderr.contains("the user denied"), "{stderr}");
+    assert!(!cwd.path().join("asked.txt").exists());
+
+    let model = touching(&["asked.txt"]);
+    let home = home_for(&model);
+    let out = exec(
+        home.path(),
+        cwd.path(),
+        &[&untrusted[..], &["--json"]].concat(),
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let completed: Vec<Value> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .filter(|e| e["type"] == "item.completed" && e["item"]["type"] == "command_execution")
+        .collect();
+    assert_eq!(
+        completed,
+        vec![json!({ "type": "item.completed", "item": {
+            "id": "item_0", "type": "command_execution", "command": "touch asked.txt",
+            "aggregated_output": denial, "exit_code": null, "status": "declined" } })]
+    );
+    assert!(!cwd.path().join("asked.txt").exists());
 }

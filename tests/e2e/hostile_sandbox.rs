@@ -12,21 +12,14 @@
 use rein_test_support::app_server as support;
 use rein_test_support::processes;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 use processes::{all_gone, kill_all, processes_with};
 use serde_json::{json, Value};
 use support::{home_for, method, AppServer, MockModel};
 
-fn is_root() -> bool {
-    std::fs::read_to_string("/proc/self/status")
-        .unwrap()
-        .lines()
-        .find_map(|l| l.strip_prefix("Uid:"))
-        .and_then(|ids| ids.split_whitespace().nth(1).map(|euid| euid == "0"))
-        .unwrap()
-}
+use rein_test_support::unprivileged::is_root;
 
 /// A marker unique to this call across every process running the suite (the root run
 /// and its `nobody` rerun run side by side): fixed width, so no marker is a substring of
@@ -322,13 +315,64 @@ fn check_sigkill_of_the_server_takes_its_commands_along() {
         kill_all(&mark);
         assert!(gone, "survivors of SIGKILL under {sandbox}: {left:?}");
     }
+    check_sigkill_takes_an_approved_escalation_along();
+}
+
+/// An escalation the user approved runs outside the sandbox, as full access does; its
+/// survivors die with a SIGKILLed server too.
+fn check_sigkill_takes_an_approved_escalation_along() {
+    let mark = marker();
+    // It writes outside the workspace first: it runs outside the sandbox, or not at all.
+    let outside = tempfile::tempdir_in(rein_test_support::unprivileged::outside_base(Path::new(
+        env!("CARGO_TARGET_TMPDIR"),
+    )))
+    .unwrap();
+    let hang = format!(
+        "touch {}/escalated && {} && exec sleep {mark}",
+        outside.path().display(),
+        leave_survivors(&mark)
+    );
+    let model = model(vec![
+        json!({"call_id": "esc", "name": "shell", "arguments": {
+        "command": ["/bin/bash", "-c", hang], "with_escalated_permissions": true,
+        "justification": "needs the network"}}),
+    ]);
+    let home = home_for(&model);
+    let mut server = AppServer::start(home.path(), &[]);
+    server.initialize();
+    let ws = tempfile::tempdir().unwrap();
+    let thread = server.start_thread(json!({
+        "cwd": ws.path(), "approvalPolicy": "on-request", "sandbox": "workspace-write"
+    }));
+    server.request(
+        "turn/start",
+        json!({"threadId": thread, "input": [{"type": "text", "text": "go"}]}),
+    );
+    let seen = server.until(|m| method(m) == "item/commandExecution/requestApproval");
+    let ask = seen.last().unwrap();
+    server.send(&json!({ "id": ask["id"], "result": { "decision": "accept" } }));
+    assert!(
+        wait_for_at_least(&mark, 3),
+        "the escalated command did not start: {:?}",
+        processes_with(&mark)
+    );
+    assert!(outside.path().join("escalated").exists());
+    signal(server.pid(), "KILL");
+    server.wait_exit();
+    let gone = all_gone(&mark);
+    let left = processes_with(&mark);
+    kill_all(&mark);
+    assert!(
+        gone,
+        "survivors of SIGKILL of an approved escalation: {left:?}"
+    );
 }
 
 fn check_sandbox_policy_fields_are_honoured_or_refused() {
     // Outside the temp dirs, which workspace-write leaves writable (as `nobody`, a
     // directory made for it).
-    let base = std::env::var_os("REIN_E2E_OUTSIDE")
-        .map_or_else(|| PathBuf::from(env!("CARGO_TARGET_TMPDIR")), PathBuf::from);
+    let base =
+        rein_test_support::unprivileged::outside_base(Path::new(env!("CARGO_TARGET_TMPDIR")));
     let extra = tempfile::tempdir_in(&base).unwrap();
     let mark = marker();
     let slash_tmp = format!("/tmp/rein-hostile-{mark}");
@@ -425,46 +469,8 @@ fn the_suite_holds_as_an_unprivileged_user() {
         eprintln!("running as a user already: the other tests are the unprivileged run");
         return;
     }
-    let base = tempfile::tempdir_in("/var/tmp").unwrap();
-    let tmp = base.path().join("tmp");
-    let outside = base.path().join("outside");
-    let fixtures = base.path().join("fixtures");
-    std::fs::create_dir_all(&tmp).unwrap();
-    std::fs::create_dir_all(&outside).unwrap();
-    let copy = std::process::Command::new("cp")
-        .arg("-r")
-        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures"))
-        .arg(&fixtures)
-        .status()
-        .unwrap();
-    assert!(copy.success());
-    let runner = base.path().join("runner");
-    let rein = base.path().join("rein");
-    std::fs::copy(std::env::current_exe().unwrap(), &runner).unwrap();
-    std::fs::copy(env!("CARGO_BIN_EXE_rein"), &rein).unwrap();
-    let chown = std::process::Command::new("chown")
-        .args(["-R", "65534:65534"])
-        .arg(base.path())
-        .status()
-        .unwrap();
-    assert!(chown.success());
-    let status = std::process::Command::new("setpriv")
-        .args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
-        .arg(&runner)
-        .args([
-            "--exact",
-            // Its full name in the e2e binary (the module path without the crate).
-            &rein_test_support::test_name(module_path!(), "as_an_unprivileged_user"),
-            "--ignored",
-            "--test-threads=1",
-        ])
-        .env("TMPDIR", &tmp)
-        .env("HOME", &tmp)
-        .env("REIN_E2E_BIN", &rein)
-        .env("REIN_E2E_FIXTURES", &fixtures)
-        .env("REIN_E2E_OUTSIDE", &outside)
-        .status()
-        .unwrap();
+    let status =
+        rein_test_support::unprivileged::rerun_as_nobody(module_path!(), "as_an_unprivileged_user");
     assert!(
         status.success(),
         "the hostile suite as nobody failed: {status}"

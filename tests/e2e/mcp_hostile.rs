@@ -5,7 +5,8 @@
 //! reported as what it is, injective tool names, no custom header sent to another origin,
 //! elicitations that follow the
 //! approval policy and are rate-limited, a one-shot run that waits for its servers, and
-//! tools past the budget offered through `tool_search`.
+//! tools past the budget offered through `tool_search`. Server lifetimes are checked as root
+//! and again as `nobody`.
 #![allow(clippy::unwrap_used)]
 
 use rein_test_support::app_server as support;
@@ -14,11 +15,12 @@ use std::path::{Path, PathBuf};
 
 use pretty_assertions::assert_eq;
 use rein_test_support::processes;
+use rein_test_support::unprivileged;
 use serde_json::{json, Value};
 use support::{home_for, method, AppServer, MockModel};
 
 fn hostile_server() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures/mcp/hostile_server.py")
+    unprivileged::fixtures().join("mcp/hostile_server.py")
 }
 
 /// `[mcp_servers.NAME]` running the hostile server in `mode`, plus `extra` keys.
@@ -517,4 +519,34 @@ fn a_servers_setsid_grandchild_dies_when_rein_shuts_down() {
         |server| assert!(server.finish().success()),
         "rein's clean shutdown",
     );
+}
+
+/// When run as root, run the lifetime tests again as `nobody`: a user's rein cannot signal
+/// what is not its own, and its supervisor is a user's subreaper. (The limits on what a
+/// server sends, the names, the headers, elicitations and the tool budget are judged on
+/// bytes and configuration, the same for every user.)
+#[test]
+#[cfg_attr(
+    not(rein_is_root),
+    ignore = "run as root, it reruns the lifetime tests as nobody (run as a user, the other tests are that run)"
+)]
+fn server_lifetimes_hold_as_an_unprivileged_user() {
+    if !unprivileged::is_root() {
+        eprintln!("running as a user already: the other tests are the unprivileged run");
+        return;
+    }
+    let status = unprivileged::rerun_as_nobody(module_path!(), "as_an_unprivileged_user");
+    assert!(
+        status.success(),
+        "the lifetime tests as nobody failed: {status}"
+    );
+}
+
+/// Run only by the test above, as `nobody`.
+#[test]
+#[ignore = "run as an unprivileged user by server_lifetimes_hold_as_an_unprivileged_user"]
+fn as_an_unprivileged_user() {
+    assert!(!unprivileged::is_root());
+    a_servers_setsid_grandchild_dies_with_a_killed_rein();
+    a_servers_setsid_grandchild_dies_when_rein_shuts_down();
 }

@@ -60,6 +60,8 @@ pub struct HumanProgress<W: Write> {
     streamed_answer: String,
     /// The task graph, when the run has one.
     graph: super::graph_view::GraphView,
+    /// Calls whose approval the run denied without asking anyone, with what to say of it.
+    denied_unasked: HashMap<String, &'static str>,
 }
 
 #[derive(PartialEq, Eq, Clone, Copy)]
@@ -82,6 +84,7 @@ impl<W: Write> HumanProgress<W> {
             usage: TokenUsage::default(),
             streamed_answer: String::new(),
             graph: super::graph_view::GraphView::default(),
+            denied_unasked: HashMap::new(),
         }
     }
 
@@ -201,8 +204,12 @@ impl<W: Write> HumanProgress<W> {
                     .map(|(summary, _)| summary)
                     .unwrap_or_default();
                 let mark = if *success { "✓" } else { "✗" };
+                let denied_unasked = self.denied_unasked.remove(call_id);
                 let why = match outcome {
-                    Some(ToolOutcome::Declined { reason, .. }) => format!(" — declined: {reason}"),
+                    Some(ToolOutcome::Declined { reason, .. }) => match denied_unasked {
+                        Some(denial) => format!(" — {denial}"),
+                        None => format!(" — declined: {reason}"),
+                    },
                     Some(ToolOutcome::Exited { exit, .. }) if !exit.success() => {
                         format!(" — exit {}", exit.code())
                     }
@@ -281,9 +288,14 @@ impl<W: Write> HumanProgress<W> {
             EventMsg::MemoryRejected { id, reason, .. } => {
                 self.line(&self.style.dim(&format!("memory {id} not kept: {reason}")))?;
             }
-            EventMsg::ClientRequested { request, .. } => self.line(&format!(
-                "the agent asked but rein exec cannot answer; refused: {request:?}"
-            ))?,
+            EventMsg::ClientRequested {
+                call_id, request, ..
+            } => {
+                if let Some(denial) = super::headless::denial(request) {
+                    self.denied_unasked.insert(call_id.clone(), denial);
+                }
+                self.line(&super::headless::asked(request))?;
+            }
             EventMsg::TurnCompleted { .. } => {
                 let u = self.usage;
                 let text = format!(

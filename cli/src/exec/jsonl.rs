@@ -35,6 +35,8 @@ pub struct JsonlMapper {
     usage: TokenUsage,
     /// The thread's task graph, folded from its changes (`task_graph.updated`).
     graph: rein_protocol::TaskGraph,
+    /// Calls whose approval the run denied without asking anyone, with what to say of it.
+    denied_unasked: HashMap<String, &'static str>,
 }
 
 impl JsonlMapper {
@@ -120,6 +122,15 @@ impl JsonlMapper {
                 action: Some(action),
                 ..
             } => self.call_began(event.thread_id, call_id, name, action),
+            // The run denies every approval (nobody can be asked): say so on the call.
+            EventMsg::ClientRequested {
+                call_id, request, ..
+            } => {
+                if let Some(denial) = super::headless::denial(request) {
+                    self.denied_unasked.insert(call_id.clone(), denial);
+                }
+                Vec::new()
+            }
             EventMsg::ToolCallEnd {
                 call_id,
                 outcome: Some(outcome),
@@ -233,7 +244,6 @@ impl JsonlMapper {
             | EventMsg::ToolCallBegin { action: None, .. }
             | EventMsg::ToolCallEnd { outcome: None, .. }
             | EventMsg::PatchApplied { .. }
-            | EventMsg::ClientRequested { .. }
             | EventMsg::ClientRequestResolved { .. }
             | EventMsg::RolledBack { .. }
             | EventMsg::CompactionStarted { .. }
@@ -339,7 +349,17 @@ impl JsonlMapper {
             return Vec::new();
         };
         self.call_order.retain(|c| c != call_id);
-        finish(&mut call.details, outcome);
+        match (outcome, self.denied_unasked.remove(call_id)) {
+            // The kernel's reason reads as the user's denial; nobody was asked.
+            (ToolOutcome::Declined { by, .. }, Some(denial)) => {
+                let said = ToolOutcome::Declined {
+                    by: *by,
+                    reason: denial.to_owned(),
+                };
+                finish(&mut call.details, &said);
+            }
+            _ => finish(&mut call.details, outcome),
+        }
         vec![ExecEvent::ItemCompleted {
             item: ExecItem {
                 id: call.item_id,

@@ -8,6 +8,7 @@ mod args;
 mod events;
 mod goal;
 pub(crate) mod graph_view;
+mod headless;
 mod human;
 mod jsonl;
 mod options;
