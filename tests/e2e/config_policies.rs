@@ -277,6 +277,7 @@ fn thread_start_config_keys_set_the_threads_policies_and_its_own_fields_win() {
         "{refused}"
     );
     assert!(server.finish().success());
+}
 
 /// What a user reads of a call `rein exec` denied because its approval policy asked and
 /// nobody can answer a headless run: the policy denied it, not the user (in Codex's words,

@@ -96,10 +96,12 @@ mod symlink_race {
 
     const PATCHES: usize = 400;
 
+    /// Fields drop in order: the flipper stops before the directories it flips between
+    /// are removed (otherwise its thread panics on the vanished directory).
     struct Scene {
+        _flipper: Flipper,
         ws: tempfile::TempDir,
         outside: tempfile::TempDir,
-        _flipper: Flipper,
     }
 
     fn scene() -> Scene {
@@ -113,9 +115,9 @@ mod symlink_race {
             outside.path(),
         );
         Scene {
+            _flipper: flipper,
             ws,
             outside,
-            _flipper: flipper,
         }
     }
 
