@@ -451,8 +451,25 @@ fn kernel_config(base: KernelConfig, config: Option<&ModelConfig>) -> KernelConf
         if let Some(cap) = config.hook_continuations {
             kernel_config.max_stop_hook_vetoes = cap;
         }
+        goal_config(&mut kernel_config, &config.goals);
     }
     kernel_config
+}
+
+/// `[goals]` over the kernel's defaults.
+fn goal_config(kernel: &mut KernelConfig, goals: &rein_config::goals::GoalsToml) {
+    if let Some(on) = goals.auto_resume {
+        kernel.goal_auto_resume = on;
+    }
+    if let Some(ms) = goals.backoff_ms {
+        kernel.goal_backoff = std::time::Duration::from_millis(ms);
+    }
+    if let Some(n) = goals.usage_limit_retries {
+        kernel.goal_usage_retries = n;
+    }
+    if let Some(ms) = goals.usage_limit_retry_ms {
+        kernel.goal_usage_retry = std::time::Duration::from_millis(ms);
+    }
 }
 
 /// The MCP servers of `[mcp_servers]`, not started yet.

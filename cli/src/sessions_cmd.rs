@@ -88,16 +88,17 @@ pub fn run(args: SessionsArgs) -> anyhow::Result<()> {
                 .context("listing sessions")?;
             writeln!(
                 out,
-                "{:<36}  {:<16}  {:<30}  NAME OR FIRST MESSAGE",
-                "ID", "UPDATED", "CWD"
+                "{:<36}  {:<16}  {:<30}  {:<14}  NAME OR FIRST MESSAGE",
+                "ID", "UPDATED", "CWD", "GOAL"
             )?;
             for t in page.threads {
                 writeln!(
                     out,
-                    "{:<36}  {:<16}  {:<30}  {}",
+                    "{:<36}  {:<16}  {:<30}  {:<14}  {}",
                     t.thread_id,
                     utc_minute(t.updated_ms),
                     clip(&t.cwd.display().to_string(), 30),
+                    t.goal.map_or("-", rein_protocol::GoalStatus::as_str),
                     clip(
                         t.name
                             .as_deref()
@@ -207,6 +208,7 @@ fn show_goal(out: &mut impl Write, state: &rein_core::goal::GoalState) -> std::i
     if let Some(reason) = &goal.reason {
         writeln!(out, "  reason: {}", clip(reason, 300))?;
     }
+    writeln!(out, "  last changed by: {}", goal.origin.as_str())?;
     for (n, c) in state.checkpoints.iter().enumerate() {
         let progress = if c.progress {
             "progress"

@@ -36,6 +36,7 @@ pub mod acp;
 pub mod advisor;
 pub mod agents;
 pub mod error;
+pub mod goals;
 pub mod hooks_state;
 pub mod mcp;
 pub mod memory;
@@ -118,6 +119,9 @@ pub struct ConfigToml {
     /// `[memory]`.
     #[serde(default)]
     pub memory: memory::MemoryToml,
+    /// `[goals]`.
+    #[serde(default)]
+    pub goals: goals::GoalsToml,
 }
 
 #[derive(Clone, Debug, Default, Deserialize)]
@@ -180,6 +184,8 @@ pub struct ModelConfig {
     pub hook_continuations: Option<u32>,
     /// `[memory]`, resolved.
     pub memory: memory::MemorySettings,
+    /// `[goals]` as written (the kernel's defaults fill in the rest).
+    pub goals: goals::GoalsToml,
 }
 
 /// What to load: where, which profile, which overrides.
@@ -311,6 +317,7 @@ pub fn resolve(
         mcp_tool_budget: file.mcp_tool_budget,
         hook_continuations: hook_continuations(&file.hooks, path)?,
         memory: file.memory.resolve(),
+        goals: file.goals.clone(),
         hooks: file.hooks,
     })
 }

@@ -28,6 +28,14 @@ pub struct KernelConfig {
     /// The pause after the first goal turn without progress; it doubles after each
     /// further one (see `docs/goals.md`).
     pub goal_backoff: Duration,
+    /// Whether a goal that was active when its process died continues after the thread
+    /// is loaded again (`[goals] auto_resume`); by default it comes back paused.
+    pub goal_auto_resume: bool,
+    /// How often a goal stopped by the provider's usage limit is retried before it stays
+    /// `usage_limited`.
+    pub goal_usage_retries: u32,
+    /// The wait before the first such retry; it doubles after each.
+    pub goal_usage_retry: Duration,
 }
 
 impl Default for KernelConfig {
@@ -42,6 +50,9 @@ impl Default for KernelConfig {
             compact_user_message_tokens: 20_000,
             advisor: AdvisorConfig::default(),
             goal_backoff: Duration::from_secs(2),
+            goal_auto_resume: false,
+            goal_usage_retries: 3,
+            goal_usage_retry: Duration::from_secs(60),
         }
     }
 }

@@ -356,6 +356,7 @@ impl ThreadManager {
             Arc::clone(&tools),
             rx,
         );
+        submission_loop.goal_forked(matches!(options.origin, ThreadOrigin::Forked { .. }));
         if let Some(settings) = fresh {
             let session_id = options
                 .agent

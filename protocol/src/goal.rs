@@ -54,6 +54,15 @@ pub enum GoalOrigin {
     Automatic,
 }
 
+impl GoalOrigin {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            GoalOrigin::User => "user",
+            GoalOrigin::Automatic => "automatic",
+        }
+    }
+}
+
 /// Limits of a goal; `None` is unlimited.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct GoalBudget {
@@ -145,6 +154,10 @@ pub struct GoalCheckpoint {
     pub turn_id: TurnId,
     /// Whether the turn made progress (a patch, a verifier whose outcome changed, new input).
     pub progress: bool,
+    /// Whether the model waited (the `wait` tool): a turn that waited is no turn without
+    /// progress, and the next goal turn starts at once.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub waited: bool,
     pub criteria_met: Vec<String>,
     pub remaining: Vec<String>,
     /// The verifier runs of the turn, when the model reported the goal complete.
@@ -173,12 +186,28 @@ pub struct ThreadGoal {
     /// budget spent, a verifier's failure).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
+    /// Who made the last change: the user (a client, `rein exec --goal`) or the kernel
+    /// and the model's goal tools (`automatic`). Absent from rollouts written before it
+    /// was recorded (read as `user`).
+    #[serde(default)]
+    pub origin: GoalOrigin,
+    /// When the kernel retries a `usage_limited` goal (milliseconds since the Unix
+    /// epoch); absent when no retry is scheduled (its retries are used up).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retry_at_ms: Option<u64>,
     /// Milliseconds since the Unix epoch.
     pub created_ms: u64,
     pub updated_ms: u64,
 }
 
 impl ThreadGoal {
+    /// Whether the kernel still drives the goal: it is `active`, or `usage_limited` with a
+    /// retry scheduled.
+    pub fn driven(&self) -> bool {
+        self.status == GoalStatus::Active
+            || (self.status == GoalStatus::UsageLimited && self.retry_at_ms.is_some())
+    }
+
     pub fn verifiers(&self) -> impl Iterator<Item = (&Criterion, &Verifier)> {
         self.criteria
             .iter()

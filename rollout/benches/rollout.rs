@@ -193,6 +193,7 @@ fn bench_list(c: &mut Criterion, dir: &Path) {
             model: "gpt-bench".into(),
             title: Some(format!("task number {n}: refactor module {}", n % 977)),
             name: None,
+            goal: None,
             archived: n % 10 == 0,
             forked_from: None,
             parent_thread_id: None,

@@ -10,7 +10,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use rein_protocol::ThreadId;
+use rein_protocol::{GoalStatus, ThreadId};
 use rusqlite::{params, Connection, OptionalExtension};
 
 use rein_core::store::{ListQuery, SortKey, ThreadEntry, ThreadKinds, ThreadPage};
@@ -32,7 +32,8 @@ CREATE TABLE IF NOT EXISTS threads (
     archived    INTEGER NOT NULL DEFAULT 0,
     forked_from TEXT,
     name        TEXT,
-    parent_thread_id TEXT
+    parent_thread_id TEXT,
+    goal        TEXT
 );
 CREATE TABLE IF NOT EXISTS index_state (
     key   TEXT PRIMARY KEY,
@@ -109,6 +110,16 @@ impl RolloutIndex {
             .map_err(self.err())
     }
 
+    pub fn set_goal(&self, thread: ThreadId, goal: Option<GoalStatus>) -> Result<(), RolloutError> {
+        self.conn
+            .execute(
+                "UPDATE threads SET goal = ?2 WHERE thread_id = ?1",
+                params![thread.to_string(), goal.map(GoalStatus::as_str)],
+            )
+            .map(drop)
+            .map_err(self.err())
+    }
+
     pub fn touch(&self, thread: ThreadId, updated_ms: u64) -> Result<(), RolloutError> {
         self.conn
             .execute(
@@ -137,7 +148,7 @@ impl RolloutIndex {
     pub fn get(&self, thread: ThreadId) -> Result<Option<ThreadEntry>, RolloutError> {
         self.conn
             .query_row(
-                "SELECT thread_id, path, created_ms, updated_ms, cwd, model, title, archived, forked_from, name, parent_thread_id
+                "SELECT thread_id, path, created_ms, updated_ms, cwd, model, title, archived, forked_from, name, parent_thread_id, goal
                  FROM threads WHERE thread_id = ?1",
                 params![thread.to_string()],
                 row_to_entry,
@@ -221,7 +232,7 @@ impl RolloutIndex {
             SortKey::Updated => "updated_ms",
         };
         let mut sql = String::from(
-            "SELECT thread_id, path, created_ms, updated_ms, cwd, model, title, archived, forked_from, name, parent_thread_id
+            "SELECT thread_id, path, created_ms, updated_ms, cwd, model, title, archived, forked_from, name, parent_thread_id, goal
              FROM threads WHERE archived = ?1",
         );
         let mut args: Vec<rusqlite::types::Value> = vec![i64::from(query.archived).into()];
@@ -285,8 +296,8 @@ fn upsert_on(conn: &Connection, entry: &ThreadEntry) -> rusqlite::Result<()> {
     conn.prepare_cached(
         "INSERT OR REPLACE INTO threads
          (thread_id, path, created_ms, updated_ms, cwd, model, title, archived, forked_from, name,
-          parent_thread_id)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+          parent_thread_id, goal)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
     )?
     .execute(params![
         entry.thread_id.to_string(),
@@ -300,6 +311,7 @@ fn upsert_on(conn: &Connection, entry: &ThreadEntry) -> rusqlite::Result<()> {
         entry.forked_from.map(|t| t.to_string()),
         entry.name.as_deref().map(preview),
         entry.parent_thread_id.map(|t| t.to_string()),
+        entry.goal.map(GoalStatus::as_str),
     ])
     .map(drop)
 }
@@ -328,7 +340,27 @@ fn row_to_entry(row: &rusqlite::Row<'_>) -> rusqlite::Result<ThreadEntry> {
             .get::<_, Option<String>>(10)?
             .map(|t| parse_id(10, t))
             .transpose()?,
+        goal: row
+            .get::<_, Option<String>>(11)?
+            .as_deref()
+            .and_then(goal_status),
     })
+}
+
+/// A goal status as the index stores it (`GoalStatus::as_str`); an unknown one reads as
+/// none (the index is a cache, rebuilt from the rollouts).
+fn goal_status(text: &str) -> Option<GoalStatus> {
+    use GoalStatus::*;
+    [
+        Active,
+        Paused,
+        Blocked,
+        UsageLimited,
+        BudgetLimited,
+        Complete,
+    ]
+    .into_iter()
+    .find(|s| s.as_str() == text)
 }
 
 /// Indexes made before a column existed get it (empty until the next reindex or write).
@@ -348,6 +380,14 @@ fn add_missing_columns(conn: &Connection) -> rusqlite::Result<()> {
     )?;
     if !has_parent {
         conn.execute("ALTER TABLE threads ADD COLUMN parent_thread_id TEXT", [])?;
+    }
+    let has_goal: bool = conn.query_row(
+        "SELECT count(*) > 0 FROM pragma_table_info('threads') WHERE name = 'goal'",
+        [],
+        |r| r.get(0),
+    )?;
+    if !has_goal {
+        conn.execute("ALTER TABLE threads ADD COLUMN goal TEXT", [])?;
     }
     Ok(())
 }

@@ -12,7 +12,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::mpsc;
 
-use rein_protocol::ThreadId;
+use rein_protocol::{GoalStatus, ThreadId};
 
 use super::index::RolloutIndex;
 use super::RolloutError;
@@ -77,6 +77,10 @@ impl IndexClient {
 
     pub fn set_name(&self, thread: ThreadId, name: String) {
         self.update(Box::new(move |i| i.set_name(thread, &name)));
+    }
+
+    pub fn set_goal(&self, thread: ThreadId, goal: Option<GoalStatus>) {
+        self.update(Box::new(move |i| i.set_goal(thread, goal)));
     }
 
     pub fn touch(&self, thread: ThreadId, updated_ms: u64) {

@@ -443,24 +443,39 @@ pub fn read_meta(path: &Path) -> Result<SessionMeta, RolloutError> {
     })
 }
 
-/// The thread's last name (`thread_named`), for reindexing: names may be set at any point
-/// of a long rollout, so every line is looked at, but only lines that mention the event
-/// are decoded.
-pub(crate) fn read_last_name(path: &Path) -> Result<Option<String>, RolloutError> {
-    const MARKER: &[u8] = br#""type":"thread_named""#;
+/// What reindexing takes from the whole of a rollout: the thread's last name
+/// (`thread_named`) and its goal's last status (`goal_updated`, `goal_cleared`).
+#[derive(Debug, Default)]
+pub(crate) struct ListingTail {
+    pub name: Option<String>,
+    pub goal: Option<rein_protocol::GoalStatus>,
+}
+
+/// [`ListingTail`], for reindexing: names and goals may change at any point of a long
+/// rollout, so every line is looked at, but only lines that mention those events are
+/// decoded.
+pub(crate) fn read_listing_tail(path: &Path) -> Result<ListingTail, RolloutError> {
+    const MARKERS: [&[u8]; 3] = [
+        br#""type":"thread_named""#,
+        br#""type":"goal_updated""#,
+        br#""type":"goal_cleared""#,
+    ];
     let file = open_regular(path)?;
     let mut input = BufReader::with_capacity(256 * 1024, file);
     let mut buf = Vec::new();
-    let mut name = None;
+    let mut tail = ListingTail::default();
     loop {
         match read_line_bounded(&mut input, &mut buf, MAX_LINE_BYTES)
             .map_err(RolloutError::io("reading", path))?
         {
-            LineRead::Eof => return Ok(name),
+            LineRead::Eof => return Ok(tail),
             LineRead::TooLong(_) => continue,
             LineRead::Line => {}
         }
-        if !buf.windows(MARKER.len()).any(|w| w == MARKER) {
+        let marked = MARKERS
+            .iter()
+            .any(|m| buf.windows(m.len()).any(|w| w == *m));
+        if !marked {
             continue;
         }
         if let Ok(ParsedLine {
@@ -468,8 +483,11 @@ pub(crate) fn read_last_name(path: &Path) -> Result<Option<String>, RolloutError
             ..
         }) = serde_json::from_slice(&buf)
         {
-            if let EventMsg::ThreadNamed { name: named } = event.msg {
-                name = Some(named);
+            match event.msg {
+                EventMsg::ThreadNamed { name } => tail.name = Some(name),
+                EventMsg::GoalUpdated { goal } => tail.goal = Some(goal.status),
+                EventMsg::GoalCleared => tail.goal = None,
+                _ => {}
             }
         }
     }

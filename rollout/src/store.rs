@@ -21,7 +21,7 @@ use super::index::RolloutIndex;
 use super::indexer::{stale_marker, IndexClient};
 use super::layout;
 use super::lock::{LockDir, ThreadLock};
-use super::reader::{read_last_name, read_meta, read_rollout, read_rollout_until, ReadUntil};
+use super::reader::{read_listing_tail, read_meta, read_rollout, read_rollout_until, ReadUntil};
 use super::resume::{fork_events, repair_for_resume};
 use super::time::now_ms;
 use super::writer::{Durability, RolloutWriter, WriterOptions};
@@ -375,6 +375,7 @@ impl RolloutStore {
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
         let created_ms = head.meta.created_ms();
+        let tail = read_listing_tail(path)?;
         Ok(ThreadEntry {
             thread_id: head.meta.thread_id,
             path: path.to_path_buf(),
@@ -383,7 +384,8 @@ impl RolloutStore {
             cwd: head.meta.cwd.clone(),
             model: head.meta.model.clone(),
             title: first_user_text(&head.events),
-            name: read_last_name(path)?,
+            name: tail.name,
+            goal: tail.goal,
             archived: path.starts_with(layout::archived_dir(&self.home)),
             forked_from: head.meta.forked_from,
             parent_thread_id: head.meta.parent_thread_id,

@@ -209,6 +209,7 @@ impl RolloutWriter {
                 model: meta.model.clone(),
                 title: None,
                 name: None,
+                goal: None,
                 archived: false,
                 forked_from: meta.forked_from,
                 parent_thread_id: meta.parent_thread_id,
@@ -412,13 +413,16 @@ impl RolloutWriter {
         RecorderError::io(self.path.clone(), source)
     }
 
-    /// Keep the index's listing fields (title, name) in step with what is written.
+    /// Keep the index's listing fields (title, name, goal) in step with what is written.
     fn note_listing(&mut self, event: &Event) {
         let Some(index) = &self.options.index else {
             return;
         };
-        if let EventMsg::ThreadNamed { name } = &event.msg {
-            index.set_name(self.thread, name.clone());
+        match &event.msg {
+            EventMsg::ThreadNamed { name } => index.set_name(self.thread, name.clone()),
+            EventMsg::GoalUpdated { goal } => index.set_goal(self.thread, Some(goal.status)),
+            EventMsg::GoalCleared => index.set_goal(self.thread, None),
+            _ => {}
         }
         if self.titled {
             return;

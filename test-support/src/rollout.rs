@@ -459,6 +459,8 @@ pub fn every_variant_thread() -> ThreadScript {
         }],
         idle_turns: 0,
         reason: None,
+        origin: rein_protocol::GoalOrigin::User,
+        retry_at_ms: None,
         created_ms: 1,
         updated_ms: 2,
     };
@@ -468,6 +470,7 @@ pub fn every_variant_thread() -> ThreadScript {
     });
     s.push(EventMsg::GoalCheckpointed {
         checkpoint: rein_protocol::GoalCheckpoint {
+            waited: false,
             turn_id: TurnId::new(),
             progress: false,
             criteria_met: Vec::new(),

@@ -182,7 +182,7 @@ fn a_token_budget_ends_the_goal_at_a_step_boundary() {
                        "reasoning_output_tokens": 0, "total_tokens": 600});
     let step = json!({"tool_calls": [{"name": "shell", "arguments": {"command": "true"}}],
                       "usage": usage});
-    let mock = MockModel::start(json!({"replies": [step]}));
+    let mock = MockModel::start(json!({"replies": [step, step, text("wrapped up")]}));
     let home = Home::new(&mock, "responses");
     let work = tempfile::tempdir().unwrap();
     let (code, events) = run_goal(
@@ -193,8 +193,8 @@ fn a_token_budget_ends_the_goal_at_a_step_boundary() {
     assert_eq!(code, 4, "{events:#?}");
     assert_eq!(
         mock.requests().len(),
-        2,
-        "stopped at the step that crossed it"
+        3,
+        "stopped at the step that crossed it; then the wrap-up's one request"
     );
     let goal = last_goal(&events);
     assert_eq!(goal["status"], "budget_limited");
@@ -205,7 +205,8 @@ fn a_token_budget_ends_the_goal_at_a_step_boundary() {
 #[test]
 fn a_turn_budget_stops_before_the_next_goal_turn() {
     let mock = MockModel::start(json!({"replies": [
-        patch("a.txt"), text("one"), patch("b.txt"), text("two"), patch("c.txt"), text("three"),
+        patch("a.txt"), text("one"), patch("b.txt"), text("two"), text("wrapped up"),
+        patch("c.txt"),
     ]}));
     let home = Home::new(&mock, "responses");
     let work = tempfile::tempdir().unwrap();
@@ -215,7 +216,11 @@ fn a_turn_budget_stops_before_the_next_goal_turn() {
         &["--goal", "write files", "--goal-turns", "2"],
     );
     assert_eq!(code, 4, "{events:#?}");
-    assert_eq!(mock.requests().len(), 4);
+    assert_eq!(
+        mock.requests().len(),
+        5,
+        "two goal turns of two steps, the wrap-up"
+    );
     let goal = last_goal(&events);
     assert_eq!(goal["status"], "budget_limited");
     assert_eq!(goal["reason"], "turn budget spent: 2 of 2 goal turns");

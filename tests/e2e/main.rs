@@ -46,6 +46,8 @@ mod exec_setup;
 mod full_disk;
 mod goals;
 mod goals_app_server;
+mod goals_more;
+mod goals_wire;
 mod hooks;
 mod hooks_app_server;
 mod hooks_session;

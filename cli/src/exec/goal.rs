@@ -86,22 +86,29 @@ pub async fn drive_goal(
     let mut sigint = signal(SignalKind::interrupt()).context("installing the Ctrl-C handler")?;
     let mut sigterm = signal(SignalKind::terminate()).context("installing the SIGTERM handler")?;
     let mut printer = Printer::new(mode);
-    let mut status = match handle.submit(Op::SetGoal { change }).await? {
-        OpResult::Goal { goal } => goal.map(|g| g.status),
+    let (mut status, mut driven) = match handle.submit(Op::SetGoal { change }).await? {
+        OpResult::Goal { goal } => (
+            goal.as_ref().map(|g| g.status),
+            goal.is_some_and(|g| g.driven()),
+        ),
         OpResult::GoalRefused { error } => bail!("the goal was refused: {error}"),
         other => bail!("unexpected answer to the goal: {other:?}"),
     };
     let mut outcome = Outcome::default();
     let mut last_message = None;
     let mut turn_running = false;
-    while status == Some(GoalStatus::Active) || turn_running {
+    // Driven: active, or waiting for a retry after the provider's usage limit.
+    while driven || turn_running {
         tokio::select! {
             event = events.recv() => {
                 let Some(event) = event else { break };
                 printer.print(&event).context("writing output")?;
                 match &event.msg {
-                    EventMsg::GoalUpdated { goal } => status = Some(goal.status),
-                    EventMsg::GoalCleared => status = None,
+                    EventMsg::GoalUpdated { goal } => {
+                        status = Some(goal.status);
+                        driven = goal.driven();
+                    }
+                    EventMsg::GoalCleared => (status, driven) = (None, false),
                     EventMsg::TurnStarted { .. } => turn_running = true,
                     EventMsg::TurnCompleted { .. } => {
                         turn_running = false;

@@ -78,6 +78,8 @@ impl GoalState {
                 if let Some(goal) = &mut self.goal {
                     goal.idle_turns = if checkpoint.progress {
                         0
+                    } else if checkpoint.waited {
+                        goal.idle_turns
                     } else {
                         goal.idle_turns + 1
                     };
@@ -138,6 +140,8 @@ mod tests {
             criteria: Vec::new(),
             idle_turns: 0,
             reason: None,
+            origin: rein_protocol::GoalOrigin::User,
+            retry_at_ms: None,
             created_ms: 0,
             updated_ms: 0,
         }

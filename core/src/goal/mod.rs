@@ -28,6 +28,10 @@ pub enum GoalRequest {
     Verified {
         outcomes: Vec<VerifierOutcome>,
     },
+    /// The model must wait (CI, a long build): how long it may.
+    Wait {
+        requested: std::time::Duration,
+    },
 }
 
 /// The loop's answer to a [`GoalRequest`].
@@ -36,6 +40,8 @@ pub enum GoalReply {
     Goal(Option<ThreadGoal>),
     /// Before `complete` is believed: run these criteria's verifiers and report back.
     Verify(Vec<Criterion>),
+    /// Wait this long (the request bounded by the goal's budget).
+    Wait(std::time::Duration),
 }
 
 pub type GoalAnswer = Result<GoalReply, GoalError>;

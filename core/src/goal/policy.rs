@@ -47,8 +47,14 @@ pub(crate) fn next(goal: &ThreadGoal, checkpoints: &[GoalCheckpoint], base: Dura
             evidence: evidence(checkpoints),
         };
     }
+    // A turn that waited already paused: the next one starts at once.
+    let waited = checkpoints.last().is_some_and(|c| c.waited && !c.progress);
     Next::Continue {
-        after: backoff(base, goal.idle_turns),
+        after: if waited {
+            Duration::ZERO
+        } else {
+            backoff(base, goal.idle_turns)
+        },
     }
 }
 
@@ -70,6 +76,44 @@ fn evidence(checkpoints: &[GoalCheckpoint]) -> String {
         ));
     }
     text
+}
+
+/// The wait before the `n`-th retry (1-based) after the provider's usage limit: `base`,
+/// then twice that, ... up to an hour.
+pub(crate) fn usage_retry_wait(base: Duration, n: u32) -> Duration {
+    let factor = 1u32 << n.saturating_sub(1).min(16);
+    base.saturating_mul(factor).min(Duration::from_secs(3600))
+}
+
+/// The developer message of the wrap-up turn after a budget ended the goal.
+pub(crate) fn wrap_up_text(
+    goal: &ThreadGoal,
+    spent: &str,
+    last: Option<&GoalCheckpoint>,
+) -> String {
+    let mut text = format!(
+        "The goal of this thread has stopped ({spent}). You have no tools now and this \
+         is your last answer for the goal. In a few sentences, tell the user what was done \
+         towards the objective, what is left, and what they could do next (raise the \
+         budget and set the goal active to continue).\n\n<objective>\n{}\n</objective>\n",
+        goal.objective
+    );
+    if let Some(last) = last {
+        text.push_str(&format!("\nLast checkpoint: {}\n", last.note));
+    }
+    text
+}
+
+/// The longest one `wait` call may take, whatever the budget.
+pub const MAX_WAIT: Duration = Duration::from_secs(600);
+
+/// How long the model may wait: what it asked, at most [`MAX_WAIT`] and the goal's wall
+/// time left.
+pub(crate) fn wait_bound(requested: Duration, goal: &ThreadGoal) -> Duration {
+    let left = remaining(&goal.budget, &goal.usage)
+        .wall_time_ms
+        .map_or(MAX_WAIT, Duration::from_millis);
+    requested.min(MAX_WAIT).min(left)
 }
 
 /// The budget left.
@@ -186,6 +230,8 @@ mod tests {
             criteria: Vec::new(),
             idle_turns,
             reason: None,
+            origin: rein_protocol::GoalOrigin::User,
+            retry_at_ms: None,
             created_ms: 0,
             updated_ms: 0,
         }
@@ -205,6 +251,7 @@ mod tests {
             .map(|n| GoalCheckpoint {
                 turn_id: TurnId::new(),
                 progress: false,
+                waited: false,
                 criteria_met: Vec::new(),
                 remaining: Vec::new(),
                 verifier_outcomes: Vec::new(),
@@ -223,6 +270,30 @@ mod tests {
             evidence.contains("said 0") && evidence.contains("said 2"),
             "{evidence}"
         );
+    }
+
+    #[test]
+    fn a_wait_is_bounded_by_the_wall_time_left_and_the_cap() {
+        let usage = GoalUsage {
+            tokens: 0,
+            time_ms: 4_000,
+            turns: 1,
+        };
+        let budget = GoalBudget {
+            wall_time_ms: Some(10_000),
+            ..GoalBudget::default()
+        };
+        let g = goal(0, usage, budget);
+        assert_eq!(
+            wait_bound(Duration::from_secs(60), &g),
+            Duration::from_secs(6)
+        );
+        assert_eq!(
+            wait_bound(Duration::from_secs(2), &g),
+            Duration::from_secs(2)
+        );
+        let unbounded = goal(0, usage, GoalBudget::default());
+        assert_eq!(wait_bound(Duration::from_secs(7200), &unbounded), MAX_WAIT);
     }
 
     #[test]

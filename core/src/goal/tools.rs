@@ -31,12 +31,14 @@ pub fn goal_tools() -> Arc<StaticTools> {
         Arc::new(GetGoal),
         Arc::new(CreateGoal),
         Arc::new(UpdateGoal),
+        Arc::new(Wait),
     ]))
 }
 
 struct GetGoal;
 struct CreateGoal;
 struct UpdateGoal;
+struct Wait;
 
 fn goal_json(goal: Option<&ThreadGoal>) -> serde_json::Value {
     match goal {
@@ -71,7 +73,7 @@ impl Tool for GetGoal {
         Box::pin(async move {
             match ask(&ctx, GoalRequest::Get).await {
                 Ok(GoalReply::Goal(goal)) => ToolResult::ok(goal_json(goal.as_ref()).to_string()),
-                Ok(GoalReply::Verify(_)) => ToolResult::err("unexpected answer"),
+                Ok(_) => ToolResult::err("unexpected answer"),
                 Err(message) => ToolResult::err(message),
             }
         })
@@ -117,7 +119,7 @@ impl Tool for CreateGoal {
             };
             match ask(&ctx, request).await {
                 Ok(GoalReply::Goal(goal)) => ToolResult::ok(goal_json(goal.as_ref()).to_string()),
-                Ok(GoalReply::Verify(_)) => ToolResult::err("unexpected answer"),
+                Ok(_) => ToolResult::err("unexpected answer"),
                 Err(message) => ToolResult::err(message),
             }
         })
@@ -165,6 +167,7 @@ impl Tool for UpdateGoal {
             let criteria = match ask(&ctx, request).await {
                 Ok(GoalReply::Goal(goal)) => return updated(goal.as_ref(), &[]),
                 Ok(GoalReply::Verify(criteria)) => criteria,
+                Ok(GoalReply::Wait(_)) => return ToolResult::err("unexpected answer"),
                 Err(message) => return ToolResult::err(message),
             };
             let mut outcomes = Vec::with_capacity(criteria.len());
@@ -180,9 +183,56 @@ impl Tool for UpdateGoal {
             .await
             {
                 Ok(GoalReply::Goal(goal)) => updated(goal.as_ref(), &outcomes),
-                Ok(GoalReply::Verify(_)) => ToolResult::err("unexpected answer"),
+                Ok(_) => ToolResult::err("unexpected answer"),
                 Err(message) => ToolResult::err(message),
             }
+        })
+    }
+}
+
+#[derive(Deserialize)]
+struct WaitArgs {
+    seconds: f64,
+}
+
+impl Tool for Wait {
+    fn spec(&self) -> ToolSpec {
+        ToolSpec {
+            name: "wait".into(),
+            description: "Wait before going on with the goal, when what you need is not \
+                          ready yet (CI, a long build, a deploy): cheaper than another turn. \
+                          The wait is bounded by the goal's wall time left and 600 seconds; \
+                          a turn that waits is not counted as a turn without progress."
+                .into(),
+            parameters: json!({
+                "type": "object",
+                "properties": {
+                    "seconds": {"type": "number", "exclusiveMinimum": 0, "maximum": 600}
+                },
+                "required": ["seconds"],
+                "additionalProperties": false
+            }),
+        }
+    }
+
+    fn run<'a>(&'a self, call: ToolCall, ctx: ToolContext) -> BoxFuture<'a, ToolResult> {
+        Box::pin(async move {
+            let requested = match serde_json::from_str::<WaitArgs>(&call.arguments) {
+                Ok(args) if args.seconds.is_finite() && args.seconds > 0.0 => {
+                    std::time::Duration::from_secs_f64(args.seconds.min(1e6))
+                }
+                Ok(_) => return ToolResult::err("seconds: must be a positive number"),
+                Err(e) => return ToolResult::err(format!("bad arguments: {e}")),
+            };
+            let granted = match ask(&ctx, GoalRequest::Wait { requested }).await {
+                Ok(GoalReply::Wait(granted)) => granted,
+                Ok(_) => return ToolResult::err("unexpected answer"),
+                Err(message) => return ToolResult::err(message),
+            };
+            // The loop's own timer would need a round trip per tick; the turn's task is
+            // cancelled (and this timer dropped) by an interrupt or the goal's deadline.
+            tokio::time::sleep(granted).await;
+            ToolResult::ok(format!("waited {} ms", granted.as_millis()))
         })
     }
 }

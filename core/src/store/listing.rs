@@ -16,6 +16,8 @@ pub struct ThreadEntry {
     pub title: Option<String>,
     /// The user-given name (`thread_named`), if any.
     pub name: Option<String>,
+    /// The status of the thread's goal as last recorded, if it has one.
+    pub goal: Option<rein_protocol::GoalStatus>,
     pub archived: bool,
     pub forked_from: Option<ThreadId>,
     /// The thread that spawned it, for a sub-agent.

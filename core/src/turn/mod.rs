@@ -27,6 +27,9 @@ use rein_protocol::{ErrorCode, Item, TaskKind, ThreadId, ThreadSettings, TurnId}
 use crate::model::ModelClient;
 use crate::tools::ThreadTools;
 
+/// `TurnContext::withheld` for a turn offered no tools.
+pub(crate) const ALL_TOOLS: &[&str] = &["*"];
+
 /// Fixed for the whole turn.
 #[derive(Clone)]
 pub(crate) struct TurnContext {
@@ -43,7 +46,8 @@ pub(crate) struct TurnContext {
     pub vision: vision::Vision,
     /// The thread's tool state; its sources are consulted at every step.
     pub tools: Arc<ThreadTools>,
-    /// Tools this turn is not offered whatever its sources say (a review edits nothing).
+    /// Tools this turn is not offered whatever its sources say (a review edits nothing;
+    /// [`ALL_TOOLS`]: none at all, the goal's wrap-up).
     pub withheld: &'static [&'static str],
     pub parallel_tool_calls: bool,
     /// The structured-output schema the turn's input asked for.

@@ -52,6 +52,7 @@ impl StepContext {
             fallback: turn.fallback.clone(),
             tools: match turn.withheld {
                 [] => turn.tools.sources.freeze(),
+                super::ALL_TOOLS => Arc::new(ToolSet::empty()),
                 withheld => Arc::new(turn.tools.sources.freeze().without(withheld)),
             },
             thread_tools: Arc::clone(&turn.tools),

@@ -5,8 +5,8 @@
 
 use rein_protocol::{
     check_objective, BudgetKind, ErrorCode, EventMsg, GoalBudget, GoalChange, GoalCheckpoint,
-    GoalError, GoalStatus, GoalUsage, Item, ItemId, OpResult, ThreadGoal, ToolOutcome, TurnId,
-    VerifierOutcome,
+    GoalError, GoalOrigin, GoalStatus, GoalUsage, Item, ItemId, OpResult, ThreadGoal, ToolOutcome,
+    TurnId, VerifierOutcome,
 };
 use tokio::sync::oneshot;
 use tokio::time::Instant;
@@ -24,8 +24,15 @@ const NOTE_CHARS: usize = 300;
 pub(super) struct GoalDriver {
     /// When the next goal turn starts, while the thread is idle.
     pub(super) wake: Option<Instant>,
-    /// Set by `start_goal_turn` for `start_turn` to record after `TurnStarted`.
-    pub(super) opening: Option<(GoalBudget, Item)>,
+    /// Set by `start_goal_turn` (and the wrap-up) for `start_turn` to record after
+    /// `TurnStarted`.
+    pub(super) opening: Option<Opening>,
+    /// Usage-limit retries since the last turn that got through.
+    pub(super) usage_retries: u32,
+    /// The wrap-up turn after a budget ended the goal, and the steps it took.
+    pub(super) wrap_up: Option<(TurnId, u32)>,
+    /// The thread is a fork's first life: its goal is paused whatever `auto_resume` says.
+    pub(super) forked: bool,
     /// What the running turn did for the goal.
     turn: TurnFacts,
     /// The failing verifier outcomes the next goal turn is told.
@@ -36,9 +43,17 @@ pub(super) struct GoalDriver {
     tools_offered: bool,
 }
 
+/// What a turn the loop starts for the goal begins with.
+pub(super) struct Opening {
+    /// The budget left, for a goal turn (`GoalTurnStarted`); `None`: the wrap-up.
+    pub(super) remaining: Option<GoalBudget>,
+    pub(super) item: Item,
+}
+
 #[derive(Default)]
 struct TurnFacts {
     progress: bool,
+    waited: bool,
     outcomes: Vec<VerifierOutcome>,
 }
 
@@ -50,7 +65,7 @@ pub(super) enum TurnEnd {
     Failed(ErrorCode, String),
 }
 
-fn now_ms() -> u64 {
+pub(super) fn now_ms() -> u64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
@@ -65,51 +80,41 @@ fn short(text: &str) -> String {
 }
 
 impl SubmissionLoop {
-    fn goal(&self) -> Option<&ThreadGoal> {
+    pub(super) fn goal(&self) -> Option<&ThreadGoal> {
         self.state.goal.goal.as_ref()
     }
 
     /// Offer the model the goal tools from the next step on (once the thread has a goal:
     /// threads without one send the same tool list as before goals existed).
-    fn offer_goal_tools(&mut self) {
+    pub(super) fn offer_goal_tools(&mut self) {
         if !self.goal_driver.tools_offered {
             self.goal_driver.tools_offered = true;
             self.tools.sources.add(crate::goal::tools::goal_tools());
         }
     }
 
-    /// Record `goal` as the thread's goal now.
-    fn record_goal(&mut self, mut goal: ThreadGoal) -> ThreadGoal {
+    /// Record `goal` as the thread's goal now, changed by `origin`.
+    pub(super) fn record_goal(&mut self, mut goal: ThreadGoal, origin: GoalOrigin) -> ThreadGoal {
         self.offer_goal_tools();
         goal.updated_ms = now_ms();
+        goal.origin = origin;
+        if goal.status != GoalStatus::UsageLimited {
+            goal.retry_at_ms = None;
+        }
         let turn = self.running.as_ref().map(|t| t.id);
         self.emit(turn, EventMsg::GoalUpdated { goal: goal.clone() });
         goal
     }
 
-    /// Move the goal to `status` (with why), if it has one.
-    fn set_goal_status(&mut self, status: GoalStatus, reason: Option<String>) {
+    /// Move the goal to `status` (with why), if it has one: the kernel's own change.
+    pub(super) fn set_goal_status(&mut self, status: GoalStatus, reason: Option<String>) {
         if let Some(mut goal) = self.goal().cloned() {
             goal.status = status;
             goal.reason = reason;
             if status != GoalStatus::Active {
                 self.goal_driver.wake = None;
             }
-            self.record_goal(goal);
-        }
-    }
-
-    /// A thread loaded from its rollout never continues a goal by itself: an active goal
-    /// comes back paused, and one call resumes it.
-    pub(super) fn goal_on_load(&mut self) {
-        if self.goal().is_some() {
-            self.offer_goal_tools();
-        }
-        if self.state.goal.active() {
-            self.set_goal_status(
-                GoalStatus::Paused,
-                Some("paused when the thread was loaded again; set it active to resume".into()),
-            );
+            self.record_goal(goal, GoalOrigin::Automatic);
         }
     }
 
@@ -155,6 +160,8 @@ impl SubmissionLoop {
                 criteria: Vec::new(),
                 idle_turns: 0,
                 reason: None,
+                origin: change.origin,
+                retry_at_ms: None,
                 created_ms: now_ms(),
                 updated_ms: 0,
             },
@@ -173,13 +180,15 @@ impl SubmissionLoop {
         }
         if let Some(status) = change.status {
             if status == GoalStatus::Active && goal.status != GoalStatus::Active {
-                // Resumed by the user: a fresh start for the no-progress count.
+                // Resumed by the user: a fresh start for the no-progress count and
+                // the usage-limit retries.
                 goal.idle_turns = 0;
+                self.goal_driver.usage_retries = 0;
             }
             goal.status = status;
             goal.reason = None;
         }
-        let goal = self.record_goal(goal);
+        let goal = self.record_goal(goal, change.origin);
         if goal.status == GoalStatus::Active && self.running.is_none() {
             self.goal_driver.wake = Some(Instant::now());
         }
@@ -212,6 +221,9 @@ impl SubmissionLoop {
                         tokens: token_budget,
                         ..GoalBudget::default()
                     }),
+                    // The model's own lifecycle change (the user asked it, its
+                    // description says; the kernel cannot tell).
+                    origin: GoalOrigin::Automatic,
                     ..GoalChange::default()
                 };
                 self.change_goal(change).map(|g| GoalReply::Goal(Some(g)))
@@ -232,6 +244,14 @@ impl SubmissionLoop {
                 }
                 self.set_goal_status(status, note);
                 Ok(GoalReply::Goal(self.goal().cloned()))
+            }
+            GoalRequest::Wait { requested } => {
+                let Some(goal) = self.goal().filter(|g| g.status == GoalStatus::Active) else {
+                    return Err(GoalError::NoGoal);
+                };
+                let granted = policy::wait_bound(requested, goal);
+                self.goal_driver.turn.waited = true;
+                Ok(GoalReply::Wait(granted))
             }
             GoalRequest::Verified { outcomes } => {
                 let passed: Vec<bool> = outcomes.iter().map(|o| o.passed).collect();
@@ -272,7 +292,10 @@ impl SubmissionLoop {
 
     /// At a step boundary: a spent token or wall-time budget ends the running turn.
     /// (A turn budget only stops the next goal turn from starting.)
-    pub(super) fn goal_budget_crossed(&self) -> bool {
+    pub(super) fn goal_budget_crossed(&mut self) -> bool {
+        if self.wrap_up_step_over() {
+            return true;
+        }
         let Some(goal) = self.goal().filter(|g| g.status == GoalStatus::Active) else {
             return false;
         };
@@ -280,12 +303,6 @@ impl SubmissionLoop {
             goal.usage.exceeds(&goal.budget),
             Some(BudgetKind::Tokens | BudgetKind::WallTime)
         )
-    }
-
-    fn budget_limit(&mut self, kind: BudgetKind) {
-        let Some(goal) = self.goal() else { return };
-        let text = policy::budget_text(kind, goal);
-        self.set_goal_status(GoalStatus::BudgetLimited, Some(text));
     }
 
     /// After a turn ended: checkpoint a goal turn, then pause, block, stop on a budget or
@@ -305,14 +322,13 @@ impl SubmissionLoop {
                 GoalStatus::Paused,
                 Some("interrupted by the user; set it active to resume".into()),
             ),
-            TurnEnd::Failed(ErrorCode::RateLimited, message) => {
-                self.set_goal_status(GoalStatus::UsageLimited, Some(message));
-            }
+            TurnEnd::Failed(ErrorCode::RateLimited, message) => self.usage_limited(&message),
             TurnEnd::Failed(_, message) => self.set_goal_status(
                 GoalStatus::Blocked,
                 Some(format!("the turn failed: {message}")),
             ),
             TurnEnd::Completed | TurnEnd::Budget => {
+                self.goal_driver.usage_retries = 0;
                 let next = if goal_turn {
                     policy::next(
                         &goal,
@@ -359,6 +375,16 @@ impl SubmissionLoop {
         }
     }
 
+    /// The same for a failed turn. A turn the provider refused at its usage limit got no
+    /// answer: it is no goal turn for the no-progress count (no checkpoint).
+    pub(super) fn goal_before_failed_turn_end(&mut self, turn_id: TurnId, code: ErrorCode) {
+        if code == ErrorCode::RateLimited && self.state.goal.active() {
+            self.goal_driver.turn = TurnFacts::default();
+            return;
+        }
+        self.goal_before_turn_end(turn_id);
+    }
+
     fn checkpoint(&mut self, turn_id: TurnId, facts: TurnFacts) {
         let Some(goal) = self.goal() else { return };
         let mut criteria_met = Vec::new();
@@ -381,6 +407,7 @@ impl SubmissionLoop {
         let checkpoint = GoalCheckpoint {
             turn_id,
             progress: facts.progress,
+            waited: facts.waited,
             criteria_met,
             remaining,
             verifier_outcomes: facts.outcomes,
@@ -393,13 +420,15 @@ impl SubmissionLoop {
     /// objective, the budget left, the last checkpoint and failed checks as its input.
     pub(super) fn start_goal_turn(&mut self) {
         self.goal_driver.wake = None;
-        let Some(goal) = self
-            .goal()
-            .filter(|g| g.status == GoalStatus::Active)
-            .cloned()
-        else {
+        let Some(mut goal) = self.goal().filter(|g| g.driven()).cloned() else {
             return;
         };
+        if goal.status == GoalStatus::UsageLimited {
+            // The retry after the provider's usage limit: the goal is active again.
+            goal.status = GoalStatus::Active;
+            goal.reason = None;
+            goal = self.record_goal(goal, GoalOrigin::Automatic);
+        }
         if let Some(kind) = goal.usage.exceeds(&goal.budget) {
             self.budget_limit(kind);
             return;
@@ -415,7 +444,10 @@ impl SubmissionLoop {
             id: ItemId::new(),
             text,
         };
-        self.goal_driver.opening = Some((remaining, item));
+        self.goal_driver.opening = Some(Opening {
+            remaining: Some(remaining),
+            item,
+        });
         let inputs = self.pending.take_all();
         if let Err(reason) = self.start_turn(TurnId::new(), inputs, false, None) {
             self.goal_driver.opening = None;
@@ -431,11 +463,16 @@ impl SubmissionLoop {
         }
     }
 
-    /// Record what `start_goal_turn` left for the turn just opened.
-    pub(super) fn open_goal_turn(&mut self, turn_id: TurnId) {
-        if let Some((remaining, item)) = self.goal_driver.opening.take() {
+    /// Record what `start_goal_turn` (or the wrap-up) left for the turn just opened.
+    /// True when the turn is the wrap-up, which is offered no tools.
+    pub(super) fn open_goal_turn(&mut self, turn_id: TurnId) -> bool {
+        let Some(Opening { remaining, item }) = self.goal_driver.opening.take() else {
+            return false;
+        };
+        if let Some(remaining) = remaining {
             self.emit(Some(turn_id), EventMsg::GoalTurnStarted { remaining });
-            self.emit(Some(turn_id), EventMsg::ItemCompleted { item });
         }
+        self.emit(Some(turn_id), EventMsg::ItemCompleted { item });
+        remaining.is_none()
     }
 }

@@ -19,6 +19,7 @@ use tokio_util::task::AbortOnDropHandle;
 mod abort;
 mod approvals;
 mod goal;
+mod goal_limits;
 mod mail;
 mod maintenance;
 mod read_only;
@@ -556,7 +557,7 @@ impl SubmissionLoop {
                 self.start_leftover_turn();
             }
             TaskOutcome::Failed { code, message } => {
-                self.goal_before_turn_end(turn.id);
+                self.goal_before_failed_turn_end(turn.id, code);
                 self.emit(
                     Some(turn.id),
                     EventMsg::Error {

@@ -227,9 +227,12 @@ impl SubmissionLoop {
         recovered: bool,
         output_schema: Option<Arc<serde_json::Value>>,
     ) -> Result<(), RejectReason> {
-        let opened = self.open_turn(turn_id, TaskKind::Regular, recovered, output_schema)?;
+        let mut opened = self.open_turn(turn_id, TaskKind::Regular, recovered, output_schema)?;
         let turn_input_start = self.state.history.len();
-        self.open_goal_turn(turn_id);
+        if self.open_goal_turn(turn_id) {
+            // The goal's wrap-up: an answer, no more work.
+            opened.context.withheld = crate::turn::ALL_TOOLS;
+        }
         let mut mail = mail_ids(&inputs);
         mail.retain(|id| {
             self.state
