@@ -32,6 +32,15 @@ pub enum GoalStatus {
 }
 
 impl GoalStatus {
+    pub const ALL: [GoalStatus; 6] = [
+        GoalStatus::Active,
+        GoalStatus::Paused,
+        GoalStatus::Blocked,
+        GoalStatus::UsageLimited,
+        GoalStatus::BudgetLimited,
+        GoalStatus::Complete,
+    ];
+
     pub fn as_str(self) -> &'static str {
         match self {
             GoalStatus::Active => "active",

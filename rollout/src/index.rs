@@ -350,44 +350,20 @@ fn row_to_entry(row: &rusqlite::Row<'_>) -> rusqlite::Result<ThreadEntry> {
 /// A goal status as the index stores it (`GoalStatus::as_str`); an unknown one reads as
 /// none (the index is a cache, rebuilt from the rollouts).
 fn goal_status(text: &str) -> Option<GoalStatus> {
-    use GoalStatus::*;
-    [
-        Active,
-        Paused,
-        Blocked,
-        UsageLimited,
-        BudgetLimited,
-        Complete,
-    ]
-    .into_iter()
-    .find(|s| s.as_str() == text)
+    GoalStatus::ALL.into_iter().find(|s| s.as_str() == text)
 }
 
 /// Indexes made before a column existed get it (empty until the next reindex or write).
 fn add_missing_columns(conn: &Connection) -> rusqlite::Result<()> {
-    let has_name: bool = conn.query_row(
-        "SELECT count(*) > 0 FROM pragma_table_info('threads') WHERE name = 'name'",
-        [],
-        |r| r.get(0),
-    )?;
-    if !has_name {
-        conn.execute("ALTER TABLE threads ADD COLUMN name TEXT", [])?;
-    }
-    let has_parent: bool = conn.query_row(
-        "SELECT count(*) > 0 FROM pragma_table_info('threads') WHERE name = 'parent_thread_id'",
-        [],
-        |r| r.get(0),
-    )?;
-    if !has_parent {
-        conn.execute("ALTER TABLE threads ADD COLUMN parent_thread_id TEXT", [])?;
-    }
-    let has_goal: bool = conn.query_row(
-        "SELECT count(*) > 0 FROM pragma_table_info('threads') WHERE name = 'goal'",
-        [],
-        |r| r.get(0),
-    )?;
-    if !has_goal {
-        conn.execute("ALTER TABLE threads ADD COLUMN goal TEXT", [])?;
+    for column in ["name", "parent_thread_id", "goal"] {
+        let has: bool = conn.query_row(
+            "SELECT count(*) > 0 FROM pragma_table_info('threads') WHERE name = ?1",
+            [column],
+            |r| r.get(0),
+        )?;
+        if !has {
+            conn.execute(&format!("ALTER TABLE threads ADD COLUMN {column} TEXT"), [])?;
+        }
     }
     Ok(())
 }
