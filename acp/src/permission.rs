@@ -61,6 +61,8 @@ pub fn request_for(
         | ClientRequest::WriteTextFile { .. }
         | ClientRequest::Terminal { .. } => return None,
     };
+    // A `remember` call's own title says nothing of what it keeps: the proposal's does.
+    let action = action.filter(|_| !matches!(request, ClientRequest::Memory { .. }));
     let mut fields = ToolCallUpdateFields::new()
         .status(ToolCallStatus::Pending)
         .title(crate::project::one_line(&title));

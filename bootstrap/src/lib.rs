@@ -13,6 +13,7 @@ pub mod admission;
 pub mod command_exec;
 pub mod config_write;
 pub mod file_search;
+pub mod memory;
 pub mod replay;
 pub mod sessions;
 mod skills_tool;
@@ -302,14 +303,16 @@ pub fn bootstrap(
     let memory: Arc<dyn rein_core::memory::MemoryStore> =
         Arc::new(rein_rollout::memory::SqliteMemoryStore::in_home(&home));
     if let Some(settings) = config.as_ref().map(|c| &c.memory).filter(|m| m.enabled) {
-        builder = builder.memory(rein_core::memory::Memory::new(
+        let mut memory = rein_core::memory::Memory::new(
             Arc::clone(&memory),
             rein_core::memory::MemoryPolicy {
                 consent: settings.consent,
                 max_tokens: settings.max_tokens,
                 max_unused_days: settings.max_unused_days,
             },
-        ));
+        );
+        memory.clock = crate::memory::now_ms;
+        builder = builder.memory(memory);
     }
     let manager = builder.build_shared();
     let mcp = config.as_ref().map(mcp_manager);

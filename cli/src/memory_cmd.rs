@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use anyhow::{bail, Context};
 use clap::{Args, Subcommand, ValueEnum};
 use rein_core::memory::redact::redact;
-use rein_core::memory::{MemoryFilter, MemoryUpdate};
+use rein_core::memory::{retire_cutoff, MemoryFilter, MemoryUpdate};
 use rein_protocol::{MemoryId, MemoryRecord, MemoryScope, MemoryState, ThreadId, MAX_MEMORY_BYTES};
 use rein_rollout::memory::SqliteMemoryStore;
 
@@ -99,6 +99,15 @@ pub fn run(args: MemoryArgs) -> anyhow::Result<()> {
     let home =
         rein_config::rein_home(&env).context("cannot find rein's home: set REIN_HOME or HOME")?;
     let store = SqliteMemoryStore::in_home(&home);
+    let settings = rein_config::memory::read_memory_settings(&home)?;
+    // What reads the store retires first, as a turn's recall does, so a listing never
+    // shows as kept a memory the next turn would not be given.
+    if !matches!(
+        args.command,
+        MemoryCommand::Add { .. } | MemoryCommand::Import { .. }
+    ) {
+        retire(&store, settings.max_unused_days)?;
+    }
     match args.command {
         MemoryCommand::List { select } => list(&store, select, None),
         MemoryCommand::Search { text, select } => list(&store, select, Some(text)),
@@ -145,6 +154,20 @@ pub fn run(args: MemoryArgs) -> anyhow::Result<()> {
         }
         MemoryCommand::Import { file } => import(&store, &file),
     }
+}
+
+/// Retire the accepted memories unused for `max_unused_days` (when set), by the memory
+/// clock.
+fn retire(store: &SqliteMemoryStore, max_unused_days: Option<u32>) -> anyhow::Result<()> {
+    let Some(days) = max_unused_days else {
+        return Ok(());
+    };
+    let cutoff = retire_cutoff(rein_bootstrap::memory::now_ms(), Some(days)).unwrap_or(0);
+    let retired = store.with_db(|db| db.retire_unused(cutoff))?;
+    if retired > 0 {
+        eprintln!("retired {retired} memories nobody used for {days} days");
+    }
+    Ok(())
 }
 
 fn parse_id(text: &str) -> anyhow::Result<MemoryId> {
@@ -231,7 +254,7 @@ fn add(
         keywords,
         why: "added with rein memory add".into(),
         state: MemoryState::Accepted,
-        created_ms: rein_core::store::time::now_ms(),
+        created_ms: rein_bootstrap::memory::now_ms(),
         last_used_ms: None,
         use_count: 0,
         redactions,

@@ -56,3 +56,24 @@ impl MemoryToml {
         }
     }
 }
+
+/// `[memory]` of `home`'s config.toml alone (a missing file means defaults), for commands
+/// that need no model: `rein memory` applies `max_unused_days` with it.
+pub fn read_memory_settings(home: &std::path::Path) -> Result<MemorySettings, crate::ConfigError> {
+    let path = home.join("config.toml");
+    let text = match std::fs::read_to_string(&path) {
+        Ok(text) => text,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(MemorySettings::default()),
+        Err(source) => return Err(crate::ConfigError::Read { path, source }),
+    };
+    let parse_error = |source| crate::ConfigError::Parse {
+        path: path.clone(),
+        source,
+    };
+    let mut table: toml::Table = toml::from_str(&text).map_err(parse_error)?;
+    let Some(memory) = table.remove("memory") else {
+        return Ok(MemorySettings::default());
+    };
+    let memory: MemoryToml = memory.try_into().map_err(parse_error)?;
+    Ok(memory.resolve())
+}

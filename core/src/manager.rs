@@ -520,11 +520,21 @@ pub struct ThreadManagerBuilder {
 
 impl ThreadManagerBuilder {
     /// Give every thread memory: the `remember` tool and the per-turn recall.
-    pub fn memory(mut self, memory: crate::memory::Memory) -> Self {
+    pub fn memory(self, memory: crate::memory::Memory) -> Self {
+        self.memory_with_tool(memory, |tool| tool)
+    }
+
+    /// [`Self::memory`], the `remember` tool passed through `wrap` first (a replay answers
+    /// its calls with their recorded results).
+    pub fn memory_with_tool(
+        mut self,
+        memory: crate::memory::Memory,
+        wrap: impl FnOnce(Arc<dyn crate::tools::Tool>) -> Arc<dyn crate::tools::Tool>,
+    ) -> Self {
         self.tools
-            .push(Arc::new(crate::memory::tool::RememberTool::new(
+            .push(wrap(Arc::new(crate::memory::tool::RememberTool::new(
                 memory.clone(),
-            )));
+            ))));
         self.memory = Some(memory);
         self
     }

@@ -45,6 +45,8 @@ pub mod fs_events;
 #[cfg(feature = "e2e")]
 pub mod line_peer;
 #[cfg(feature = "e2e")]
+pub mod memory;
+#[cfg(feature = "e2e")]
 pub mod mock_model;
 #[cfg(feature = "e2e")]
 pub mod replay;

@@ -410,3 +410,27 @@ fn a_user_prompt_submit_hook_adds_context_or_blocks_the_prompt() {
         }
     }
 }
+
+#[test]
+fn a_bad_hook_file_is_a_warning_naming_the_file_and_the_key_and_the_turn_goes_on() {
+    let setup = Setup::new(shell_call("echo still-runs"));
+    std::fs::write(
+        setup.home.path().join("hooks.json"),
+        json!({"hooks": {"PreToolUse": [{"hooks": [
+            {"type": "command", "command": "true", "timeout": -1}
+        ]}]}})
+        .to_string(),
+    )
+    .unwrap();
+    let (events, _) = setup.exec(&[]);
+    let named = format!(
+        "{}: `hooks.PreToolUse[0].hooks[0].timeout`: must be a positive number of seconds",
+        setup.home.path().join("hooks.json").display()
+    );
+    let errors = error_items(&events);
+    assert!(errors.iter().any(|e| e.contains(&named)), "{errors:#?}");
+    // None of that file's hooks ran, and the turn went on to its end.
+    assert_eq!(setup.hook_runs(), Vec::<Value>::new());
+    assert_eq!(events.last().unwrap()["type"], "turn.completed");
+    assert_eq!(setup.mock.requests().len(), 2);
+}

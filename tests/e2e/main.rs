@@ -60,6 +60,7 @@ mod mcp_app_server;
 mod mcp_exec;
 mod mcp_hostile;
 mod memory;
+mod memory_lifecycle;
 mod model_policy;
 mod project_context;
 mod replay_e2e;

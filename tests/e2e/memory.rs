@@ -10,72 +10,10 @@ use std::path::Path;
 use std::process::Stdio;
 
 use pretty_assertions::assert_eq;
-use rein_test_support::app_server::{home_for, method, AppServer, MockModel};
-use rein_test_support::exec::{json_lines, rein_in, rein_ok};
+use rein_test_support::app_server::{method, AppServer, MockModel};
+use rein_test_support::exec::{rein_in, rein_ok};
+use rein_test_support::memory::{memory_home, memory_items, remember, repo, stored, tool_output};
 use serde_json::{json, Value};
-
-/// A home on `model` with memory on (consent `ask` unless `consent` says otherwise).
-fn memory_home(model: &MockModel, consent: &str) -> tempfile::TempDir {
-    let home = home_for(model);
-    let config = home.path().join("config.toml");
-    let mut text = std::fs::read_to_string(&config).unwrap();
-    text.push_str(&format!(
-        "\n[memory]\nenabled = true\nconsent = \"{consent}\"\n"
-    ));
-    std::fs::write(&config, text).unwrap();
-    home
-}
-
-/// A directory that is a git repository with `origin` at `remote`.
-fn repo(remote: &str) -> tempfile::TempDir {
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::create_dir(dir.path().join(".git")).unwrap();
-    std::fs::write(
-        dir.path().join(".git/config"),
-        format!("[remote \"origin\"]\n\turl = {remote}\n"),
-    )
-    .unwrap();
-    dir
-}
-
-fn remember(content: &str, scope: &str) -> Value {
-    json!({ "tool_calls": [{ "call_id": "call_mem", "name": "remember",
-        "arguments": { "content": content, "scope": scope, "why": "the user said so" } }] })
-}
-
-/// The memory context items of one model request (developer messages that open with
-/// `<memory>`), as text.
-fn memory_items(request: &Value) -> Vec<String> {
-    request["input"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter_map(|item| {
-            let text = item["content"]
-                .as_array()
-                .and_then(|c| c.first())
-                .and_then(|c| c["text"].as_str())
-                .or_else(|| item["content"].as_str())?;
-            text.starts_with("<memory>").then(|| text.to_owned())
-        })
-        .collect()
-}
-
-/// The output the model was sent for `call_id` in `request`.
-fn tool_output(request: &Value, call_id: &str) -> String {
-    request["input"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|i| i["type"] == "function_call_output" && i["call_id"] == call_id)
-        .map(|i| i["output"].as_str().unwrap().to_owned())
-        .unwrap_or_else(|| panic!("no output for {call_id} in {request:#}"))
-}
-
-/// `rein memory list --all --json` of `home`.
-fn stored(home: &Path) -> Vec<Value> {
-    json_lines(&rein_ok(home, &["memory", "list", "--all", "--json"]).stdout)
-}
 
 fn start(server: &mut AppServer, cwd: &Path) -> String {
     server.start_thread(json!({ "cwd": cwd, "approvalPolicy": "never", "sandbox": "read-only" }))

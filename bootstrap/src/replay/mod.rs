@@ -16,6 +16,7 @@
 //! `compare` (one step against its recording).
 
 pub mod compare;
+pub mod memory;
 pub mod model;
 pub mod policy;
 pub mod recording;
@@ -135,6 +136,8 @@ pub struct Replayer {
     manager: Arc<ThreadManager>,
     model: Arc<ReplayModel>,
     outputs: Arc<RecordedOutputs>,
+    /// What each turn's memory step is given (memory on in today's configuration).
+    memories: Arc<memory::RecordedMemories>,
     mcp: Option<Arc<rein_mcp::McpManager>>,
     adjust: Adjust,
     live: Option<LiveWorkspace>,
@@ -175,15 +178,26 @@ impl Replayer {
         let mut kernel_config = crate::kernel_config(Default::default(), Some(&config));
         // The advisor's verdicts are not replayed: its requests are not steps.
         kernel_config.advisor = Default::default();
-        let manager = ThreadManager::builder(Arc::new(ReplayCatalog(Arc::clone(&model))))
+        let mut builder = ThreadManager::builder(Arc::new(ReplayCatalog(Arc::clone(&model))))
             .tools(
                 builtin_tools(options.tools)
                     .into_iter()
                     .map(|t| tools::wrap(t, &outputs)),
             )
             .config(kernel_config)
-            .agents(crate::agents_config(Some(&config.agents)))
-            .build_shared();
+            .agents(crate::agents_config(Some(&config.agents)));
+        let memories = Arc::new(memory::RecordedMemories::default());
+        if config.memory.enabled {
+            let policy = rein_core::memory::MemoryPolicy {
+                consent: config.memory.consent,
+                // The recorded item is given whole: it fitted the budget when recorded.
+                max_tokens: u32::MAX,
+                max_unused_days: None,
+            };
+            builder =
+                builder.memory_with_tool(memories.memory(policy), |t| tools::wrap(t, &outputs));
+        }
+        let manager = builder.build_shared();
         let mcp = Some(crate::mcp_manager(&config));
         if let Some(mcp) = &mcp {
             manager.add_thread_tool_source(Arc::new(ReplayThreadSource {
@@ -195,6 +209,7 @@ impl Replayer {
             manager,
             model,
             outputs,
+            memories,
             mcp,
             adjust,
             live: options.live,
@@ -249,6 +264,7 @@ impl Replayer {
                     .flat_map(|s| &s.calls)
                     .filter_map(|c| c.result.clone().map(|r| (c.call_id.clone(), r))),
             );
+            self.memories.load(turn.memory.as_deref());
             let mut settings = self.adjust.apply(&turn.settings);
             if self.live.is_some() {
                 settings = self

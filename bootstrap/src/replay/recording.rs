@@ -44,6 +44,8 @@ pub struct RecordedTurn {
     pub settings: ThreadSettings,
     pub output_schema: Option<serde_json::Value>,
     pub steps: Vec<RecordedStep>,
+    /// The `<memory>` item the memory step gave this turn, if any.
+    pub memory: Option<String>,
 }
 
 #[derive(Clone, Debug)]
@@ -181,6 +183,7 @@ impl Reader {
                     settings: settings.clone(),
                     output_schema: output_schema.clone(),
                     steps: Vec::new(),
+                    memory: None,
                 });
                 self.in_reply = false;
             }
@@ -370,7 +373,15 @@ impl Reader {
                 };
                 call.result = Some(ToolResult::new(output.clone(), *success, outcome));
             }
-            Item::DeveloperMessage { .. } => self.in_reply = false,
+            Item::DeveloperMessage { text, .. } => {
+                // The memory step's item comes before the first request; the replay gives
+                // it again (replay::memory).
+                if turn.steps.is_empty() && text.starts_with(rein_core::memory::recall::MEMORY_OPEN)
+                {
+                    turn.memory = Some(text.clone());
+                }
+                self.in_reply = false;
+            }
             Item::Interruption { .. } => return refuse(format!("turn {n} was interrupted")),
         }
         Ok(())

@@ -209,6 +209,12 @@ impl JsonlMapper {
                     })]
                 }
             },
+            // A memory that was not kept is said, as a hook's block is: an error item.
+            EventMsg::MemoryRejected { id, reason, .. } => {
+                vec![self.completed(ExecItemDetails::Error {
+                    message: format!("memory {id} not kept: {reason}"),
+                })]
+            }
             EventMsg::Warning { message } => vec![self.completed(ExecItemDetails::Error {
                 message: message.clone(),
             })],
@@ -251,10 +257,9 @@ impl JsonlMapper {
             | EventMsg::ModelSwitched { .. }
             | EventMsg::StepRequested { .. }
             | EventMsg::TurnDiff { .. }
-            // The `remember` call's item carries the answer the model got.
+            // Codex's exec stream has no memory items; a kept memory needs no line.
             | EventMsg::MemoryProposed { .. }
             | EventMsg::MemoryAccepted { .. }
-            | EventMsg::MemoryRejected { .. }
             | EventMsg::ShutdownComplete => Vec::new(),
         }
     }

@@ -140,8 +140,12 @@ impl Memory {
 
     /// The cut-off for retirement at `now_ms`, when `max_unused_days` is set.
     pub fn retire_before(&self, now_ms: u64) -> Option<u64> {
-        self.policy
-            .max_unused_days
-            .map(|days| now_ms.saturating_sub(u64::from(days) * 86_400_000))
+        retire_cutoff(now_ms, self.policy.max_unused_days)
     }
+}
+
+/// The retirement cut-off at `now_ms` for `max_unused_days` (when set): memories not used
+/// (never used: not created) since then retire.
+pub fn retire_cutoff(now_ms: u64, max_unused_days: Option<u32>) -> Option<u64> {
+    max_unused_days.map(|days| now_ms.saturating_sub(u64::from(days) * 86_400_000))
 }
