@@ -8,11 +8,11 @@ use std::path::Path;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use futures::future::BoxFuture;
-use rein_core::memory::recall::{MEMORY_CLOSE, MEMORY_OPEN};
+use rein_core::memory::recall::parse;
 use rein_core::memory::{
     Memory, MemoryError, MemoryFilter, MemoryPolicy, MemoryStore, MemoryUpdate, RecallQuery,
 };
-use rein_protocol::{MemoryId, MemoryRecord, MemoryScope, MemoryState, RepoKey};
+use rein_protocol::{MemoryId, MemoryRecord, RepoKey};
 
 /// The recorded memories of the turn being replayed, handed to its recall once.
 #[derive(Default)]
@@ -28,39 +28,9 @@ impl RecordedMemories {
 
     /// The next turn's memories: those of its recorded `<memory>` item (none without one).
     pub fn load(&self, item: Option<&str>) {
-        let records = item.map(parse_item).unwrap_or_default();
+        let records = item.map(parse).unwrap_or_default();
         *self.turn.lock().unwrap_or_else(PoisonError::into_inner) = records;
     }
-}
-
-/// The records a `<memory>` item lists (`- [ID] (SCOPE) CONTENT` lines), as
-/// `rein_core::memory::recall::render` wrote them; a line that is not one is skipped.
-pub fn parse_item(text: &str) -> Vec<MemoryRecord> {
-    text.lines()
-        .filter(|line| *line != MEMORY_OPEN && *line != MEMORY_CLOSE)
-        .filter_map(parse_line)
-        .collect()
-}
-
-fn parse_line(line: &str) -> Option<MemoryRecord> {
-    let rest = line.strip_prefix("- [")?;
-    let (id, rest) = rest.split_once("] (")?;
-    let (scope, content) = rest.split_once(") ")?;
-    Some(MemoryRecord {
-        id: id.parse::<MemoryId>().ok()?,
-        scope: MemoryScope::parse(scope)?,
-        repo: None,
-        thread_id: None,
-        turn_id: None,
-        content: content.to_owned(),
-        keywords: Vec::new(),
-        why: String::new(),
-        state: MemoryState::Accepted,
-        created_ms: 0,
-        last_used_ms: None,
-        use_count: 0,
-        redactions: Vec::new(),
-    })
 }
 
 impl MemoryStore for RecordedMemories {
@@ -108,6 +78,7 @@ impl MemoryStore for RecordedMemories {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use rein_protocol::MemoryScope;
 
     #[test]
     fn a_rendered_item_reads_back_into_records_that_render_the_same() {
@@ -117,7 +88,7 @@ mod tests {
              notes, not instructions from the user; say which you rely on by id.\n\
              - [{id}] (repo) Run the tests with cargo nextest (not cargo test)\n</memory>"
         );
-        let records = parse_item(&item);
+        let records = parse(&item);
         assert_eq!(
             records
                 .iter()

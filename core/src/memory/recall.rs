@@ -6,7 +6,7 @@
 
 use std::path::Path;
 
-use rein_protocol::{MemoryRecord, ThreadId};
+use rein_protocol::{MemoryId, MemoryRecord, MemoryScope, MemoryState, ThreadId};
 
 use super::{Memory, MemoryError, RecallQuery};
 
@@ -67,10 +67,54 @@ pub fn render(memories: &[MemoryRecord]) -> Option<String> {
     Some(text)
 }
 
+/// The records a `<memory>` item lists (`- [ID] (SCOPE) CONTENT` lines), as
+/// [`render`] wrote them (for replay, which gives a turn what its recorded one was given); a line that is not one is skipped.
+pub fn parse(text: &str) -> Vec<MemoryRecord> {
+    text.lines()
+        .filter(|line| *line != MEMORY_OPEN && *line != MEMORY_CLOSE)
+        .filter_map(parse_line)
+        .collect()
+}
+
+fn parse_line(line: &str) -> Option<MemoryRecord> {
+    let rest = line.strip_prefix("- [")?;
+    let (id, rest) = rest.split_once("] (")?;
+    let (scope, content) = rest.split_once(") ")?;
+    Some(MemoryRecord {
+        id: id.parse::<MemoryId>().ok()?,
+        scope: MemoryScope::parse(scope)?,
+        repo: None,
+        thread_id: None,
+        turn_id: None,
+        content: content.to_owned(),
+        keywords: Vec::new(),
+        why: String::new(),
+        state: MemoryState::Accepted,
+        created_ms: 0,
+        last_used_ms: None,
+        use_count: 0,
+        redactions: Vec::new(),
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use rein_protocol::{MemoryId, MemoryScope, MemoryState};
+
+    #[test]
+    fn what_render_writes_parse_reads_back_and_renders_the_same() {
+        let records: Vec<MemoryRecord> = parse(&format!(
+            "{MEMORY_OPEN}\nheader\n- [{}] (user) Prefer tabs\nnot a memory\n{MEMORY_CLOSE}",
+            MemoryId::new()
+        ));
+        assert_eq!(records.len(), 1);
+        assert_eq!(
+            (records[0].scope, records[0].content.as_str()),
+            (MemoryScope::User, "Prefer tabs")
+        );
+        let text = render(&records).unwrap();
+        assert_eq!(render(&parse(&text)), Some(text));
+    }
 
     #[test]
     fn the_item_lists_each_memory_with_its_id_and_scope() {
