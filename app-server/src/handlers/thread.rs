@@ -73,13 +73,12 @@ async fn start_thread(
     if let Some(model) = p.model.clone().or(overrides.model) {
         settings.model = model;
     }
-    match &p.approval_policy {
-        Some(policy) => settings.approval_policy = approval_policy_from_wire(policy)?,
-        None => {
-            if let Some(policy) = overrides.approval_policy {
-                settings.approval_policy = policy;
-            }
-        }
+    let approval_policy = match &p.approval_policy {
+        Some(policy) => Some(approval_policy_from_wire(policy)?),
+        None => overrides.approval_policy,
+    };
+    if let Some(policy) = approval_policy {
+        settings.approval_policy = policy;
     }
     if let Some(policy) = p.sandbox.map(sandbox_from_mode).or(overrides.sandbox) {
         settings.sandbox_policy = policy;
