@@ -22,7 +22,7 @@ pub struct AppServer {
     next_id: i64,
     /// Methods of the requests in flight, by id, to pick the schema of their answers.
     methods: HashMap<String, String>,
-    schema: CodexSchema,
+    schema: &'static CodexSchema,
     /// Every message received, in order.
     pub transcript: Vec<Value>,
 }
@@ -235,13 +235,17 @@ fn compile(file: &str) -> jsonschema::Validator {
 }
 
 impl CodexSchema {
-    pub fn load() -> Self {
-        Self {
-            notification: compile("ServerNotification.json"),
-            server_request: compile("ServerRequest.json"),
-            error: compile("JSONRPCError.json"),
-            responses: responses().iter().map(|(m, f)| (*m, compile(f))).collect(),
-        }
+    /// The schema, compiled once per test process: compiling its hundred files takes
+    /// seconds in a debug build, and every server a test starts checks against it.
+    pub fn load() -> &'static Self {
+        static SCHEMA: std::sync::LazyLock<CodexSchema> =
+            std::sync::LazyLock::new(|| CodexSchema {
+                notification: compile("ServerNotification.json"),
+                server_request: compile("ServerRequest.json"),
+                error: compile("JSONRPCError.json"),
+                responses: responses().iter().map(|(m, f)| (*m, compile(f))).collect(),
+            });
+        &SCHEMA
     }
 
     /// Panic unless `message` is valid for what it is. Error answers to requests without a

@@ -49,24 +49,24 @@ fn websocket_sessions_readyz_and_token() {
     let mut first = Client::connect(&url, Some("s3cret")).unwrap();
     let mut second = Client::connect(&url, Some("s3cret")).unwrap();
     let init = first.call(
-        &schema,
+        schema,
         "initialize",
         json!({ "clientInfo": { "name": "ws", "version": "1" } }),
     );
     assert!(init.get("result").is_some(), "{init}");
     // Each connection has its own initialize gate.
-    let early = second.call(&schema, "model/list", json!({}));
+    let early = second.call(schema, "model/list", json!({}));
     assert_eq!(early["error"]["message"], "Not initialized");
 
     let cwd = tempfile::tempdir().unwrap();
-    let started = first.call(&schema, "thread/start", json!({ "cwd": cwd.path() }));
+    let started = first.call(schema, "thread/start", json!({ "cwd": cwd.path() }));
     let thread = started["result"]["thread"]["id"].clone();
     first.request(
         "turn/start",
         json!({ "threadId": thread, "input": [{ "type": "text", "text": "over ws" }] }),
     );
     let completed = loop {
-        let m = first.recv(&schema);
+        let m = first.recv(schema);
         if method(&m) == "turn/completed" {
             break m;
         }
@@ -93,16 +93,16 @@ fn two_connections_share_a_thread_its_turns_and_its_approvals() {
     let schema = CodexSchema::load();
     let mut first = Client::connect(&url, None).unwrap();
     let mut second = Client::connect(&url, None).unwrap();
-    first.initialize(&schema);
-    second.initialize(&schema);
+    first.initialize(schema);
+    second.initialize(schema);
     let cwd = tempfile::tempdir().unwrap();
     let started = first.call(
-        &schema,
+        schema,
         "thread/start",
         json!({ "cwd": cwd.path(), "approvalPolicy": "untrusted", "sandbox": "danger-full-access" }),
     );
     let thread = started["result"]["thread"]["id"].clone();
-    let joined = second.call(&schema, "thread/resume", json!({ "threadId": thread }));
+    let joined = second.call(schema, "thread/resume", json!({ "threadId": thread }));
     assert_eq!(joined["result"]["thread"]["id"], thread, "{joined:#}");
 
     // A turn started by the first connection reaches both.
@@ -111,7 +111,7 @@ fn two_connections_share_a_thread_its_turns_and_its_approvals() {
         json!({ "threadId": thread, "input": [{ "type": "text", "text": "hello" }] }),
     );
     for client in [&mut first, &mut second] {
-        let seen = client.until(&schema, |m| method(m) == "turn/completed");
+        let seen = client.until(schema, |m| method(m) == "turn/completed");
         let done = seen.last().unwrap();
         assert_eq!(done["params"]["threadId"], thread);
         assert_eq!(done["params"]["turn"]["items"][0]["text"], "first answer");
@@ -123,12 +123,12 @@ fn two_connections_share_a_thread_its_turns_and_its_approvals() {
         json!({ "threadId": thread, "input": [{ "type": "text", "text": "make a file" }] }),
     );
     let asked_first = first
-        .until(&schema, |m| {
+        .until(schema, |m| {
             method(m) == "item/commandExecution/requestApproval"
         })
         .pop()
         .unwrap();
-    let seen_second = second.until(&schema, |m| {
+    let seen_second = second.until(schema, |m| {
         method(m) == "item/commandExecution/requestApproval"
     });
     assert!(
@@ -142,11 +142,11 @@ fn two_connections_share_a_thread_its_turns_and_its_approvals() {
     assert_eq!(asked_second["params"]["itemId"], "call_touch");
     // A connection subscribing while the question is open is asked too, after its answer.
     let mut third = Client::connect(&url, None).unwrap();
-    third.initialize(&schema);
-    let joined = third.call(&schema, "thread/resume", json!({ "threadId": thread }));
+    third.initialize(schema);
+    let joined = third.call(schema, "thread/resume", json!({ "threadId": thread }));
     assert_eq!(joined["result"]["thread"]["id"], thread, "{joined:#}");
     let asked_third = third
-        .until(&schema, |m| {
+        .until(schema, |m| {
             method(m) == "item/commandExecution/requestApproval"
         })
         .pop()
@@ -163,7 +163,7 @@ fn two_connections_share_a_thread_its_turns_and_its_approvals() {
         (&mut second, &asked_second),
         (&mut third, &asked_third),
     ] {
-        let seen = client.until(&schema, |m| method(m) == "turn/completed");
+        let seen = client.until(schema, |m| method(m) == "turn/completed");
         let resolved: Vec<&Value> = seen
             .iter()
             .filter(|m| method(m) == "serverRequest/resolved")
@@ -183,7 +183,7 @@ fn two_connections_share_a_thread_its_turns_and_its_approvals() {
             json!({ "id": asked_second["id"], "result": { "decision": "decline" } }).to_string(),
         ))
         .unwrap();
-    let loaded = second.call(&schema, "thread/loaded/list", json!({}));
+    let loaded = second.call(schema, "thread/loaded/list", json!({}));
     assert_eq!(loaded["result"]["data"], json!([thread]));
 }
 
@@ -197,40 +197,36 @@ fn the_last_subscriber_leaving_unloads_after_the_idle_time_unless_one_returns() 
     let schema = CodexSchema::load();
     let mut first = Client::connect(&url, None).unwrap();
     let mut second = Client::connect(&url, None).unwrap();
-    first.initialize(&schema);
-    second.initialize(&schema);
+    first.initialize(schema);
+    second.initialize(schema);
     let cwd = tempfile::tempdir().unwrap();
     let start = |client: &mut Client| {
-        let started = client.call(&schema, "thread/start", json!({ "cwd": cwd.path() }));
+        let started = client.call(schema, "thread/start", json!({ "cwd": cwd.path() }));
         started["result"]["thread"]["id"].clone()
     };
     let kept = start(&mut first);
     let dropped = start(&mut first);
-    let joined = second.call(&schema, "thread/resume", json!({ "threadId": dropped }));
+    let joined = second.call(schema, "thread/resume", json!({ "threadId": dropped }));
     assert!(joined.get("result").is_some(), "{joined:#}");
 
     // `kept` loses its only subscriber, then gets it back within the idle time.
-    let unsub = first.call(&schema, "thread/unsubscribe", json!({ "threadId": kept }));
+    let unsub = first.call(schema, "thread/unsubscribe", json!({ "threadId": kept }));
     assert_eq!(unsub["result"], json!({ "status": "unsubscribed" }));
-    let again = first.call(&schema, "thread/unsubscribe", json!({ "threadId": kept }));
+    let again = first.call(schema, "thread/unsubscribe", json!({ "threadId": kept }));
     assert_eq!(again["result"], json!({ "status": "notSubscribed" }));
-    let back = first.call(&schema, "thread/resume", json!({ "threadId": kept }));
+    let back = first.call(schema, "thread/resume", json!({ "threadId": kept }));
     assert_eq!(back["result"]["thread"]["id"], kept, "{back:#}");
 
     // `dropped` loses its subscribers one by one: the first by unsubscribing, the last by
     // closing its connection. Its countdown starts after `kept`'s.
-    let unsub = first.call(
-        &schema,
-        "thread/unsubscribe",
-        json!({ "threadId": dropped }),
-    );
+    let unsub = first.call(schema, "thread/unsubscribe", json!({ "threadId": dropped }));
     assert_eq!(unsub["result"], json!({ "status": "unsubscribed" }));
-    let loaded = first.call(&schema, "thread/loaded/list", json!({}));
+    let loaded = first.call(schema, "thread/loaded/list", json!({}));
     assert_eq!(loaded["result"]["data"], json!([kept, dropped]));
     let left = Instant::now();
     second.ws.close(None).unwrap();
     // The first connection left `dropped` but is still connected: it hears it close.
-    let seen = first.until(&schema, |m| is_closed(m, &dropped));
+    let seen = first.until(schema, |m| is_closed(m, &dropped));
     assert!(
         left.elapsed() >= IDLE,
         "unloaded after {:?}, before the idle time",
@@ -238,16 +234,16 @@ fn the_last_subscriber_leaving_unloads_after_the_idle_time_unless_one_returns() 
     );
     assert!(!seen.iter().any(|m| is_closed(m, &kept)), "{seen:#?}");
     // `kept`'s countdown, begun earlier, has run out: its subscriber kept it loaded.
-    let loaded = first.call(&schema, "thread/loaded/list", json!({}));
+    let loaded = first.call(schema, "thread/loaded/list", json!({}));
     assert_eq!(loaded["result"]["data"], json!([kept]));
     let turn = first.call(
-        &schema,
+        schema,
         "turn/start",
         json!({ "threadId": kept, "input": [{ "type": "text", "text": "still here" }] }),
     );
     assert!(turn.get("result").is_some(), "{turn:#}");
     let done = first
-        .until(&schema, |m| method(m) == "turn/completed")
+        .until(schema, |m| method(m) == "turn/completed")
         .pop()
         .unwrap();
     assert_eq!(
@@ -255,7 +251,7 @@ fn the_last_subscriber_leaving_unloads_after_the_idle_time_unless_one_returns() 
         "echo: still here"
     );
     // And an unloaded thread can be resumed again, by anyone.
-    let resumed = first.call(&schema, "thread/resume", json!({ "threadId": dropped }));
+    let resumed = first.call(schema, "thread/resume", json!({ "threadId": dropped }));
     assert_eq!(resumed["result"]["thread"]["id"], dropped, "{resumed:#}");
 }
 
@@ -269,24 +265,24 @@ fn a_thread_left_mid_turn_unloads_only_after_the_turn_completes() {
     let (_server, url) = serve(home.path(), &["--idle-unload-ms", "50"]);
     let schema = CodexSchema::load();
     let mut client = Client::connect(&url, None).unwrap();
-    client.initialize(&schema);
+    client.initialize(schema);
     let cwd = tempfile::tempdir().unwrap();
-    let started = client.call(&schema, "thread/start", json!({ "cwd": cwd.path() }));
+    let started = client.call(schema, "thread/start", json!({ "cwd": cwd.path() }));
     let thread = started["result"]["thread"]["id"].clone();
     client.request(
         "turn/start",
         json!({ "threadId": thread, "input": [{ "type": "text", "text": "take your time" }] }),
     );
-    client.until(&schema, |m| method(m) == "item/agentMessage/delta");
-    let unsub = client.call(&schema, "thread/unsubscribe", json!({ "threadId": thread }));
+    client.until(schema, |m| method(m) == "item/agentMessage/delta");
+    let unsub = client.call(schema, "thread/unsubscribe", json!({ "threadId": thread }));
     assert_eq!(unsub["result"], json!({ "status": "unsubscribed" }));
-    let seen = client.until(&schema, |m| is_closed(m, &thread));
+    let seen = client.until(schema, |m| is_closed(m, &thread));
     assert!(
         !seen.iter().any(|m| method(m) == "turn/completed"),
         "an unsubscribed connection hears only thread/closed: {seen:#?}"
     );
     let read = client.call(
-        &schema,
+        schema,
         "thread/read",
         json!({ "threadId": thread, "includeTurns": true }),
     );
@@ -306,27 +302,27 @@ fn joining_a_thread_mid_turn_shows_each_finished_item_once() {
     let schema = CodexSchema::load();
     let mut first = Client::connect(&url, None).unwrap();
     let mut second = Client::connect(&url, None).unwrap();
-    first.initialize(&schema);
-    second.initialize(&schema);
+    first.initialize(schema);
+    second.initialize(schema);
     let cwd = tempfile::tempdir().unwrap();
-    let started = first.call(&schema, "thread/start", json!({ "cwd": cwd.path() }));
+    let started = first.call(schema, "thread/start", json!({ "cwd": cwd.path() }));
     let thread = started["result"]["thread"]["id"].clone();
     first.request(
         "turn/start",
         json!({ "threadId": thread, "input": [{ "type": "text", "text": "stream" }] }),
     );
     for _ in 0..20 {
-        first.until(&schema, |m| method(m) == "item/agentMessage/delta");
+        first.until(schema, |m| method(m) == "item/agentMessage/delta");
     }
 
     // The answer comes before anything else of the thread, and shows the running turn with
     // the user's message, which is therefore not announced again.
-    let joined = second.call(&schema, "thread/resume", json!({ "threadId": thread }));
+    let joined = second.call(schema, "thread/resume", json!({ "threadId": thread }));
     assert!(second.stashed().is_empty(), "{:#?}", second.stashed());
     let turns = &joined["result"]["thread"]["turns"];
     assert_eq!(turns[0]["status"], "inProgress", "{joined:#}");
     assert_eq!(turns[0]["items"][0]["type"], "userMessage");
-    let later = second.until(&schema, |m| method(m) == "turn/completed");
+    let later = second.until(schema, |m| method(m) == "turn/completed");
     let completed: Vec<&str> = later
         .iter()
         .filter(|m| method(m) == "item/completed")
@@ -367,10 +363,10 @@ fn a_connection_joining_the_root_is_asked_a_childs_open_question_too() {
     let (_server, url) = serve(home.path(), &[]);
     let schema = CodexSchema::load();
     let mut first = Client::connect(&url, None).unwrap();
-    first.initialize(&schema);
+    first.initialize(schema);
     let cwd = tempfile::tempdir().unwrap();
     let started = first.call(
-        &schema,
+        schema,
         "thread/start",
         json!({ "cwd": cwd.path(), "approvalPolicy": "untrusted", "sandbox": "danger-full-access" }),
     );
@@ -380,16 +376,16 @@ fn a_connection_joining_the_root_is_asked_a_childs_open_question_too() {
         json!({ "threadId": root, "input": [{ "type": "text", "text": "Delegate it." }] }),
     );
     let is_ask = |m: &Value| method(m) == "item/commandExecution/requestApproval";
-    let asked_first = first.until(&schema, is_ask).pop().unwrap();
+    let asked_first = first.until(schema, is_ask).pop().unwrap();
     let child = asked_first["params"]["threadId"].clone();
     assert_ne!(child, root);
 
     // A connection resuming the root while the child's question is open is asked it too,
     // after the answer to its thread/resume.
     let mut second = Client::connect(&url, None).unwrap();
-    second.initialize(&schema);
+    second.initialize(schema);
     let resume_id = second.request("thread/resume", json!({ "threadId": root }));
-    let seen = second.until(&schema, is_ask);
+    let seen = second.until(schema, is_ask);
     let answered_at = seen
         .iter()
         .position(|m| m["id"] == resume_id && m.get("result").is_some())
@@ -412,7 +408,7 @@ fn a_connection_joining_the_root_is_asked_a_childs_open_question_too() {
         ))
         .unwrap();
     for (client, asked) in [(&mut first, &asked_first), (&mut second, &asked_second)] {
-        let seen = client.until(&schema, |m| {
+        let seen = client.until(schema, |m| {
             method(m) == "turn/completed" && m["params"]["threadId"] == root
         });
         let resolved: Vec<&Value> = seen

@@ -90,10 +90,10 @@ fn websocket_requires_a_token_and_refuses_origins_and_foreign_hosts() {
     }
     // The token, and `localhost` for the Host, get in.
     let mut client = Client::connect(&url, Some(&token)).unwrap();
-    client.initialize(&schema);
+    client.initialize(schema);
     let local = format!("localhost:{}", port(&url));
     let mut named = Client::connect_with_headers(&url, Some(&token), &[("host", &local)]).unwrap();
-    named.initialize(&schema);
+    named.initialize(schema);
     drop((client, named, server));
 
     // A later start keeps the token (a configured client keeps working).
@@ -101,7 +101,7 @@ fn websocket_requires_a_token_and_refuses_origins_and_foreign_hosts() {
     assert_eq!(refused(Client::connect(&url, None)), 401);
     Client::connect(&url, Some(&token))
         .unwrap()
-        .initialize(&schema);
+        .initialize(schema);
 }
 
 #[test]
@@ -110,7 +110,7 @@ fn no_auth_is_loopback_only_and_still_refuses_browsers() {
     let home = home_for(&model);
     let schema = CodexSchema::load();
     let (_server, url) = serve(home.path(), &[]);
-    Client::connect(&url, None).unwrap().initialize(&schema);
+    Client::connect(&url, None).unwrap().initialize(schema);
     for headers in hostile_headers(&url) {
         assert_eq!(try_headers(&url, None, &headers), 403, "{headers:?}");
     }
@@ -203,8 +203,8 @@ fn unfinished_handshakes_and_idle_sockets_are_closed_and_capped() {
     assert!(fds < 64, "the server still holds {fds} descriptors");
     // The server still serves.
     let mut client = Client::connect(&url, None).unwrap();
-    client.initialize(&schema);
-    let listed = client.call(&schema, "thread/list", json!({}));
+    client.initialize(schema);
+    let listed = client.call(schema, "thread/list", json!({}));
     assert!(listed.get("result").is_some(), "{listed}");
 }
 
@@ -240,7 +240,7 @@ fn running_out_of_descriptors_pauses_accepting_and_never_ends_the_server() {
     let mut stderr = BufReader::new(server.0.stderr.take().unwrap());
     // The kernel is ready (and has opened what it needs) before the flood.
     let mut client = Client::connect(&url, None).unwrap();
-    client.initialize(&schema);
+    client.initialize(schema);
     let addr = url.trim_start_matches("ws://").to_owned();
     let sockets: Vec<TcpStream> = (0..LIMIT as usize + 64)
         .map(|_| TcpStream::connect(&addr).unwrap())
@@ -263,11 +263,11 @@ fn running_out_of_descriptors_pauses_accepting_and_never_ends_the_server() {
     drop(sockets);
     // Once descriptors are free again, new clients are served and old ones kept.
     let mut fresh = Client::connect(&url, None).unwrap();
-    fresh.initialize(&schema);
+    fresh.initialize(schema);
     let cwd = tempfile::tempdir().unwrap();
-    let started = fresh.call(&schema, "thread/start", json!({ "cwd": cwd.path() }));
+    let started = fresh.call(schema, "thread/start", json!({ "cwd": cwd.path() }));
     assert!(started.get("result").is_some(), "{started}");
-    let listed = client.call(&schema, "thread/list", json!({}));
+    let listed = client.call(schema, "thread/list", json!({}));
     assert!(listed.get("result").is_some(), "{listed}");
     assert!(server.0.try_wait().unwrap().is_none(), "the server exited");
 }

@@ -46,12 +46,12 @@ fn a_client_that_stops_reading_is_disconnected_and_the_others_miss_nothing() {
     let mut stalled = Client::connect_with_small_buffer(&url, 4096);
     reading.set_patience(GUARD);
     stalled.set_patience(GUARD);
-    reading.initialize(&schema);
-    stalled.initialize(&schema);
+    reading.initialize(schema);
+    stalled.initialize(schema);
     let cwd = tempfile::tempdir().unwrap();
-    let started = reading.call(&schema, "thread/start", json!({ "cwd": cwd.path() }));
+    let started = reading.call(schema, "thread/start", json!({ "cwd": cwd.path() }));
     let thread = started["result"]["thread"]["id"].clone();
-    let joined = stalled.call(&schema, "thread/resume", json!({ "threadId": thread }));
+    let joined = stalled.call(schema, "thread/resume", json!({ "threadId": thread }));
     assert_eq!(joined["result"]["thread"]["id"], thread, "{joined:#}");
 
     // From here on `stalled` reads nothing until the turn is over. `reading` reads as fast
@@ -71,7 +71,7 @@ fn a_client_that_stops_reading_is_disconnected_and_the_others_miss_nothing() {
         }
     }
     for m in &seen {
-        reading.check(&schema, m);
+        reading.check(schema, m);
     }
     let turn = seen.iter().find(|m| m["id"] == turn_request).unwrap();
     assert!(turn.get("result").is_some(), "{turn:#}");
@@ -125,8 +125,8 @@ fn a_client_that_stops_reading_is_disconnected_and_the_others_miss_nothing() {
     // Nothing durable was lost: a new connection resumes the thread and sees the whole turn.
     let mut back = Client::connect(&url, None).unwrap();
     back.set_patience(GUARD);
-    back.initialize(&schema);
-    let resumed = back.call(&schema, "thread/resume", json!({ "threadId": thread }));
+    back.initialize(schema);
+    let resumed = back.call(schema, "thread/resume", json!({ "threadId": thread }));
     let turns = &resumed["result"]["thread"]["turns"];
     assert_eq!(turns[0]["status"], "completed", "{turns:#}");
     assert_eq!(turns[0]["items"][1]["text"].as_str(), Some(text.as_str()));
