@@ -16,14 +16,15 @@ use std::time::Duration;
 use serde_json::{json, Value};
 use support::{home_for, MockModel};
 
-/// 2,000 by default, to keep CI short (a debug build takes ~10 ms per `thread/start`);
-/// the 1,024 hard-limit case makes that meaningful: more threads than descriptors.
+/// 1,200 by default, to keep CI short (a debug build takes ~10 ms per `thread/start`):
+/// still more threads than the 1,024 hard-limit case has descriptors, which is what makes
+/// that case meaningful.
 /// `REIN_IDLE_THREADS=10000` runs the full count.
 fn threads_wanted() -> usize {
     std::env::var("REIN_IDLE_THREADS")
         .ok()
         .and_then(|n| n.parse().ok())
-        .unwrap_or(2_000)
+        .unwrap_or(1_200)
 }
 
 fn status_kib(pid: u32, field: &str) -> u64 {
