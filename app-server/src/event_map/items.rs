@@ -1,11 +1,13 @@
 //! Items as Codex shows them: started, then completed; a tool call's item is completed
 //! from the facts its end reports (or, for a call cut short, its output carries), and
-//! review requests are shown as review-mode items.
+//! review requests are shown as review-mode items. Messages' and reasoning's text streams
+//! as deltas.
 
 use rein_app_server_protocol::{
-    ItemCompletedNotification, ItemStartedNotification, ServerNotification, ThreadItem,
+    DeltaNotification, ItemCompletedNotification, ItemStartedNotification,
+    ReasoningSummaryTextDeltaNotification, ServerNotification, ThreadItem,
 };
-use rein_protocol::{Event, Item, TurnId};
+use rein_protocol::{Event, Item, ItemId, ItemKind, TurnId};
 
 use super::{event_ms, review, EventMapper, Outgoing};
 use crate::convert::item_to_wire;
@@ -120,5 +122,68 @@ impl EventMapper {
                 completed_at_ms: at,
             },
         )));
+    }
+
+    pub(super) fn item_begun(
+        &self,
+        out: &mut Vec<Outgoing>,
+        event: &Event,
+        item_id: &ItemId,
+        kind: ItemKind,
+    ) {
+        let item = match kind {
+            ItemKind::AgentMessage => ThreadItem::AgentMessage {
+                id: item_id.to_string(),
+                text: String::new(),
+                phase: None,
+            },
+            ItemKind::Reasoning => ThreadItem::Reasoning {
+                id: item_id.to_string(),
+                summary: Vec::new(),
+                content: Vec::new(),
+            },
+        };
+        out.extend(self.item_started(event.turn_id, item, event_ms(event)));
+    }
+
+    pub(super) fn agent_message_delta(
+        &self,
+        out: &mut Vec<Outgoing>,
+        turn_id: Option<TurnId>,
+        item_id: &ItemId,
+        delta: &str,
+    ) {
+        if let Some(turn_id) = turn_id {
+            out.push(Outgoing::Notify(ServerNotification::AgentMessageDelta(
+                DeltaNotification {
+                    thread_id: self.thread_id.clone(),
+                    turn_id: turn_id.to_string(),
+                    item_id: item_id.to_string(),
+                    delta: delta.to_owned(),
+                },
+            )));
+        }
+    }
+
+    pub(super) fn reasoning_delta(
+        &self,
+        out: &mut Vec<Outgoing>,
+        turn_id: Option<TurnId>,
+        item_id: &ItemId,
+        delta: &str,
+    ) {
+        if let Some(turn_id) = turn_id {
+            out.push(Outgoing::Notify(
+                ServerNotification::ReasoningSummaryTextDelta(
+                    ReasoningSummaryTextDeltaNotification {
+                        thread_id: self.thread_id.clone(),
+                        turn_id: turn_id.to_string(),
+                        item_id: item_id.to_string(),
+                        delta: delta.to_owned(),
+                        summary_index: 0,
+                    },
+                ),
+            ));
+        }
     }
 }
