@@ -11,14 +11,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use rein_app_server_protocol::{
-    EmptyResponse, RequestId, ReviewStartResponse, ServerNotification,
-    ServerRequestResolvedNotification, ThreadResponse, Turn, TurnItemsView, TurnStartResponse,
-    TurnStatus, TurnSteerResponse,
+    RequestId, ServerNotification, ServerRequestResolvedNotification, Turn, TurnItemsView,
+    TurnStatus,
 };
 use rein_core::{EventStream, ThreadError};
 use rein_protocol::{
-    Event, EventMsg, InputMode, InputOutcome, Op, OpResult, RejectReason, SettingsChange,
-    SubmissionId, TurnId,
+    Event, EventMsg, InputOutcome, Op, OpResult, RejectReason, SubmissionId, TurnId,
 };
 use tokio::sync::mpsc;
 use tokio::time::{sleep_until, Instant};
@@ -28,12 +26,12 @@ use crate::event_map::{EventMapper, Outgoing};
 use crate::loaded::{LoadedThread, LoadedThreads};
 use crate::outbound::now_secs;
 use crate::subscribers::Subscriber;
-use crate::turns::turns_from_state;
 
+mod commands;
 mod graph;
 mod questions;
 mod requests;
-use questions::{response_of, unanswered, Asked};
+use questions::Asked;
 pub use requests::{PendingRequests, PumpCmd, PumpRequest};
 
 pub struct Pump {
@@ -198,21 +196,7 @@ impl Pump {
         closed
     }
 
-    /// Put the questions still open to `from` (just subscribed), unless it was asked.
-    async fn reask(&self, from: &Subscriber, asked: &mut Asked) {
-        for question in asked.values_mut() {
-            if question
-                .askees
-                .iter()
-                .any(|(s, _)| s.connection == from.connection)
-            {
-                continue;
-            }
-            let (out, request_id) = self.register_ask(question, from.clone());
-            out.request(&request_id, &question.request).await;
-        }
-    }
-
+    /// One request, carried out between two events (see the module's header).
     async fn on_cmd(&mut self, request: PumpRequest, asked: &mut Asked) {
         let PumpRequest { from, cmd } = request;
         match cmd {
@@ -221,182 +205,25 @@ impl Pump {
                 items,
                 settings,
                 output_schema,
-            } => {
-                let op = Op::UserInput {
-                    items,
-                    mode: InputMode::StartIfIdle,
-                    settings,
-                    output_schema,
-                };
-                let submission = SubmissionId::new();
-                let result = match self.submit(submission, op).await {
-                    Ok(OpResult::Input(InputOutcome::Started { turn_id })) => {
-                        Ok(TurnStartResponse {
-                            turn: pending_turn(turn_id),
-                        })
-                    }
-                    // Behind a compaction: it starts, under the submission's id, right after.
-                    Ok(OpResult::Input(InputOutcome::Queued { .. })) => Ok(TurnStartResponse {
-                        turn: pending_turn(TurnId::from(submission)),
-                    }),
-                    other => Err(refusal(other)),
-                };
-                reply.answer(result).await;
-            }
+            } => self.start_turn(reply, items, settings, output_schema).await,
             PumpCmd::Steer {
                 reply,
                 items,
                 expected,
-            } => {
-                let op = Op::UserInput {
-                    items,
-                    mode: InputMode::Steer(expected),
-                    settings: SettingsChange::default(),
-                    output_schema: None,
-                };
-                let submission = SubmissionId::new();
-                let result = match self.submit(submission, op).await {
-                    Ok(OpResult::Input(InputOutcome::Steered { turn_id })) => {
-                        Ok(TurnSteerResponse {
-                            turn_id: turn_id.to_string(),
-                        })
-                    }
-                    // The running turn takes no steers; the input starts the next one.
-                    Ok(OpResult::Input(InputOutcome::Queued { .. })) => Ok(TurnSteerResponse {
-                        turn_id: TurnId::from(submission).to_string(),
-                    }),
-                    other => Err(refusal(other)),
-                };
-                reply.answer(result).await;
-            }
-            PumpCmd::Interrupt { reply, turn_id } => {
-                // Interrupt only the turn the client named (the loop checks, so a turn that
-                // started since is never hit); an ended or unknown turn is answered at once
-                // with nothing to do.
-                if let Err(e) = self
-                    .thread
-                    .handle
-                    .submit(Op::InterruptTurn { turn_id })
-                    .await
-                {
-                    tracing::debug!("interrupt: {e}");
-                }
-                reply.answer(Ok(EmptyResponse {})).await;
-            }
+            } => self.steer(reply, items, expected).await,
+            PumpCmd::Interrupt { reply, turn_id } => self.interrupt(reply, turn_id).await,
             PumpCmd::Answer {
                 request_id,
                 outcome,
-            } => {
-                let question = asked.iter().find_map(|(approval, question)| {
-                    question
-                        .askees
-                        .iter()
-                        .any(|(s, r)| s.connection == from.connection && *r == request_id)
-                        .then(|| approval.clone())
-                });
-                // Already answered by another subscriber, or withdrawn.
-                let Some(approval_id) = question else { return };
-                let Some(question) = asked.remove(&approval_id) else {
-                    return;
-                };
-                self.respond(approval_id, response_of(&question.request, outcome))
-                    .await;
-                for (subscriber, request_id) in question.askees {
-                    subscriber.pending.take(&request_id);
-                    self.resolved(&subscriber, request_id).await;
-                }
-            }
+            } => self.answer(&from, request_id, outcome, asked).await,
             PumpCmd::Join {
                 reply,
-                mut response,
+                response,
                 exclude_turns,
-            } => {
-                let folded = match self.thread.handle.state().await {
-                    Ok(folded) => folded,
-                    Err(e) => {
-                        reply
-                            .answer(Err(RpcError::invalid_request(e.to_string())))
-                            .await;
-                        return;
-                    }
-                };
-                let joining = Subscriber {
-                    seen_through: folded.last_seq,
-                    ..from.clone()
-                };
-                if !self.thread.subscribers.join(joining) {
-                    let refusal = RpcError::invalid_request(format!(
-                        "thread {} is being unloaded; resume it again once it has closed",
-                        self.thread.handle.id()
-                    ));
-                    reply.answer(Err(refusal)).await;
-                    return;
-                }
-                if !exclude_turns {
-                    response.thread.turns = turns_from_state(&folded);
-                }
-                reply.answer(Ok(*response)).await;
-                self.send_graph(std::slice::from_ref(&from)).await;
-                self.reask(&from, asked).await;
-                // The sub-agents' open questions are the root's subscribers' to answer too.
-                if !self.sub_agent {
-                    for child in self.threads.sub_agents_of(&self.thread) {
-                        let request = PumpRequest {
-                            from: from.clone(),
-                            cmd: PumpCmd::Reask,
-                        };
-                        // Never wait on a busy child's pump: it may be waiting on this one.
-                        if let Err(mpsc::error::TrySendError::Full(request)) =
-                            child.pump.try_send(request)
-                        {
-                            tokio::spawn(async move { child.pump.send(request).await });
-                        }
-                    }
-                }
-            }
+            } => self.join(from, reply, response, exclude_turns, asked).await,
             PumpCmd::Reask => self.reask(&from, asked).await,
-            PumpCmd::Left { .. } => {
-                // Its questions are no longer its to answer; one nobody else was asked is
-                // declined, so the turn does not wait forever.
-                let mut unanswerable = Vec::new();
-                for (approval_id, question) in asked.iter_mut() {
-                    let askees = &mut question.askees;
-                    let mut kept = Vec::with_capacity(askees.len());
-                    for (subscriber, request_id) in askees.drain(..) {
-                        if subscriber.connection == from.connection {
-                            subscriber.pending.take(&request_id);
-                            self.resolved(&subscriber, request_id).await;
-                        } else {
-                            kept.push((subscriber, request_id));
-                        }
-                    }
-                    *askees = kept;
-                    if askees.is_empty() {
-                        unanswerable.push(approval_id.clone());
-                    }
-                }
-                for approval_id in unanswerable {
-                    if let Some(question) = asked.remove(&approval_id) {
-                        self.respond(approval_id, unanswered(&question.request))
-                            .await;
-                    }
-                }
-            }
-            // Compaction and review wait behind a running turn; the pump must not wait with
-            // them (it forwards that turn's approvals), so they are queued, not awaited. The
-            // turn they start takes the submission's id, which the answer can name at once.
-            PumpCmd::Compact { reply } => {
-                let result = match self
-                    .thread
-                    .handle
-                    .enqueue_with_id(SubmissionId::new(), Op::Compact)
-                    .await
-                {
-                    Ok(()) => Ok(EmptyResponse {}),
-                    Err(e) => Err(RpcError::invalid_request(e.to_string())),
-                };
-                reply.answer(result).await;
-            }
+            PumpCmd::Left { .. } => self.left(&from, asked).await,
+            PumpCmd::Compact { reply } => self.enqueue(reply, Op::Compact).await,
             PumpCmd::Shell {
                 reply,
                 command,
@@ -406,85 +233,12 @@ impl Pump {
                     command,
                     timeout_ms,
                 };
-                let result = match self
-                    .thread
-                    .handle
-                    .enqueue_with_id(SubmissionId::new(), op)
-                    .await
-                {
-                    Ok(()) => Ok(EmptyResponse {}),
-                    Err(e) => Err(RpcError::invalid_request(e.to_string())),
-                };
-                reply.answer(result).await;
+                self.enqueue(reply, op).await;
             }
-            PumpCmd::Review { reply, target } => {
-                let submission = SubmissionId::new();
-                let result = match self
-                    .thread
-                    .handle
-                    .enqueue_with_id(submission, Op::Review { target })
-                    .await
-                {
-                    Ok(()) => Ok(ReviewStartResponse {
-                        turn: pending_turn(TurnId::from(submission)),
-                        review_thread_id: self.thread.handle.id().to_string(),
-                    }),
-                    Err(e) => Err(RpcError::invalid_request(e.to_string())),
-                };
-                reply.answer(result).await;
-            }
-            PumpCmd::Goal { reply, op } => {
-                let result = self
-                    .thread
-                    .handle
-                    .submit(op)
-                    .await
-                    .map_err(RpcError::internal);
-                // The kernel queued the op's events before answering it: its goal event
-                // goes out before the answer (`thread/goal/updated`, `…/cleared`, as Codex
-                // orders them), what follows it (a goal turn starting) after the answer.
-                let mut after = Vec::new();
-                let mut goal_seen = false;
-                while let Some(event) = self.events.try_recv() {
-                    if goal_seen {
-                        after.push(event);
-                        continue;
-                    }
-                    goal_seen = matches!(
-                        event.msg,
-                        EventMsg::GoalUpdated { .. } | EventMsg::GoalCleared
-                    );
-                    self.on_event(&event, asked).await;
-                }
-                reply.answer(result).await;
-                for event in after {
-                    self.on_event(&event, asked).await;
-                }
-            }
-            PumpCmd::SetName { reply, name } => {
-                let result = match self.submit(SubmissionId::new(), Op::SetName { name }).await {
-                    Ok(OpResult::Accepted) => Ok(EmptyResponse {}),
-                    other => Err(refusal(other)),
-                };
-                reply.answer(result).await;
-            }
-            PumpCmd::Rollback { reply, turns } => {
-                let result = match self
-                    .submit(SubmissionId::new(), Op::Rollback { turns })
-                    .await
-                {
-                    Ok(OpResult::Accepted) => match self.thread.handle.state().await {
-                        Ok(folded) => {
-                            let mut thread = self.thread.meta().to_wire();
-                            thread.turns = turns_from_state(&folded);
-                            Ok(ThreadResponse { thread })
-                        }
-                        Err(e) => Err(RpcError::invalid_request(e.to_string())),
-                    },
-                    other => Err(refusal(other)),
-                };
-                reply.answer(result).await;
-            }
+            PumpCmd::Review { reply, target } => self.review(reply, target).await,
+            PumpCmd::Goal { reply, op } => self.goal(reply, op, asked).await,
+            PumpCmd::SetName { reply, name } => self.set_name(reply, name).await,
+            PumpCmd::Rollback { reply, turns } => self.rollback(reply, turns).await,
         }
     }
 

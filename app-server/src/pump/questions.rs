@@ -66,6 +66,78 @@ impl Pump {
         (out, request_id)
     }
 
+    /// Put the questions still open to `from` (just subscribed), unless it was asked.
+    pub(super) async fn reask(&self, from: &Subscriber, asked: &mut Asked) {
+        for question in asked.values_mut() {
+            if question
+                .askees
+                .iter()
+                .any(|(s, _)| s.connection == from.connection)
+            {
+                continue;
+            }
+            let (out, request_id) = self.register_ask(question, from.clone());
+            out.request(&request_id, &question.request).await;
+        }
+    }
+
+    /// The client answered `request_id`: the first answer to a question is the kernel's;
+    /// the other subscribers asked are told it is resolved.
+    pub(super) async fn answer(
+        &self,
+        from: &Subscriber,
+        request_id: RequestId,
+        outcome: Result<Value, Value>,
+        asked: &mut Asked,
+    ) {
+        let question = asked.iter().find_map(|(approval, question)| {
+            question
+                .askees
+                .iter()
+                .any(|(s, r)| s.connection == from.connection && *r == request_id)
+                .then(|| approval.clone())
+        });
+        // Already answered by another subscriber, or withdrawn.
+        let Some(approval_id) = question else { return };
+        let Some(question) = asked.remove(&approval_id) else {
+            return;
+        };
+        self.respond(approval_id, response_of(&question.request, outcome))
+            .await;
+        for (subscriber, request_id) in question.askees {
+            subscriber.pending.take(&request_id);
+            self.resolved(&subscriber, request_id).await;
+        }
+    }
+
+    /// `from` stopped listening: its questions are no longer its to answer; one nobody
+    /// else was asked is declined, so the turn does not wait forever.
+    pub(super) async fn left(&self, from: &Subscriber, asked: &mut Asked) {
+        let mut unanswerable = Vec::new();
+        for (approval_id, question) in asked.iter_mut() {
+            let askees = &mut question.askees;
+            let mut kept = Vec::with_capacity(askees.len());
+            for (subscriber, request_id) in askees.drain(..) {
+                if subscriber.connection == from.connection {
+                    subscriber.pending.take(&request_id);
+                    self.resolved(&subscriber, request_id).await;
+                } else {
+                    kept.push((subscriber, request_id));
+                }
+            }
+            *askees = kept;
+            if askees.is_empty() {
+                unanswerable.push(approval_id.clone());
+            }
+        }
+        for approval_id in unanswerable {
+            if let Some(question) = asked.remove(&approval_id) {
+                self.respond(approval_id, unanswered(&question.request))
+                    .await;
+            }
+        }
+    }
+
     pub(super) async fn respond(&self, request_id: String, response: ClientResponse) {
         let op = Op::Respond {
             request_id,
