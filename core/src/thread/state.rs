@@ -166,7 +166,10 @@ impl ThreadState {
         }
     }
 
-    /// The reducer.
+    /// The reducer. One match over every event kind, with no wildcard arm, on purpose: a
+    /// new event does not compile until its fold here is decided (the contract's "one
+    /// reducer"). It is long because the event enum is; an arm of more than a few lines is
+    /// a method below.
     pub fn apply(&mut self, event: &Event) {
         self.last_seq = Some(event.seq);
         if self.thread_id.is_none() {
@@ -242,55 +245,12 @@ impl ThreadState {
                 settings,
                 output_schema,
                 ..
-            } => {
-                if let Some(id) = event.turn_id {
-                    self.active_turn = Some(ActiveTurn {
-                        id,
-                        kind: *kind,
-                        settings: settings.clone(),
-                        output_schema: output_schema.clone().map(Arc::new),
-                    });
-                    self.recoverable_turn = None;
-                    self.status = AgentStatus::Running;
-                    match self.turns.last_mut() {
-                        // A recovered turn continues its record rather than opening a new one.
-                        Some(last) if last.id == id => {
-                            last.status = TurnStatus::Running;
-                            last.ended_ms = None;
-                            last.failure = None;
-                        }
-                        _ => self.turns.push(TurnRecord {
-                            id,
-                            kind: *kind,
-                            history_start: self.history.len(),
-                            status: TurnStatus::Running,
-                            started_ms: event.timestamp_ms,
-                            ended_ms: None,
-                            failure: None,
-                            goal: false,
-                            goal_before: self.goal.mark(),
-                        }),
-                    }
-                }
-            }
+            } => self.turn_started(event, *kind, settings, output_schema.as_ref()),
             EventMsg::TurnCompleted { .. } => {
                 self.end_turn(event, TurnStatus::Completed);
                 self.status = AgentStatus::Completed;
             }
-            EventMsg::TurnAborted { reason } => {
-                // The root's interrupt cascades to its task graph's running nodes.
-                self.task_graph.cancel_running(event.timestamp_ms);
-                let ended = self.end_turn(event, TurnStatus::Aborted(*reason));
-                // Only a regular turn restarts as one; a review or a compaction is asked
-                // for again instead.
-                let regular = ended.as_ref().is_none_or(|t| t.kind == TaskKind::Regular);
-                self.recoverable_turn =
-                    event.turn_id.filter(|_| regular).map(|id| RecoverableTurn {
-                        id,
-                        output_schema: ended.and_then(|t| t.output_schema),
-                    });
-                self.status = AgentStatus::Interrupted;
-            }
+            EventMsg::TurnAborted { reason } => self.turn_aborted(event, *reason),
             EventMsg::TurnFailed { code, message } => {
                 self.end_turn(event, TurnStatus::Failed);
                 if let Some(record) = self.turn_mut(event.turn_id) {
@@ -319,20 +279,7 @@ impl ThreadState {
                 summary_at,
                 tokens_after,
                 ..
-            } => {
-                let mut history: Vec<Arc<Item>> = kept
-                    .iter()
-                    .filter_map(|&i| self.history.get(i as usize).cloned())
-                    .collect();
-                let at = (*summary_at as usize).min(history.len());
-                history.insert(at, Arc::new(summary.clone()));
-                self.history = history;
-                self.context_tokens = *tokens_after;
-                self.rollback_floor = self.turns.len();
-                for turn in &mut self.turns {
-                    turn.history_start = 0;
-                }
-            }
+            } => self.compacted(summary, kept, *summary_at, *tokens_after),
             EventMsg::ModelSwitched { to, .. } => {
                 if let Some(settings) = &mut self.settings {
                     settings.model.clone_from(to);
@@ -398,6 +345,73 @@ impl ThreadState {
             | EventMsg::GoalUpdated { .. }
             | EventMsg::GoalCleared
             | EventMsg::GoalCheckpointed { .. } => {}
+        }
+    }
+
+    fn turn_started(
+        &mut self,
+        event: &Event,
+        kind: TaskKind,
+        settings: &ThreadSettings,
+        output_schema: Option<&serde_json::Value>,
+    ) {
+        let Some(id) = event.turn_id else { return };
+        self.active_turn = Some(ActiveTurn {
+            id,
+            kind,
+            settings: settings.clone(),
+            output_schema: output_schema.cloned().map(Arc::new),
+        });
+        self.recoverable_turn = None;
+        self.status = AgentStatus::Running;
+        match self.turns.last_mut() {
+            // A recovered turn continues its record rather than opening a new one.
+            Some(last) if last.id == id => {
+                last.status = TurnStatus::Running;
+                last.ended_ms = None;
+                last.failure = None;
+            }
+            _ => self.turns.push(TurnRecord {
+                id,
+                kind,
+                history_start: self.history.len(),
+                status: TurnStatus::Running,
+                started_ms: event.timestamp_ms,
+                ended_ms: None,
+                failure: None,
+                goal: false,
+                goal_before: self.goal.mark(),
+            }),
+        }
+    }
+
+    fn turn_aborted(&mut self, event: &Event, reason: TurnAbortReason) {
+        // The root's interrupt cascades to its task graph's running nodes.
+        self.task_graph.cancel_running(event.timestamp_ms);
+        let ended = self.end_turn(event, TurnStatus::Aborted(reason));
+        // Only a regular turn restarts as one; a review or a compaction is asked for again
+        // instead.
+        let regular = ended.as_ref().is_none_or(|t| t.kind == TaskKind::Regular);
+        self.recoverable_turn = event.turn_id.filter(|_| regular).map(|id| RecoverableTurn {
+            id,
+            output_schema: ended.and_then(|t| t.output_schema),
+        });
+        self.status = AgentStatus::Interrupted;
+    }
+
+    /// The history becomes the kept items with the summary at its place.
+    fn compacted(&mut self, summary: &Item, kept: &[u32], summary_at: u32, tokens_after: u64) {
+        let mut history: Vec<Arc<Item>> = kept
+            .iter()
+            .filter_map(|&i| self.history.get(i as usize).cloned())
+            .collect();
+        let at = (summary_at as usize).min(history.len());
+        history.insert(at, Arc::new(summary.clone()));
+        self.history = history;
+        self.context_tokens = tokens_after;
+        self.rollback_floor = self.turns.len();
+        for turn in &mut self.turns {
+            turn.history_start = 0;
         }
     }
 
