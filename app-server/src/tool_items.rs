@@ -64,41 +64,12 @@ pub fn tool_item(
             terminal_id, cwd, ..
         } => {
             let command = action.command_line(tool).unwrap_or_default();
-            ThreadItem::CommandExecution {
-                id,
-                command_actions: vec![CommandActionWire::Unknown {
-                    command: command.clone(),
-                }],
-                command,
-                cwd: cwd
-                    .as_deref()
-                    .map(|c| c.display().to_string())
-                    .unwrap_or_default(),
-                process_id: Some(terminal_id.clone()),
-                status: command_status(outcome),
-                aggregated_output: outcome.and_then(shown_text),
-                exit_code: exit_code(outcome),
-                duration_ms,
-                source: None,
-            }
+            let cwd = cwd.as_deref().map(|c| c.display().to_string());
+            stdin_item(id, command, cwd, terminal_id, outcome, duration_ms)
         }
         ToolAction::Read { path } => {
             let command = action.command_line(tool).unwrap_or_default();
-            let name = path.file_name().map_or_else(
-                || path.display().to_string(),
-                |n| n.to_string_lossy().into(),
-            );
-            explored(
-                id,
-                path.parent().unwrap_or(path),
-                CommandActionWire::Read {
-                    command,
-                    name,
-                    path: path.display().to_string(),
-                },
-                outcome,
-                duration_ms,
-            )
+            read_item(id, command, path, outcome, duration_ms)
         }
         ToolAction::List { path } => explored(
             id,
@@ -143,21 +114,7 @@ pub fn tool_item(
             tool: tool.clone(),
             arguments: arguments.clone(),
             status: call_status(outcome),
-            result: match outcome {
-                Some(ToolOutcome::Returned {
-                    text,
-                    structured,
-                    content,
-                }) => Some(McpToolCallResult {
-                    content: if content.is_empty() {
-                        vec![serde_json::json!({ "type": "text", "text": text })]
-                    } else {
-                        content.clone()
-                    },
-                    structured_content: structured.clone(),
-                }),
-                _ => None,
-            },
+            result: mcp_result(outcome),
             error: outcome
                 .filter(|o| !o.succeeded())
                 .and_then(shown_text)
@@ -195,6 +152,76 @@ pub fn tool_item(
         },
     };
     Some(item)
+}
+
+/// Input written to a background terminal: a command execution of that terminal.
+fn stdin_item(
+    id: String,
+    command: String,
+    cwd: Option<String>,
+    terminal_id: &str,
+    outcome: Option<&ToolOutcome>,
+    duration_ms: Option<i64>,
+) -> ThreadItem {
+    ThreadItem::CommandExecution {
+        id,
+        command_actions: vec![CommandActionWire::Unknown {
+            command: command.clone(),
+        }],
+        command,
+        cwd: cwd.unwrap_or_default(),
+        process_id: Some(terminal_id.to_owned()),
+        status: command_status(outcome),
+        aggregated_output: outcome.and_then(shown_text),
+        exit_code: exit_code(outcome),
+        duration_ms,
+        source: None,
+    }
+}
+
+/// A file read, shown as exploring the file's directory.
+fn read_item(
+    id: String,
+    command: String,
+    path: &Path,
+    outcome: Option<&ToolOutcome>,
+    duration_ms: Option<i64>,
+) -> ThreadItem {
+    let name = path.file_name().map_or_else(
+        || path.display().to_string(),
+        |n| n.to_string_lossy().into(),
+    );
+    explored(
+        id,
+        path.parent().unwrap_or(path),
+        CommandActionWire::Read {
+            command,
+            name,
+            path: path.display().to_string(),
+        },
+        outcome,
+        duration_ms,
+    )
+}
+
+/// An MCP call's result as Codex shows it: the server's content blocks (its text as one
+/// text block when it sent plain text) and its structured content.
+fn mcp_result(outcome: Option<&ToolOutcome>) -> Option<McpToolCallResult> {
+    match outcome {
+        Some(ToolOutcome::Returned {
+            text,
+            structured,
+            content,
+        }) => Some(McpToolCallResult {
+            content: if content.is_empty() {
+                vec![serde_json::json!({ "type": "text", "text": text })]
+            } else {
+                content.clone()
+            },
+            structured_content: structured.clone(),
+        }),
+        _ => None,
+    }
 }
 
 /// A file tool's call, shown as the exploring command Codex clients group and draw.

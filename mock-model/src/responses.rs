@@ -3,6 +3,7 @@
 //! and finally `response.completed` with usage (cached and reasoning token details).
 //! Each event carries both an `event:` line and a `type` field, as OpenAI sends them.
 
+use rein_protocol::TokenUsage;
 use serde_json::{json, Value};
 
 use crate::play::Said;
@@ -97,191 +98,198 @@ impl Wire for ResponsesWire {
     fn render(&mut self, said: &Said) -> Vec<u8> {
         let mut out = Vec::new();
         match said {
-            Said::Reasoning(text) => {
-                let id = format!("rs_{}_{}", self.response_id, self.output_index);
-                let index = self.output_index;
-                self.output_index += 1;
-                self.event(
-                    &mut out,
-                    "response.output_item.added",
-                    json!({
-                        "output_index": index,
-                        "item": {"id": id, "type": "reasoning", "summary": []}
-                    }),
-                );
-                let part = json!({"type": "summary_text", "text": ""});
-                self.event(
-                    &mut out,
-                    "response.reasoning_summary_part.added",
-                    json!({
-                        "item_id": id, "output_index": index, "summary_index": 0, "part": part
-                    }),
-                );
-                self.event(
-                    &mut out,
-                    "response.reasoning_summary_text.delta",
-                    json!({
-                        "item_id": id, "output_index": index, "summary_index": 0, "delta": text
-                    }),
-                );
-                self.event(
-                    &mut out,
-                    "response.reasoning_summary_text.done",
-                    json!({
-                        "item_id": id, "output_index": index, "summary_index": 0, "text": text
-                    }),
-                );
-                let part = json!({"type": "summary_text", "text": text});
-                self.event(
-                    &mut out,
-                    "response.reasoning_summary_part.done",
-                    json!({
-                        "item_id": id, "output_index": index, "summary_index": 0, "part": part
-                    }),
-                );
-                let mut item = json!({
-                    "id": id, "type": "reasoning",
-                    "summary": [{"type": "summary_text", "text": text}]
-                });
-                if self.encrypted_reasoning {
-                    // Opaque to the client; derived from the id so tests can predict it.
-                    item["encrypted_content"] = json!(format!("enc:{id}"));
-                }
-                self.output.push(item.clone());
-                self.event(
-                    &mut out,
-                    "response.output_item.done",
-                    json!({
-                        "output_index": index, "item": item
-                    }),
-                );
-            }
+            Said::Reasoning(text) => self.reasoning(&mut out, text),
             Said::Text {
                 delta,
                 first,
                 last,
                 full,
-            } => {
-                let id = self.message_id.clone();
-                let index = self.output_index;
-                if *first {
-                    self.event(
-                        &mut out,
-                        "response.output_item.added",
-                        json!({
-                            "output_index": index,
-                            "item": {"id": id, "type": "message", "status": "in_progress",
-                                     "role": "assistant", "content": []}
-                        }),
-                    );
-                    self.event(
-                        &mut out,
-                        "response.content_part.added",
-                        json!({
-                            "item_id": id, "output_index": index, "content_index": 0,
-                            "part": {"type": "output_text", "text": "", "annotations": []}
-                        }),
-                    );
-                }
-                self.event(
-                    &mut out,
-                    "response.output_text.delta",
-                    json!({
-                        "item_id": id, "output_index": index, "content_index": 0, "delta": delta
-                    }),
-                );
-                if *last {
-                    let full: &str = full;
-                    self.output_index += 1;
-                    self.event(
-                        &mut out,
-                        "response.output_text.done",
-                        json!({
-                            "item_id": id, "output_index": index, "content_index": 0, "text": full
-                        }),
-                    );
-                    let part = json!({"type": "output_text", "text": full, "annotations": []});
-                    self.event(
-                        &mut out,
-                        "response.content_part.done",
-                        json!({
-                            "item_id": id, "output_index": index, "content_index": 0, "part": part
-                        }),
-                    );
-                    let item = json!({
-                        "id": id, "type": "message", "status": "completed",
-                        "role": "assistant", "content": [part]
-                    });
-                    self.output.push(item.clone());
-                    self.event(
-                        &mut out,
-                        "response.output_item.done",
-                        json!({
-                            "output_index": index, "item": item
-                        }),
-                    );
-                }
-            }
+            } => self.text(&mut out, delta, *first, (*last).then_some(&**full)),
             Said::ToolCall {
                 call_id,
                 name,
                 arguments,
-            } => {
-                let id = format!("fc_{call_id}");
-                let index = self.output_index;
-                self.output_index += 1;
-                self.event(
-                    &mut out,
-                    "response.output_item.added",
-                    json!({
-                        "output_index": index,
-                        "item": {"id": id, "type": "function_call", "status": "in_progress",
-                                 "call_id": call_id, "name": name, "arguments": ""}
-                    }),
-                );
-                self.event(
-                    &mut out,
-                    "response.function_call_arguments.delta",
-                    json!({
-                        "item_id": id, "output_index": index, "delta": arguments
-                    }),
-                );
-                self.event(
-                    &mut out,
-                    "response.function_call_arguments.done",
-                    json!({
-                        "item_id": id, "output_index": index, "arguments": arguments
-                    }),
-                );
-                let item = json!({
-                    "id": id, "type": "function_call", "status": "completed",
-                    "call_id": call_id, "name": name, "arguments": arguments
-                });
-                self.output.push(item.clone());
-                self.event(
-                    &mut out,
-                    "response.output_item.done",
-                    json!({
-                        "output_index": index, "item": item
-                    }),
-                );
-            }
-            Said::Completed(usage) => {
-                let mut response = self.response("completed");
-                response["usage"] = json!({
-                    "input_tokens": usage.input_tokens,
-                    "input_tokens_details": {"cached_tokens": usage.cached_input_tokens},
-                    "output_tokens": usage.output_tokens,
-                    "output_tokens_details": {"reasoning_tokens": usage.reasoning_output_tokens},
-                    "total_tokens": usage.total_tokens,
-                });
-                self.event(
-                    &mut out,
-                    "response.completed",
-                    json!({ "response": response }),
-                );
-            }
+            } => self.tool_call(&mut out, call_id, name, arguments),
+            Said::Completed(usage) => self.completed(&mut out, usage),
         }
         out
+    }
+}
+
+/// One `Said` each, as its Responses events.
+impl ResponsesWire {
+    fn reasoning(&mut self, out: &mut Vec<u8>, text: &str) {
+        let id = format!("rs_{}_{}", self.response_id, self.output_index);
+        let index = self.output_index;
+        self.output_index += 1;
+        self.event(
+            out,
+            "response.output_item.added",
+            json!({
+                "output_index": index,
+                "item": {"id": id, "type": "reasoning", "summary": []}
+            }),
+        );
+        let part = json!({"type": "summary_text", "text": ""});
+        self.event(
+            out,
+            "response.reasoning_summary_part.added",
+            json!({
+                "item_id": id, "output_index": index, "summary_index": 0, "part": part
+            }),
+        );
+        self.event(
+            out,
+            "response.reasoning_summary_text.delta",
+            json!({
+                "item_id": id, "output_index": index, "summary_index": 0, "delta": text
+            }),
+        );
+        self.event(
+            out,
+            "response.reasoning_summary_text.done",
+            json!({
+                "item_id": id, "output_index": index, "summary_index": 0, "text": text
+            }),
+        );
+        let part = json!({"type": "summary_text", "text": text});
+        self.event(
+            out,
+            "response.reasoning_summary_part.done",
+            json!({
+                "item_id": id, "output_index": index, "summary_index": 0, "part": part
+            }),
+        );
+        let mut item = json!({
+            "id": id, "type": "reasoning",
+            "summary": [{"type": "summary_text", "text": text}]
+        });
+        if self.encrypted_reasoning {
+            // Opaque to the client; derived from the id so tests can predict it.
+            item["encrypted_content"] = json!(format!("enc:{id}"));
+        }
+        self.output.push(item.clone());
+        self.event(
+            out,
+            "response.output_item.done",
+            json!({
+                "output_index": index, "item": item
+            }),
+        );
+    }
+
+    /// A delta of the message; `full` is the whole text once this is its last delta.
+    fn text(&mut self, out: &mut Vec<u8>, delta: &str, first: bool, full: Option<&str>) {
+        let id = self.message_id.clone();
+        let index = self.output_index;
+        if first {
+            self.event(
+                out,
+                "response.output_item.added",
+                json!({
+                    "output_index": index,
+                    "item": {"id": id, "type": "message", "status": "in_progress",
+                             "role": "assistant", "content": []}
+                }),
+            );
+            self.event(
+                out,
+                "response.content_part.added",
+                json!({
+                    "item_id": id, "output_index": index, "content_index": 0,
+                    "part": {"type": "output_text", "text": "", "annotations": []}
+                }),
+            );
+        }
+        self.event(
+            out,
+            "response.output_text.delta",
+            json!({
+                "item_id": id, "output_index": index, "content_index": 0, "delta": delta
+            }),
+        );
+        if let Some(full) = full {
+            self.output_index += 1;
+            self.event(
+                out,
+                "response.output_text.done",
+                json!({
+                    "item_id": id, "output_index": index, "content_index": 0, "text": full
+                }),
+            );
+            let part = json!({"type": "output_text", "text": full, "annotations": []});
+            self.event(
+                out,
+                "response.content_part.done",
+                json!({
+                    "item_id": id, "output_index": index, "content_index": 0, "part": part
+                }),
+            );
+            let item = json!({
+                "id": id, "type": "message", "status": "completed",
+                "role": "assistant", "content": [part]
+            });
+            self.output.push(item.clone());
+            self.event(
+                out,
+                "response.output_item.done",
+                json!({
+                    "output_index": index, "item": item
+                }),
+            );
+        }
+    }
+
+    fn tool_call(&mut self, out: &mut Vec<u8>, call_id: &str, name: &str, arguments: &str) {
+        let id = format!("fc_{call_id}");
+        let index = self.output_index;
+        self.output_index += 1;
+        self.event(
+            out,
+            "response.output_item.added",
+            json!({
+                "output_index": index,
+                "item": {"id": id, "type": "function_call", "status": "in_progress",
+                         "call_id": call_id, "name": name, "arguments": ""}
+            }),
+        );
+        self.event(
+            out,
+            "response.function_call_arguments.delta",
+            json!({
+                "item_id": id, "output_index": index, "delta": arguments
+            }),
+        );
+        self.event(
+            out,
+            "response.function_call_arguments.done",
+            json!({
+                "item_id": id, "output_index": index, "arguments": arguments
+            }),
+        );
+        let item = json!({
+            "id": id, "type": "function_call", "status": "completed",
+            "call_id": call_id, "name": name, "arguments": arguments
+        });
+        self.output.push(item.clone());
+        self.event(
+            out,
+            "response.output_item.done",
+            json!({
+                "output_index": index, "item": item
+            }),
+        );
+    }
+
+    fn completed(&mut self, out: &mut Vec<u8>, usage: &TokenUsage) {
+        let mut response = self.response("completed");
+        response["usage"] = json!({
+            "input_tokens": usage.input_tokens,
+            "input_tokens_details": {"cached_tokens": usage.cached_input_tokens},
+            "output_tokens": usage.output_tokens,
+            "output_tokens_details": {"reasoning_tokens": usage.reasoning_output_tokens},
+            "total_tokens": usage.total_tokens,
+        });
+        self.event(out, "response.completed", json!({ "response": response }));
     }
 }

@@ -21,7 +21,7 @@ use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context};
-use rein_bootstrap::{bootstrap, BootstrapOptions};
+use rein_bootstrap::{bootstrap, BootstrapOptions, Kernel};
 use rein_protocol::{InputPart, SettingsChange, ThreadId};
 use rein_tools::BuiltinConfig;
 
@@ -61,70 +61,9 @@ async fn run_exec(args: ExecArgs) -> anyhow::Result<i32> {
         .map(OutputSchema::load)
         .transpose()?;
     let cwd = working_dir(common.cd.as_deref())?;
-    let (start, mut prompt_arg) = session_start(&args)?;
-    if let Some(objective) = &args.goal.goal {
-        if prompt_arg.is_some() {
-            bail!("--goal takes the objective; give no prompt with it");
-        }
-        // The kernel starts the goal's turns itself; the objective is their input.
-        prompt_arg = Some(objective.as_str());
-    }
-    // The demo should run on a fresh machine with nothing typed or piped.
-    if common.demo && prompt_arg.is_none() && std::io::stdin().is_terminal() {
-        prompt_arg = Some(DEMO_PROMPT);
-    }
-    let stdin_extra = if common.experimental_json {
-        prompt::StdinUse::PromptOnly
-    } else {
-        prompt::StdinUse::PromptOrExtra
-    };
-    let mut input = match prompt::resolve(prompt_arg, &common.images, stdin_extra) {
-        // Nothing piped either (a closed or empty stdin, as in a script): the demo still
-        // runs, with its own prompt.
-        Err(prompt::PromptError::Missing) if common.demo && prompt_arg.is_none() => {
-            prompt::resolve(
-                Some(DEMO_PROMPT),
-                &common.images,
-                prompt::StdinUse::PromptOnly,
-            )?
-        }
-        other => other?,
-    };
+    let (start, mut input) = exec_input(&args)?;
 
-    let env = opts.provider_env();
-    // The sandbox verdict cached in rein's home spares this start the probe.
-    if let Some(home) = rein_config::rein_home(&|k: &str| std::env::var(k).ok()) {
-        rein_tools::sandbox::Sandbox::cache_verdict_in(&home);
-    }
-    let kernel = bootstrap(
-        BootstrapOptions {
-            demo: common.demo,
-            profile: common.profile.clone(),
-            overrides: opts
-                .overrides
-                .iter()
-                .cloned()
-                .chain(
-                    common
-                        .strategy
-                        .map(|s| format!("agents.strategy=\"{}\"", s.name())),
-                )
-                .collect(),
-            model: common.model.clone(),
-            tools: BuiltinConfig {
-                extra_writable_roots: add_dirs(&cwd, &common.add_dirs)?,
-                network_access: opts.network_access,
-                ..BuiltinConfig::default()
-            },
-            no_project_doc: common.no_project_doc,
-            ..BootstrapOptions::default()
-        },
-        &env,
-    )
-    .context(
-        "setting up the model (or run `rein exec --demo` to use the built-in scripted model)",
-    )?;
-    drop(env);
+    let kernel = start_kernel(common, &opts, &cwd)?;
     // The configured policies (file, profile, `-c`) where no flag chose.
     let configured = kernel.config.as_ref();
     let said = opts.warnings.len();
@@ -163,21 +102,9 @@ async fn run_exec(args: ExecArgs) -> anyhow::Result<i32> {
         .attach_mentioned_skills(cwd.clone(), &mut input)
         .await;
     let thread = session::open(&kernel, &start, settings, common.ephemeral).await?;
-    // A `required` MCP server that cannot start fails the run before its turn, as in Codex.
-    if let Some(mcp) = &kernel.mcp {
-        if let Err(e) = mcp.wait_required(&cwd).await {
-            kernel.shutdown().await;
-            bail!(e);
-        }
-        // A one-shot run may have one step only: the other servers are waited for too
-        // (each within its startup_timeout), so that step offers their tools.
-        let starting = mcp.starting(&cwd);
-        if !starting.is_empty() {
-            eprintln!("waiting for MCP servers to start: {}", starting.join(", "));
-        }
-        for (server, error) in mcp.wait_started(&cwd).await {
-            eprintln!("MCP server '{server}' did not start, its tools are not offered: {error}");
-        }
+    if let Err(e) = wait_for_mcp(&kernel, &cwd).await {
+        kernel.shutdown().await;
+        return Err(e);
     }
 
     let mode = if common.json || common.experimental_json {
@@ -211,6 +138,103 @@ async fn run_exec(args: ExecArgs) -> anyhow::Result<i32> {
     // and no MCP server left running.
     kernel.shutdown().await;
     finish(&outcome, common, schema.as_ref())
+}
+
+/// How the session starts and the turn's input: the prompt (or `--goal`'s objective, or the
+/// demo's question), the images and what stdin adds.
+fn exec_input(args: &ExecArgs) -> anyhow::Result<(SessionStart, Vec<InputPart>)> {
+    let common = &args.common;
+    let (start, mut prompt_arg) = session_start(&args)?;
+    if let Some(objective) = &args.goal.goal {
+        if prompt_arg.is_some() {
+            bail!("--goal takes the objective; give no prompt with it");
+        }
+        // The kernel starts the goal's turns itself; the objective is their input.
+        prompt_arg = Some(objective.as_str());
+    }
+    // The demo should run on a fresh machine with nothing typed or piped.
+    if common.demo && prompt_arg.is_none() && std::io::stdin().is_terminal() {
+        prompt_arg = Some(DEMO_PROMPT);
+    }
+    let stdin_extra = if common.experimental_json {
+        prompt::StdinUse::PromptOnly
+    } else {
+        prompt::StdinUse::PromptOrExtra
+    };
+    let input = match prompt::resolve(prompt_arg, &common.images, stdin_extra) {
+        // Nothing piped either (a closed or empty stdin, as in a script): the demo still
+        // runs, with its own prompt.
+        Err(prompt::PromptError::Missing) if common.demo && prompt_arg.is_none() => {
+            prompt::resolve(
+                Some(DEMO_PROMPT),
+                &common.images,
+                prompt::StdinUse::PromptOnly,
+            )?
+        }
+        other => other?,
+    };
+    Ok((start, input))
+}
+
+/// The kernel as the command line and the configuration choose it.
+fn start_kernel(
+    common: &args::CommonArgs,
+    opts: &RunOptions,
+    cwd: &Path,
+) -> anyhow::Result<Kernel> {
+    let env = opts.provider_env();
+    // The sandbox verdict cached in rein's home spares this start the probe.
+    if let Some(home) = rein_config::rein_home(&|k: &str| std::env::var(k).ok()) {
+        rein_tools::sandbox::Sandbox::cache_verdict_in(&home);
+    }
+    let kernel = bootstrap(
+        BootstrapOptions {
+            demo: common.demo,
+            profile: common.profile.clone(),
+            overrides: opts
+                .overrides
+                .iter()
+                .cloned()
+                .chain(
+                    common
+                        .strategy
+                        .map(|s| format!("agents.strategy=\"{}\"", s.name())),
+                )
+                .collect(),
+            model: common.model.clone(),
+            tools: BuiltinConfig {
+                extra_writable_roots: add_dirs(cwd, &common.add_dirs)?,
+                network_access: opts.network_access,
+                ..BuiltinConfig::default()
+            },
+            no_project_doc: common.no_project_doc,
+            ..BootstrapOptions::default()
+        },
+        &env,
+    )
+    .context(
+        "setting up the model (or run `rein exec --demo` to use the built-in scripted model)",
+    )?;
+    drop(env);
+    Ok(kernel)
+}
+
+/// A `required` MCP server that cannot start fails the run before its turn, as in Codex. A
+/// one-shot run may have one step only: the other servers are waited for too (each within
+/// its startup_timeout), so that step offers their tools.
+async fn wait_for_mcp(kernel: &Kernel, cwd: &Path) -> anyhow::Result<()> {
+    let Some(mcp) = &kernel.mcp else {
+        return Ok(());
+    };
+    mcp.wait_required(cwd).await.map_err(anyhow::Error::msg)?;
+    let starting = mcp.starting(cwd);
+    if !starting.is_empty() {
+        eprintln!("waiting for MCP servers to start: {}", starting.join(", "));
+    }
+    for (server, error) in mcp.wait_started(cwd).await {
+        eprintln!("MCP server '{server}' did not start, its tools are not offered: {error}");
+    }
+    Ok(())
 }
 
 /// After the turn: the final message to stdout (human mode), `-o`, the schema check.
