@@ -66,7 +66,9 @@ pub async fn serve(
 }
 
 /// Every handler. Those that wait on the kernel spawn and answer from their task, so the
-/// SDK's dispatch loop (which also reads `session/cancel`) never waits on a turn.
+/// SDK's dispatch loop (which also reads `session/cancel`) never waits on a turn. A table,
+/// one registration per ACP method in the SDK's builder chain: long because the protocol has
+/// that many methods, each handler a method of [`Agent`].
 fn connection(
     agent: Arc<Agent>,
 ) -> agent_client_protocol::v1::Builder<

@@ -74,6 +74,9 @@ impl Projector {
     }
 
     /// The updates `event` makes, in order (often none).
+    ///
+    /// One match over every event kind, with no wildcard arm, on purpose: a new event does
+    /// not compile until this projection decides its updates (which is why it is long).
     pub fn project(&mut self, event: &Event) -> Vec<SessionUpdate> {
         match &event.msg {
             EventMsg::AgentMessageDelta { item_id, delta } => {

@@ -5,6 +5,7 @@ use schemars::{schema_for, Schema};
 
 use super::*;
 
+/// Every root type, one line each: a list, long because the wire has that many roots.
 pub fn all() -> Vec<(&'static str, Schema)> {
     vec![
         ("ServerNotification.json", schema_for!(ServerNotification)),

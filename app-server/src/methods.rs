@@ -20,7 +20,8 @@ use crate::handlers::{
 
 pub type Module = RpcModule<ServerState>;
 
-/// The methods of the connection `state`.
+/// The methods of the connection `state`: the method table, one registration per method
+/// (long because the wire has that many methods; each handler lives in `handlers/`).
 pub fn module(state: Arc<ServerState>) -> Result<Module, RegisterMethodError> {
     let mut m = RpcModule::from_arc(state);
     add::<method::Initialize, _, _>(&mut m, |s, p| async move { initialize(&s, p) })?;

@@ -165,6 +165,9 @@ impl<W: Write> HumanProgress<W> {
         self.err.flush()
     }
 
+    /// What one kernel event shows. One match over every event kind, with no wildcard arm,
+    /// on purpose: a new event does not compile until this projection decides what it shows
+    /// (which is why the function is long).
     pub fn on_event(&mut self, event: &Event) -> std::io::Result<()> {
         match &event.msg {
             EventMsg::ThreadConfigured { settings, .. } => {
