@@ -144,7 +144,7 @@ async fn run_exec(args: ExecArgs) -> anyhow::Result<i32> {
 /// demo's question), the images and what stdin adds.
 fn exec_input(args: &ExecArgs) -> anyhow::Result<(SessionStart, Vec<InputPart>)> {
     let common = &args.common;
-    let (start, mut prompt_arg) = session_start(&args)?;
+    let (start, mut prompt_arg) = session_start(args)?;
     if let Some(objective) = &args.goal.goal {
         if prompt_arg.is_some() {
             bail!("--goal takes the objective; give no prompt with it");
