@@ -56,9 +56,10 @@ forbid_direct() {
 }
 
 # The leaves a front end reaches only through the kernel's ports and bootstrap's wiring.
-# (rein-mcp for the app-server's mcpServer/* methods and rein acp's editor servers, and
-# rein-config for rein acp's typed MCP servers, are still direct: see ARCHITECTURE.md.)
-leaves="rein-rollout rein-tools rein-providers rein-context rein-supervise rein-mock-model"
+# (rein-config is still direct for rein acp, whose typed MCP servers it builds: see
+# ARCHITECTURE.md.)
+leaves="rein-rollout rein-tools rein-providers rein-context rein-supervise rein-mock-model
+    rein-mcp rein-hooks"
 
 # shellcheck disable=SC2086 # the lists are word lists on purpose
 {

@@ -13,21 +13,19 @@
 //! in rein's environment. Other headers the transport owns are refused.
 
 use std::collections::{BTreeMap, HashSet};
-use std::sync::Arc;
 
 use agent_client_protocol::v1::schema::{McpServer, McpServerHttp, McpServerStdio};
 use agent_client_protocol::Error;
+use rein_bootstrap::client_mcp::ClientMcp;
 use rein_config::mcp::{self, McpServerConfig, Transport};
-use rein_core::tools::ThreadToolSource;
 use rein_core::ThreadHandle;
-use rein_mcp::{McpManager, ServerStatus};
 use rein_protocol::ThreadSettings;
 
 use crate::agent::invalid_params;
 
 /// The servers a client asked for, checked; nothing runs until [`ClientServers::attach`].
 pub struct ClientServers {
-    manager: Option<Arc<McpManager>>,
+    servers: Option<ClientMcp>,
 }
 
 impl ClientServers {
@@ -35,46 +33,27 @@ impl ClientServers {
     /// the characters rein's server names allow (ACP's are free text), and made unique.
     pub fn of(servers: &[McpServer]) -> Result<Self, Error> {
         if servers.is_empty() {
-            return Ok(Self { manager: None });
+            return Ok(Self { servers: None });
         }
         let (configs, tokens) = configs_of(servers)?;
-        // The tokens of the client's servers, by the made-up variable each entry names;
-        // anything else is rein's environment, as for the servers of config.toml.
-        let env: rein_mcp::Env = Arc::new(move |k: &str| {
-            tokens
-                .iter()
-                .find(|(var, _)| var == k)
-                .map(|(_, token)| token.clone())
-                .or_else(|| std::env::var(k).ok())
-        });
-        let manager = McpManager::new(&configs, env);
         Ok(Self {
-            manager: Some(manager),
+            servers: Some(ClientMcp::new(&configs, tokens)),
         })
     }
 
-    /// Start the servers for `handle`'s thread and offer their tools to it; returns once
-    /// each server is ready or has failed (a failed one is logged and left out, so the
-    /// session still opens), so the session's first prompt already sees their tools.
+    /// Start the servers for `handle`'s thread and offer their tools to it, once each is
+    /// ready or has failed (see [`ClientMcp::attach`]); the servers, to stop with the
+    /// session.
     pub async fn attach(
         self,
         handle: &ThreadHandle,
         settings: &ThreadSettings,
-    ) -> Option<Arc<McpManager>> {
-        let manager = self.manager?;
-        if let Some(source) = manager.for_thread(settings) {
-            handle.add_tool_source(source);
+    ) -> Option<ClientMcp> {
+        let servers = self.servers?;
+        for (name, status) in servers.attach(handle, settings).await {
+            tracing::warn!("the client's MCP server {name} did not start: {status:?}");
         }
-        for server in manager.servers_for(&settings.cwd) {
-            match server.wait_settled().await {
-                ServerStatus::Ready => {}
-                status => tracing::warn!(
-                    "the client's MCP server {} did not start: {status:?}",
-                    server.name()
-                ),
-            }
-        }
-        Some(manager)
+        Some(servers)
     }
 }
 

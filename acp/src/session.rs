@@ -25,8 +25,8 @@ use agent_client_protocol::v1::schema::{
 };
 use agent_client_protocol::v1::{ConnectionTo, Responder};
 use agent_client_protocol::Client;
+use rein_bootstrap::client_mcp::ClientMcp;
 use rein_core::{EventStream, ThreadCreated, ThreadHandle, ThreadOrigin};
-use rein_mcp::McpManager;
 use rein_protocol::{Event, EventMsg, Op, ThreadId, TurnAbortReason, TurnId};
 use tokio::sync::{broadcast, mpsc, oneshot, OwnedMutexGuard};
 
@@ -48,7 +48,7 @@ pub struct Session {
     pub choices: Mutex<Choices>,
     pump: mpsc::UnboundedSender<PumpCmd>,
     /// The MCP servers the client gave this session; they stop with it.
-    mcp: Option<Arc<McpManager>>,
+    mcp: Option<ClientMcp>,
     /// Held by the prompt whose turn runs (see the module's doc).
     line: Arc<tokio::sync::Mutex<()>>,
     /// Bumped by each cancel and by the close: a prompt that waited in line across one
@@ -106,7 +106,7 @@ impl Session {
         choices: Choices,
         cx: ConnectionTo<Client>,
         display: TerminalDisplay,
-        mcp: Option<Arc<McpManager>>,
+        mcp: Option<ClientMcp>,
         created: broadcast::Receiver<ThreadCreated>,
     ) -> Arc<Self> {
         let thread = handle.id();

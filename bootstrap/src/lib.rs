@@ -10,6 +10,7 @@
 //! kernel here and never wire leaves themselves.
 
 pub mod admission;
+pub mod client_mcp;
 pub mod command_exec;
 pub mod config_write;
 pub mod file_search;

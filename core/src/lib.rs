@@ -17,6 +17,7 @@ pub mod recorder;
 pub mod shell_words;
 pub mod store;
 pub mod thread;
+pub mod tool_servers;
 pub mod tools;
 pub mod trajectory;
 pub mod turn;

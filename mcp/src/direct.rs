@@ -7,20 +7,13 @@ use rmcp::model::{CallToolRequest, CallToolRequestParams, CallToolResult, Server
 use rmcp::service::PeerRequestOptions;
 use serde_json::Value;
 
-use crate::server::{Server, ServerStatus};
-use crate::tool::transport_error;
+use std::path::Path;
 
-/// Why a direct call got no tool result. A tool's own failure is not one: it is a result
-/// with `isError`.
-#[derive(Debug, thiserror::Error, PartialEq, Eq)]
-pub enum CallError {
-    /// The call was wrong: no such tool, a disabled one, arguments that are no object.
-    #[error("{0}")]
-    Invalid(String),
-    /// The server could not answer: not running, timed out, gone during the call.
-    #[error("{0}")]
-    Failed(String),
-}
+use rein_core::tool_servers::{CallError, DirectCallResult, ServerStatus};
+
+use crate::manager::McpManager;
+use crate::server::Server;
+use crate::tool::transport_error;
 
 impl Server {
     /// Call `tool` (its raw name) with `arguments` (an object, or none) and `_meta`.
@@ -85,5 +78,43 @@ impl Server {
             ))),
             Err(e) => Err(CallError::Failed(transport_error(shared, &e, timeout))),
         }
+    }
+}
+
+impl McpManager {
+    /// Call `tool` of the server `server` of the working directory `cwd` (started now if it
+    /// is not running yet); its answer in the port's shape.
+    pub async fn call_direct(
+        &self,
+        cwd: &Path,
+        server: &str,
+        tool: &str,
+        arguments: Option<Value>,
+        meta: Option<Value>,
+    ) -> Result<DirectCallResult, CallError> {
+        let found = self
+            .servers_for(cwd)
+            .into_iter()
+            .find(|s| s.name() == server)
+            .ok_or_else(|| {
+                CallError::Invalid(format!("no enabled MCP server '{server}' is configured"))
+            })?;
+        let result = found.call_tool(tool, arguments, meta).await?;
+        let unreadable = |e: serde_json::Error| CallError::Failed(e.to_string());
+        Ok(DirectCallResult {
+            content: result
+                .content
+                .iter()
+                .map(serde_json::to_value)
+                .collect::<Result<_, _>>()
+                .map_err(unreadable)?,
+            structured_content: result.structured_content,
+            is_error: result.is_error,
+            meta: result
+                .meta
+                .map(serde_json::to_value)
+                .transpose()
+                .map_err(unreadable)?,
+        })
     }
 }

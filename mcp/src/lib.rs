@@ -17,12 +17,12 @@ pub mod launch;
 pub mod listing;
 pub mod manager;
 pub mod naming;
+mod report;
 pub mod search;
 pub mod server;
 mod tool;
 
 pub use bounded::MAX_MESSAGE_BYTES;
-pub use direct::CallError;
 pub use launch::Env;
 pub use manager::McpManager;
-pub use server::{Server, ServerStatus, StatusUpdate};
+pub use server::Server;

@@ -17,7 +17,9 @@ use tokio::sync::broadcast;
 
 use crate::launch::Env;
 use crate::search::{Deferred, DEFAULT_TOOL_BUDGET};
-use crate::server::{Server, ServerStatus, StatusUpdate};
+use rein_core::tool_servers::{ServerStatus, StatusUpdate};
+
+use crate::server::Server;
 use rein_config::mcp::McpServerConfig;
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]

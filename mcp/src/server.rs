@@ -12,13 +12,13 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
 use std::time::{Duration, Instant};
 
+use rein_core::tool_servers::{ServerStatus, StatusUpdate};
 use rein_core::tools::{Tool, ToolContext, ToolSet, ToolSource};
 use rmcp::model::{ProgressNotificationParam, ProgressToken};
 use rmcp::service::{
     Peer, QuitReason, RoleClient, RunningService, RunningServiceCancellationToken,
 };
 use rmcp::ServiceExt;
-use serde::Serialize;
 use tokio::sync::{broadcast, mpsc, watch, Notify};
 use tokio_util::sync::CancellationToken;
 
@@ -34,30 +34,6 @@ pub const MAX_RESTARTS: u32 = 3;
 const FIRST_BACKOFF: Duration = Duration::from_millis(250);
 /// A server up this long has its restart count forgiven.
 const STABLE_AFTER: Duration = Duration::from_secs(60);
-
-/// Where a server is in its life.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-#[serde(tag = "state", rename_all = "snake_case")]
-pub enum ServerStatus {
-    Starting,
-    Ready,
-    Failed { error: String },
-    Stopped { reason: String },
-}
-
-impl ServerStatus {
-    pub fn settled(&self) -> bool {
-        !matches!(self, ServerStatus::Starting)
-    }
-}
-
-/// A change of a server's status, as front ends are told it.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct StatusUpdate {
-    pub server: String,
-    pub cwd: PathBuf,
-    pub status: ServerStatus,
-}
 
 type ProgressMap = Mutex<HashMap<ProgressToken, mpsc::UnboundedSender<ProgressNotificationParam>>>;
 

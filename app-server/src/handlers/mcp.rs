@@ -9,7 +9,7 @@ use rein_app_server_protocol::{
     McpServerStatusUpdatedNotification, McpServerToolCallParams, McpServerToolCallResponse,
     ServerNotification,
 };
-use rein_mcp::{CallError, McpManager, Server, ServerStatus, StatusUpdate};
+use rein_core::tool_servers::{CallError, ServerReport, ServerStatus, StatusUpdate};
 
 use super::loaded;
 use crate::dispatch::ServerState;
@@ -22,8 +22,10 @@ pub fn status_list(
 ) -> Result<ListMcpServerStatusResponse, RpcError> {
     let data = match &state.kernel.mcp {
         None => Vec::new(),
-        Some(mcp) => statuses(mcp)
+        Some(mcp) => mcp
+            .reports()
             .into_iter()
+            .map(status_of)
             .filter(|s| p.server_name.as_ref().is_none_or(|n| *n == s.name))
             .collect(),
     };
@@ -50,103 +52,65 @@ pub async fn tool_call(
 ) -> Result<McpServerToolCallResponse, RpcError> {
     let thread = loaded(state, &p.thread_id)?;
     let cwd = thread.meta().settings.cwd.clone();
-    let server = state
-        .kernel
-        .mcp
-        .as_ref()
-        .and_then(|mcp| {
-            mcp.servers_for(&cwd)
-                .into_iter()
-                .find(|s| s.name() == p.server)
-        })
-        .ok_or_else(|| {
-            RpcError::invalid_request(format!(
-                "no enabled MCP server '{}' is configured",
-                p.server
-            ))
-        })?;
-    let result = server
-        .call_tool(&p.tool, p.arguments, p.meta)
+    let Some(mcp) = &state.kernel.mcp else {
+        return Err(RpcError::invalid_request(format!(
+            "no enabled MCP server '{}' is configured",
+            p.server
+        )));
+    };
+    let result = mcp
+        .call_direct(&cwd, &p.server, &p.tool, p.arguments, p.meta)
         .await
         .map_err(|e| match e {
             CallError::Invalid(message) => RpcError::invalid_request(message),
             CallError::Failed(message) => RpcError::internal(message),
         })?;
     Ok(McpServerToolCallResponse {
-        content: result
-            .content
-            .iter()
-            .map(serde_json::to_value)
-            .collect::<Result<_, _>>()
-            .map_err(RpcError::internal)?,
+        content: result.content,
         structured_content: result.structured_content,
         is_error: result.is_error,
-        meta: result
-            .meta
-            .map(serde_json::to_value)
-            .transpose()
-            .map_err(RpcError::internal)?,
+        meta: result.meta,
     })
 }
 
-fn statuses(mcp: &McpManager) -> Vec<McpServerStatus> {
-    let running = mcp.running();
-    mcp.configs()
-        .iter()
-        .map(|config| {
-            // Of the instances (one per working directory), the most advanced one.
-            let server: Option<&Server> = running
-                .iter()
-                .filter(|s| s.name() == config.name && **s.config() == **config)
-                .max_by_key(|s| match s.status() {
-                    ServerStatus::Ready => 3,
-                    ServerStatus::Starting => 2,
-                    ServerStatus::Failed { .. } => 1,
-                    ServerStatus::Stopped { .. } => 0,
-                });
-            let status = server.map(Server::status);
-            McpServerStatus {
-                name: config.name.clone(),
-                auth_status: if config.bearer_token_env_var().is_some() {
-                    McpAuthStatus::BearerToken
-                } else {
-                    McpAuthStatus::Unsupported
-                },
-                tools: server
-                    .map(|s| {
-                        s.listed_tools()
-                            .into_iter()
-                            .filter(|t| config.offers(&t.name))
-                            .filter_map(|t| {
-                                Some((t.name.to_string(), serde_json::to_value(&t).ok()?))
-                            })
-                            .collect()
-                    })
-                    .unwrap_or_default(),
-                resources: Vec::new(),
-                resource_templates: Vec::new(),
-                runtime_status: Some(match (&status, config.enabled) {
-                    (_, false) => McpServerConnectionStatus::Disabled,
-                    (None, true) => McpServerConnectionStatus::NotStarted,
-                    (Some(ServerStatus::Starting), _) => McpServerConnectionStatus::Starting,
-                    (Some(ServerStatus::Ready), _) => McpServerConnectionStatus::Connected,
-                    (Some(ServerStatus::Failed { .. }), _) => McpServerConnectionStatus::Failed,
-                    (Some(ServerStatus::Stopped { .. }), _) => McpServerConnectionStatus::Cancelled,
-                }),
-                server_info: server
-                    .and_then(Server::server_info)
-                    .and_then(|i| serde_json::to_value(i).ok()),
-                // A ready server whose listing passed rein's limits says what was left out.
-                tools_error: match status {
-                    Some(ServerStatus::Failed { error }) => Some(error),
-                    _ => server
-                        .map(Server::listing_warnings)
-                        .filter(|w| !w.is_empty())
-                        .map(|w| w.join("; ")),
-                },
-            }
-        })
-        .collect()
+/// A server's report as Codex's status entry.
+fn status_of(report: ServerReport) -> McpServerStatus {
+    let ServerReport {
+        name,
+        enabled,
+        bearer_token,
+        status,
+        tools,
+        server_info,
+        listing_warnings,
+    } = report;
+    McpServerStatus {
+        name,
+        auth_status: if bearer_token {
+            McpAuthStatus::BearerToken
+        } else {
+            McpAuthStatus::Unsupported
+        },
+        tools: tools.into_iter().collect(),
+        resources: Vec::new(),
+        resource_templates: Vec::new(),
+        runtime_status: Some(match (&status, enabled) {
+            (_, false) => McpServerConnectionStatus::Disabled,
+            (None, true) => McpServerConnectionStatus::NotStarted,
+            (Some(ServerStatus::Starting), _) => McpServerConnectionStatus::Starting,
+            (Some(ServerStatus::Ready), _) => McpServerConnectionStatus::Connected,
+            (Some(ServerStatus::Failed { .. }), _) => McpServerConnectionStatus::Failed,
+            (Some(ServerStatus::Stopped { .. }), _) => McpServerConnectionStatus::Cancelled,
+        }),
+        server_info,
+        // A ready server whose listing passed rein's limits says what was left out.
+        tools_error: match status {
+            Some(ServerStatus::Failed { error }) => Some(error),
+            _ => Some(listing_warnings)
+                .filter(|w| !w.is_empty())
+                .map(|w| w.join("; ")),
+        },
+    }
 }
 
 /// The notification for a server's status change.

@@ -12,8 +12,9 @@ use std::sync::Arc;
 
 use pretty_assertions::assert_eq;
 use rein_core::model::scripted::ScriptedModel;
+use rein_core::tool_servers::ServerStatus;
 use rein_core::ThreadOptions;
-use rein_mcp::{McpManager, ServerStatus};
+use rein_mcp::McpManager;
 use rein_protocol::script::ScriptedReply;
 use rein_protocol::{Op, ToolAction, ToolOutcome};
 use serde_json::json;

@@ -12,8 +12,8 @@ use std::sync::Arc;
 
 use pretty_assertions::assert_eq;
 use rein_core::model::scripted::ScriptedModel;
+use rein_core::tool_servers::{ServerStatus, StatusUpdate};
 use rein_core::ThreadOptions;
-use rein_mcp::{ServerStatus, StatusUpdate};
 use rein_protocol::script::ScriptedReply;
 use rein_protocol::{EventMsg, Op, ToolAction, ToolOutcome};
 use serde_json::json;
