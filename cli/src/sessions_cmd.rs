@@ -76,59 +76,18 @@ pub fn run(args: SessionsArgs) -> anyhow::Result<()> {
             search,
             archived,
             limit,
-        } => {
-            let page = store
-                .list(&ListQuery {
-                    limit,
-                    cwd,
-                    search,
-                    archived,
-                    ..ListQuery::default()
-                })
-                .context("listing sessions")?;
-            writeln!(
-                out,
-                "{:<36}  {:<16}  {:<30}  {:<14}  NAME OR FIRST MESSAGE",
-                "ID", "UPDATED", "CWD", "GOAL"
-            )?;
-            for t in page.threads {
-                writeln!(
-                    out,
-                    "{:<36}  {:<16}  {:<30}  {:<14}  {}",
-                    t.thread_id,
-                    utc_minute(t.updated_ms),
-                    clip(&t.cwd.display().to_string(), 30),
-                    t.goal.map_or("-", rein_protocol::GoalStatus::as_str),
-                    clip(
-                        t.name
-                            .as_deref()
-                            .or(t.title.as_deref())
-                            .unwrap_or("")
-                            .lines()
-                            .next()
-                            .unwrap_or(""),
-                        60
-                    ),
-                )?;
-            }
-        }
-        SessionsCommand::Reindex => {
-            let report = store.reindex().context("rebuilding the session index")?;
-            writeln!(out, "indexed {} sessions", report.threads)?;
-            for (thread, kept, others) in &report.duplicates {
-                for other in others {
-                    writeln!(
-                        out,
-                        "duplicate: {thread} is also in {} (kept {})",
-                        other.display(),
-                        kept.display()
-                    )?;
-                }
-            }
-            for (path, why) in &report.skipped {
-                writeln!(out, "skipped {}: {why}", path.display())?;
-            }
-        }
+        } => list(
+            &store,
+            &mut out,
+            &ListQuery {
+                limit,
+                cwd,
+                search,
+                archived,
+                ..ListQuery::default()
+            },
+        )?,
+        SessionsCommand::Reindex => reindex(&store, &mut out)?,
         SessionsCommand::Archive { id } => {
             let path = store
                 .archive(parse_id(&id)?)
@@ -154,41 +113,97 @@ pub fn run(args: SessionsArgs) -> anyhow::Result<()> {
                 show_trajectory(&mut out, &turns)?;
             }
         }
-        SessionsCommand::Show { id, json } => {
-            let thread = parse_id(&id)?;
-            let loaded = store
-                .load(thread)
-                .with_context(|| format!("loading session {id}"))?;
-            if json {
-                for event in &loaded.events {
-                    serde_json::to_writer(&mut out, event)?;
-                    writeln!(out)?;
-                }
-                return Ok(());
-            }
-            let meta = &loaded.meta;
-            writeln!(out, "session {}", meta.thread_id)?;
-            writeln!(
-                out,
-                "created {} · model {} · {}",
-                meta.created_at,
-                meta.model,
-                meta.cwd.display()
-            )?;
-            if let Some(parent) = meta.forked_from {
-                writeln!(out, "forked from {parent}")?;
-            }
-            for event in &loaded.events {
-                show_event(&mut out, &event.msg)?;
-            }
-            if let Some(graph) = crate::exec::graph_view::GraphView::last_of(&loaded.events) {
-                writeln!(out, "\n{graph}")?;
-            }
-            let folded = rein_core::thread::state::ThreadState::from_events(&loaded.events);
-            show_goal(&mut out, &folded.goal)?;
-        }
+        SessionsCommand::Show { id, json } => show(&store, &mut out, &id, json)?,
     }
     out.flush()?;
+    Ok(())
+}
+
+/// `rein sessions list`: a line per session, newest first.
+fn list(store: &RolloutStore, out: &mut impl Write, query: &ListQuery) -> anyhow::Result<()> {
+    let page = store.list(query).context("listing sessions")?;
+    writeln!(
+        out,
+        "{:<36}  {:<16}  {:<30}  {:<14}  NAME OR FIRST MESSAGE",
+        "ID", "UPDATED", "CWD", "GOAL"
+    )?;
+    for t in page.threads {
+        writeln!(
+            out,
+            "{:<36}  {:<16}  {:<30}  {:<14}  {}",
+            t.thread_id,
+            utc_minute(t.updated_ms),
+            clip(&t.cwd.display().to_string(), 30),
+            t.goal.map_or("-", rein_protocol::GoalStatus::as_str),
+            clip(
+                t.name
+                    .as_deref()
+                    .or(t.title.as_deref())
+                    .unwrap_or("")
+                    .lines()
+                    .next()
+                    .unwrap_or(""),
+                60
+            ),
+        )?;
+    }
+    Ok(())
+}
+
+/// `rein sessions reindex`: the index rebuilt from the rollouts, and what was odd in them.
+fn reindex(store: &RolloutStore, out: &mut impl Write) -> anyhow::Result<()> {
+    let report = store.reindex().context("rebuilding the session index")?;
+    writeln!(out, "indexed {} sessions", report.threads)?;
+    for (thread, kept, others) in &report.duplicates {
+        for other in others {
+            writeln!(
+                out,
+                "duplicate: {thread} is also in {} (kept {})",
+                other.display(),
+                kept.display()
+            )?;
+        }
+    }
+    for (path, why) in &report.skipped {
+        writeln!(out, "skipped {}: {why}", path.display())?;
+    }
+    Ok(())
+}
+
+/// `rein sessions show`: the session's events (as JSON lines with `--json`), its task graph
+/// and its goal.
+fn show(store: &RolloutStore, out: &mut impl Write, id: &str, json: bool) -> anyhow::Result<()> {
+    let thread = parse_id(id)?;
+    let loaded = store
+        .load(thread)
+        .with_context(|| format!("loading session {id}"))?;
+    if json {
+        for event in &loaded.events {
+            serde_json::to_writer(&mut *out, event)?;
+            writeln!(out)?;
+        }
+        return Ok(());
+    }
+    let meta = &loaded.meta;
+    writeln!(out, "session {}", meta.thread_id)?;
+    writeln!(
+        out,
+        "created {} · model {} · {}",
+        meta.created_at,
+        meta.model,
+        meta.cwd.display()
+    )?;
+    if let Some(parent) = meta.forked_from {
+        writeln!(out, "forked from {parent}")?;
+    }
+    for event in &loaded.events {
+        show_event(&mut *out, &event.msg)?;
+    }
+    if let Some(graph) = crate::exec::graph_view::GraphView::last_of(&loaded.events) {
+        writeln!(out, "\n{graph}")?;
+    }
+    let folded = rein_core::thread::state::ThreadState::from_events(&loaded.events);
+    show_goal(&mut *out, &folded.goal)?;
     Ok(())
 }
 

@@ -384,14 +384,14 @@ fn name_problem(name: &str) -> Option<&'static str> {
 }
 
 fn parse_server(name: &str, value: &toml::Value) -> Result<McpServerConfig, McpServerError> {
-    let raw: RawServer = value
+    let mut raw: RawServer = value
         .clone()
         .try_into()
         .map_err(|e: toml::de::Error| McpServerError::new(name, None, e.message().to_owned()))?;
     let _ = (
-        raw.supports_parallel_tool_calls,
-        raw.name,
-        raw.experimental_environment,
+        &raw.supports_parallel_tool_calls,
+        &raw.name,
+        &raw.experimental_environment,
     );
     if raw.bearer_token.is_some() {
         return Err(McpServerError::new(
@@ -400,88 +400,7 @@ fn parse_server(name: &str, value: &toml::Value) -> Result<McpServerConfig, McpS
             "inline tokens are not accepted: put the token in an environment variable and name it with bearer_token_env_var",
         ));
     }
-    let transport = match (raw.command, raw.url) {
-        (Some(_), Some(_)) => {
-            return Err(McpServerError::new(
-                name,
-                Some("url"),
-                "a server has either `command` (stdio) or `url` (streamable HTTP), not both",
-            ))
-        }
-        (Some(command), None) => {
-            let http_only = [
-                ("bearer_token_env_var", raw.bearer_token_env_var.is_some()),
-                ("http_headers", raw.http_headers.is_some()),
-                ("env_http_headers", raw.env_http_headers.is_some()),
-                ("scopes", raw.scopes.is_some()),
-                ("oauth", raw.oauth.is_some()),
-                ("oauth_resource", raw.oauth_resource.is_some()),
-            ];
-            if let Some((key, _)) = http_only.iter().find(|(_, set)| *set) {
-                return Err(McpServerError::new(
-                    name,
-                    Some(key),
-                    "is not supported for stdio",
-                ));
-            }
-            if command.trim().is_empty() {
-                return Err(McpServerError::new(name, Some("command"), "is empty"));
-            }
-            let env_vars = raw
-                .env_vars
-                .unwrap_or_default()
-                .into_iter()
-                .map(|v| match v {
-                    EnvVar::Name(n) => Ok(n),
-                    EnvVar::Sourced { name: n, source } => match source.as_deref() {
-                        None | Some("local") => Ok(n),
-                        Some(other) => Err(McpServerError::new(
-                            name,
-                            Some("env_vars"),
-                            format!("unsupported env_vars source `{other}` (only `local`)"),
-                        )),
-                    },
-                })
-                .collect::<Result<_, _>>()?;
-            Transport::Stdio {
-                command,
-                args: raw.args.unwrap_or_default(),
-                env: raw.env.unwrap_or_default(),
-                env_vars,
-                cwd: raw.cwd,
-            }
-        }
-        (None, Some(url)) => {
-            let stdio_only = [
-                ("args", raw.args.is_some()),
-                ("env", raw.env.is_some()),
-                ("env_vars", raw.env_vars.is_some()),
-                ("cwd", raw.cwd.is_some()),
-            ];
-            if let Some((key, _)) = stdio_only.iter().find(|(_, set)| *set) {
-                return Err(McpServerError::new(
-                    name,
-                    Some(key),
-                    "is not supported for streamable_http",
-                ));
-            }
-            let http_headers = raw.http_headers.unwrap_or_default();
-            let env_http_headers = raw.env_http_headers.unwrap_or_default();
-            Transport::StreamableHttp {
-                url,
-                bearer_token_env_var: raw.bearer_token_env_var,
-                http_headers,
-                env_http_headers,
-            }
-        }
-        (None, None) => {
-            return Err(McpServerError::new(
-                name,
-                None,
-                "invalid transport: set `command` (stdio) or `url` (streamable HTTP)",
-            ))
-        }
-    };
+    let transport = transport(name, &mut raw)?;
     let seconds = |key: &str, secs: Option<f64>, default: Duration| match secs {
         None => Ok(default),
         Some(s) if s.is_finite() && s > 0.0 && s < 1e9 => Ok(Duration::from_secs_f64(s)),
@@ -522,6 +441,102 @@ fn parse_server(name: &str, value: &toml::Value) -> Result<McpServerConfig, McpS
             .into_iter()
             .filter_map(|(tool, t)| t.approval_mode.map(|m| (tool, m)))
             .collect(),
+    })
+}
+
+/// The server's transport: `command` (stdio) or `url` (streamable HTTP), each refusing the
+/// other's keys.
+fn transport(name: &str, raw: &mut RawServer) -> Result<Transport, McpServerError> {
+    match (raw.command.take(), raw.url.take()) {
+        (Some(_), Some(_)) => Err(McpServerError::new(
+            name,
+            Some("url"),
+            "a server has either `command` (stdio) or `url` (streamable HTTP), not both",
+        )),
+        (Some(command), None) => stdio_transport(name, command, raw),
+        (None, Some(url)) => http_transport(name, url, raw),
+        (None, None) => Err(McpServerError::new(
+            name,
+            None,
+            "invalid transport: set `command` (stdio) or `url` (streamable HTTP)",
+        )),
+    }
+}
+
+fn stdio_transport(
+    name: &str,
+    command: String,
+    raw: &mut RawServer,
+) -> Result<Transport, McpServerError> {
+    let http_only = [
+        ("bearer_token_env_var", raw.bearer_token_env_var.is_some()),
+        ("http_headers", raw.http_headers.is_some()),
+        ("env_http_headers", raw.env_http_headers.is_some()),
+        ("scopes", raw.scopes.is_some()),
+        ("oauth", raw.oauth.is_some()),
+        ("oauth_resource", raw.oauth_resource.is_some()),
+    ];
+    if let Some((key, _)) = http_only.iter().find(|(_, set)| *set) {
+        return Err(McpServerError::new(
+            name,
+            Some(key),
+            "is not supported for stdio",
+        ));
+    }
+    if command.trim().is_empty() {
+        return Err(McpServerError::new(name, Some("command"), "is empty"));
+    }
+    let env_vars = raw
+        .env_vars
+        .take()
+        .unwrap_or_default()
+        .into_iter()
+        .map(|v| match v {
+            EnvVar::Name(n) => Ok(n),
+            EnvVar::Sourced { name: n, source } => match source.as_deref() {
+                None | Some("local") => Ok(n),
+                Some(other) => Err(McpServerError::new(
+                    name,
+                    Some("env_vars"),
+                    format!("unsupported env_vars source `{other}` (only `local`)"),
+                )),
+            },
+        })
+        .collect::<Result<_, _>>()?;
+    Ok(Transport::Stdio {
+        command,
+        args: raw.args.take().unwrap_or_default(),
+        env: raw.env.take().unwrap_or_default(),
+        env_vars,
+        cwd: raw.cwd.take(),
+    })
+}
+
+fn http_transport(
+    name: &str,
+    url: String,
+    raw: &mut RawServer,
+) -> Result<Transport, McpServerError> {
+    let stdio_only = [
+        ("args", raw.args.is_some()),
+        ("env", raw.env.is_some()),
+        ("env_vars", raw.env_vars.is_some()),
+        ("cwd", raw.cwd.is_some()),
+    ];
+    if let Some((key, _)) = stdio_only.iter().find(|(_, set)| *set) {
+        return Err(McpServerError::new(
+            name,
+            Some(key),
+            "is not supported for streamable_http",
+        ));
+    }
+    let http_headers = raw.http_headers.take().unwrap_or_default();
+    let env_http_headers = raw.env_http_headers.take().unwrap_or_default();
+    Ok(Transport::StreamableHttp {
+        url,
+        bearer_token_env_var: raw.bearer_token_env_var.take(),
+        http_headers,
+        env_http_headers,
     })
 }
 

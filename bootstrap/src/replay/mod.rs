@@ -256,43 +256,8 @@ impl Replayer {
             difference: None,
         };
         for (t, turn) in recording.turns.iter().enumerate() {
-            self.model.load(turn.steps.iter().map(|s| s.answer.clone()));
-            self.model.take_requests();
-            self.outputs.load(
-                turn.steps
-                    .iter()
-                    .flat_map(|s| &s.calls)
-                    .filter_map(|c| c.result.clone().map(|r| (c.call_id.clone(), r))),
-            );
-            self.memories.load(turn.memory.as_deref());
-            let mut settings = self.adjust.apply(&turn.settings);
-            if self.live.is_some() {
-                settings = self
-                    .live_policy
-                    .confine(settings, &recording.turns[0].settings.cwd);
-            }
-            if let Some(rewrite) = rewrite {
-                settings = in_scratch(settings, rewrite, t + 1)?;
-            }
-            let change = match thread {
-                Some(_) => change_to(&settings),
-                None => {
-                    let new = self
-                        .manager
-                        .create_thread(ThreadOptions::new(settings.clone()).with_context(
-                            recording.context.clone().unwrap_or_default(),
-                            Vec::new(),
-                        ))
-                        .map_err(|e| ReplayError::Kernel(e.to_string()))?;
-                    if let Some(mcp) = &self.mcp {
-                        mcp.wait_required(&settings.cwd)
-                            .await
-                            .map_err(ReplayError::Kernel)?;
-                    }
-                    *thread = Some((new.handle, new.events));
-                    SettingsChange::default()
-                }
-            };
+            let settings = self.prepare_turn(recording, t, rewrite)?;
+            let change = self.thread_for(recording, &settings, thread).await?;
             let Some((handle, events)) = thread.as_mut() else {
                 return Err(ReplayError::Kernel("no thread".into()));
             };
@@ -319,50 +284,121 @@ impl Replayer {
             for (step, request) in observed.iter_mut().zip(self.model.take_requests()) {
                 step.request = Some(request);
             }
-            let longest = turn.steps.len().max(observed.len());
-            let mut inputs = TurnInputs::default();
-            for i in 0..longest {
-                let found = match (turn.steps.get(i), observed.get(i)) {
-                    (Some(recorded), Some(replayed)) => compare_step(
-                        recording,
-                        &turn.settings.instructions,
-                        recorded,
-                        replayed,
-                        &mut inputs,
-                        self.live.is_some(),
-                    ),
-                    (Some(_), None) => Some((
-                        Part::Steps,
-                        format!(
-                            "- the recorded turn has {} steps\n+ the replayed turn ended after {}\n",
-                            turn.steps.len(),
-                            observed.len()
-                        ),
-                    )),
-                    _ => Some((
-                        Part::Steps,
-                        format!(
-                            "- the recorded turn ended after {} steps\n+ the replayed turn took step {}\n",
-                            turn.steps.len(),
-                            i + 1
-                        ),
-                    )),
-                };
-                if let Some((part, diff)) = found {
-                    report.steps += i + 1;
-                    report.difference = Some(Difference {
-                        step: report.steps,
-                        turn: t + 1,
-                        step_in_turn: i + 1,
-                        part,
-                        diff,
-                    });
-                    return Ok(report);
-                }
+            if let Some((i, part, diff)) = self.compare_turn(recording, turn, &observed) {
+                report.steps += i + 1;
+                report.difference = Some(Difference {
+                    step: report.steps,
+                    turn: t + 1,
+                    step_in_turn: i + 1,
+                    part,
+                    diff,
+                });
+                return Ok(report);
             }
             report.steps += turn.steps.len();
         }
         Ok(report)
+    }
+
+    /// Load turn `t`'s recorded answers, tool results and memories into the replay's model,
+    /// tools and memory; the settings it runs with.
+    fn prepare_turn(
+        &self,
+        recording: &Recording,
+        t: usize,
+        rewrite: Option<&Rewrite>,
+    ) -> Result<ThreadSettings, ReplayError> {
+        let turn = &recording.turns[t];
+        self.model.load(turn.steps.iter().map(|s| s.answer.clone()));
+        self.model.take_requests();
+        self.outputs.load(
+            turn.steps
+                .iter()
+                .flat_map(|s| &s.calls)
+                .filter_map(|c| c.result.clone().map(|r| (c.call_id.clone(), r))),
+        );
+        self.memories.load(turn.memory.as_deref());
+        let mut settings = self.adjust.apply(&turn.settings);
+        if self.live.is_some() {
+            settings = self
+                .live_policy
+                .confine(settings, &recording.turns[0].settings.cwd);
+        }
+        if let Some(rewrite) = rewrite {
+            settings = in_scratch(settings, rewrite, t + 1)?;
+        }
+        Ok(settings)
+    }
+
+    /// The replay's thread, created for the first turn (the change is then none) or the
+    /// settings change that takes it to the next turn's.
+    async fn thread_for(
+        &self,
+        recording: &Recording,
+        settings: &ThreadSettings,
+        thread: &mut Option<(ThreadHandle, EventStream)>,
+    ) -> Result<SettingsChange, ReplayError> {
+        if thread.is_some() {
+            return Ok(change_to(settings));
+        }
+        let new = self
+            .manager
+            .create_thread(
+                ThreadOptions::new(settings.clone())
+                    .with_context(recording.context.clone().unwrap_or_default(), Vec::new()),
+            )
+            .map_err(|e| ReplayError::Kernel(e.to_string()))?;
+        if let Some(mcp) = &self.mcp {
+            mcp.wait_required(&settings.cwd)
+                .await
+                .map_err(ReplayError::Kernel)?;
+        }
+        *thread = Some((new.handle, new.events));
+        Ok(SettingsChange::default())
+    }
+
+    /// The first step where the replayed turn differs from the recorded one: its index in
+    /// the turn, the part that differs and the diff.
+    fn compare_turn(
+        &self,
+        recording: &Recording,
+        turn: &RecordedTurn,
+        observed: &[ObservedStep],
+    ) -> Option<(usize, Part, String)> {
+        let mut inputs = TurnInputs::default();
+        let longest = turn.steps.len().max(observed.len());
+        for i in 0..longest {
+            let found = match (turn.steps.get(i), observed.get(i)) {
+                (Some(recorded), Some(replayed)) => compare_step(
+                    recording,
+                    &turn.settings.instructions,
+                    recorded,
+                    replayed,
+                    &mut inputs,
+                    self.live.is_some(),
+                ),
+                (Some(_), None) => Some((
+                    Part::Steps,
+                    format!(
+                        "- the recorded turn has {} steps\n+ the replayed turn ended after {}\n",
+                        turn.steps.len(),
+                        observed.len()
+                    ),
+                )),
+                _ => Some((
+                    Part::Steps,
+                    format!(
+                        "- the recorded turn ended after {} steps\n+ the replayed turn took step {}\n",
+                        turn.steps.len(),
+                        i + 1
+                    ),
+                )),
+            };
+            if let Some((part, diff)) = found {
+                return Some((i, part, diff));
+            }
+        }
+        None
     }
 
     /// Shut the replay kernel down (its threads, its MCP servers).

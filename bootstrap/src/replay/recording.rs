@@ -168,25 +168,7 @@ impl Reader {
                 settings,
                 recovered,
                 output_schema,
-            } => {
-                if *kind != TaskKind::Regular {
-                    return refuse(
-                        format!("turn {n} is a {kind:?} turn (only regular turns replay)")
-                            .to_lowercase(),
-                    );
-                }
-                if *recovered {
-                    return refuse(format!("turn {n} restarted an interrupted turn"));
-                }
-                self.turn = Some(RecordedTurn {
-                    input: Vec::new(),
-                    settings: settings.clone(),
-                    output_schema: output_schema.clone(),
-                    steps: Vec::new(),
-                    memory: None,
-                });
-                self.in_reply = false;
-            }
+            } => self.turn_started(*kind, settings, *recovered, output_schema.as_ref())?,
             EventMsg::StepRequested { fingerprint } => {
                 let input_len = self.history.len();
                 let turn = self.open_turn()?;
@@ -209,71 +191,13 @@ impl Reader {
                 request_id,
                 outcome,
                 grant,
-            } => {
-                if let Some(at) = self.asked.iter().position(|(r, _)| r == request_id) {
-                    let (_, call_id) = self.asked.remove(at);
-                    let call = self
-                        .turn
-                        .as_mut()
-                        .into_iter()
-                        .flat_map(|t| t.steps.iter_mut().rev())
-                        .flat_map(|s| s.calls.iter_mut())
-                        .find(|c| c.call_id == call_id);
-                    if let Some(call) = call {
-                        call.answers.push(RecordedAnswer {
-                            outcome: *outcome,
-                            command_rule: match grant {
-                                Some(SessionGrant::CommandPrefix { argv }) => Some(argv.clone()),
-                                _ => None,
-                            },
-                        });
-                    }
-                }
-            }
-            EventMsg::TokenCount { last, .. } => {
-                // A reply's usage comes before its items: without a fingerprint, it is
-                // the first sign of the step.
-                if !self.in_reply {
-                    let input_len = self.history.len();
-                    if let Some(turn) = self.turn.as_mut() {
-                        turn.steps.push(RecordedStep::new(None, input_len));
-                    }
-                    self.in_reply = true;
-                }
-                if let Some(RecordedStep {
-                    answer: Answer::Reply { usage, .. },
-                    ..
-                }) = self.turn.as_mut().and_then(|t| t.steps.last_mut())
-                {
-                    *usage = *last;
-                }
-            }
+            } => self.answered(request_id, *outcome, grant.as_ref()),
+            EventMsg::TokenCount { last, .. } => self.usage(last),
             EventMsg::TurnCompleted { .. } => {
                 let turn = self.close_turn()?;
                 self.turns.push(turn);
             }
-            EventMsg::TurnFailed { message, .. } => {
-                let input_len = self.history.len();
-                let mut turn = self.close_turn()?;
-                // The request that failed is the last step, unless it failed before any
-                // fingerprint was written (an older rollout): then it is one more step.
-                match turn.steps.last_mut() {
-                    Some(step) if step_is_empty(step) => {
-                        step.answer = Answer::Failed {
-                            message: message.clone(),
-                        };
-                    }
-                    _ => turn.steps.push(RecordedStep {
-                        fingerprint: None,
-                        input_len,
-                        answer: Answer::Failed {
-                            message: message.clone(),
-                        },
-                        calls: Vec::new(),
-                    }),
-                }
-                self.turns.push(turn);
-            }
+            EventMsg::TurnFailed { message, .. } => self.turn_failed(message)?,
             EventMsg::TurnAborted { reason } => {
                 let why = match reason {
                     TurnAbortReason::Interrupted => "was interrupted",
@@ -290,6 +214,104 @@ impl Reader {
             EventMsg::RolledBack { .. } => return refuse("turns of it were rolled back"),
             _ => {}
         }
+        Ok(())
+    }
+
+    fn turn_started(
+        &mut self,
+        kind: TaskKind,
+        settings: &ThreadSettings,
+        recovered: bool,
+        output_schema: Option<&serde_json::Value>,
+    ) -> Result<(), NotReplayable> {
+        let n = self.turn_no();
+        if kind != TaskKind::Regular {
+            return refuse(
+                format!("turn {n} is a {kind:?} turn (only regular turns replay)").to_lowercase(),
+            );
+        }
+        if recovered {
+            return refuse(format!("turn {n} restarted an interrupted turn"));
+        }
+        self.turn = Some(RecordedTurn {
+            input: Vec::new(),
+            settings: settings.clone(),
+            output_schema: output_schema.cloned(),
+            steps: Vec::new(),
+            memory: None,
+        });
+        self.in_reply = false;
+        Ok(())
+    }
+
+    /// A client's answer, kept on the call that asked.
+    fn answered(
+        &mut self,
+        request_id: &str,
+        outcome: ApprovalOutcome,
+        grant: Option<&SessionGrant>,
+    ) {
+        if let Some(at) = self.asked.iter().position(|(r, _)| r == request_id) {
+            let (_, call_id) = self.asked.remove(at);
+            let call = self
+                .turn
+                .as_mut()
+                .into_iter()
+                .flat_map(|t| t.steps.iter_mut().rev())
+                .flat_map(|s| s.calls.iter_mut())
+                .find(|c| c.call_id == call_id);
+            if let Some(call) = call {
+                call.answers.push(RecordedAnswer {
+                    outcome,
+                    command_rule: match grant {
+                        Some(SessionGrant::CommandPrefix { argv }) => Some(argv.clone()),
+                        _ => None,
+                    },
+                });
+            }
+        }
+    }
+
+    /// A reply's usage comes before its items: without a fingerprint, it is the first sign
+    /// of the step.
+    fn usage(&mut self, last: &TokenUsage) {
+        if !self.in_reply {
+            let input_len = self.history.len();
+            if let Some(turn) = self.turn.as_mut() {
+                turn.steps.push(RecordedStep::new(None, input_len));
+            }
+            self.in_reply = true;
+        }
+        if let Some(RecordedStep {
+            answer: Answer::Reply { usage, .. },
+            ..
+        }) = self.turn.as_mut().and_then(|t| t.steps.last_mut())
+        {
+            *usage = *last;
+        }
+    }
+
+    fn turn_failed(&mut self, message: &str) -> Result<(), NotReplayable> {
+        let input_len = self.history.len();
+        let mut turn = self.close_turn()?;
+        // The request that failed is the last step, unless it failed before any
+        // fingerprint was written (an older rollout): then it is one more step.
+        match turn.steps.last_mut() {
+            Some(step) if step_is_empty(step) => {
+                step.answer = Answer::Failed {
+                    message: message.to_owned(),
+                };
+            }
+            _ => turn.steps.push(RecordedStep {
+                fingerprint: None,
+                input_len,
+                answer: Answer::Failed {
+                    message: message.to_owned(),
+                },
+                calls: Vec::new(),
+            }),
+        }
+        self.turns.push(turn);
         Ok(())
     }
 

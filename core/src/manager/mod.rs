@@ -11,7 +11,9 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, RwLock, Weak};
 
-use rein_protocol::{AgentOrigin, Event, EventMsg, SessionId, ThreadId};
+use rein_protocol::{
+    AgentOrigin, Event, EventMsg, SessionId, ThreadContext, ThreadId, ThreadSettings,
+};
 use tokio::sync::broadcast;
 
 use crate::agents::{AgentControl, AgentsConfig, Strategy};
@@ -167,7 +169,99 @@ impl ThreadManager {
     /// Create (or resume, or fork) a thread and spawn its loop. Must run inside a tokio
     /// runtime.
     pub fn create_thread(&self, options: ThreadOptions) -> Result<NewThread, KernelError> {
-        let (state, thread_id, fresh) = match options.start {
+        let ThreadOptions {
+            start,
+            recorder,
+            thread_id,
+            origin,
+            agent: spawned,
+            context,
+            context_warnings,
+            strategy,
+        } = options;
+        let (mut state, thread_id, fresh) =
+            self.initial_state(start, thread_id, spawned.as_ref(), strategy)?;
+        if self.get(thread_id).is_some() {
+            return Err(KernelError::AlreadyLoaded(thread_id));
+        }
+        let bus = Arc::new(EventBus::default());
+        let events = bus.subscribe();
+        let observers: Vec<(CreationObserver, EventStream)> = self
+            .observers
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .iter()
+            .map(|o| (Arc::clone(o), bus.subscribe()))
+            .collect();
+        let emitter = Emitter::new(thread_id, Arc::clone(&bus), recorder);
+        let (tx, rx) = async_channel::bounded(self.services.config.op_queue_capacity.max(1));
+        state.thread_id = Some(thread_id);
+        let origin_of_agent = spawned.as_ref().map(|a| &a.origin);
+        let tools = self.thread_tools(&state, fresh.as_ref(), origin_of_agent);
+        let agent = origin_of_agent.cloned().or_else(|| state.agent.clone());
+        let strategy = state.strategy;
+        let mut submission_loop = SubmissionLoop::new(
+            state,
+            emitter,
+            Arc::clone(&self.services),
+            Arc::clone(&tools),
+            rx,
+        );
+        submission_loop.goal_forked(matches!(origin, ThreadOrigin::Forked { .. }));
+        if let Some(settings) = fresh {
+            let configured = EventMsg::ThreadConfigured {
+                session_id: spawned
+                    .as_ref()
+                    .map_or(SessionId::from(thread_id), |a| a.session_id),
+                settings,
+                forked_from: None,
+                strategy,
+            };
+            first_events(
+                &mut submission_loop,
+                configured,
+                spawned,
+                context,
+                context_warnings,
+            );
+        }
+        let inner = Arc::new(HandleInner {
+            thread_id,
+            inbox: tx,
+            bus,
+            tools,
+        });
+        let handle = ThreadHandle { inner };
+        self.unregister_on_exit(&mut submission_loop, &handle);
+        self.threads().insert(thread_id, handle.clone());
+        let created = ThreadCreated {
+            handle: handle.clone(),
+            origin,
+            agent,
+        };
+        for (observer, stream) in observers {
+            observer(created.clone(), stream);
+        }
+        tokio::spawn(submission_loop.run());
+        let _ = self.created.send(created);
+        Ok(NewThread {
+            handle,
+            events,
+            path: None,
+        })
+    }
+
+    /// The state a thread starts from, its id, and the settings of a new thread (none for a
+    /// resumed one, whose settings its events hold). A new thread's settings are checked
+    /// here, before anything is written.
+    fn initial_state(
+        &self,
+        start: ThreadStart,
+        thread_id: Option<ThreadId>,
+        spawned: Option<&SpawnedAgent>,
+        strategy: Option<Strategy>,
+    ) -> Result<(ThreadState, ThreadId, Option<ThreadSettings>), KernelError> {
+        match start {
             ThreadStart::New { settings } => {
                 self.services.models.client(&settings.model)?;
                 if let Some(effort) = &settings.reasoning_effort {
@@ -182,42 +276,36 @@ impl ThreadManager {
                         settings.cwd.display()
                     )));
                 }
-                let id = options.thread_id.unwrap_or_default();
-                let (settings, strategy) = match (&self.services.agents, &options.agent) {
-                    (Some(agents), None) => agents.root_settings(settings, options.strategy),
+                let id = thread_id.unwrap_or_default();
+                let (settings, strategy) = match (&self.services.agents, spawned) {
+                    (Some(agents), None) => agents.root_settings(settings, strategy),
                     _ => {
-                        self.check_strategy(options.strategy)?;
+                        self.check_strategy(strategy)?;
                         (settings, None)
                     }
                 };
                 let mut state = ThreadState::new();
                 state.strategy = strategy;
-                (state, id, Some(settings))
+                Ok((state, id, Some(settings)))
             }
             ThreadStart::Resume { events } => {
                 let state = replay(events)?;
                 let id = state.thread_id.unwrap_or_default();
-                (state, id, None)
+                Ok((state, id, None))
             }
-        };
-        if self.get(thread_id).is_some() {
-            return Err(KernelError::AlreadyLoaded(thread_id));
         }
-        let bus = Arc::new(EventBus::default());
-        let events = bus.subscribe();
-        let observers: Vec<(CreationObserver, EventStream)> = self
-            .observers
-            .read()
-            .unwrap_or_else(PoisonError::into_inner)
-            .iter()
-            .map(|o| (Arc::clone(o), bus.subscribe()))
-            .collect();
-        let emitter = Emitter::new(thread_id, Arc::clone(&bus), options.recorder);
-        let (tx, rx) = async_channel::bounded(self.services.config.op_queue_capacity.max(1));
-        let mut state = state;
-        state.thread_id = Some(thread_id);
+    }
+
+    /// The thread's tools: the kernel's sources, the per-thread ones, and the sub-agent
+    /// tools its depth, role and strategy allow (a role may narrow the whole set).
+    fn thread_tools(
+        &self,
+        state: &ThreadState,
+        fresh: Option<&ThreadSettings>,
+        spawned: Option<&AgentOrigin>,
+    ) -> Arc<ThreadTools> {
         let mut sources = self.services.tool_sources.clone();
-        if let Some(settings) = fresh.as_ref().or(state.settings.as_ref()) {
+        if let Some(settings) = fresh.or(state.settings.as_ref()) {
             let thread_sources = self
                 .thread_sources
                 .read()
@@ -225,17 +313,8 @@ impl ThreadManager {
             sources.extend(thread_sources.iter().filter_map(|s| s.for_thread(settings)));
         }
         let tools = Arc::new(ThreadTools::new(ToolSources::new(sources)));
-        let agent = options
-            .agent
-            .as_ref()
-            .map(|a| a.origin.clone())
-            .or_else(|| state.agent.clone());
         if let Some(agents) = &self.services.agents {
-            let origin = options
-                .agent
-                .as_ref()
-                .map(|a| &a.origin)
-                .or(state.agent.as_ref());
+            let origin = spawned.or(state.agent.as_ref());
             let depth = origin.map_or(0, |o| o.depth);
             let role = origin.and_then(|o| o.role.as_deref());
             let strategy = state.strategy.unwrap_or(agents.config().strategy);
@@ -245,58 +324,12 @@ impl ThreadManager {
             }
         }
         tools.set_grants(state.session_grants.clone());
-        let strategy = state.strategy;
-        let mut submission_loop = SubmissionLoop::new(
-            state,
-            emitter,
-            Arc::clone(&self.services),
-            Arc::clone(&tools),
-            rx,
-        );
-        submission_loop.goal_forked(matches!(options.origin, ThreadOrigin::Forked { .. }));
-        if let Some(settings) = fresh {
-            let session_id = options
-                .agent
-                .as_ref()
-                .map_or(SessionId::from(thread_id), |a| a.session_id);
-            submission_loop.emit(
-                None,
-                EventMsg::ThreadConfigured {
-                    session_id,
-                    settings,
-                    forked_from: None,
-                    strategy,
-                },
-            );
-            let spawned = options.agent;
-            if let Some(spawned) = &spawned {
-                submission_loop.emit(
-                    None,
-                    EventMsg::AgentOrigin {
-                        origin: spawned.origin.clone(),
-                    },
-                );
-            }
-            if let Some(context) = options.context {
-                submission_loop.emit(None, EventMsg::ContextLoaded { context });
-            }
-            for message in options.context_warnings {
-                submission_loop.emit(None, EventMsg::Warning { message });
-            }
-            if let Some(spawned) = spawned {
-                for item in spawned.history {
-                    submission_loop.emit(None, EventMsg::ItemCompleted { item });
-                }
-            }
-        }
-        let inner = Arc::new(HandleInner {
-            thread_id,
-            inbox: tx,
-            bus,
-            tools,
-        });
-        let handle = ThreadHandle { inner };
-        // The loop takes itself out of the registry when it ends, however it ends.
+        tools
+    }
+
+    /// The loop takes itself out of the registry when it ends, however it ends.
+    fn unregister_on_exit(&self, submission_loop: &mut SubmissionLoop, handle: &ThreadHandle) {
+        let thread_id = handle.inner.thread_id;
         let registry: Weak<Registry> = Arc::downgrade(&self.threads);
         let served = Arc::downgrade(&handle.inner);
         submission_loop.on_exit(Box::new(move || {
@@ -310,22 +343,6 @@ impl ThreadManager {
                 }
             }
         }));
-        self.threads().insert(thread_id, handle.clone());
-        let created = ThreadCreated {
-            handle: handle.clone(),
-            origin: options.origin,
-            agent,
-        };
-        for (observer, stream) in observers {
-            observer(created.clone(), stream);
-        }
-        tokio::spawn(submission_loop.run());
-        let _ = self.created.send(created);
-        Ok(NewThread {
-            handle,
-            events,
-            path: None,
-        })
     }
 
     /// A handle to a loaded thread, if it is still running.
@@ -510,5 +527,36 @@ impl ThreadManagerBuilder {
             },
             self.store,
         )
+    }
+}
+
+/// A new thread's first events: its configuration, a sub-agent's origin, the project
+/// context and its warnings, and the history a sub-agent is given.
+fn first_events(
+    submission_loop: &mut SubmissionLoop,
+    configured: EventMsg,
+    spawned: Option<SpawnedAgent>,
+    context: Option<ThreadContext>,
+    context_warnings: Vec<String>,
+) {
+    submission_loop.emit(None, configured);
+    if let Some(spawned) = &spawned {
+        submission_loop.emit(
+            None,
+            EventMsg::AgentOrigin {
+                origin: spawned.origin.clone(),
+            },
+        );
+    }
+    if let Some(context) = context {
+        submission_loop.emit(None, EventMsg::ContextLoaded { context });
+    }
+    for message in context_warnings {
+        submission_loop.emit(None, EventMsg::Warning { message });
+    }
+    if let Some(spawned) = spawned {
+        for item in spawned.history {
+            submission_loop.emit(None, EventMsg::ItemCompleted { item });
+        }
     }
 }
