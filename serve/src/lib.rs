@@ -7,7 +7,8 @@
 //! from the rollout, with the same sequence numbers either way. Map: [`server`] (listener,
 //! connections, routes), `rein_bootstrap::admission` (token, `Origin`, `Host`), [`request`] (bodies),
 //! `handlers` (the endpoints), `stream` (server-sent events), [`runs`] (threads, their
-//! drivers, start and cancel), [`error`] (OpenAI's error shape), [`agent`] (LangGraph's
+//! drivers, start and cancel), [`error`] (OpenAI's error shape), [`records`] (what the server
+//! keeps beside the rollouts: a response's `metadata`, queued runs), [`agent`] (LangGraph's
 //! Agent Protocol: threads and runs on the same threads and projection).
 
 pub mod agent;
@@ -17,6 +18,7 @@ pub mod ids;
 pub mod project;
 #[cfg(test)]
 mod project_tests;
+pub mod records;
 pub mod request;
 pub mod runs;
 pub mod server;

@@ -27,6 +27,7 @@ use tokio::sync::{watch, Mutex};
 
 use crate::error::ApiError;
 use crate::ids::ResponseId;
+use crate::records::{Records, ResponseRecord};
 use crate::request::CreateResponse;
 
 /// A thread loaded by this server.
@@ -68,6 +69,7 @@ pub struct Runs {
     max_runs: usize,
     idle_unload: Duration,
     approvals: Approvals,
+    records: Records,
 }
 
 /// Who answers a command's or a patch's approval request.
@@ -99,6 +101,7 @@ impl Runs {
     ) -> Self {
         Self {
             approvals,
+            records: Records::in_home(&kernel.home),
             kernel,
             cwd,
             loaded: Arc::new(Mutex::new(HashMap::new())),
@@ -112,6 +115,11 @@ impl Runs {
 
     pub fn kernel(&self) -> &Arc<Kernel> {
         &self.kernel
+    }
+
+    /// What the server records beside the rollouts.
+    pub fn records(&self) -> &Records {
+        &self.records
     }
 
     /// Start the turn `req` asks for.
@@ -265,17 +273,39 @@ impl Runs {
                 (loaded, Some(prev), change)
             }
         };
+        // The turn's id is chosen here so that its record is durable before the turn
+        // exists: a crash never leaves a response whose metadata is lost. Only a response
+        // with something to record has one (no metadata, not in the background: no file,
+        // and no fsync on the way to the common turn).
+        let id = ResponseId {
+            thread: loaded.handle.id(),
+            turn: TurnId::from(SubmissionId::new()),
+        };
+        let recorded = req.record != ResponseRecord::default();
+        if recorded {
+            self.records.put_response(id, &req.record).await?;
+        }
         let events = loaded.handle.subscribe();
         let answer = loaded
             .handle
-            .submit(Op::UserInput {
-                items: parts,
-                mode: InputMode::StartIfIdle,
-                settings: change,
-                output_schema: None,
-            })
+            .submit_with_id(
+                SubmissionId::from_uuid(id.turn.as_uuid()),
+                Op::UserInput {
+                    items: parts,
+                    mode: InputMode::StartIfIdle,
+                    settings: change,
+                    output_schema: None,
+                },
+            )
             .await;
-        started_from(answer, loaded.handle.id(), previous, events)
+        let started = started_from(answer, id.thread, previous, events);
+        if recorded && !matches!(started, Ok(Ok(_))) {
+            // Never started: no response of that id exists, so neither does its record.
+            if let Err(e) = self.records.remove_response(id).await {
+                tracing::warn!("removing the record of {id}: {e}");
+            }
+        }
+        started
     }
 
     async fn new_thread(&self, req: &CreateResponse) -> Result<Arc<Loaded>, ApiError> {
