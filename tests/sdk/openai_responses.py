@@ -1,6 +1,6 @@
 """Drives `rein serve` with the official `openai` Python SDK (Responses API), as a user
-would: a plain response, a streamed one, a background one (with `metadata`, echoed) polled to completion, a stream
-resumed with `starting_after`, a cancel mid-run, `previous_response_id`, input items and
+would: a plain response, a streamed one, a background one (with `metadata`, echoed)
+polled to completion, a stream resumed with `starting_after`, a cancel mid-run, `previous_response_id`, input items and
 the SDK's error classes. Every object and event is checked against the SDK's own types;
 what it saw is printed as one JSON object for the Rust test to compare.
 
