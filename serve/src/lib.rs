@@ -7,11 +7,12 @@
 //! from the rollout, with the same sequence numbers either way. Map: [`server`] (listener,
 //! connections, routes), `rein_bootstrap::admission` (token, `Origin`, `Host`), [`request`] (bodies),
 //! `handlers` (the endpoints), `stream` (server-sent events), [`runs`] (threads, their
-//! drivers, start and cancel), [`error`] (OpenAI's error shape), [`records`] (what the server
+//! drivers (`driver`), start and cancel), [`error`] (OpenAI's error shape), [`records`] (what the server
 //! keeps beside the rollouts: a response's `metadata`, queued runs), [`agent`] (LangGraph's
 //! Agent Protocol: threads and runs on the same threads and projection).
 
 pub mod agent;
+mod driver;
 pub mod error;
 mod handlers;
 pub mod ids;

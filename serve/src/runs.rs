@@ -1,6 +1,6 @@
 //! The threads this server drives, and how a response starts, is found and is cancelled.
 //!
-//! Each thread loaded here has one driver task, subscribed for the thread's life: it
+//! Each thread loaded here has one driver task (`crate::driver`), subscribed for its life: it
 //! answers what the thread asks a client (approvals, questions) with the answer for when
 //! nobody can give one, so a request that would need an approval is declined under the
 //! configured policy, never run, and a background run never waits for a person. It also
@@ -34,11 +34,11 @@ use crate::request::CreateResponse;
 pub struct Loaded {
     pub handle: ThreadHandle,
     /// The last turns its driver counted as running.
-    counted: watch::Sender<VecDeque<TurnId>>,
+    pub(crate) counted: watch::Sender<VecDeque<TurnId>>,
 }
 
 /// How many of a thread's last counted turns are remembered for the starts waiting on them.
-const COUNTED_KEPT: usize = 64;
+pub(crate) const COUNTED_KEPT: usize = 64;
 
 /// One start being admitted, until dropped.
 struct Admitting<'a>(&'a AtomicUsize);
@@ -84,7 +84,7 @@ pub enum Approvals {
 }
 
 /// The threads loaded here, by id.
-type Threads = Arc<Mutex<HashMap<ThreadId, Arc<Loaded>>>>;
+pub(crate) type Threads = Arc<Mutex<HashMap<ThreadId, Arc<Loaded>>>>;
 
 /// The thread a start found was shut down under it (unloaded while idle): load it again.
 struct Unloaded;
@@ -419,7 +419,7 @@ impl Runs {
             handle,
             counted: watch::Sender::new(VecDeque::new()),
         });
-        tokio::spawn(drive(
+        tokio::spawn(crate::driver::drive(
             Arc::clone(&loaded),
             events,
             Arc::clone(&self.running),
@@ -534,78 +534,12 @@ fn rejected(reason: RejectReason) -> ApiError {
     }
 }
 
-/// The thread's driver: answers client requests nobody can answer, counts running turns,
-/// and unloads the thread once it has been idle `idle_unload` after a turn.
-async fn drive(
-    loaded: Arc<Loaded>,
-    mut events: EventStream,
-    running: Arc<AtomicUsize>,
-    threads: Threads,
-    idle_unload: Duration,
-    approvals: Approvals,
-) {
-    let handle = loaded.handle.clone();
-    let mut active = false;
-    // The idle clock runs only after a turn: a thread just loaded is about to get one.
-    let mut had_turn = false;
-    loop {
-        let next = if active || !had_turn {
-            events.recv().await
-        } else {
-            match tokio::time::timeout(idle_unload, events.recv()).await {
-                Ok(next) => next,
-                Err(_) if unload(&handle, &threads).await => break,
-                Err(_) => continue,
-            }
-        };
-        let Some(event) = next else { break };
-        match &event.msg {
-            EventMsg::ClientRequested {
-                request_id,
-                request,
-                ..
-            } if !(approvals == Approvals::Http && is_approval(request)) => {
-                let answer = Op::Respond {
-                    request_id: request_id.clone(),
-                    response: request.unanswered(),
-                };
-                if handle.submit(answer).await.is_err() {
-                    break;
-                }
-            }
-            EventMsg::TurnStarted { .. } => {
-                if !active {
-                    active = true;
-                    running.fetch_add(1, Ordering::SeqCst);
-                }
-                if let Some(turn) = event.turn_id {
-                    loaded.counted.send_modify(|recent| {
-                        if recent.len() == COUNTED_KEPT {
-                            recent.pop_front();
-                        }
-                        recent.push_back(turn);
-                    });
-                }
-            }
-            _ if active && ends_turn(&event) => {
-                active = false;
-                had_turn = true;
-                running.fetch_sub(1, Ordering::SeqCst);
-            }
-            _ => {}
-        }
-    }
-    if active {
-        running.fetch_sub(1, Ordering::SeqCst);
-    }
-}
-
-fn is_approval(request: &ClientRequest) -> bool {
+pub(crate) fn is_approval(request: &ClientRequest) -> bool {
     request.is_approval()
 }
 
 /// Shut an idle thread down and forget it; `false` if it is busy after all.
-async fn unload(handle: &ThreadHandle, threads: &Threads) -> bool {
+pub(crate) async fn unload(handle: &ThreadHandle, threads: &Threads) -> bool {
     let mut loaded = threads.lock().await;
     let idle = handle
         .state()
