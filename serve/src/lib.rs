@@ -4,12 +4,13 @@
 //!
 //! A response is one turn of a thread ([`ids`]); its object and its event stream are a
 //! fold of the turn's events ([`project`]), live from the thread's subscription or replayed
-//! from the rollout, with the same sequence numbers either way. Map: [`server`] (listener,
-//! connections, routes), `rein_bootstrap::admission` (token, `Origin`, `Host`), [`request`] (bodies),
-//! `handlers` (the endpoints), `stream` (server-sent events), [`runs`] (threads, their
-//! drivers (`driver`), start and cancel), [`error`] (OpenAI's error shape), [`records`] (what the server
-//! keeps beside the rollouts: a response's `metadata`, queued runs), [`agent`] (LangGraph's
-//! Agent Protocol: threads and runs on the same threads and projection).
+//! from the rollout, with the same sequence numbers either way. Map: [`server`]
+//! (listener, connections, routes), `rein_bootstrap::admission` (token, `Origin`, `Host`),
+//! [`request`] (bodies), `handlers` (the endpoints), `stream` (server-sent events),
+//! [`runs`] (threads, start and cancel), `driver` (each loaded thread's driver task),
+//! [`error`] (OpenAI's error shape), [`records`] (what the server keeps beside the
+//! rollouts: a response's `metadata`, queued runs), [`agent`] (LangGraph's Agent Protocol:
+//! threads and runs on the same threads and projection).
 
 pub mod agent;
 mod driver;
