@@ -255,6 +255,9 @@ async fn run_queued(app: &App, record: QueuedRecord, state: watch::Sender<Waitin
     }
 }
 
+/// A queued run found after a restart, and its state.
+type Recovered = (QueuedRecord, watch::Sender<Waiting>);
+
 /// After a restart: the queued runs recorded, listed again, and those that had not started
 /// run in their order. Called before the server takes connections, so each thread's lane
 /// is taken by its recovered runs before any new run can queue behind them.
@@ -266,7 +269,7 @@ pub async fn recover(app: &Arc<App>) {
             return;
         }
     };
-    let mut lanes: Vec<(ThreadId, Vec<(QueuedRecord, watch::Sender<Waiting>)>)> = Vec::new();
+    let mut lanes: Vec<(ThreadId, Vec<Recovered>)> = Vec::new();
     for record in found {
         let Some(waiting) = recovered_state(app, &record).await else {
             continue;
