@@ -96,8 +96,10 @@ def main():
     ap.add_argument("--baseline", type=int, default=20)
     args = ap.parse_args()
     work = tempfile.mkdtemp(prefix="rein-bench-serve-")
-    events = 5  # streamed events of the reply below; the delay precedes each
-    script = {"replies": [{"text": "Hello from the mock.", "deltas": 1,
+    # The mock waits `delay_ms` before each scripted event: the text's deltas and the
+    # completion, so `deltas + 1` of them make up the latency.
+    events = 5
+    script = {"replies": [{"text": "Hello from the mock.", "deltas": events - 1,
                            "delay_ms": int(args.latency * 1000 / events)}]}
     with open(os.path.join(work, "script.json"), "w") as f:
         json.dump(script, f)
