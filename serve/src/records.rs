@@ -266,6 +266,45 @@ mod tests {
     use super::*;
     use serde_json::json;
 
+    #[tokio::test]
+    async fn records_read_back_whole_and_a_cut_off_write_is_not_one() {
+        let home = tempfile::tempdir().unwrap();
+        let records = Records::in_home(home.path());
+        let id = ResponseId {
+            thread: ThreadId::new(),
+            turn: TurnId::new(),
+        };
+        assert_eq!(records.response(id).await.unwrap(), None);
+        let record = ResponseRecord {
+            metadata: BTreeMap::from([("job".to_owned(), "42".to_owned())]),
+            background: true,
+        };
+        records.put_response(id, &record).await.unwrap();
+        assert_eq!(records.response(id).await.unwrap(), Some(record));
+        records.remove_response(id).await.unwrap();
+        assert_eq!(records.response(id).await.unwrap(), None);
+
+        let queued = |created_ms, ended| QueuedRecord {
+            thread: id.thread,
+            turn: TurnId::new(),
+            created_ms,
+            input: vec![InputPart::text("later")],
+            ended,
+        };
+        let (late, early) = (queued(2, None), queued(1, Some(QueuedEnd::Cancelled)));
+        records.put_queued(&late).await.unwrap();
+        records.put_queued(&early).await.unwrap();
+        // What a crash mid-write leaves: a temporary file, skipped.
+        let dir = home.path().join("serve/queue");
+        std::fs::write(dir.join("x.tmp-1"), b"{\"thread\"").unwrap();
+        assert_eq!(
+            records.queued().await.unwrap(),
+            vec![early.clone(), late.clone()]
+        );
+        records.remove_queued(early.turn).await.unwrap();
+        assert_eq!(records.queued().await.unwrap(), vec![late]);
+    }
+
     #[test]
     fn metadata_is_checked_against_the_apis_limits() {
         let ok = json!({ "a": "1", "b": "x".repeat(METADATA_VALUE_CHARS) });
