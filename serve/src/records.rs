@@ -41,6 +41,9 @@ pub struct QueuedRecord {
     pub turn: TurnId,
     pub created_ms: u64,
     pub input: Vec<InputPart>,
+    /// The run's `stream_mode` names, so that a join after a restart streams them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub stream_mode: Vec<String>,
     /// Set when the run ended without starting: it is reported so, and not run, after a
     /// restart.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -289,6 +292,7 @@ mod tests {
             turn: TurnId::new(),
             created_ms,
             input: vec![InputPart::text("later")],
+            stream_mode: vec!["updates".to_owned()],
             ended,
         };
         let (late, early) = (queued(2, None), queued(1, Some(QueuedEnd::Cancelled)));

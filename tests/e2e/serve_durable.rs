@@ -2,10 +2,11 @@
 //! scripted mock model, across a restart and a kill -9: a response's `metadata` and
 //! `background` (echoed on create, GET, its stream and after a restart; bad metadata is a
 //! 400 naming it), and queued (`enqueue`) Agent Protocol runs, which are listed `pending`
-//! again after a kill -9 and then run (or, cancelled, stay cancelled).
+//! again after a kill -9 and then run with their stream modes (or, cancelled, stay
+//! cancelled).
 
 use pretty_assertions::assert_eq;
-use rein_test_support::serve::{hello_model, home_for, MockModel, Server};
+use rein_test_support::serve::{hello_model, home_for, types, MockModel, Server};
 use serde_json::{json, Value};
 
 fn ok(reply: &rein_test_support::serve::Reply) -> Value {
@@ -139,7 +140,10 @@ fn input(text: &str) -> Value {
 fn run(server: &Server, thread: &str, text: &str, strategy: &str) -> Value {
     ok(&server.post(
         &format!("/threads/{thread}/runs"),
-        &json!({ "assistant_id": "rein", "input": input(text), "multitask_strategy": strategy }),
+        &json!({
+            "assistant_id": "rein", "input": input(text), "multitask_strategy": strategy,
+            "stream_mode": "updates",
+        }),
     ))
 }
 
@@ -214,6 +218,11 @@ fn queued_runs_survive_a_kill_9_listed_pending_then_run_in_order_and_cancelled_s
             pair("ai", "echo: fourth"),
         ]
     );
+    // Joined without a `stream_mode`: the one the run was queued with, recorded with it.
+    let joined = server
+        .stream("GET", &format!("{runs}/{}/stream", ids[2]), None)
+        .collect_all();
+    assert_eq!(types(&joined), ["metadata", "updates", "updates", "end"]);
     // Started runs are the rollout's now: nothing is left queued to run twice.
     let queue = home.path().join("serve/queue");
     let left: Vec<_> = std::fs::read_dir(&queue)

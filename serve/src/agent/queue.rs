@@ -21,6 +21,7 @@ use rein_protocol::{EventMsg, InputPart, Op, OpResult, ThreadId, TurnId};
 use tokio::sync::{watch, Mutex};
 
 use super::body::Multitask;
+use super::fold::Modes;
 use crate::error::ApiError;
 use crate::ids::ResponseId;
 use crate::records::{QueuedEnd, QueuedRecord};
@@ -183,11 +184,13 @@ async fn enqueue(
     let created_ms = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_millis() as u64);
+    let modes = app.agent.remembered(turn).await.map(|r| r.modes);
     let record = QueuedRecord {
         thread,
         turn,
         created_ms,
         input: parts,
+        stream_mode: modes.map(Modes::names).unwrap_or_default(),
         ended: None,
     };
     app.runs.records().put_queued(&record).await?;
@@ -276,14 +279,11 @@ pub async fn recover(app: &Arc<App>) {
         };
         let queued = waiting == Waiting::Queued;
         let strategy = Multitask::Enqueue;
+        // Names it wrote itself; one it no longer knows leaves the default.
+        let names = record.stream_mode.iter().map(String::as_str);
+        let modes = Modes::parse(names).unwrap_or_default();
         app.agent
-            .remember(
-                record.turn,
-                super::Remembered {
-                    strategy,
-                    modes: Default::default(),
-                },
-            )
+            .remember(record.turn, super::Remembered { strategy, modes })
             .await;
         let state = hold(app, &record, waiting).await;
         if !queued {
