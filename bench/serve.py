@@ -5,9 +5,17 @@ thread, against `rein mock-model` answering every request after about `--latency
 connection per response, so the figures are the server's and not a client library's.
 
 Prints: wall time for all N, per-response time (POST sent -> response.completed) p50/p99,
-the server's peak RSS (VmHWM) and RSS per open stream over the idle server's.
+the server's peak RSS (VmHWM) and RSS per open stream over the idle server's. Then the
+overhead per request over the app-server's turn: `--baseline` sequential turns through
+`rein app-server` over stdio against the same mock (a new thread each, `thread/start` sent
+-> `turn/completed`, as each response of serve is a new thread), the same number of
+sequential streamed responses through serve, and the difference of their medians; and the
+concurrent p50 over that same app-server median. The machine's load average is printed
+before and after, as the figures depend on it.
 """
 import argparse, asyncio, json, os, statistics, subprocess, sys, tempfile, time
+
+from app_server import INIT, Server
 
 
 def status_kib(pid, key):
@@ -54,15 +62,44 @@ async def run(port, token, n, server_pid):
     return wall, times, idle, peak_open
 
 
+def app_server_turns(rein, env, cwd, n):
+    """Median of `thread/start` sent -> `turn/completed`, a new thread each, over stdio."""
+    s = Server([rein, "app-server"], env)
+    s.call("initialize", INIT)
+    s.send({"method": "initialized"})
+    times = []
+    for i in range(n):
+        t0 = time.monotonic()
+        tid = s.call("thread/start", {"cwd": cwd})["thread"]["id"]
+        s.request("turn/start", {"threadId": tid, "input": [{"type": "text", "text": f"hello {i}"}]})
+        m = s.until(lambda m: m.get("method") == "turn/completed")
+        times.append(time.monotonic() - t0)
+        assert m["params"]["turn"]["status"] == "completed", m
+    s.close()
+    return statistics.median(times)
+
+
+async def sequential(port, token, n):
+    body = {"input": "hello", "stream": True}
+    return statistics.median([await one(port, token, body) for _ in range(n)])
+
+
+def load():
+    return " ".join(f"{x:.1f}" for x in os.getloadavg())
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--rein", required=True)
     ap.add_argument("--streams", type=int, default=1000)
     ap.add_argument("--latency", type=float, default=0.3)
+    ap.add_argument("--baseline", type=int, default=20)
     args = ap.parse_args()
     work = tempfile.mkdtemp(prefix="rein-bench-serve-")
-    events = 5  # streamed events of the reply below; the delay precedes each
-    script = {"replies": [{"text": "Hello from the mock.", "deltas": 1,
+    # The mock waits `delay_ms` before each scripted event: the text's deltas and the
+    # completion, so `deltas + 1` of them make up the latency.
+    events = 5
+    script = {"replies": [{"text": "Hello from the mock.", "deltas": events - 1,
                            "delay_ms": int(args.latency * 1000 / events)}]}
     with open(os.path.join(work, "script.json"), "w") as f:
         json.dump(script, f)
@@ -82,8 +119,10 @@ def main():
         url = server.stdout.readline().strip()
         port = int(url.rsplit(":", 1)[1])
         token = open(os.path.join(home, "serve-token")).read().strip()
+        print(f"load average before: {load()} ({os.cpu_count()} cores)")
         wall, times, idle, peak = asyncio.run(run(port, token, args.streams, server.pid))
         times.sort()
+        print(f"load average after: {load()}")
         print(f"streams: {args.streams} at once, model latency {args.latency:.2f} s")
         print(f"wall time for all: {wall:.2f} s")
         print(f"per response p50: {statistics.median(times):.3f} s, "
@@ -91,6 +130,16 @@ def main():
         print(f"server RSS idle: {idle / 1024:.1f} MiB, peak while streaming: {peak / 1024:.1f} MiB, "
               f"VmHWM: {status_kib(server.pid, 'VmHWM') / 1024:.1f} MiB")
         print(f"RSS per open stream: {(peak - idle) / max(args.streams, 1):.1f} KiB")
+        if args.baseline > 0:
+            served = asyncio.run(sequential(port, token, args.baseline))
+            turned = app_server_turns(args.rein, env, work, args.baseline)
+            print(f"sequential, medians of {args.baseline}: serve POST -> response.completed "
+                  f"{served * 1000:.1f} ms, app-server thread/start -> turn/completed "
+                  f"{turned * 1000:.1f} ms")
+            print(f"overhead per request over the app-server's turn: alone "
+                  f"{(served - turned) * 1000:.1f} ms, at {args.streams} at once (p50) "
+                  f"{(statistics.median(times) - turned) * 1000:.1f} ms")
+            print(f"load average at the end: {load()}")
     finally:
         server.terminate(); server.wait(timeout=60)
         mock.terminate(); mock.wait()

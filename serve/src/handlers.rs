@@ -53,8 +53,9 @@ pub async fn create(app: &App, req: Request<Incoming>) -> Result<Response<Body>,
             previous,
             events,
         } = started;
+        let record = parsed.record.clone();
         tokio::spawn(async move {
-            let projector = Projector::new(id, previous);
+            let projector = Projector::new(id, previous).with_record(record);
             follow(projector, events, &sink, Cursor::new(None)).await;
         });
         return Ok(response);
@@ -68,7 +69,7 @@ pub async fn create(app: &App, req: Request<Incoming>) -> Result<Response<Body>,
         previous,
         mut events,
     } = started;
-    let mut projector = Projector::new(id, previous);
+    let mut projector = Projector::new(id, previous).with_record(parsed.record);
     while let Some(event) = events.recv().await {
         projector.push(&event);
         if projector.status().is_final() {
@@ -130,7 +131,8 @@ async fn replay(app: &App, id: ResponseId, after: Option<u64>) -> Result<Respons
     let (projector, events) = stored(app, id).await?;
     let (response, sink) = stream::channel();
     tokio::spawn(async move {
-        let mut again = Projector::new(id, projector.previous());
+        let mut again =
+            Projector::new(id, projector.previous()).with_record(projector.record().clone());
         let mut cursor = Cursor::new(after);
         let mut out = Vec::new();
         for event in &events {
@@ -234,6 +236,8 @@ async fn stored(app: &App, id: ResponseId) -> Result<(Projector, Vec<Event>), Ap
     if !projector.started() {
         return Err(not_found());
     }
+    let record = app.runs.records().response(id).await?;
+    let projector = projector.with_record(record.unwrap_or_default());
     Ok((projector, events))
 }
 

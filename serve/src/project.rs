@@ -14,6 +14,7 @@ use rein_protocol::{ErrorCode, Event, EventMsg, InputPart, Item, ItemKind, Token
 use serde_json::{json, Value};
 
 use crate::ids::ResponseId;
+use crate::records::ResponseRecord;
 
 /// Stream events one kernel event may become.
 pub const SLOTS: u64 = 8;
@@ -77,6 +78,9 @@ pub struct Projector {
     error: Option<Value>,
     incomplete: Option<Value>,
     input: Vec<Value>,
+    /// What the response was created with beside its input (by default: no metadata,
+    /// not in the background).
+    record: ResponseRecord,
 }
 
 impl Projector {
@@ -96,7 +100,18 @@ impl Projector {
             error: None,
             incomplete: None,
             input: Vec::new(),
+            record: ResponseRecord::default(),
         }
+    }
+
+    /// The response's recorded `metadata` and `background`, echoed in its object.
+    pub fn with_record(mut self, record: ResponseRecord) -> Self {
+        self.record = record;
+        self
+    }
+
+    pub fn record(&self) -> &ResponseRecord {
+        &self.record
     }
 
     /// The response this one continues.
@@ -430,7 +445,8 @@ impl Projector {
             "tool_choice": "auto",
             "tools": [],
             "usage": usage,
-            "metadata": {},
+            "metadata": self.record.metadata,
+            "background": self.record.background,
         })
     }
 

@@ -6,6 +6,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use crate::error::ApiError;
+use crate::records::{self, ResponseRecord};
 
 /// The body of `POST /v1/responses`.
 #[derive(Debug, Deserialize)]
@@ -29,6 +30,12 @@ pub struct CreateResponse {
     /// Every response is stored (the rollout is how rein works); `false` is refused.
     #[serde(default)]
     pub store: Option<bool>,
+    /// Up to 16 strings the response object echoes (checked by [`parse`]).
+    #[serde(default)]
+    pub metadata: Option<Value>,
+    /// `metadata` as checked, with `background`: what the server records beside the turn.
+    #[serde(skip)]
+    pub record: ResponseRecord,
 }
 
 /// The body of `POST /v1/responses/{id}/approvals/{request_id}`.
@@ -41,13 +48,17 @@ pub struct ApprovalAnswer {
 
 /// Parse a body, naming the offending field in the 400.
 pub fn parse(body: &[u8]) -> Result<CreateResponse, ApiError> {
-    let parsed: CreateResponse = parse_json(body)?;
+    let mut parsed: CreateResponse = parse_json(body)?;
     if parsed.store == Some(false) {
         return Err(ApiError::bad(
             "`store: false` is not supported: every response is kept in its thread's rollout",
             Some("store"),
         ));
     }
+    parsed.record = ResponseRecord {
+        metadata: records::metadata(parsed.metadata.as_ref())?,
+        background: parsed.background,
+    };
     Ok(parsed)
 }
 

@@ -1,6 +1,6 @@
 //! The threads this server drives, and how a response starts, is found and is cancelled.
 //!
-//! Each thread loaded here has one driver task, subscribed for the thread's life: it
+//! Each thread loaded here has one driver task (`crate::driver`), subscribed for its life: it
 //! answers what the thread asks a client (approvals, questions) with the answer for when
 //! nobody can give one, so a request that would need an approval is declined under the
 //! configured policy, never run, and a background run never waits for a person. It also
@@ -27,17 +27,18 @@ use tokio::sync::{watch, Mutex};
 
 use crate::error::ApiError;
 use crate::ids::ResponseId;
+use crate::records::{Records, ResponseRecord};
 use crate::request::CreateResponse;
 
 /// A thread loaded by this server.
 pub struct Loaded {
     pub handle: ThreadHandle,
     /// The last turns its driver counted as running.
-    counted: watch::Sender<VecDeque<TurnId>>,
+    pub(crate) counted: watch::Sender<VecDeque<TurnId>>,
 }
 
 /// How many of a thread's last counted turns are remembered for the starts waiting on them.
-const COUNTED_KEPT: usize = 64;
+pub(crate) const COUNTED_KEPT: usize = 64;
 
 /// One start being admitted, until dropped.
 struct Admitting<'a>(&'a AtomicUsize);
@@ -68,6 +69,7 @@ pub struct Runs {
     max_runs: usize,
     idle_unload: Duration,
     approvals: Approvals,
+    records: Records,
 }
 
 /// Who answers a command's or a patch's approval request.
@@ -82,7 +84,7 @@ pub enum Approvals {
 }
 
 /// The threads loaded here, by id.
-type Threads = Arc<Mutex<HashMap<ThreadId, Arc<Loaded>>>>;
+pub(crate) type Threads = Arc<Mutex<HashMap<ThreadId, Arc<Loaded>>>>;
 
 /// The thread a start found was shut down under it (unloaded while idle): load it again.
 struct Unloaded;
@@ -99,6 +101,7 @@ impl Runs {
     ) -> Self {
         Self {
             approvals,
+            records: Records::in_home(&kernel.home),
             kernel,
             cwd,
             loaded: Arc::new(Mutex::new(HashMap::new())),
@@ -112,6 +115,11 @@ impl Runs {
 
     pub fn kernel(&self) -> &Arc<Kernel> {
         &self.kernel
+    }
+
+    /// What the server records beside the rollouts.
+    pub fn records(&self) -> &Records {
+        &self.records
     }
 
     /// Start the turn `req` asks for.
@@ -265,17 +273,39 @@ impl Runs {
                 (loaded, Some(prev), change)
             }
         };
+        // The turn's id is chosen here so that its record is durable before the turn
+        // exists: a crash never leaves a response whose metadata is lost. Only a response
+        // with something to record has one (no metadata, not in the background: no file,
+        // and no fsync on the way to the common turn).
+        let id = ResponseId {
+            thread: loaded.handle.id(),
+            turn: TurnId::from(SubmissionId::new()),
+        };
+        let recorded = req.record != ResponseRecord::default();
+        if recorded {
+            self.records.put_response(id, &req.record).await?;
+        }
         let events = loaded.handle.subscribe();
         let answer = loaded
             .handle
-            .submit(Op::UserInput {
-                items: parts,
-                mode: InputMode::StartIfIdle,
-                settings: change,
-                output_schema: None,
-            })
+            .submit_with_id(
+                SubmissionId::from_uuid(id.turn.as_uuid()),
+                Op::UserInput {
+                    items: parts,
+                    mode: InputMode::StartIfIdle,
+                    settings: change,
+                    output_schema: None,
+                },
+            )
             .await;
-        started_from(answer, loaded.handle.id(), previous, events)
+        let started = started_from(answer, id.thread, previous, events);
+        if recorded && !matches!(started, Ok(Ok(_))) {
+            // Never started: no response of that id exists, so neither does its record.
+            if let Err(e) = self.records.remove_response(id).await {
+                tracing::warn!("removing the record of {id}: {e}");
+            }
+        }
+        started
     }
 
     async fn new_thread(&self, req: &CreateResponse) -> Result<Arc<Loaded>, ApiError> {
@@ -389,7 +419,7 @@ impl Runs {
             handle,
             counted: watch::Sender::new(VecDeque::new()),
         });
-        tokio::spawn(drive(
+        tokio::spawn(crate::driver::drive(
             Arc::clone(&loaded),
             events,
             Arc::clone(&self.running),
@@ -504,78 +534,12 @@ fn rejected(reason: RejectReason) -> ApiError {
     }
 }
 
-/// The thread's driver: answers client requests nobody can answer, counts running turns,
-/// and unloads the thread once it has been idle `idle_unload` after a turn.
-async fn drive(
-    loaded: Arc<Loaded>,
-    mut events: EventStream,
-    running: Arc<AtomicUsize>,
-    threads: Threads,
-    idle_unload: Duration,
-    approvals: Approvals,
-) {
-    let handle = loaded.handle.clone();
-    let mut active = false;
-    // The idle clock runs only after a turn: a thread just loaded is about to get one.
-    let mut had_turn = false;
-    loop {
-        let next = if active || !had_turn {
-            events.recv().await
-        } else {
-            match tokio::time::timeout(idle_unload, events.recv()).await {
-                Ok(next) => next,
-                Err(_) if unload(&handle, &threads).await => break,
-                Err(_) => continue,
-            }
-        };
-        let Some(event) = next else { break };
-        match &event.msg {
-            EventMsg::ClientRequested {
-                request_id,
-                request,
-                ..
-            } if !(approvals == Approvals::Http && is_approval(request)) => {
-                let answer = Op::Respond {
-                    request_id: request_id.clone(),
-                    response: request.unanswered(),
-                };
-                if handle.submit(answer).await.is_err() {
-                    break;
-                }
-            }
-            EventMsg::TurnStarted { .. } => {
-                if !active {
-                    active = true;
-                    running.fetch_add(1, Ordering::SeqCst);
-                }
-                if let Some(turn) = event.turn_id {
-                    loaded.counted.send_modify(|recent| {
-                        if recent.len() == COUNTED_KEPT {
-                            recent.pop_front();
-                        }
-                        recent.push_back(turn);
-                    });
-                }
-            }
-            _ if active && ends_turn(&event) => {
-                active = false;
-                had_turn = true;
-                running.fetch_sub(1, Ordering::SeqCst);
-            }
-            _ => {}
-        }
-    }
-    if active {
-        running.fetch_sub(1, Ordering::SeqCst);
-    }
-}
-
-fn is_approval(request: &ClientRequest) -> bool {
+pub(crate) fn is_approval(request: &ClientRequest) -> bool {
     request.is_approval()
 }
 
 /// Shut an idle thread down and forget it; `false` if it is busy after all.
-async fn unload(handle: &ThreadHandle, threads: &Threads) -> bool {
+pub(crate) async fn unload(handle: &ThreadHandle, threads: &Threads) -> bool {
     let mut loaded = threads.lock().await;
     let idle = handle
         .state()

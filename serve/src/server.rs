@@ -96,6 +96,8 @@ pub async fn serve(
         options,
         agent: crate::agent::AgentState::default(),
     });
+    // Before the first connection: the runs queued before a restart keep their places.
+    crate::agent::recover(&app).await;
     let slots = Arc::new(Semaphore::new(app.options.max_connections.max(1)));
     loop {
         let Ok(slot) = Arc::clone(&slots).acquire_owned().await else {

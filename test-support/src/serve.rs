@@ -404,7 +404,9 @@ pub fn sdk_outcome() -> Value {
             "status": "completed",
             "text": "Background.",
             "previous_is_plain": true,
-            "polled_until_final": true
+            "polled_until_final": true,
+            "metadata": { "job": "nightly-42" },
+            "background": true
         },
         "cancelled": { "status": "cancelled", "again": "cancelled" },
         "continued": { "status": "completed", "text": "echo: and now?" },

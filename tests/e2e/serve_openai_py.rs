@@ -1,9 +1,10 @@
 //! `rein serve` driven by the official `openai` Python SDK (installed into a venv by
 //! `scripts/test-setup.sh`), pointed at the server with its token as the API key: a plain
-//! response, a streamed one, a resumed stream, a background one polled to completion, a
-//! cancel mid-run, `previous_response_id`, input items and the SDK's error classes, each
-//! checked through the SDK's own types (`tests/sdk/openai_responses.py`). Ignored, with the
-//! reason, where python3 is missing (never in CI: see scripts/test_prereqs.rs).
+//! response, a streamed one, a resumed stream, a background one (with `metadata`) polled
+//! to completion, a cancel mid-run, `previous_response_id`, input items and the SDK's
+//! error classes, each checked through the SDK's own types (`tests/sdk/openai_responses.py`).
+//! Ignored, with the reason, where python3 is missing (never in CI: see
+//! scripts/test_prereqs.rs).
 
 use std::process::Command;
 

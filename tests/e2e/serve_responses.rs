@@ -25,6 +25,7 @@ fn response(status: &str, output: Value, usage: Value) -> Value {
         "incomplete_details": null, "instructions": null, "model": "mock", "output": output,
         "parallel_tool_calls": true, "previous_response_id": null, "store": true,
         "tool_choice": "auto", "tools": [], "usage": usage, "metadata": {},
+        "background": false,
     })
 }
 

@@ -68,6 +68,7 @@ let background = await client.responses.create({
   input: "in the background",
   background: true,
   previous_response_id: plain.id,
+  metadata: { job: "nightly-42" },
 });
 const polls = [background.status];
 const deadline = Date.now() + 30_000;
@@ -81,6 +82,8 @@ out.background = {
   text: background.output_text,
   previous_is_plain: background.previous_response_id === plain.id,
   polled_until_final: polls.at(-1) === "completed",
+  metadata: background.metadata,
+  background: background.background,
 };
 
 const hanging = await client.responses.create({

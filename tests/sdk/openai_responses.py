@@ -1,6 +1,6 @@
 """Drives `rein serve` with the official `openai` Python SDK (Responses API), as a user
-would: a plain response, a streamed one, a background one polled to completion, a stream
-resumed with `starting_after`, a cancel mid-run, `previous_response_id`, input items and
+would: a plain response, a streamed one, a background one (with `metadata`, echoed)
+polled to completion, a stream resumed with `starting_after`, a cancel mid-run, `previous_response_id`, input items and
 the SDK's error classes. Every object and event is checked against the SDK's own types;
 what it saw is printed as one JSON object for the Rust test to compare.
 
@@ -79,7 +79,7 @@ with client.responses.stream(response_id=streamed_id, starting_after=after) as s
 background = fits(
     client.responses.create(
         model="mock", input="in the background", background=True,
-        previous_response_id=plain.id,
+        previous_response_id=plain.id, metadata={"job": "nightly-42"},
     ),
     Response,
     "background",
@@ -95,6 +95,9 @@ out["background"] = {
     "text": background.output_text,
     "previous_is_plain": background.previous_response_id == plain.id,
     "polled_until_final": polls[-1] == "completed" and len(polls) >= 1,
+    # Echoed by the SDK's own Response type, on the polled (final) object.
+    "metadata": background.metadata,
+    "background": background.background,
 }
 
 # A run cancelled mid-answer (the model hangs after its first words).

@@ -78,6 +78,20 @@ pub struct RunCreate {
     pub context: Option<Value>,
     #[serde(default)]
     pub if_not_exists: Option<String>,
+    /// A stateless run's (`POST /runs`) temporary thread, once the run has ended.
+    #[serde(default)]
+    pub on_completion: Option<OnCompletion>,
+}
+
+/// `on_completion`: what becomes of a stateless run's thread when the run ends.
+#[derive(Clone, Copy, Debug, Default, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum OnCompletion {
+    /// Deleted as `DELETE /threads/{id}` deletes (archived: out of every listing).
+    #[default]
+    Delete,
+    /// Kept, as any thread.
+    Keep,
 }
 
 impl RunCreate {

@@ -222,6 +222,19 @@ impl Modes {
         }
     }
 
+    /// The protocol's names of these (what [`Modes::parse`] reads back).
+    pub fn names(self) -> Vec<String> {
+        [
+            (self.values, "values"),
+            (self.updates, "updates"),
+            (self.messages, "messages-tuple"),
+        ]
+        .into_iter()
+        .filter(|(on, _)| *on)
+        .map(|(_, name)| name.to_owned())
+        .collect()
+    }
+
     /// From the protocol's names; a name rein does not send is a 400 naming it.
     pub fn parse<'a>(names: impl IntoIterator<Item = &'a str>) -> Result<Self, String> {
         let mut modes = Self::default();

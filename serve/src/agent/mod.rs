@@ -5,8 +5,9 @@
 //! on the Responses projection), live from the thread's subscription while it runs.
 //!
 //! Map: [`body`] (request bodies), `threads` (assistants and threads), `run_api` (runs,
-//! their streams, join and cancel), `queue` (a second run on a busy thread:
-//! `multitask_strategy`). Admission (token, `Origin`, `Host`) and the approval policy are
+//! their streams, join and cancel), `stateless` (runs on a thread made for them, `POST
+//! /runs`), `queue` (a second run on a busy thread: `multitask_strategy`, queued runs
+//! recorded and recovered after a restart). Admission (token, `Origin`, `Host`) and the approval policy are
 //! the server's, shared with `/v1/responses`.
 
 pub mod body;
@@ -14,7 +15,10 @@ pub mod fold;
 #[cfg(test)]
 mod fold_tests;
 mod queue;
+
+pub(crate) use queue::recover;
 mod run_api;
+mod stateless;
 mod threads;
 
 use std::collections::{BTreeMap, HashMap};
@@ -70,7 +74,7 @@ impl AgentState {
 
 /// Whether `path` is one of the protocol's.
 pub(crate) fn owns(segments: &[&str]) -> bool {
-    matches!(segments.first(), Some(&"threads" | &"assistants"))
+    matches!(segments.first(), Some(&"threads" | &"assistants" | &"runs"))
 }
 
 pub(crate) async fn route(
@@ -85,6 +89,9 @@ pub(crate) async fn route(
     match (segments, &method) {
         (["assistants", "search"], &Method::POST) => threads::search_assistants(app, req).await,
         (["assistants", id], &Method::GET) => threads::get_assistant(app, id),
+        (["runs"], &Method::POST) => stateless::create(app, req, Mode::Background).await,
+        (["runs", "stream"], &Method::POST) => stateless::create(app, req, Mode::Stream).await,
+        (["runs", "wait"], &Method::POST) => stateless::create(app, req, Mode::Wait).await,
         (["threads"], &Method::POST) => threads::create(app, req).await,
         (["threads", "search"], &Method::POST) => threads::search(app, req).await,
         (["threads", t], &Method::GET) => threads::get(app, thread_id(t)?).await,
@@ -122,6 +129,8 @@ pub(crate) async fn route(
         }
         (
             ["assistants", _]
+            | ["runs"]
+            | ["runs", "stream" | "wait"]
             | ["threads"]
             | ["threads", _]
             | ["threads", _, "state" | "runs" | "history"]

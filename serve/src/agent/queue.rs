@@ -5,20 +5,26 @@
 //! too) before starting; `enqueue` waits, `pending`, in the thread's lane until the turns
 //! before it have ended.
 //!
-//! A queued run lives in this process until it starts: its id is chosen at once (the turn
-//! it becomes takes it), but a server that stops before it starts loses it (it was never
-//! in a rollout), and says so to nobody: the client sees a run id that is not found.
+//! A queued run is recorded (`crate::records`, `$REIN_HOME/serve/queue/`) before the
+//! client is answered, and its record removed once its turn has started (the rollout has
+//! it from then on). A server that restarts finds the records ([`recover`]): each run that
+//! had not started is listed `pending` again and run in its order; one that was cancelled
+//! or failed before starting is listed so; one whose turn the rollout already holds (the
+//! crash came between its start and the record's removal) is the rollout's.
 
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use rein_core::store::RolloutError;
 use rein_core::EventStream;
-use rein_protocol::{InputPart, Op, OpResult, ThreadId, TurnId};
+use rein_protocol::{EventMsg, InputPart, Op, OpResult, ThreadId, TurnId};
 use tokio::sync::{watch, Mutex};
 
 use super::body::Multitask;
+use super::fold::Modes;
 use crate::error::ApiError;
 use crate::ids::ResponseId;
+use crate::records::{QueuedEnd, QueuedRecord};
 use crate::runs::ends_turn;
 use crate::server::App;
 
@@ -37,6 +43,8 @@ pub struct Pending {
     pub thread: ThreadId,
     pub created_ms: u64,
     pub state: watch::Sender<Waiting>,
+    /// As recorded, to record its end.
+    pub record: QueuedRecord,
 }
 
 /// Start run `turn` on `thread` under `strategy`; the subscription of the started turn, or
@@ -50,7 +58,7 @@ pub async fn start(
 ) -> Result<Option<EventStream>, ApiError> {
     // Runs queued before it go first.
     if strategy == Multitask::Enqueue && queued_on(app, thread).await > 0 {
-        enqueue(app, thread, turn, parts).await;
+        enqueue(app, thread, turn, parts).await?;
         return Ok(None);
     }
     let refusal = match app.runs.start_on(thread, turn, parts.clone()).await {
@@ -80,7 +88,7 @@ pub async fn start(
             Ok(Some(started.events))
         }
         Multitask::Enqueue => {
-            enqueue(app, thread, turn, parts).await;
+            enqueue(app, thread, turn, parts).await?;
             Ok(None)
         }
     }
@@ -129,18 +137,30 @@ pub async fn waiting(app: &App, turn: TurnId) -> Option<(ThreadId, u64, watch::R
 }
 
 /// Cancel a queued run; `false` if it is not waiting (any more).
-pub async fn cancel_queued(app: &App, turn: TurnId) -> bool {
-    let pending = app.agent.pending.lock().await;
-    let Some(p) = pending.get(&turn) else {
-        return false;
+pub async fn cancel_queued(app: &App, turn: TurnId) -> Result<bool, ApiError> {
+    let (cancelled, record) = {
+        let pending = app.agent.pending.lock().await;
+        let Some(p) = pending.get(&turn) else {
+            return Ok(false);
+        };
+        let cancelled = p.state.send_if_modified(|state| {
+            let queued = *state == Waiting::Queued;
+            if queued {
+                *state = Waiting::Cancelled;
+            }
+            queued
+        });
+        (cancelled, p.record.clone())
     };
-    p.state.send_if_modified(|state| {
-        let queued = *state == Waiting::Queued;
-        if queued {
-            *state = Waiting::Cancelled;
-        }
-        queued
-    })
+    if cancelled {
+        // Recorded before the answer: a restart must not run what the client cancelled.
+        let ended = QueuedRecord {
+            ended: Some(QueuedEnd::Cancelled),
+            ..record
+        };
+        app.runs.records().put_queued(&ended).await?;
+    }
+    Ok(cancelled)
 }
 
 /// The runs this process queued on `thread` (cancelled and failed ones included).
@@ -153,45 +173,171 @@ pub async fn queued_runs(app: &App, thread: ThreadId) -> Vec<(TurnId, u64, Waiti
         .collect()
 }
 
-async fn enqueue(app: &Arc<App>, thread: ThreadId, turn: TurnId, parts: Vec<InputPart>) {
-    let (state, _) = watch::channel(Waiting::Queued);
+/// Queue run `turn`: recorded first (an error leaves nothing queued), then waiting in
+/// the thread's lane.
+async fn enqueue(
+    app: &Arc<App>,
+    thread: ThreadId,
+    turn: TurnId,
+    parts: Vec<InputPart>,
+) -> Result<(), ApiError> {
     let created_ms = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_millis() as u64);
-    {
-        let mut pending = app.agent.pending.lock().await;
-        // Those that never started are kept to be read (cancelled, failed), within bounds.
-        if pending.len() >= super::REMEMBERED {
-            pending.retain(|_, p| *p.state.borrow() == Waiting::Queued);
-        }
-        pending.insert(
-            turn,
-            Pending {
-                thread,
-                created_ms,
-                state: state.clone(),
-            },
-        );
-    }
-    let lane = {
-        let mut lanes = app.agent.lanes.lock().await;
-        Arc::clone(
-            lanes
-                .entry(thread)
-                .or_insert_with(|| Arc::new(Mutex::new(()))),
-        )
+    let modes = app.agent.remembered(turn).await.map(|r| r.modes);
+    let record = QueuedRecord {
+        thread,
+        turn,
+        created_ms,
+        input: parts,
+        stream_mode: modes.map(Modes::names).unwrap_or_default(),
+        ended: None,
     };
+    app.runs.records().put_queued(&record).await?;
+    let state = hold(app, &record, Waiting::Queued).await;
+    let lane = lane(app, thread).await;
     let app = Arc::clone(app);
     tokio::spawn(async move {
         // tokio's Mutex is fair: the thread's queued runs start in the order they came.
         let _lane = lane.lock().await;
-        let outcome = wait_and_start(&app, thread, turn, parts, &state).await;
-        let started = outcome == Waiting::Started;
-        state.send_replace(outcome);
-        if started {
-            app.agent.pending.lock().await.remove(&turn);
-        }
+        run_queued(&app, record, state).await;
     });
+    Ok(())
+}
+
+/// Keep `record` among the pending runs, as `waiting`; its state.
+async fn hold(app: &App, record: &QueuedRecord, waiting: Waiting) -> watch::Sender<Waiting> {
+    let (state, _) = watch::channel(waiting);
+    let mut pending = app.agent.pending.lock().await;
+    // Those that never started are kept to be read (cancelled, failed), within bounds.
+    if pending.len() >= super::REMEMBERED {
+        pending.retain(|_, p| *p.state.borrow() == Waiting::Queued);
+    }
+    pending.insert(
+        record.turn,
+        Pending {
+            thread: record.thread,
+            created_ms: record.created_ms,
+            state: state.clone(),
+            record: record.clone(),
+        },
+    );
+    state
+}
+
+async fn lane(app: &App, thread: ThreadId) -> Arc<Mutex<()>> {
+    let mut lanes = app.agent.lanes.lock().await;
+    Arc::clone(
+        lanes
+            .entry(thread)
+            .or_insert_with(|| Arc::new(Mutex::new(()))),
+    )
+}
+
+/// Wait for the thread, start the run, and record how it went: a started run's record is
+/// removed (the rollout has it), a failed one's says why.
+async fn run_queued(app: &App, record: QueuedRecord, state: watch::Sender<Waiting>) {
+    let (thread, turn) = (record.thread, record.turn);
+    let outcome = wait_and_start(app, thread, turn, record.input.clone(), &state).await;
+    state.send_replace(outcome.clone());
+    let records = app.runs.records();
+    let written = match outcome {
+        Waiting::Started => {
+            app.agent.pending.lock().await.remove(&turn);
+            records.remove_queued(turn).await
+        }
+        Waiting::Failed(message) => {
+            let ended = Some(QueuedEnd::Failed { message });
+            records.put_queued(&QueuedRecord { ended, ..record }).await
+        }
+        // Recorded by the cancel, before it answered.
+        Waiting::Cancelled | Waiting::Queued => Ok(()),
+    };
+    if let Err(e) = written {
+        tracing::warn!("recording queued run {turn}: {e}");
+    }
+}
+
+/// A queued run found after a restart, and its state.
+type Recovered = (QueuedRecord, watch::Sender<Waiting>);
+
+/// After a restart: the queued runs recorded, listed again, and those that had not started
+/// run in their order. Called before the server takes connections, so each thread's lane
+/// is taken by its recovered runs before any new run can queue behind them.
+pub async fn recover(app: &Arc<App>) {
+    let found = match app.runs.records().queued().await {
+        Ok(found) => found,
+        Err(e) => {
+            tracing::warn!("reading the queued runs: {e}");
+            return;
+        }
+    };
+    let mut lanes: Vec<(ThreadId, Vec<Recovered>)> = Vec::new();
+    for record in found {
+        let Some(waiting) = recovered_state(app, &record).await else {
+            continue;
+        };
+        let queued = waiting == Waiting::Queued;
+        let strategy = Multitask::Enqueue;
+        // Names it wrote itself; one it no longer knows leaves the default.
+        let names = record.stream_mode.iter().map(String::as_str);
+        let modes = Modes::parse(names).unwrap_or_default();
+        app.agent
+            .remember(record.turn, super::Remembered { strategy, modes })
+            .await;
+        let state = hold(app, &record, waiting).await;
+        if !queued {
+            continue;
+        }
+        match lanes.iter_mut().find(|(t, _)| *t == record.thread) {
+            Some((_, runs)) => runs.push((record, state)),
+            None => lanes.push((record.thread, vec![(record, state)])),
+        }
+    }
+    for (thread, runs) in lanes {
+        let held = lane(app, thread).await.lock_owned().await;
+        let app = Arc::clone(app);
+        tokio::spawn(async move {
+            for (record, state) in runs {
+                run_queued(&app, record, state).await;
+            }
+            drop(held);
+        });
+    }
+}
+
+/// What a recovered record is now; `None` when the rollout has its turn (it had started:
+/// the record is removed) or its thread is gone.
+async fn recovered_state(app: &App, record: &QueuedRecord) -> Option<Waiting> {
+    match &record.ended {
+        Some(QueuedEnd::Cancelled) => return Some(Waiting::Cancelled),
+        Some(QueuedEnd::Failed { message }) => return Some(Waiting::Failed(message.clone())),
+        None => {}
+    }
+    let started = match app.runs.kernel().store().read(record.thread).await {
+        Ok(stored) => stored.events.iter().any(|e| {
+            e.turn_id == Some(record.turn) && matches!(e.msg, EventMsg::TurnStarted { .. })
+        }),
+        Err(RolloutError::ThreadNotFound(_)) => {
+            return Some(Waiting::Failed(format!(
+                "thread {} is gone; the run never started",
+                record.thread
+            )))
+        }
+        Err(e) => {
+            return Some(Waiting::Failed(format!(
+                "reading thread {} after a restart: {e}",
+                record.thread
+            )))
+        }
+    };
+    if !started {
+        return Some(Waiting::Queued);
+    }
+    if let Err(e) = app.runs.records().remove_queued(record.turn).await {
+        tracing::warn!("removing started run {}: {e}", record.turn);
+    }
+    None
 }
 
 /// Wait until `thread` is idle (or the run is cancelled), then start the run.

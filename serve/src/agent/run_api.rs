@@ -43,6 +43,23 @@ pub async fn create(
     mode: Mode,
 ) -> Result<Response<Body>, ApiError> {
     let run: RunCreate = body_of(app, req).await?;
+    if run.on_completion.is_some() {
+        return Err(ApiError::bad(
+            "`on_completion` is for stateless runs (POST /runs): this thread is kept",
+            Some("on_completion"),
+        ));
+    }
+    read(app, thread).await?;
+    Ok(start(app, thread, run, mode).await?.0)
+}
+
+/// Start `run` on `thread` and answer as `mode` says; also the run's id.
+pub(super) async fn start(
+    app: &Arc<App>,
+    thread: ThreadId,
+    run: RunCreate,
+    mode: Mode,
+) -> Result<(Response<Body>, TurnId), ApiError> {
     run.check()?;
     let modes = run.modes()?;
     if run.assistant_id != ASSISTANT_ID {
@@ -52,7 +69,6 @@ pub async fn create(
         )));
     }
     let parts = input_parts(&run.input)?;
-    read(app, thread).await?;
     // The turn takes the submission's id: the run's id is known before it starts.
     let turn = TurnId::from(SubmissionId::new());
     let strategy = run.multitask_strategy.unwrap_or_default();
@@ -73,7 +89,7 @@ pub async fn create(
         }
     };
     locate(&mut response, thread, turn, mode == Mode::Stream);
-    Ok(response)
+    Ok((response, turn))
 }
 
 /// `GET /threads/{id}/runs/{run}`.
@@ -134,7 +150,7 @@ pub async fn cancel(
             Some("action"),
         ));
     }
-    if !queue::cancel_queued(app, turn).await {
+    if !queue::cancel_queued(app, turn).await? {
         let object = run_object(app, thread, turn).await?;
         let id = ResponseId { thread, turn };
         if app.runs.cancel(id).await? && action == "rollback" {
@@ -217,7 +233,7 @@ async fn outcome(
 }
 
 /// Resolves once the run has ended (or nothing here runs it).
-async fn await_final(app: &App, thread: ThreadId, turn: TurnId) {
+pub(super) async fn await_final(app: &App, thread: ThreadId, turn: TurnId) {
     if let Some((_, _, mut state)) = queue::waiting(app, turn).await {
         let started = state
             .wait_for(|s| *s != Waiting::Queued)

@@ -1,0 +1,68 @@
+//! Stateless runs (`POST /runs`, `/runs/stream`, `/runs/wait`): a run on a thread made for
+//! it, which is deleted once the run has ended (`on_completion: delete`, the protocol's
+//! default; deleted as `DELETE /threads/{id}` deletes: archived, out of every listing) or
+//! kept (`keep`). The run itself is an ordinary run of that thread: its object, its stream
+//! and its events are the same, as long as the thread is there.
+//!
+//! The deletion waits in this process: a server that stops before the run has ended
+//! leaves the thread (listed, its run `interrupted`), as it leaves any other.
+
+use std::sync::Arc;
+
+use hyper::body::Incoming;
+use hyper::{Request, Response};
+use rein_protocol::{ThreadId, TurnId};
+
+use super::body::{OnCompletion, RunCreate};
+use super::run_api::{self, await_final, Mode};
+use super::threads::body_of;
+use crate::error::ApiError;
+use crate::server::{App, Body};
+
+pub async fn create(
+    app: &Arc<App>,
+    req: Request<Incoming>,
+    mode: Mode,
+) -> Result<Response<Body>, ApiError> {
+    let run: RunCreate = body_of(app, req).await?;
+    // Checked before a thread is made for it: a refused run leaves nothing behind.
+    run.check()?;
+    run.modes()?;
+    super::body::input_parts(&run.input)?;
+    let on_completion = run.on_completion.unwrap_or_default();
+    let thread = app.runs.create_thread().await?;
+    let (response, turn) = match run_api::start(app, thread, run, mode).await {
+        Ok(started) => started,
+        Err(e) => {
+            // Nothing ran on it: the thread goes, whatever `on_completion` said.
+            delete(app, thread).await;
+            return Err(e);
+        }
+    };
+    if on_completion == OnCompletion::Delete {
+        if mode == Mode::Wait {
+            // The answer (the thread's values) is made: the thread can go first.
+            delete(app, thread).await;
+        } else {
+            let app = Arc::clone(app);
+            tokio::spawn(async move { delete_after(&app, thread, turn).await });
+        }
+    }
+    Ok(response)
+}
+
+async fn delete_after(app: &App, thread: ThreadId, turn: TurnId) {
+    await_final(app, thread, turn).await;
+    delete(app, thread).await;
+}
+
+/// Unload the thread and archive it; a failure is logged (the thread stays, listed).
+async fn delete(app: &App, thread: ThreadId) {
+    if !app.runs.unload_idle(thread).await {
+        tracing::warn!("stateless run's thread {thread} is busy; kept");
+        return;
+    }
+    if let Err(e) = app.runs.kernel().store().archive(thread).await {
+        tracing::warn!("deleting stateless run's thread {thread}: {e}");
+    }
+}

@@ -1,0 +1,233 @@
+//! What `rein serve` records beside the rollouts, over real HTTP on 127.0.0.1 against the
+//! scripted mock model, across a restart and a kill -9: a response's `metadata` and
+//! `background` (echoed on create, GET, its stream and after a restart; bad metadata is a
+//! 400 naming it), and queued (`enqueue`) Agent Protocol runs, which are listed `pending`
+//! again after a kill -9 and then run with their stream modes (or, cancelled, stay
+//! cancelled).
+
+use pretty_assertions::assert_eq;
+use rein_test_support::serve::{hello_model, home_for, types, MockModel, Server};
+use serde_json::{json, Value};
+
+fn ok(reply: &rein_test_support::serve::Reply) -> Value {
+    assert_eq!(
+        reply.status,
+        200,
+        "{}",
+        String::from_utf8_lossy(&reply.body)
+    );
+    reply.json()
+}
+
+#[test]
+fn metadata_and_background_are_echoed_live_polled_streamed_and_after_a_restart() {
+    let model = hello_model();
+    let home = home_for(&model);
+    let mut server = Server::start(home.path(), &[]);
+    let metadata = json!({ "job": "nightly-42", "owner": "ci" });
+
+    let created = ok(&server.post(
+        "/v1/responses",
+        &json!({ "input": "hi", "metadata": metadata, "background": true }),
+    ));
+    assert_eq!(
+        (&created["metadata"], &created["background"]),
+        (&metadata, &json!(true))
+    );
+    let id = created["id"].as_str().unwrap().to_owned();
+    // Polled to the end: the same fields on the finished response.
+    let done = loop {
+        let polled = ok(&server.get(&format!("/v1/responses/{id}")));
+        if polled["status"] != "in_progress" {
+            break polled;
+        }
+        server
+            .stream("GET", &format!("/v1/responses/{id}?stream=true"), None)
+            .collect_all();
+    };
+    assert_eq!(done["status"], "completed");
+    assert_eq!(
+        (&done["metadata"], &done["background"]),
+        (&metadata, &json!(true))
+    );
+
+    // A streamed one: every response object of its stream carries them, live and replayed.
+    let live = server
+        .stream(
+            "POST",
+            "/v1/responses",
+            Some(&json!({ "input": "again", "stream": true, "metadata": { "k": "v" } })),
+        )
+        .collect_all();
+    let objects = |events: &[rein_test_support::serve::Sse]| -> Vec<(Value, Value)> {
+        events
+            .iter()
+            .filter(|e| e.data.get("response").is_some())
+            .map(|e| {
+                let r = &e.data["response"];
+                (r["metadata"].clone(), r["background"].clone())
+            })
+            .collect()
+    };
+    let expected = vec![(json!({ "k": "v" }), json!(false)); 3];
+    assert_eq!(objects(&live), expected, "created, in_progress, completed");
+    let streamed_id = live.last().unwrap().data["response"]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let replayed = server
+        .stream(
+            "GET",
+            &format!("/v1/responses/{streamed_id}?stream=true"),
+            None,
+        )
+        .collect_all();
+    assert_eq!(objects(&replayed), expected);
+
+    // kill -9, then a new server: read back from `$REIN_HOME`, not from memory.
+    server.kill9();
+    let server = Server::start(home.path(), &[]);
+    assert_eq!(ok(&server.get(&format!("/v1/responses/{id}"))), done);
+    let again = ok(&server.get(&format!("/v1/responses/{streamed_id}")));
+    assert_eq!(
+        (&again["metadata"], &again["background"]),
+        (&json!({ "k": "v" }), &json!(false))
+    );
+}
+
+#[test]
+fn metadata_over_the_apis_limits_is_a_400_naming_it_and_starts_nothing() {
+    let model = hello_model();
+    let home = home_for(&model);
+    let server = Server::start(home.path(), &[]);
+    let many: serde_json::Map<String, Value> =
+        (0..17).map(|i| (format!("k{i}"), json!("v"))).collect();
+    for metadata in [
+        Value::Object(many),
+        json!({ "k".repeat(65): "v" }),
+        json!({ "k": "v".repeat(513) }),
+        json!({ "k": 7 }),
+        json!("not an object"),
+    ] {
+        let reply = server.post(
+            "/v1/responses",
+            &json!({ "input": "hi", "metadata": metadata }),
+        );
+        assert_eq!(reply.status, 400, "{metadata}");
+        let error = &reply.json()["error"];
+        assert_eq!(
+            (&error["type"], &error["param"]),
+            (&json!("invalid_request_error"), &json!("metadata")),
+            "{error}"
+        );
+    }
+    // At the limits exactly: accepted.
+    let most: serde_json::Map<String, Value> = (0..16)
+        .map(|i| (format!("{i:0>64}"), json!("v".repeat(512))))
+        .collect();
+    let most = Value::Object(most);
+    let created = ok(&server.post("/v1/responses", &json!({ "input": "hi", "metadata": most })));
+    assert_eq!(created["metadata"], most);
+    assert_eq!(created["background"], false);
+    // Nothing was sent to the model for the refused ones.
+    assert_eq!(model.requests().len(), 1);
+}
+
+fn input(text: &str) -> Value {
+    json!({ "messages": [{ "role": "user", "content": text }] })
+}
+
+fn run(server: &Server, thread: &str, text: &str, strategy: &str) -> Value {
+    ok(&server.post(
+        &format!("/threads/{thread}/runs"),
+        &json!({
+            "assistant_id": "rein", "input": input(text), "multitask_strategy": strategy,
+            "stream_mode": "updates",
+        }),
+    ))
+}
+
+#[test]
+fn queued_runs_survive_a_kill_9_listed_pending_then_run_in_order_and_cancelled_stay_so() {
+    // The first run hangs mid-answer: the server dies under it.
+    let model = MockModel::start(json!({
+        "replies": [{ "text": "half", "deltas": 1, "fault": { "type": "hang" } }],
+        "when_exhausted": "echo"
+    }));
+    let home = home_for(&model);
+    let mut server = Server::start(home.path(), &[]);
+    let thread = ok(&server.post("/threads", &json!({})))["thread_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let runs = format!("/threads/{thread}/runs");
+    let first = run(&server, &thread, "first", "reject")["run_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    server
+        .stream(
+            "GET",
+            &format!("{runs}/{first}/stream?stream_mode=messages-tuple"),
+            None,
+        )
+        .until("messages");
+    let ids: Vec<String> = ["second", "third", "fourth"]
+        .iter()
+        .map(|text| {
+            let queued = run(&server, &thread, text, "enqueue");
+            assert_eq!(queued["status"], "pending", "{queued:#}");
+            queued["run_id"].as_str().unwrap().to_owned()
+        })
+        .collect();
+    let cancelled = ok(&server.call("POST", &format!("{runs}/{}/cancel", ids[1]), None));
+    assert_eq!(cancelled["status"], "interrupted");
+    server.kill9();
+
+    let server = Server::start(home.path(), &[]);
+    // Listed again, each as it stood; then the pending ones run, in the order they came.
+    let status = |run: &str| ok(&server.get(&format!("{runs}/{run}")))["status"].clone();
+    assert_eq!(status(&ids[1]), "interrupted");
+    let joined = ok(&server.get(&format!("{runs}/{}/join", ids[2])));
+    assert_eq!(
+        [&first, &ids[0], &ids[1], &ids[2]].map(|r| status(r)),
+        [
+            json!("interrupted"),
+            json!("success"),
+            json!("interrupted"),
+            json!("success")
+        ]
+    );
+    let said: Vec<(String, String)> = joined["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| {
+            let text = m["content"].as_str().unwrap_or_default().to_owned();
+            (m["type"].as_str().unwrap().to_owned(), text)
+        })
+        .collect();
+    let pair = |a: &str, b: &str| (a.to_owned(), b.to_owned());
+    assert_eq!(
+        said,
+        [
+            pair("human", "first"),
+            pair("human", "second"),
+            pair("ai", "echo: second"),
+            pair("human", "fourth"),
+            pair("ai", "echo: fourth"),
+        ]
+    );
+    // Joined without a `stream_mode`: the one the run was queued with, recorded with it.
+    let joined = server
+        .stream("GET", &format!("{runs}/{}/stream", ids[2]), None)
+        .collect_all();
+    assert_eq!(types(&joined), ["metadata", "updates", "updates", "end"]);
+    // Started runs are the rollout's now: nothing is left queued to run twice.
+    let queue = home.path().join("serve/queue");
+    let left: Vec<_> = std::fs::read_dir(&queue)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    assert_eq!(left, [format!("{}.json", ids[1])]);
+}
