@@ -36,6 +36,89 @@ impl Builder {
             msg,
         });
     }
+
+    /// A regular turn: the user's message and the answer.
+    fn turn(&mut self, settings: &ThreadSettings, message: &str, answer: &str) {
+        let turn = TurnId::new();
+        self.push(
+            Some(turn),
+            EventMsg::TurnStarted {
+                kind: TaskKind::Regular,
+                settings: settings.clone(),
+                recovered: false,
+                output_schema: None,
+            },
+        );
+        self.push(
+            Some(turn),
+            EventMsg::ItemCompleted {
+                item: Item::user_text(message.to_owned()),
+            },
+        );
+        self.push(
+            Some(turn),
+            EventMsg::ItemCompleted {
+                item: Item::AgentMessage {
+                    id: Default::default(),
+                    text: answer.to_owned(),
+                    partial: false,
+                },
+            },
+        );
+        self.push(
+            Some(turn),
+            EventMsg::TurnCompleted {
+                last_agent_message: None,
+            },
+        );
+        self.history_len += 2;
+    }
+
+    /// A compaction turn keeping the last three user messages and a summary.
+    fn compaction(&mut self, settings: &ThreadSettings) {
+        let turn = TurnId::new();
+        self.push(
+            Some(turn),
+            EventMsg::TurnStarted {
+                kind: TaskKind::Compact,
+                settings: settings.clone(),
+                recovered: false,
+                output_schema: None,
+            },
+        );
+        self.push(
+            Some(turn),
+            EventMsg::CompactionStarted {
+                trigger: CompactionTrigger::Auto,
+                tokens_before: 100_000,
+            },
+        );
+        let kept: Vec<u32> = ((self.history_len.saturating_sub(6))..self.history_len)
+            .step_by(2)
+            .map(|i| i as u32)
+            .collect();
+        let summary_at = kept.len() as u32;
+        self.history_len = kept.len() + 1;
+        self.push(
+            Some(turn),
+            EventMsg::Compacted {
+                summary: Item::user_text(format!(
+                    "<summary of the earlier conversation>\n{}",
+                    "summary ".repeat(200)
+                )),
+                kept,
+                summary_at,
+                tokens_before: 100_000,
+                tokens_after: 2_000,
+            },
+        );
+        self.push(
+            Some(turn),
+            EventMsg::TurnCompleted {
+                last_agent_message: None,
+            },
+        );
+    }
 }
 
 /// A thread of `COMPACTIONS` × (`TURNS_BETWEEN` turns, then a compaction).
@@ -69,39 +152,7 @@ fn thread_with_compactions() -> (Vec<Event>, Vec<(usize, usize)>) {
     let body = "some realistic line of conversation ".repeat(30);
     for _ in 0..COMPACTIONS {
         for n in 0..TURNS_BETWEEN {
-            let turn = TurnId::new();
-            b.push(
-                Some(turn),
-                EventMsg::TurnStarted {
-                    kind: TaskKind::Regular,
-                    settings: settings.clone(),
-                    recovered: false,
-                    output_schema: None,
-                },
-            );
-            b.push(
-                Some(turn),
-                EventMsg::ItemCompleted {
-                    item: Item::user_text(format!("{n}: {body}")),
-                },
-            );
-            b.push(
-                Some(turn),
-                EventMsg::ItemCompleted {
-                    item: Item::AgentMessage {
-                        id: Default::default(),
-                        text: body.clone(),
-                        partial: false,
-                    },
-                },
-            );
-            b.push(
-                Some(turn),
-                EventMsg::TurnCompleted {
-                    last_agent_message: None,
-                },
-            );
-            b.history_len += 2;
+            b.turn(&settings, &format!("{n}: {body}"), &body);
         }
         let history_bytes: usize = ThreadState::from_events(&b.events)
             .history
@@ -109,48 +160,7 @@ fn thread_with_compactions() -> (Vec<Event>, Vec<(usize, usize)>) {
             .map(|i| serde_json::to_string(i.as_ref()).unwrap().len())
             .sum();
         let before = serde_json::to_string(&b.events).unwrap().len();
-        let turn = TurnId::new();
-        b.push(
-            Some(turn),
-            EventMsg::TurnStarted {
-                kind: TaskKind::Compact,
-                settings: settings.clone(),
-                recovered: false,
-                output_schema: None,
-            },
-        );
-        b.push(
-            Some(turn),
-            EventMsg::CompactionStarted {
-                trigger: CompactionTrigger::Auto,
-                tokens_before: 100_000,
-            },
-        );
-        let kept: Vec<u32> = ((b.history_len.saturating_sub(6))..b.history_len)
-            .step_by(2)
-            .map(|i| i as u32)
-            .collect();
-        let summary_at = kept.len() as u32;
-        b.history_len = kept.len() + 1;
-        b.push(
-            Some(turn),
-            EventMsg::Compacted {
-                summary: Item::user_text(format!(
-                    "<summary of the earlier conversation>\n{}",
-                    "summary ".repeat(200)
-                )),
-                kept,
-                summary_at,
-                tokens_before: 100_000,
-                tokens_after: 2_000,
-            },
-        );
-        b.push(
-            Some(turn),
-            EventMsg::TurnCompleted {
-                last_agent_message: None,
-            },
-        );
+        b.compaction(&settings);
         let after = serde_json::to_string(&b.events).unwrap().len();
         sizes.push((history_bytes, after - before));
     }

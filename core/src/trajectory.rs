@@ -6,7 +6,9 @@
 use std::collections::HashMap;
 
 use rein_protocol::trajectory::{StepStatus, TrajectoryStep, TurnOutcome, TurnTrajectory};
-use rein_protocol::{AdvisorVerdict, Event, EventMsg, Item, ToolOutcome, TurnAbortReason};
+use rein_protocol::{
+    AdvisorVerdict, Event, EventMsg, Item, ToolAction, ToolOutcome, TurnAbortReason,
+};
 use serde_json::json;
 
 /// How much of an observation, an input or a message a trajectory keeps.
@@ -107,21 +109,8 @@ fn step(turn: &mut OpenTurn, msg: &EventMsg, at_ms: u64) {
             arguments,
             action,
         } => {
-            let action_input = match action {
-                Some(action) => serde_json::to_value(action).unwrap_or_default(),
-                None => serde_json::from_str(arguments)
-                    .unwrap_or_else(|_| serde_json::Value::String(arguments.clone())),
-            };
             turn.calls.insert(call_id.clone(), steps.len());
-            steps.push(TrajectoryStep {
-                action: name.clone(),
-                action_input,
-                observation: None,
-                duration_ms: 0,
-                screenshot_id: None,
-                // Until it ends: a call that never does was interrupted.
-                status: StepStatus::Interrupted,
-            });
+            steps.push(call_step(name, arguments, action.as_ref()));
         }
         EventMsg::ToolCallEnd {
             call_id,
@@ -133,13 +122,7 @@ fn step(turn: &mut OpenTurn, msg: &EventMsg, at_ms: u64) {
                 return;
             };
             step.duration_ms = *duration_ms;
-            step.status = match outcome {
-                Some(ToolOutcome::Declined { .. }) => StepStatus::Declined,
-                Some(ToolOutcome::Interrupted { .. }) => StepStatus::Interrupted,
-                Some(o) if o.succeeded() => StepStatus::Succeeded,
-                None if *success => StepStatus::Succeeded,
-                _ => StepStatus::Failed,
-            };
+            step.status = call_status(outcome.as_ref(), *success);
             step.observation = outcome.as_ref().and_then(observation);
         }
         EventMsg::AdvisorReviewCompleted {
@@ -185,6 +168,35 @@ fn step(turn: &mut OpenTurn, msg: &EventMsg, at_ms: u64) {
             status: StepStatus::Succeeded,
         }),
         _ => {}
+    }
+}
+
+/// A call's step as it begins: its input is the action rein recorded, else its arguments.
+fn call_step(name: &str, arguments: &str, action: Option<&ToolAction>) -> TrajectoryStep {
+    let action_input = match action {
+        Some(action) => serde_json::to_value(action).unwrap_or_default(),
+        None => serde_json::from_str(arguments)
+            .unwrap_or_else(|_| serde_json::Value::String(arguments.to_owned())),
+    };
+    TrajectoryStep {
+        action: name.to_owned(),
+        action_input,
+        observation: None,
+        duration_ms: 0,
+        screenshot_id: None,
+        // Until it ends: a call that never does was interrupted.
+        status: StepStatus::Interrupted,
+    }
+}
+
+/// How a call ended, from its outcome (only `success` in rollouts older than outcomes).
+fn call_status(outcome: Option<&ToolOutcome>, success: bool) -> StepStatus {
+    match outcome {
+        Some(ToolOutcome::Declined { .. }) => StepStatus::Declined,
+        Some(ToolOutcome::Interrupted { .. }) => StepStatus::Interrupted,
+        Some(o) if o.succeeded() => StepStatus::Succeeded,
+        None if success => StepStatus::Succeeded,
+        _ => StepStatus::Failed,
     }
 }
 

@@ -23,6 +23,7 @@ mod ops;
 mod registry;
 mod restore;
 pub mod roles;
+mod spawn;
 mod state;
 mod tools;
 

@@ -197,40 +197,10 @@ impl Registry {
             }
             EventMsg::TurnAborted { .. } => {
                 self.turn_ended(id, AgentState::Interrupted, &mut f);
-                // The interrupt cascades: running descendants stop, queued work for them
-                // is dropped.
-                let mut below = Vec::new();
-                self.post_order(id, &mut below);
-                below.retain(|t| *t != id);
-                let below: HashSet<ThreadId> = below.into_iter().collect();
-                for t in &below {
-                    if let Some(n) = self.nodes.get(t) {
-                        if n.open && n.running && n.parent == Some(id) {
-                            f.interrupt.push(*t);
-                        }
-                    }
-                }
-                if let Some(tree) = self.trees.get_mut(&root) {
-                    let (gone, kept) = tree.queue.drain(..).partition(|m| below.contains(&m.to));
-                    tree.queue = kept;
-                    f.drop.extend(gone.iter().map(|m: &Mail| (m.to, m.id)));
-                }
+                self.cascade_interrupt(id, root, &mut f);
             }
             EventMsg::TokenCount { last, .. } => {
-                let tree = self.trees.entry(root).or_default();
-                tree.tokens += last.total_tokens;
-                if let Some(max) = config.max_tree_tokens {
-                    if tree.tokens >= max && !tree.budget_spent {
-                        tree.budget_spent = true;
-                        f.drop.extend(tree.queue.drain(..).map(|m| (m.to, m.id)));
-                        f.budget_stop.extend(
-                            self.nodes
-                                .iter()
-                                .filter(|(_, n)| n.root == root && n.parent.is_some() && n.running)
-                                .map(|(t, _)| *t),
-                        );
-                    }
-                }
+                self.spend(root, last.total_tokens, config, &mut f)
             }
             EventMsg::ShutdownComplete => {
                 if child {
@@ -246,6 +216,47 @@ impl Registry {
         }
         f.mail.extend(self.take_ready(root, config));
         f
+    }
+
+    /// The interrupt of `id` cascades: its running children stop, and queued mail for any
+    /// agent below it is dropped.
+    fn cascade_interrupt(&mut self, id: ThreadId, root: ThreadId, f: &mut FollowUp) {
+        let mut below = Vec::new();
+        self.post_order(id, &mut below);
+        below.retain(|t| *t != id);
+        let below: HashSet<ThreadId> = below.into_iter().collect();
+        for t in &below {
+            if let Some(n) = self.nodes.get(t) {
+                if n.open && n.running && n.parent == Some(id) {
+                    f.interrupt.push(*t);
+                }
+            }
+        }
+        if let Some(tree) = self.trees.get_mut(&root) {
+            let (gone, kept) = tree.queue.drain(..).partition(|m| below.contains(&m.to));
+            tree.queue = kept;
+            f.drop.extend(gone.iter().map(|m: &Mail| (m.to, m.id)));
+        }
+    }
+
+    /// `tokens` more spent by `root`'s tree; past `max_tree_tokens` its queued mail is
+    /// dropped and its running sub-agents stopped, once.
+    fn spend(&mut self, root: ThreadId, tokens: u64, config: &AgentsConfig, f: &mut FollowUp) {
+        let tree = self.trees.entry(root).or_default();
+        tree.tokens += tokens;
+        let Some(max) = config.max_tree_tokens else {
+            return;
+        };
+        if tree.tokens >= max && !tree.budget_spent {
+            tree.budget_spent = true;
+            f.drop.extend(tree.queue.drain(..).map(|m| (m.to, m.id)));
+            f.budget_stop.extend(
+                self.nodes
+                    .iter()
+                    .filter(|(_, n)| n.root == root && n.parent.is_some() && n.running)
+                    .map(|(t, _)| *t),
+            );
+        }
     }
 
     /// A turn of `id` ended (or the thread did) with `state`.

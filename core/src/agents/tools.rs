@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
 use super::error::{AgentError, InputError};
-use super::ops::SpawnRequest;
+use super::spawn::SpawnRequest;
 use super::AgentControl;
 use crate::tools::{Tool, ToolCall, ToolContext, ToolResult, ToolSpec};
 
@@ -341,6 +341,8 @@ impl AgentTool {
 }
 
 impl Tool for AgentTool {
+    /// Each tool's description and parameters, as the model reads them: long because it is
+    /// mostly that prose, one arm per tool.
     fn spec(&self) -> ToolSpec {
         let (description, parameters) = match self.kind {
             Kind::Spawn => (

@@ -186,13 +186,7 @@ impl ThreadManager {
         }
         let bus = Arc::new(EventBus::default());
         let events = bus.subscribe();
-        let observers: Vec<(CreationObserver, EventStream)> = self
-            .observers
-            .read()
-            .unwrap_or_else(PoisonError::into_inner)
-            .iter()
-            .map(|o| (Arc::clone(o), bus.subscribe()))
-            .collect();
+        let observers = self.observer_streams(&bus);
         let emitter = Emitter::new(thread_id, Arc::clone(&bus), recorder);
         let (tx, rx) = async_channel::bounded(self.services.config.op_queue_capacity.max(1));
         state.thread_id = Some(thread_id);
@@ -249,6 +243,17 @@ impl ThreadManager {
             events,
             path: None,
         })
+    }
+
+    /// Each creation observer with its own subscription to the new thread's events, taken
+    /// before the thread can emit any.
+    fn observer_streams(&self, bus: &Arc<EventBus>) -> Vec<(CreationObserver, EventStream)> {
+        self.observers
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .iter()
+            .map(|o| (Arc::clone(o), bus.subscribe()))
+            .collect()
     }
 
     /// The state a thread starts from, its id, and the settings of a new thread (none for a

@@ -18,6 +18,7 @@ use super::tool_runner;
 use super::{TaskOutcome, TurnContext};
 use crate::model::fingerprint::InputHashes;
 use crate::model::ModelError;
+use crate::tools::ToolCall;
 
 /// When and how a regular turn compacts on its own.
 pub(crate) struct AutoCompaction {
@@ -183,26 +184,7 @@ impl RegularTask {
                 self.compaction.context_tokens = reported_context;
             }
             if !reply.calls.is_empty() {
-                let mut outputs = Vec::with_capacity(reply.calls.len());
-                tool_runner::run_calls(
-                    &step,
-                    self.turn.thread_id,
-                    reply.calls,
-                    &self.history,
-                    &self.sink,
-                    &self.cancel,
-                    |done| outputs.push(done),
-                )
-                .await;
-                for done in outputs {
-                    self.record(Item::ToolOutput {
-                        id: ItemId::new(),
-                        call_id: done.call.call_id,
-                        output: done.result.output,
-                        success: done.result.success,
-                        facts: Some(Box::new(done.facts)),
-                    });
-                }
+                self.run_calls(&step, reply.calls).await;
                 if self.cancel.is_cancelled() {
                     return TaskOutcome::Cancelled;
                 }
@@ -216,23 +198,57 @@ impl RegularTask {
             if self.pending.has_steers() {
                 continue;
             }
-            let mut instruction = self.consult_stop_hooks(last_agent_message.as_deref(), vetoes);
-            if instruction.is_none() {
-                instruction = self
-                    .consult_user_stop_hooks(last_agent_message.as_deref(), vetoes)
-                    .await;
+            if !self
+                .stop_vetoed(last_agent_message.as_deref(), vetoes)
+                .await
+            {
+                return TaskOutcome::Completed { last_agent_message };
             }
-            match instruction {
-                Some(instruction) => {
-                    vetoes += 1;
-                    self.record(Item::DeveloperMessage {
-                        id: ItemId::new(),
-                        text: instruction,
-                    });
-                }
-                None => return TaskOutcome::Completed { last_agent_message },
-            }
+            vetoes += 1;
         }
+    }
+
+    /// Run the step's calls and record their outputs, in the order the model made them.
+    async fn run_calls(&mut self, step: &StepContext, calls: Vec<ToolCall>) {
+        let mut outputs = Vec::with_capacity(calls.len());
+        tool_runner::run_calls(
+            step,
+            self.turn.thread_id,
+            calls,
+            &self.history,
+            &self.sink,
+            &self.cancel,
+            |done| outputs.push(done),
+        )
+        .await;
+        for done in outputs {
+            self.record(Item::ToolOutput {
+                id: ItemId::new(),
+                call_id: done.call.call_id,
+                output: done.result.output,
+                success: done.result.success,
+                facts: Some(Box::new(done.facts)),
+            });
+        }
+    }
+
+    /// Whether a stop hook (the kernel's, then the user's) sends the turn on instead of
+    /// letting it end; its instruction is then recorded for the next step.
+    async fn stop_vetoed(&mut self, last_agent_message: Option<&str>, vetoes: u32) -> bool {
+        let mut instruction = self.consult_stop_hooks(last_agent_message, vetoes);
+        if instruction.is_none() {
+            instruction = self
+                .consult_user_stop_hooks(last_agent_message, vetoes)
+                .await;
+        }
+        let Some(instruction) = instruction else {
+            return false;
+        };
+        self.record(Item::DeveloperMessage {
+            id: ItemId::new(),
+            text: instruction,
+        });
+        true
     }
 
     fn over_budget(&self, tokens_used: u64) -> bool {
