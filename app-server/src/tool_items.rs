@@ -30,6 +30,10 @@ pub struct Ended<'a> {
 /// The item of call `call_id` made by thread `sender` (of the tool `tool`, shown where a
 /// command line is made up for a call that is not a command), in progress while `ended` is
 /// `None`.
+///
+/// One arm per kind of [`ToolAction`], with no wildcard, so a new kind does not compile
+/// until it decides its item (which is why the function is long; the longer builders are
+/// functions below).
 pub fn tool_item(
     sender: &str,
     call_id: &str,

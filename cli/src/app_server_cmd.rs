@@ -84,17 +84,7 @@ pub async fn run(args: AppServerArgs) -> anyhow::Result<()> {
     if let Some(AppServerCommand::GenerateJsonSchema { out }) = &args.command {
         return write_schema(out);
     }
-    let ws_addr: Option<SocketAddr> = match args.listen.as_str() {
-        "stdio://" => None,
-        other => match other.strip_prefix("ws://") {
-            Some(addr) => Some(
-                addr.trim_end_matches('/')
-                    .parse()
-                    .with_context(|| format!("--listen {other}: expected ws://IP:PORT"))?,
-            ),
-            None => bail!("--listen {other}: expected stdio:// or ws://IP:PORT"),
-        },
-    };
+    let ws_addr = listen_addr(&args.listen)?;
     if ws_addr.is_none() && (args.no_auth || args.ws_token_file.is_some()) {
         bail!("--no-auth and --ws-token-file apply to --listen ws://… only");
     }
@@ -136,16 +126,7 @@ pub async fn run(args: AppServerArgs) -> anyhow::Result<()> {
         ..ConnectionLimits::default()
     };
     let (Some(addr), Some(auth)) = (ws_addr, auth) else {
-        let stdin = tokio::io::BufReader::with_capacity(64 * 1024, tokio::io::stdin());
-        let input = UntilStopped::new(stdin, Arc::clone(&stop));
-        rein_app_server::serve(kernel.clone(), input, tokio::io::stdout(), limits).await?;
-        stop_mcp_servers(&kernel).await;
-        if STOPPED.load(Ordering::SeqCst) {
-            // Every thread is shut down and every answer written; what is left is the
-            // runtime's thread blocked reading stdin, which would hold the exit forever.
-            std::process::exit(0);
-        }
-        return Ok(());
+        return serve_stdio(kernel, limits, stop).await;
     };
     let listener = ws::bind(addr).await?;
     let url = format!("ws://{}", listener.local_addr()?);
@@ -165,6 +146,39 @@ pub async fn run(args: AppServerArgs) -> anyhow::Result<()> {
         () = stop.notified() => {}
     }
     stop_mcp_servers(&kernel).await;
+    Ok(())
+}
+
+/// `--listen`: `stdio://` (none) or `ws://IP:PORT`.
+fn listen_addr(listen: &str) -> anyhow::Result<Option<SocketAddr>> {
+    match listen {
+        "stdio://" => Ok(None),
+        other => match other.strip_prefix("ws://") {
+            Some(addr) => {
+                Ok(Some(addr.trim_end_matches('/').parse().with_context(
+                    || format!("--listen {other}: expected ws://IP:PORT"),
+                )?))
+            }
+            None => bail!("--listen {other}: expected stdio:// or ws://IP:PORT"),
+        },
+    }
+}
+
+/// One connection on stdin and stdout, until it ends or a signal stops it.
+async fn serve_stdio(
+    kernel: KernelSource,
+    limits: ConnectionLimits,
+    stop: Arc<Notify>,
+) -> anyhow::Result<()> {
+    let stdin = tokio::io::BufReader::with_capacity(64 * 1024, tokio::io::stdin());
+    let input = UntilStopped::new(stdin, stop);
+    rein_app_server::serve(kernel.clone(), input, tokio::io::stdout(), limits).await?;
+    stop_mcp_servers(&kernel).await;
+    if STOPPED.load(Ordering::SeqCst) {
+        // Every thread is shut down and every answer written; what is left is the
+        // runtime's thread blocked reading stdin, which would hold the exit forever.
+        std::process::exit(0);
+    }
     Ok(())
 }
 

@@ -173,32 +173,7 @@ fn parse_group(
                 "must be a string".into(),
             ));
         };
-        // Claude's `timeout`, Codex's `timeout_sec`: seconds either way.
-        let timeout = match handler
-            .get("timeout")
-            .or_else(|| handler.get("timeout_sec"))
-        {
-            None => DEFAULT_TIMEOUT,
-            Some(v) => match v.as_f64() {
-                Some(secs) if secs > 0.0 && secs.is_finite() => Duration::from_secs_f64(secs),
-                _ => {
-                    return Err(key_error(
-                        format!("{at}.timeout"),
-                        "must be a positive number of seconds".into(),
-                    ))
-                }
-            },
-        };
-        let on_error = match handler.get("on_error").and_then(Value::as_str) {
-            None | Some("block") => OnError::Block,
-            Some("allow") => OnError::Allow,
-            Some(_) => {
-                return Err(key_error(
-                    format!("{at}.on_error"),
-                    "must be \"block\" or \"allow\"".into(),
-                ))
-            }
-        };
+        let (timeout, on_error) = handler_limits(handler, &at, &key_error)?;
         parsed.hooks.push(HookDef {
             event,
             matcher: matcher.clone(),
@@ -210,6 +185,41 @@ fn parse_group(
         });
     }
     Ok(())
+}
+
+/// A handler's `timeout` (Claude's `timeout`, Codex's `timeout_sec`: seconds either way)
+/// and `on_error`, checked.
+fn handler_limits(
+    handler: &serde_json::Map<String, Value>,
+    at: &str,
+    key_error: &dyn Fn(String, String) -> HookConfigError,
+) -> Result<(Duration, OnError), HookConfigError> {
+    let timeout = match handler
+        .get("timeout")
+        .or_else(|| handler.get("timeout_sec"))
+    {
+        None => DEFAULT_TIMEOUT,
+        Some(v) => match v.as_f64() {
+            Some(secs) if secs > 0.0 && secs.is_finite() => Duration::from_secs_f64(secs),
+            _ => {
+                return Err(key_error(
+                    format!("{at}.timeout"),
+                    "must be a positive number of seconds".into(),
+                ))
+            }
+        },
+    };
+    let on_error = match handler.get("on_error").and_then(Value::as_str) {
+        None | Some("block") => OnError::Block,
+        Some("allow") => OnError::Allow,
+        Some(_) => {
+            return Err(key_error(
+                format!("{at}.on_error"),
+                "must be \"block\" or \"allow\"".into(),
+            ))
+        }
+    };
+    Ok((timeout, on_error))
 }
 
 /// Read a JSON file whose `"hooks"` member is an event table (`hooks.json`, Claude's

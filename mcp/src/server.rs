@@ -352,22 +352,7 @@ async fn supervise(shared: Arc<Shared>, env: Env) {
         // The process is kept out of the startup future, so a startup that is abandoned
         // (stopped, timed out) still stops it and waits until it is gone.
         let mut process = None;
-        let started = tokio::select! {
-            started = tokio::time::timeout(
-                shared.config.startup_timeout,
-                connect(&shared, &env, &mut process),
-            ) => Some(started),
-            () = shared.stop.cancelled() => None,
-        };
-        let connection = match started {
-            Some(Ok(Ok(connection))) => Ok(connection),
-            Some(Ok(Err(error))) => Err(error),
-            Some(Err(_elapsed)) => Err(format!(
-                "no answer to initialize and tools/list within {:?} (startup_timeout_sec)",
-                shared.config.startup_timeout
-            )),
-            None => Err(String::new()),
-        };
+        let connection = start(&shared, &env, &mut process).await;
         let error = match connection {
             Err(error) => {
                 if let Some(process) = process.take() {
@@ -386,18 +371,7 @@ async fn supervise(shared: Arc<Shared>, env: Env) {
                 connection.process = process.take();
                 ever_ready = true;
                 let up = Instant::now();
-                shared.set_status(ServerStatus::Ready);
-                let ended = serve(&shared, &mut connection).await;
-                *shared.peer.write().unwrap_or_else(PoisonError::into_inner) = None;
-                *shared.tools.write().unwrap_or_else(PoisonError::into_inner) =
-                    Arc::new(ToolSet::empty());
-                shared
-                    .listed
-                    .write()
-                    .unwrap_or_else(PoisonError::into_inner)
-                    .clear();
-                connection.close().await;
-                shared.pid.send_replace(None);
+                let ended = run_ready(&shared, connection).await;
                 match ended {
                     Ended::Stopped => {
                         shared.set_status(ServerStatus::Stopped {
@@ -440,6 +414,47 @@ async fn supervise(shared: Arc<Shared>, env: Env) {
             }
         }
     }
+}
+
+/// One start of the server: a connection within its startup timeout, or why not (empty
+/// when the server was stopped meanwhile).
+async fn start(
+    shared: &Arc<Shared>,
+    env: &Env,
+    process: &mut Option<StdioProcess>,
+) -> Result<Connection, String> {
+    let started = tokio::select! {
+        started = tokio::time::timeout(
+            shared.config.startup_timeout,
+            connect(shared, env, process),
+        ) => Some(started),
+        () = shared.stop.cancelled() => None,
+    };
+    match started {
+        Some(Ok(connection)) => connection,
+        Some(Err(_elapsed)) => Err(format!(
+            "no answer to initialize and tools/list within {:?} (startup_timeout_sec)",
+            shared.config.startup_timeout
+        )),
+        None => Err(String::new()),
+    }
+}
+
+/// Serve a ready connection until it ends; then the server's peer and tools are forgotten
+/// and the connection closed.
+async fn run_ready(shared: &Arc<Shared>, mut connection: Connection) -> Ended {
+    shared.set_status(ServerStatus::Ready);
+    let ended = serve(shared, &mut connection).await;
+    *shared.peer.write().unwrap_or_else(PoisonError::into_inner) = None;
+    *shared.tools.write().unwrap_or_else(PoisonError::into_inner) = Arc::new(ToolSet::empty());
+    shared
+        .listed
+        .write()
+        .unwrap_or_else(PoisonError::into_inner)
+        .clear();
+    connection.close().await;
+    shared.pid.send_replace(None);
+    ended
 }
 
 /// Run a ready connection until it closes or the server is stopped, listing the tools

@@ -192,6 +192,9 @@ impl<'de> Visitor<'de> for ItemVisitor {
         f.write_str("a history item object")
     }
 
+    /// One pass over the object's keys, then one arm per item kind: long because there are
+    /// that many kinds and fields, kept in one visitor so an item is decoded without a
+    /// second parse.
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<ItemPayload, A::Error> {
         let kind = match read_tag(&mut map)? {
             Tag::First(kind) => kind,

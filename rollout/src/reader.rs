@@ -277,20 +277,9 @@ fn parse_range(
             continue;
         }
         let terminated = buf.last() == Some(&b'\n');
-        let mut line = if terminated {
-            &buf[..buf.len() - 1]
-        } else {
-            &buf[..]
-        };
-        if let Some(rest) = line.strip_prefix(b"\xEF\xBB\xBF") {
-            note(DiagnosticKind::ByteOrderMark);
-            line = rest;
-        }
-        let line = line.strip_suffix(b"\r").unwrap_or(line);
-        if line.iter().all(u8::is_ascii_whitespace) {
-            note(DiagnosticKind::BlankLine);
+        let Some(line) = line_json(&buf, &mut note) else {
             continue;
-        }
+        };
         let parsed: ParsedLine = match serde_json::from_slice(line) {
             Ok(parsed) => parsed,
             // A last line cut short by a crash; one that parses lacks only its newline.
@@ -329,6 +318,22 @@ fn parse_range(
         }
     }
     Ok(chunk)
+}
+
+/// A line's JSON: without its newline, a byte-order mark (noted) and a trailing `\r`; `None`
+/// for a blank line (noted).
+fn line_json<'a>(buf: &'a [u8], note: &mut impl FnMut(DiagnosticKind)) -> Option<&'a [u8]> {
+    let mut line = buf.strip_suffix(b"\n").unwrap_or(buf);
+    if let Some(rest) = line.strip_prefix(b"\xEF\xBB\xBF") {
+        note(DiagnosticKind::ByteOrderMark);
+        line = rest;
+    }
+    let line = line.strip_suffix(b"\r").unwrap_or(line);
+    if line.iter().all(u8::is_ascii_whitespace) {
+        note(DiagnosticKind::BlankLine);
+        return None;
+    }
+    Some(line)
 }
 
 /// Joins the ranges in order: absolute line numbers, the first meta, seq order checks.

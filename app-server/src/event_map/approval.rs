@@ -15,6 +15,9 @@ use super::Outgoing;
 
 /// The request that asks the client `request`; none for work a Codex client is never
 /// asked (reading files, running terminals: the caller skips those).
+///
+/// One arm per kind of client request, each building Codex's request for it: long because
+/// Codex has that many kinds of question.
 pub(super) fn ask(
     thread_id: &str,
     approval_id: &str,

@@ -107,14 +107,7 @@ async fn run_exec(args: ExecArgs) -> anyhow::Result<i32> {
         return Err(e);
     }
 
-    let mode = if common.json || common.experimental_json {
-        OutputMode::Json
-    } else {
-        OutputMode::Human(Style {
-            color: use_color(common.color),
-            live: std::io::stderr().is_terminal(),
-        })
-    };
+    let mode = output_mode(common);
     if let Some(objective) = &args.goal.goal {
         let change = goal::change(&args.goal, objective.clone());
         let ended = goal::drive_goal(thread, change, mode).await?;
@@ -235,6 +228,18 @@ async fn wait_for_mcp(kernel: &Kernel, cwd: &Path) -> anyhow::Result<()> {
         eprintln!("MCP server '{server}' did not start, its tools are not offered: {error}");
     }
     Ok(())
+}
+
+/// JSON lines with `--json`, else the human view (colour and live lines on a terminal).
+fn output_mode(common: &args::CommonArgs) -> OutputMode {
+    if common.json || common.experimental_json {
+        OutputMode::Json
+    } else {
+        OutputMode::Human(Style {
+            color: use_color(common.color),
+            live: std::io::stderr().is_terminal(),
+        })
+    }
 }
 
 /// After the turn: the final message to stdout (human mode), `-o`, the schema check.

@@ -277,6 +277,9 @@ fn settings_from(base: &ThreadSettings, turn_context: &Value) -> ThreadSettings 
 }
 
 /// A Codex response item as a rein history item, if rein has a kind for it.
+///
+/// One arm per kind of Codex response item rein maps, each a few lines: long because Codex
+/// has that many kinds.
 fn response_item(payload: &Value, line_no: usize) -> Option<Item> {
     let str_of = |key: &str| payload[key].as_str().map(str::to_owned);
     let id = str_of("id").map(ItemId);

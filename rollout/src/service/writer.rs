@@ -164,6 +164,7 @@ impl WriterThread {
         }
     }
 
+    /// One arm per writer command, with no wildcard (long because there are that many).
     fn handle(&mut self, cmd: WriterCmd, touched: &mut Vec<ThreadId>) {
         match cmd {
             WriterCmd::Adopt(mut writer) => {

@@ -115,6 +115,24 @@ impl Tool for GrepTool {
     }
 }
 
+/// The bytes of the regular text file at `path`, or `None` for what the search skips: not
+/// a regular file (any more), over [`MAX_FILE_BYTES`], unreadable, or binary. The entry may
+/// have been swapped for a FIFO or a link since the walk saw it: the open descriptor
+/// decides, and the read stops at the cap whatever the size said.
+fn read_text_file(path: &Path) -> Option<Vec<u8>> {
+    let (file, size) = open_regular(path, false).ok()?;
+    if size > MAX_FILE_BYTES {
+        return None;
+    }
+    let mut bytes = Vec::new();
+    std::io::Read::read_to_end(
+        &mut std::io::Read::take(file, MAX_FILE_BYTES + 1),
+        &mut bytes,
+    )
+    .ok()?;
+    (bytes.len() as u64 <= MAX_FILE_BYTES && !looks_binary(&bytes)).then_some(bytes)
+}
+
 /// Search `root`; paths in the output are relative to `cwd` where possible.
 pub fn search(
     root: &Path,
@@ -158,27 +176,9 @@ pub fn search(
         {
             continue;
         }
-        // The entry may have been swapped for a FIFO or a link since the walk saw it: the
-        // open descriptor decides, and the read stops at the cap whatever the size said.
-        let Ok((file, size)) = open_regular(path, false) else {
+        let Some(bytes) = read_text_file(path) else {
             continue;
         };
-        if size > MAX_FILE_BYTES {
-            continue;
-        }
-        let mut bytes = Vec::new();
-        if std::io::Read::read_to_end(
-            &mut std::io::Read::take(file, MAX_FILE_BYTES + 1),
-            &mut bytes,
-        )
-        .is_err()
-            || bytes.len() as u64 > MAX_FILE_BYTES
-        {
-            continue;
-        }
-        if looks_binary(&bytes) {
-            continue;
-        }
         let text = String::from_utf8_lossy(&bytes);
         let shown = path.strip_prefix(cwd).unwrap_or(path).display().to_string();
         for (i, line) in text.lines().enumerate() {
