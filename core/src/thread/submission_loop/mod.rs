@@ -199,6 +199,9 @@ impl SubmissionLoop {
         }
     }
 
+    /// One arm per kind of [`Op`], with no wildcard, so a new op does not compile until the
+    /// loop decides what it does (long because there are that many ops; an arm of more than
+    /// a few lines calls a method of this loop).
     async fn on_submission(
         &mut self,
         Submission { id, op }: Submission,
@@ -441,6 +444,7 @@ impl SubmissionLoop {
 
     /// Fold one message of the running task into events. Returns the task's outcome when
     /// the message says it finished. Messages of runs already closed are dropped.
+    /// One arm per kind of task message (long because there are that many).
     fn absorb(&mut self, TaskMsg { run, kind, .. }: TaskMsg) -> Option<TaskOutcome> {
         let turn = self.running.as_mut().filter(|t| t.run == run)?;
         let turn_id = turn.id;
