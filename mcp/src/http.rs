@@ -183,6 +183,54 @@ fn events(response: Response, max: usize) -> SseEvents {
     SseStream::from_bytes_stream(bytes).boxed()
 }
 
+/// A redirect is refused: following it would send the configured server's headers (its
+/// token) to another origin.
+fn redirect_error(status: StatusCode, headers: &HeaderMap) -> Error {
+    let to = headers
+        .get(reqwest::header::LOCATION)
+        .and_then(|v| v.to_str().ok())
+        .map(|v| &v[..v.floor_char_boundary(200)])
+        .unwrap_or("?");
+    StreamableHttpError::UnexpectedServerResponse(Cow::Owned(
+            format!("HTTP {status}: the server redirects to another origin ({to}); rein does not follow, so its headers stay with the configured server"),
+        ))
+}
+
+/// A response that is no success: the JSON-RPC error it carries, else an error naming its
+/// status (and what its body says, bounded).
+async fn failed_response(
+    response: Response,
+    status: StatusCode,
+    headers: &HeaderMap,
+    session: Option<String>,
+    limits: &StreamableHttpResponseLimits,
+) -> Result<StreamableHttpPostResponse, Error> {
+    // A failed response may still carry the JSON-RPC error that explains it.
+    if content_type_is(headers, JSON_MIME_TYPE) && status != StatusCode::TOO_MANY_REQUESTS {
+        let body = body_within(response, limits.max_json_response_size).await?;
+        if let Ok(error @ JsonRpcMessage::Error(_)) =
+            serde_json::from_slice::<ServerJsonRpcMessage>(&body)
+        {
+            return Ok(StreamableHttpPostResponse::Json(error, session));
+        }
+        if let Some(error) = status_error(status, headers) {
+            return Err(error.into());
+        }
+        let text = String::from_utf8_lossy(&body);
+        let text = &text[..text.floor_char_boundary(limits.max_error_response_size)];
+        return Err(StreamableHttpError::UnexpectedServerResponse(Cow::Owned(
+            format!("HTTP {status}: {text}"),
+        )));
+    }
+    if let Some(error) = status_error(status, headers) {
+        return Err(error.into());
+    }
+    let text = body_prefix(response, limits.max_error_response_size).await;
+    Err(StreamableHttpError::UnexpectedServerResponse(Cow::Owned(
+        format!("HTTP {status}: {text}"),
+    )))
+}
+
 fn session_of(headers: &HeaderMap) -> Option<String> {
     headers
         .get(HEADER_SESSION_ID)
@@ -264,40 +312,10 @@ impl StreamableHttpClient for HttpClient {
         let session = session_of(&headers);
         let json = content_type_is(&headers, JSON_MIME_TYPE);
         if status.is_redirection() {
-            let to = headers
-                .get(reqwest::header::LOCATION)
-                .and_then(|v| v.to_str().ok())
-                .map(|v| &v[..v.floor_char_boundary(200)])
-                .unwrap_or("?");
-            return Err(StreamableHttpError::UnexpectedServerResponse(Cow::Owned(
-                format!("HTTP {status}: the server redirects to another origin ({to}); rein does not follow, so its headers stay with the configured server"),
-            )));
+            return Err(redirect_error(status, &headers));
         }
         if !status.is_success() {
-            // A failed response may still carry the JSON-RPC error that explains it.
-            if json && status != StatusCode::TOO_MANY_REQUESTS {
-                let body = body_within(response, limits.max_json_response_size).await?;
-                if let Ok(error @ JsonRpcMessage::Error(_)) =
-                    serde_json::from_slice::<ServerJsonRpcMessage>(&body)
-                {
-                    return Ok(StreamableHttpPostResponse::Json(error, session));
-                }
-                if let Some(error) = status_error(status, &headers) {
-                    return Err(error.into());
-                }
-                let text = String::from_utf8_lossy(&body);
-                let text = &text[..text.floor_char_boundary(limits.max_error_response_size)];
-                return Err(StreamableHttpError::UnexpectedServerResponse(Cow::Owned(
-                    format!("HTTP {status}: {text}"),
-                )));
-            }
-            if let Some(error) = status_error(status, &headers) {
-                return Err(error.into());
-            }
-            let text = body_prefix(response, limits.max_error_response_size).await;
-            return Err(StreamableHttpError::UnexpectedServerResponse(Cow::Owned(
-                format!("HTTP {status}: {text}"),
-            )));
+            return failed_response(response, status, &headers, session, &limits).await;
         }
         if content_type_is(&headers, EVENT_STREAM_MIME_TYPE) {
             return Ok(StreamableHttpPostResponse::Sse(

@@ -50,34 +50,7 @@ impl HookRuns {
                 ..
             } => {
                 self.started += 1;
-                let run = HookRunSummary {
-                    id: run_id.clone(),
-                    // A failure hook runs after a tool call like Codex's `postToolUse`; the
-                    // status tells the two apart.
-                    event_name: codex_event_name(*event_name)
-                        .unwrap_or("postToolUse")
-                        .to_owned(),
-                    handler_type: "command".to_owned(),
-                    execution_mode: "sync".to_owned(),
-                    scope: match event_name {
-                        HookEventName::SessionStart | HookEventName::SessionEnd => "thread",
-                        _ => "turn",
-                    }
-                    .to_owned(),
-                    source: match source {
-                        HookSource::User => "user",
-                        HookSource::Project => "project",
-                    }
-                    .to_owned(),
-                    source_path: source_path(key).to_owned(),
-                    display_order: self.started,
-                    status: "running".to_owned(),
-                    status_message: None,
-                    started_at: seconds,
-                    completed_at: None,
-                    duration_ms: None,
-                    entries: Vec::new(),
-                };
+                let run = started_run(run_id, *event_name, key, *source, self.started, seconds);
                 self.running.insert(run_id.clone(), run.clone());
                 Some(ServerNotification::HookStarted(Box::new(
                     HookRunNotification {
@@ -121,6 +94,45 @@ impl HookRuns {
             }
             _ => None,
         }
+    }
+}
+
+/// A hook run as Codex shows it when it starts.
+fn started_run(
+    run_id: &str,
+    event_name: HookEventName,
+    key: &str,
+    source: HookSource,
+    display_order: i64,
+    seconds: i64,
+) -> HookRunSummary {
+    HookRunSummary {
+        id: run_id.to_owned(),
+        // A failure hook runs after a tool call like Codex's `postToolUse`; the
+        // status tells the two apart.
+        event_name: codex_event_name(event_name)
+            .unwrap_or("postToolUse")
+            .to_owned(),
+        handler_type: "command".to_owned(),
+        execution_mode: "sync".to_owned(),
+        scope: match event_name {
+            HookEventName::SessionStart | HookEventName::SessionEnd => "thread",
+            _ => "turn",
+        }
+        .to_owned(),
+        source: match source {
+            HookSource::User => "user",
+            HookSource::Project => "project",
+        }
+        .to_owned(),
+        source_path: source_path(key).to_owned(),
+        display_order,
+        status: "running".to_owned(),
+        status_message: None,
+        started_at: seconds,
+        completed_at: None,
+        duration_ms: None,
+        entries: Vec::new(),
     }
 }
 

@@ -176,6 +176,47 @@ fn estimate_tokens(chars: usize) -> u64 {
     (chars as u64).div_ceil(4)
 }
 
+/// The usage of a reply that states none: estimated from the request's and the reply's
+/// characters.
+fn estimated_usage(reply: &ScriptedReply, request: &ModelRequest) -> TokenUsage {
+    let input_chars: usize = request
+        .input
+        .iter()
+        .filter_map(|i| serde_json::to_string(i.as_ref()).ok())
+        .map(|s| s.len())
+        .sum();
+    let output_chars = reply.text.as_ref().map_or(0, String::len);
+    let input = estimate_tokens(input_chars + request.instructions.len());
+    let output = estimate_tokens(output_chars);
+    TokenUsage {
+        input_tokens: input,
+        output_tokens: output,
+        total_tokens: input + output,
+        ..TokenUsage::default()
+    }
+}
+
+/// The error a fault answers the request with instead of a stream; `None` for the faults
+/// that act on the stream (a cut, a hang).
+fn injected_error(fault: &Fault) -> Option<ModelError> {
+    match fault {
+        Fault::HttpError { status, message } => {
+            let msg = message
+                .clone()
+                .unwrap_or_else(|| format!("injected HTTP {status}"));
+            Some(error_for_status(*status, msg))
+        }
+        Fault::RateLimited { retry_after_ms } => Some(ModelError::RateLimited {
+            retry_after: Some(Duration::from_millis(*retry_after_ms)),
+            message: "injected 429".into(),
+        }),
+        Fault::ContextWindowExceeded => Some(ModelError::ContextWindowExceeded(
+            "injected: input exceeds the context window".into(),
+        )),
+        _ => None,
+    }
+}
+
 fn beats(
     reply: &ScriptedReply,
     index: usize,
@@ -197,49 +238,15 @@ fn beats(
             arguments: call.arguments.to_string(),
         });
     }
-    let input_chars: usize = request
-        .input
-        .iter()
-        .filter_map(|i| serde_json::to_string(i.as_ref()).ok())
-        .map(|s| s.len())
-        .sum();
-    let output_chars = reply.text.as_ref().map_or(0, String::len);
-    let usage = reply.usage.unwrap_or_else(|| {
-        let input = estimate_tokens(input_chars + request.instructions.len());
-        let output = estimate_tokens(output_chars);
-        TokenUsage {
-            input_tokens: input,
-            output_tokens: output,
-            total_tokens: input + output,
-            ..TokenUsage::default()
-        }
-    });
+    let usage = reply
+        .usage
+        .unwrap_or_else(|| estimated_usage(reply, request));
     events.push(ModelEvent::Completed { usage });
 
-    let mut out = Vec::new();
-    match &reply.fault {
-        Some(Fault::HttpError { status, message }) => {
-            let msg = message
-                .clone()
-                .unwrap_or_else(|| format!("injected HTTP {status}"));
-            out.push(Beat::Emit(Err(error_for_status(*status, msg))));
-            return out;
-        }
-        Some(Fault::RateLimited { retry_after_ms }) => {
-            out.push(Beat::Emit(Err(ModelError::RateLimited {
-                retry_after: Some(Duration::from_millis(*retry_after_ms)),
-                message: "injected 429".into(),
-            })));
-            return out;
-        }
-        Some(Fault::ContextWindowExceeded) => {
-            out.push(Beat::Emit(Err(ModelError::ContextWindowExceeded(
-                "injected: input exceeds the context window".into(),
-            ))));
-            return out;
-        }
-        _ => {}
+    if let Some(error) = reply.fault.as_ref().and_then(injected_error) {
+        return vec![Beat::Emit(Err(error))];
     }
+    let mut out = Vec::new();
     let cut_after = match reply.fault {
         Some(Fault::CutAfter { events }) => Some(events as usize),
         _ => None,

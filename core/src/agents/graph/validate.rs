@@ -107,7 +107,34 @@ pub fn validate(
             }
         }
     }
-    for node in &mut nodes {
+    fold_edges(&mut nodes, &edges, &known)?;
+    // Edges to nodes not re-sent are edits of those nodes.
+    for edge in &edges {
+        if !nodes.iter().any(|n| n.id == edge.to) {
+            editable(&edge.to)?;
+            if let Some(existing) = current.node(&edge.to) {
+                let mut spec = existing.spec.clone();
+                spec.deps.push(edge.from.clone());
+                nodes.push(spec);
+            }
+        }
+    }
+    let mut next = current.clone();
+    next.merge(&nodes, &remove);
+    check_deps(&next, &known)?;
+    if let Some(cycle) = find_cycle(&next) {
+        return Err(PlanError::Cycle(cycle));
+    }
+    Ok((nodes, remove))
+}
+
+/// Each sent node takes the edges that end at it, and the node it reviews, as dependencies.
+fn fold_edges(
+    nodes: &mut [TaskNodeSpec],
+    edges: &[PlanEdge],
+    known: &HashSet<&str>,
+) -> Result<(), PlanError> {
+    for node in nodes {
         for edge in edges.iter().filter(|e| e.to == node.id) {
             if !node.deps.contains(&edge.from) {
                 node.deps.push(edge.from.clone());
@@ -125,19 +152,11 @@ pub fn validate(
             }
         }
     }
-    // Edges to nodes not re-sent are edits of those nodes.
-    for edge in &edges {
-        if !nodes.iter().any(|n| n.id == edge.to) {
-            editable(&edge.to)?;
-            if let Some(existing) = current.node(&edge.to) {
-                let mut spec = existing.spec.clone();
-                spec.deps.push(edge.from.clone());
-                nodes.push(spec);
-            }
-        }
-    }
-    let mut next = current.clone();
-    next.merge(&nodes, &remove);
+    Ok(())
+}
+
+/// Every dependency of the merged graph names one of its nodes.
+fn check_deps(next: &TaskGraph, known: &HashSet<&str>) -> Result<(), PlanError> {
     for node in &next.nodes {
         for dep in &node.spec.deps {
             if !known.contains(dep.as_str()) {
@@ -148,10 +167,7 @@ pub fn validate(
             }
         }
     }
-    if let Some(cycle) = find_cycle(&next) {
-        return Err(PlanError::Cycle(cycle));
-    }
-    Ok((nodes, remove))
+    Ok(())
 }
 
 /// Ids non-blank and unique, roles known.

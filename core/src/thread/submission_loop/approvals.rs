@@ -53,27 +53,7 @@ impl SubmissionLoop {
                 ),
             };
         }
-        let outcome = match &response {
-            ClientResponse::Decision { decision } => match decision {
-                ApprovalDecision::Approve => ApprovalOutcome::Approved,
-                ApprovalDecision::ApproveForSession => ApprovalOutcome::ApprovedForSession,
-                ApprovalDecision::Deny => ApprovalOutcome::Denied,
-                ApprovalDecision::DenyForSession => ApprovalOutcome::DeniedForSession,
-                ApprovalDecision::Abort => ApprovalOutcome::Aborted,
-            },
-            ClientResponse::CommandRule { prefix } => match &parked.request {
-                ClientRequest::Command { command, .. } if rule_covers(prefix, command) => {
-                    ApprovalOutcome::ApprovedForSession
-                }
-                _ => ApprovalOutcome::Approved,
-            },
-            ClientResponse::Answers { .. }
-            | ClientResponse::Elicitation { .. }
-            | ClientResponse::Text { .. }
-            | ClientResponse::Written
-            | ClientResponse::TerminalExited { .. }
-            | ClientResponse::Failed { .. } => ApprovalOutcome::Answered,
-        };
+        let outcome = outcome_of(&response, &parked.request);
         let Some(parked) = self.requests.remove(request_id) else {
             return OpResult::Accepted;
         };
@@ -102,21 +82,49 @@ impl SubmissionLoop {
             // call and let the task start another step (a model request) before the abort.
             self.abort_turn(TurnAbortReason::Interrupted).await;
         }
-        // The tool hears a plain denial or approval: what the session remembers is the
-        // loop's business.
-        let response = match response {
-            ClientResponse::Decision {
-                decision: ApprovalDecision::DenyForSession,
-            } => ClientResponse::Decision {
-                decision: ApprovalDecision::Deny,
-            },
-            ClientResponse::CommandRule { .. } => ClientResponse::Decision {
-                decision: ApprovalDecision::Approve,
-            },
-            response => response,
-        };
-        let _ = parked.reply.send(response);
+        let _ = parked.reply.send(as_the_tool_hears_it(response));
         OpResult::Accepted
+    }
+}
+
+/// What the client's answer to `request` is, as the rollout records it.
+fn outcome_of(response: &ClientResponse, request: &ClientRequest) -> ApprovalOutcome {
+    match response {
+        ClientResponse::Decision { decision } => match decision {
+            ApprovalDecision::Approve => ApprovalOutcome::Approved,
+            ApprovalDecision::ApproveForSession => ApprovalOutcome::ApprovedForSession,
+            ApprovalDecision::Deny => ApprovalOutcome::Denied,
+            ApprovalDecision::DenyForSession => ApprovalOutcome::DeniedForSession,
+            ApprovalDecision::Abort => ApprovalOutcome::Aborted,
+        },
+        ClientResponse::CommandRule { prefix } => match request {
+            ClientRequest::Command { command, .. } if rule_covers(prefix, command) => {
+                ApprovalOutcome::ApprovedForSession
+            }
+            _ => ApprovalOutcome::Approved,
+        },
+        ClientResponse::Answers { .. }
+        | ClientResponse::Elicitation { .. }
+        | ClientResponse::Text { .. }
+        | ClientResponse::Written
+        | ClientResponse::TerminalExited { .. }
+        | ClientResponse::Failed { .. } => ApprovalOutcome::Answered,
+    }
+}
+
+/// The tool hears a plain denial or approval: what the session remembers is the loop's
+/// business.
+fn as_the_tool_hears_it(response: ClientResponse) -> ClientResponse {
+    match response {
+        ClientResponse::Decision {
+            decision: ApprovalDecision::DenyForSession,
+        } => ClientResponse::Decision {
+            decision: ApprovalDecision::Deny,
+        },
+        ClientResponse::CommandRule { .. } => ClientResponse::Decision {
+            decision: ApprovalDecision::Approve,
+        },
+        response => response,
     }
 }
 
