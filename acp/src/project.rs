@@ -237,6 +237,8 @@ impl Projector {
             | EventMsg::MemoryProposed { .. }
             | EventMsg::MemoryAccepted { .. }
             | EventMsg::MemoryRejected { .. }
+            // Decides the next turns' tools and recall; nothing to show.
+            | EventMsg::MemoryModeSet { .. }
             // No goal card in ACP yet (docs/goals.md).
             | EventMsg::GoalUpdated { .. }
             | EventMsg::GoalCleared

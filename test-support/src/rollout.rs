@@ -183,6 +183,9 @@ pub fn every_variant_thread() -> ThreadScript {
     s.push(EventMsg::ThreadNamed {
         name: "Fix the parser".into(),
     });
+    s.push(EventMsg::MemoryModeSet {
+        mode: rein_protocol::ThreadMemoryMode::Disabled,
+    });
     s.push(EventMsg::ContextLoaded {
         context: rein_protocol::ThreadContext {
             messages: vec![rein_protocol::ContextMessage {

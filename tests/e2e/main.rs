@@ -61,6 +61,7 @@ mod mcp_exec;
 mod mcp_hostile;
 mod memory;
 mod memory_lifecycle;
+mod memory_mode;
 mod model_policy;
 mod project_context;
 mod replay_e2e;

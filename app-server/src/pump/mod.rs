@@ -468,6 +468,14 @@ impl Pump {
                 };
                 reply.answer(result).await;
             }
+            PumpCmd::SetMemoryMode { reply, mode } => {
+                let op = Op::SetMemoryMode { mode };
+                let result = match self.submit(SubmissionId::new(), op).await {
+                    Ok(OpResult::Accepted) => Ok(EmptyResponse {}),
+                    other => Err(refusal(other)),
+                };
+                reply.answer(result).await;
+            }
             PumpCmd::Rollback { reply, turns } => {
                 let result = match self
                     .submit(SubmissionId::new(), Op::Rollback { turns })

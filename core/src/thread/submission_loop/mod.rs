@@ -267,6 +267,7 @@ impl SubmissionLoop {
                 (OpResult::Accepted, Flow::Continue)
             }
             Op::SetName { name } => (self.on_set_name(name), Flow::Continue),
+            Op::SetMemoryMode { mode } => (self.on_set_memory_mode(mode), Flow::Continue),
             Op::ApprovalAnswer {
                 approval_id,
                 decision,
