@@ -12,6 +12,7 @@
 mod acp;
 mod acp_client_fs;
 mod acp_client_fs_ts;
+mod acp_goal;
 mod acp_hostile;
 mod acp_mcp;
 mod acp_py_client;
