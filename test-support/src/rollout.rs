@@ -464,6 +464,7 @@ pub fn every_variant_thread() -> ThreadScript {
         reason: None,
         origin: rein_protocol::GoalOrigin::User,
         retry_at_ms: None,
+        auto_resume: None,
         created_ms: 1,
         updated_ms: 2,
     };

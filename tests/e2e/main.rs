@@ -47,6 +47,7 @@ mod exec_setup;
 mod full_disk;
 mod goals;
 mod goals_app_server;
+mod goals_auto_resume;
 mod goals_more;
 mod goals_wire;
 mod hooks;

@@ -55,6 +55,7 @@ async fn set_goal(session: &Session, objective: String) -> String {
         budget: None,
         criteria: None,
         origin: GoalOrigin::User,
+        auto_resume: None,
     };
     match goal_op(session, Op::SetGoal { change }).await {
         Ok(Some(goal)) => format!(
