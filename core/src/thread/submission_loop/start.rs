@@ -160,6 +160,7 @@ impl SubmissionLoop {
                 tools: Arc::clone(&self.tools),
                 // A thread with memory disabled neither recalls nor offers `remember`.
                 withheld: if memory_on { &[] } else { MEMORY_TOOLS },
+                offered_only: None,
                 parallel_tool_calls: self.services.config.parallel_tool_calls,
                 output_schema,
                 advisor,
@@ -238,6 +239,10 @@ impl SubmissionLoop {
         if self.open_goal_turn(turn_id) {
             // The goal's wrap-up: an answer, no more work.
             opened.context.withheld = crate::turn::ALL_TOOLS;
+        }
+        if self.open_extraction_turn(turn_id) {
+            // A memory extraction proposes memories, nothing else.
+            opened.context.offered_only = Some(MEMORY_TOOLS);
         }
         let mut mail = mail_ids(&inputs);
         mail.retain(|id| {
