@@ -115,7 +115,7 @@ fn goal_sets_reports_and_clears_the_goal_and_its_card_follows_it() {
     );
 
     // The kernel's goal turn: the model reports the goal complete; the card says so.
-    let done = until_card(&mut acp, set.clone(), |u| u["status"] == "completed");
+    let done = until_card(&mut acp, set, |u| u["status"] == "completed");
     let last = card(&done).pop().unwrap();
     assert_eq!(
         (&last["sessionUpdate"], &last["title"]),
@@ -132,7 +132,7 @@ fn goal_sets_reports_and_clears_the_goal_and_its_card_follows_it() {
     );
 
     // Its last turn's answer: the checkpoint's note reaches the card.
-    let noted = until_card(&mut acp, done.clone(), |u| {
+    let noted = until_card(&mut acp, done, |u| {
         u["content"][0]["content"]["text"]
             .as_str()
             .is_some_and(|t| t.contains("Last turn:"))
