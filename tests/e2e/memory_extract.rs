@@ -195,3 +195,41 @@ fn exec_makes_no_extraction_its_thread_ends_with_the_turn() {
     );
     assert_eq!(model.requests().len(), 1);
 }
+
+#[test]
+fn no_extraction_runs_while_a_goal_is_driven_one_follows_once_it_stops() {
+    let model = MockModel::start(json!({ "replies": [
+        { "text": "Looked around; nothing done yet." },
+        { "tool_calls": [{ "name": "update_goal", "arguments": { "status": "complete" } }] },
+        { "text": "Done." },
+        { "text": "Nothing worth keeping." },
+    ], "when_exhausted": "error" }));
+    let home = memory_home_with(&model, "auto", "extract = true\nextract_after_turns = 1\n");
+    let config = home.path().join("config.toml");
+    let mut text = std::fs::read_to_string(&config).unwrap();
+    text.push_str("\n[goals]\nbackoff_ms = 10\n");
+    std::fs::write(&config, text).unwrap();
+    let cwd = tempfile::tempdir().unwrap();
+    let mut server = AppServer::start(home.path(), &[]);
+    server.initialize();
+    let thread = server.start_thread(json!({ "cwd": cwd.path() }));
+    let set = server.call(
+        "thread/goal/set",
+        json!({ "threadId": thread, "objective": "tidy the notes" }),
+    );
+    assert!(set.get("error").is_none(), "{set}");
+    server.until(|m| {
+        method(m) == "thread/goal/updated" && m["params"]["goal"]["status"] == "complete"
+    });
+    // The goal's last turn ends, then the extraction runs and ends.
+    server.until(|m| method(m) == "turn/completed");
+    server.until(|m| method(m) == "turn/completed");
+    assert!(server.finish().success());
+    let requests = model.requests();
+    assert_eq!(requests.len(), 4);
+    let extraction: Vec<bool> = requests
+        .iter()
+        .map(|r| last_developer_text(r).starts_with("<memory_extraction>"))
+        .collect();
+    assert_eq!(extraction, vec![false, false, false, true]);
+}

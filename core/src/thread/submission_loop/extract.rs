@@ -34,7 +34,9 @@ pub(super) struct Extraction {
 impl SubmissionLoop {
     /// After a completed turn: count it, and start an extraction once `extract_every`
     /// turns have completed, if the thread is idle (input waiting goes first; the count
-    /// stays due and the next completed turn tries again).
+    /// stays due and the next completed turn tries again) and no goal is being driven (an
+    /// extraction never spends a goal's budget nor delays its next turn; it comes after
+    /// the first completed turn once the goal has stopped).
     pub(super) fn extract_after_turn(&mut self, turn_id: TurnId) {
         let Some(every) = self
             .services
@@ -52,6 +54,7 @@ impl SubmissionLoop {
             || self.running.is_some()
             || self.read_only.is_some()
             || self.state.memory_mode == ThreadMemoryMode::Disabled
+            || self.goal().is_some_and(|g| g.driven())
         {
             return;
         }
