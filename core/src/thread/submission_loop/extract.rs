@@ -8,7 +8,7 @@
 //! counts again from zero, so an extraction never runs twice for the same turns by
 //! surprise on load.
 
-use rein_protocol::{EventMsg, Item, ItemId, ThreadMemoryMode, TurnId};
+use rein_protocol::{EventMsg, Item, ItemId, ThreadGoal, ThreadMemoryMode, TurnId};
 
 use super::SubmissionLoop;
 
@@ -54,7 +54,7 @@ impl SubmissionLoop {
             || self.running.is_some()
             || self.read_only.is_some()
             || self.state.memory_mode == ThreadMemoryMode::Disabled
-            || self.goal().is_some_and(|g| g.driven())
+            || self.goal().is_some_and(ThreadGoal::driven)
         {
             return;
         }
