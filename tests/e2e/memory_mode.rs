@@ -90,6 +90,19 @@ fn a_thread_with_memory_disabled_neither_recalls_nor_offers_remember_also_after_
         "{items:?}"
     );
     assert!(tool_names(&requests[2]).contains(&"remember".to_owned()));
+    // The rollout says when the mode changed, in order, for a person reading it.
+    let shown =
+        String::from_utf8(rein_ok(home.path(), &["sessions", "show", &thread]).stdout).unwrap();
+    let modes: Vec<&str> = shown
+        .lines()
+        .map(str::trim)
+        .filter(|l| l.starts_with("memory: "))
+        .collect();
+    assert_eq!(
+        modes,
+        vec!["memory: disabled", "memory: enabled"],
+        "{shown}"
+    );
 }
 
 #[test]
