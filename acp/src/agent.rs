@@ -40,6 +40,7 @@ use crate::session::{answer, Ending, PumpCmd, Session, Ticket};
 use crate::steering::{self, SteeringOutcome, SteeringRequest, SteeringResponse};
 use crate::tool_calls::TerminalDisplay;
 
+mod goal;
 mod turns;
 
 /// How many sessions a `session/list` page holds.

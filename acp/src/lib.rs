@@ -21,6 +21,7 @@ mod cards;
 mod client_fs;
 mod client_terminal;
 mod config;
+mod goal_card;
 mod mcp;
 mod permission;
 mod project;

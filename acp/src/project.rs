@@ -22,6 +22,7 @@ use rein_protocol::{
 };
 
 use crate::cards::{self, Agents};
+use crate::goal_card::GoalCard;
 use crate::tool_calls::{self, TerminalDisplay};
 
 /// Whether the events are a turn happening now or a history read back.
@@ -50,6 +51,8 @@ pub struct Projector {
     /// The last event the graph was seeded through ([`Projector::seed_graph`]): changes up
     /// to it are in the graph already.
     graph_seq: Option<u64>,
+    /// The thread's goal, shown as a card.
+    goal: GoalCard,
 }
 
 impl Projector {
@@ -63,6 +66,7 @@ impl Projector {
             client_terminals: HashMap::new(),
             graph: TaskGraph::default(),
             graph_seq: None,
+            goal: GoalCard::default(),
         }
     }
 
@@ -212,6 +216,11 @@ impl Projector {
                 self.graph.apply(change, event.timestamp_ms);
                 vec![SessionUpdate::Plan(graph_plan(&self.graph))]
             }
+            EventMsg::GoalUpdated { goal } => vec![self.goal.updated(goal)],
+            EventMsg::GoalCheckpointed { checkpoint } => {
+                self.goal.checkpointed(checkpoint).into_iter().collect()
+            }
+            EventMsg::GoalCleared => self.goal.cleared().into_iter().collect(),
             EventMsg::TokenCount { .. }
             | EventMsg::ThreadConfigured { .. }
             | EventMsg::SettingsChanged { .. }
@@ -240,11 +249,10 @@ impl Projector {
             | EventMsg::MemoryProposed { .. }
             | EventMsg::MemoryAccepted { .. }
             | EventMsg::MemoryRejected { .. }
-            // No goal card in ACP yet (docs/goals.md).
-            | EventMsg::GoalUpdated { .. }
-            | EventMsg::GoalCleared
+            // Decides the next turns' tools and recall; nothing to show.
+            | EventMsg::MemoryModeSet { .. }
+            // The goal's turns show as turns; its card counts them.
             | EventMsg::GoalTurnStarted { .. }
-            | EventMsg::GoalCheckpointed { .. }
             | EventMsg::ShutdownComplete => Vec::new(),
         }
     }

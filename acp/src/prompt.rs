@@ -70,6 +70,19 @@ pub enum Command {
     Fork,
     /// Switch the model (the argument), or say which are known.
     Model(Option<String>),
+    /// Set, show or clear the thread's goal.
+    Goal(GoalCommand),
+}
+
+/// What `/goal` was asked.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum GoalCommand {
+    /// `/goal`: say where the goal stands.
+    Status,
+    /// `/goal clear`.
+    Clear,
+    /// `/goal OBJECTIVE`.
+    Set(String),
 }
 
 /// The command a prompt is, when its whole text is `/name [args]` with a known name.
@@ -91,6 +104,11 @@ pub fn command_of(blocks: &[ContentBlock]) -> Option<Command> {
         })),
         "fork" if args.is_empty() => Some(Command::Fork),
         "model" => Some(Command::Model((!args.is_empty()).then(|| args.to_owned()))),
+        "goal" => Some(Command::Goal(match args {
+            "" => GoalCommand::Status,
+            "clear" => GoalCommand::Clear,
+            objective => GoalCommand::Set(objective.to_owned()),
+        })),
         _ => None,
     }
 }
@@ -135,7 +153,7 @@ pub fn skill_invocation(
 }
 
 /// rein's own command names, which a skill of the same name does not shadow.
-const COMMANDS: [&str; 4] = ["compact", "review", "fork", "model"];
+const COMMANDS: [&str; 5] = ["compact", "review", "fork", "model", "goal"];
 
 /// The commands `available_commands_update` advertises.
 pub fn available() -> Vec<AvailableCommand> {
@@ -149,6 +167,11 @@ pub fn available() -> Vec<AvailableCommand> {
         .input(hint("optional instructions")),
         AvailableCommand::new("fork", "Branch this session into a new one"),
         AvailableCommand::new("model", "Switch the model").input(hint("model name")),
+        AvailableCommand::new(
+            "goal",
+            "Set a goal worked on until it is done; /goal shows it, /goal clear removes it",
+        )
+        .input(hint("objective, or clear")),
     ]
 }
 
@@ -197,6 +220,20 @@ mod tests {
         assert_eq!(
             command_of(&text("/model m2")),
             Some(Command::Model(Some("m2".into())))
+        );
+        assert_eq!(
+            command_of(&text("/goal make the tests pass")),
+            Some(Command::Goal(GoalCommand::Set(
+                "make the tests pass".into()
+            )))
+        );
+        assert_eq!(
+            command_of(&text("/goal")),
+            Some(Command::Goal(GoalCommand::Status))
+        );
+        assert_eq!(
+            command_of(&text("/goal clear")),
+            Some(Command::Goal(GoalCommand::Clear))
         );
         assert_eq!(command_of(&text("/unknown")), None);
         assert_eq!(command_of(&text("please /compact")), None);

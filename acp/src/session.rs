@@ -88,6 +88,12 @@ pub enum PumpCmd {
     },
     /// Send this update (a command's answer) in order with the others.
     Update(Box<SessionUpdate>),
+    /// Answer a prompt that ran no turn (a command answered at once), after the updates
+    /// sent before this, so the client has the command's message when the prompt ends.
+    Answer {
+        responder: Responder<PromptResponse>,
+        ending: Ending,
+    },
     /// The command of call `call_id` runs in the client's `terminal`: show it on the card.
     ClientTerminal {
         call_id: String,
@@ -287,6 +293,7 @@ impl Pump {
                 }
             }
             PumpCmd::Update(update) => self.send(*update),
+            PumpCmd::Answer { responder, ending } => answer(responder, &ending),
             PumpCmd::ClientTerminal { call_id, terminal } => {
                 let update = self.projector.client_terminal(&call_id, terminal);
                 self.send(SessionUpdate::ToolCallUpdate(update));

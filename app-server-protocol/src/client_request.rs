@@ -134,6 +134,9 @@ client_requests! {
         { params: ThreadLoadedListParams, response: ThreadLoadedListResponse };
     ThreadSetName => "thread/name/set", codex("ThreadSetNameResponse"),
         { params: ThreadSetNameParams, response: EmptyResponse };
+    /// Experimental in Codex (its TUI does not call it; codex-rs serves it).
+    ThreadMemoryModeSet => "thread/memoryMode/set", CodexUnpublished,
+        { params: ThreadMemoryModeSetParams, response: EmptyResponse };
     ThreadUnsubscribe => "thread/unsubscribe", codex("ThreadUnsubscribeResponse"),
         { params: ThreadIdParams, response: ThreadUnsubscribeResponse };
     ThreadShellCommand => "thread/shellCommand", codex("ThreadShellCommandResponse"),

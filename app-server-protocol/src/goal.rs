@@ -62,6 +62,11 @@ pub struct ThreadGoalSetParams {
     /// Missing provenance does not supply user authorization.
     #[serde(default)]
     pub origin: Option<ThreadGoalMutationOrigin>,
+    /// rein's addition: whether this goal continues by itself when its thread is loaded
+    /// again while it was active (overriding `[goals] auto_resume`); absent keeps what the
+    /// goal had. Codex clients do not send it.
+    #[serde(default)]
+    pub auto_resume: Option<bool>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]

@@ -1,7 +1,9 @@
 //! rein's `rein/memory/*` methods (Codex has none for records it keeps: its memories are
-//! files, and its schema has no `thread/memoryMode/set` method) and the approval request of
-//! a memory proposal. See docs/memory.md.
+//! files), Codex's experimental `thread/memoryMode/set` (served by codex-rs, absent from its
+//! published schema but for `ThreadMemoryMode`), and the approval request of a memory
+//! proposal. See docs/memory.md.
 //!
+//! - `thread/memoryMode/set {threadId, mode: "enabled" | "disabled"}` → `{}`
 //! - `rein/memory/list {scope?, states?, search?, cwd?, limit?}` → `{data: [Memory]}`
 //! - `rein/memory/read {id}` → `{memory}`
 //! - `rein/memory/update {id, content?, keywords?}` → `{memory}`
@@ -12,6 +14,22 @@
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
+
+/// Codex's `ThreadMemoryMode`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum ThreadMemoryMode {
+    Enabled,
+    Disabled,
+}
+
+/// `thread/memoryMode/set`'s params, as codex-rs has them.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ThreadMemoryModeSetParams {
+    pub thread_id: String,
+    pub mode: ThreadMemoryMode,
+}
 
 /// The method of a memory proposal's approval.
 pub const MEMORY_APPROVAL_METHOD: &str = "rein/memory/requestApproval";

@@ -150,6 +150,10 @@ pub fn all() -> Vec<(&'static str, Schema)> {
             "ThreadItemsListResponse.json",
             schema_for!(ThreadItemsListResponse),
         ),
+        (
+            "ThreadMemoryModeSetParams.json",
+            schema_for!(ThreadMemoryModeSetParams),
+        ),
         ("MemoryListParams.json", schema_for!(MemoryListParams)),
         ("MemoryListResponse.json", schema_for!(MemoryListResponse)),
         ("MemoryIdParams.json", schema_for!(MemoryIdParams)),

@@ -88,6 +88,9 @@ pub fn module(state: Arc<ServerState>) -> Result<Module, RegisterMethodError> {
         &mut m,
         |s, p| async move { thread::set_name(&s, p).await },
     )?;
+    add::<method::ThreadMemoryModeSet, _, _>(&mut m, |s, p| async move {
+        thread::set_memory_mode(&s, p).await
+    })?;
     add::<method::ThreadUnsubscribe, _, _>(
         &mut m,
         |s, p| async move { thread::unsubscribe(&s, p) },

@@ -310,6 +310,7 @@ pub fn bootstrap(
                 consent: settings.consent,
                 max_tokens: settings.max_tokens,
                 max_unused_days: settings.max_unused_days,
+                extract_every: settings.extract_every,
             },
         );
         memory.clock = crate::memory::now_ms;

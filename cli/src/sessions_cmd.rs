@@ -269,6 +269,7 @@ fn show_event(out: &mut impl Write, msg: &EventMsg) -> std::io::Result<()> {
         },
         EventMsg::TurnFailed { message, .. } => writeln!(out, "  turn failed: {message}"),
         EventMsg::ThreadNamed { name } => writeln!(out, "  named: {name}"),
+        EventMsg::MemoryModeSet { mode } => writeln!(out, "  memory: {}", mode.as_str()),
         _ => Ok(()),
     }
 }

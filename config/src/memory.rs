@@ -6,6 +6,8 @@
 //! consent = "ask"         # repo and user memories: "ask" (default) | "auto" | "never"
 //! max_tokens = 400        # the memories given to one turn, at most (estimated tokens)
 //! max_unused_days = 90    # retire memories nobody used for this long (default: never)
+//! extract = true          # default false: propose memories from the conversation
+//! extract_after_turns = 10  # ... after every this many completed turns (default 10)
 //! ```
 
 use serde::Deserialize;
@@ -15,6 +17,9 @@ pub use rein_protocol::MemoryConsent;
 /// The default budget of one turn's memories, in estimated tokens.
 pub const DEFAULT_MEMORY_TOKENS: u32 = 400;
 
+/// How many completed turns an extraction follows by default (`extract_after_turns`).
+pub const DEFAULT_EXTRACT_AFTER_TURNS: u32 = 10;
+
 /// `[memory]` as written. An unknown `consent` fails the load.
 #[derive(Clone, Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -23,6 +28,8 @@ pub struct MemoryToml {
     pub consent: Option<MemoryConsent>,
     pub max_tokens: Option<u32>,
     pub max_unused_days: Option<u32>,
+    pub extract: Option<bool>,
+    pub extract_after_turns: Option<u32>,
 }
 
 /// `[memory]` resolved.
@@ -32,6 +39,9 @@ pub struct MemorySettings {
     pub consent: MemoryConsent,
     pub max_tokens: u32,
     pub max_unused_days: Option<u32>,
+    /// Propose memories from the conversation after every this many completed turns
+    /// (`extract = true`); `None`: never.
+    pub extract_every: Option<u32>,
 }
 
 impl Default for MemorySettings {
@@ -41,6 +51,7 @@ impl Default for MemorySettings {
             consent: MemoryConsent::Ask,
             max_tokens: DEFAULT_MEMORY_TOKENS,
             max_unused_days: None,
+            extract_every: None,
         }
     }
 }
@@ -53,6 +64,12 @@ impl MemoryToml {
             consent: self.consent.unwrap_or(defaults.consent),
             max_tokens: self.max_tokens.unwrap_or(defaults.max_tokens),
             max_unused_days: self.max_unused_days,
+            // Zero turns would mean "after every turn and never": read as one.
+            extract_every: self.extract.unwrap_or(false).then(|| {
+                self.extract_after_turns
+                    .unwrap_or(DEFAULT_EXTRACT_AFTER_TURNS)
+                    .max(1)
+            }),
         }
     }
 }

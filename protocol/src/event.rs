@@ -15,7 +15,7 @@ use crate::goal::{GoalBudget, GoalCheckpoint, ThreadGoal};
 use crate::hooks::{HookEventName, HookRunStatus, HookSource};
 use crate::ids::{ItemId, MemoryId, SessionId, SubmissionId, ThreadId, TurnId};
 use crate::items::{InputPart, Item};
-use crate::memory::{MemoryDecider, MemoryRecord};
+use crate::memory::{MemoryDecider, MemoryRecord, ThreadMemoryMode};
 use crate::settings::ThreadSettings;
 use crate::status::TokenUsage;
 use crate::task_graph::TaskGraphChange;
@@ -358,6 +358,11 @@ pub enum EventMsg {
         id: MemoryId,
         by: MemoryDecider,
         reason: String,
+    },
+    /// The thread's memory mode was set (`thread/memoryMode/set`); the last one wins and
+    /// applies from the next turn on.
+    MemoryModeSet {
+        mode: ThreadMemoryMode,
     },
     /// The thread's task graph changed (a plan, a node started or finished); the graph is
     /// the fold of these (`docs/task-graphs.md`).

@@ -204,6 +204,10 @@ pub struct ThreadGoal {
     /// epoch); absent when no retry is scheduled (its retries are used up).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub retry_at_ms: Option<u64>,
+    /// Whether this goal continues by itself when its thread is loaded again while the
+    /// kernel still drove it, overriding `[goals] auto_resume`; absent: the setting decides.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub auto_resume: Option<bool>,
     /// Milliseconds since the Unix epoch.
     pub created_ms: u64,
     pub updated_ms: u64,
@@ -241,6 +245,9 @@ pub struct GoalChange {
     pub criteria: Option<Vec<Criterion>>,
     #[serde(default)]
     pub origin: GoalOrigin,
+    /// Sets the goal's own auto-resume (`ThreadGoal::auto_resume`) when present.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub auto_resume: Option<bool>,
 }
 
 /// Why a goal change was refused (nothing changed).

@@ -49,7 +49,7 @@ pub use ids::{ItemId, MemoryId, SessionId, SubmissionId, ThreadId, TurnId};
 pub use items::{InputPart, Item, MessageRole, INTERRUPTION_MARKER};
 pub use memory::{
     MemoryConsent, MemoryDecider, MemoryRecord, MemoryScope, MemoryState, Redaction, RepoKey,
-    MAX_MEMORY_BYTES,
+    ThreadMemoryMode, MAX_MEMORY_BYTES,
 };
 pub use op::{
     ApprovalDecision, InputMode, InputOutcome, InterruptOutcome, Op, OpResult, RejectReason,

@@ -14,6 +14,28 @@ use crate::ids::{MemoryId, ThreadId, TurnId};
 /// The most bytes of content one memory keeps.
 pub const MAX_MEMORY_BYTES: usize = 2048;
 
+/// Whether a thread uses memory (Codex's `ThreadMemoryMode`, set by
+/// `thread/memoryMode/set`): a `disabled` thread is given no memories and offered no
+/// `remember` tool. Recorded as `MemoryModeSet`, so it is part of the thread's fold.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ThreadMemoryMode {
+    /// As the configuration says (`[memory] enabled`); the default.
+    #[default]
+    Enabled,
+    /// No recall and no `remember` for this thread, whatever the configuration says.
+    Disabled,
+}
+
+impl ThreadMemoryMode {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Enabled => "enabled",
+            Self::Disabled => "disabled",
+        }
+    }
+}
+
 /// Whom a memory applies to.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]

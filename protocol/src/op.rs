@@ -8,6 +8,7 @@ use crate::client_request::ClientResponse;
 use crate::goal::{GoalChange, GoalError, ThreadGoal};
 use crate::ids::{SubmissionId, ThreadId, TurnId};
 use crate::items::InputPart;
+use crate::memory::ThreadMemoryMode;
 use crate::settings::SettingsChange;
 use crate::task_graph::TaskGraphChange;
 
@@ -73,6 +74,9 @@ pub enum Op {
     /// Give the thread a user-facing name (it does not reach the model, so it applies at
     /// once, even while a turn runs). Refused when blank.
     SetName { name: String },
+    /// Turn memory on or off for this thread (`thread/memoryMode/set`): recorded as
+    /// `MemoryModeSet`, it applies from the next turn. Answers `Accepted`.
+    SetMemoryMode { mode: ThreadMemoryMode },
 
     // --- answers to client requests ---
     /// The answer to an approval (a `ClientRequested` event asking for one); the same as

@@ -234,6 +234,20 @@ fn compile(file: &str) -> jsonschema::Validator {
     jsonschema::validator_for(&schema).unwrap_or_else(|e| panic!("{file}: {e}"))
 }
 
+/// A validator of a shape built around Codex's definitions: `schema` may `$ref`
+/// `#/definitions/NAME` of Codex's `ClientRequest.json` (for methods Codex serves but does
+/// not publish, whose types its schema still defines, e.g. `ThreadMemoryMode`).
+pub fn with_codex_definitions(mut schema: Value) -> jsonschema::Validator {
+    let fixtures = std::env::var_os("REIN_E2E_FIXTURES").map_or_else(
+        || Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures"),
+        std::path::PathBuf::from,
+    );
+    let path = fixtures.join("codex-schema/ClientRequest.json");
+    let codex: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    schema["definitions"] = codex["definitions"].clone();
+    jsonschema::validator_for(&schema).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
 impl CodexSchema {
     /// The schema, compiled once per test process: compiling its hundred files takes
     /// seconds in a debug build, and every server a test starts checks against it.

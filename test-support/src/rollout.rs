@@ -183,6 +183,9 @@ pub fn every_variant_thread() -> ThreadScript {
     s.push(EventMsg::ThreadNamed {
         name: "Fix the parser".into(),
     });
+    s.push(EventMsg::MemoryModeSet {
+        mode: rein_protocol::ThreadMemoryMode::Disabled,
+    });
     s.push(EventMsg::ContextLoaded {
         context: rein_protocol::ThreadContext {
             messages: vec![rein_protocol::ContextMessage {
@@ -461,6 +464,7 @@ pub fn every_variant_thread() -> ThreadScript {
         reason: None,
         origin: rein_protocol::GoalOrigin::User,
         retry_at_ms: None,
+        auto_resume: None,
         created_ms: 1,
         updated_ms: 2,
     };

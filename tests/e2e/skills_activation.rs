@@ -194,7 +194,7 @@ fn rein_acp_offers_each_skill_as_a_slash_command_that_attaches_it() {
     // does not shadow rein's `/review`.
     assert_eq!(
         names,
-        ["compact", "review", "fork", "model", "pdf", "secret", "deploy"]
+        ["compact", "review", "fork", "model", "goal", "pdf", "secret", "deploy"]
     );
 
     let id = acp.prompt(&session, "/secret do it now");

@@ -193,7 +193,7 @@ impl Agent {
             Command::Review(target) => Op::Review { target },
             Command::Model(None) => {
                 say(format!("Models: {}", self.models().join(", ")));
-                return answer(responder, &Ending::Stopped(StopReason::EndTurn));
+                return said(session, responder);
             }
             Command::Model(Some(model)) => {
                 let models = self.models();
@@ -202,7 +202,11 @@ impl Agent {
                     Ok(()) => format!("The next prompt runs on {model}."),
                     Err(e) => e,
                 });
-                return answer(responder, &Ending::Stopped(StopReason::EndTurn));
+                return said(session, responder);
+            }
+            Command::Goal(goal) => {
+                say(self.goal_command(session, goal).await);
+                return said(session, responder);
             }
             Command::Fork => {
                 let text = match self.kernel.fork_thread(session.thread, None).await {
@@ -214,7 +218,7 @@ impl Agent {
                     Err(e) => format!("Cannot fork: {e}"),
                 };
                 say(text);
-                return answer(responder, &Ending::Stopped(StopReason::EndTurn));
+                return said(session, responder);
             }
         };
         let Some(place) = session.wait_in_line(ticket).await else {
@@ -239,4 +243,12 @@ impl Agent {
             }),
         }
     }
+}
+
+/// Answer a command's prompt once its message is sent (in order, through the pump).
+fn said(session: &Session, responder: Responder<PromptResponse>) {
+    session.send(PumpCmd::Answer {
+        responder,
+        ending: Ending::Stopped(StopReason::EndTurn),
+    });
 }

@@ -223,6 +223,8 @@ impl EventMapper {
             EventMsg::MemoryProposed { .. }
             | EventMsg::MemoryAccepted { .. }
             | EventMsg::MemoryRejected { .. } => {}
+            // Codex has no notification for it: `thread/memoryMode/set` answers `{}`.
+            EventMsg::MemoryModeSet { .. } => {}
             // The new model shows in the thread's next `Thread` object and token counts.
             EventMsg::ModelSwitched { .. } => {}
             // Answered by the `thread/rollback` response.

@@ -98,6 +98,7 @@ pub async fn set(
             }
             _ => GoalOrigin::User,
         },
+        auto_resume: p.auto_resume,
     };
     match submit(state, &thread, Op::SetGoal { change }).await? {
         Some(goal) => Ok(ThreadGoalSetResponse {

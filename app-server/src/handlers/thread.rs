@@ -275,6 +275,25 @@ pub async fn set_name(
     ask_pump(state, &thread, |reply| PumpCmd::SetName { reply, name }).await
 }
 
+/// `thread/memoryMode/set`: the thread records the mode (so a resume keeps it); from its
+/// next turn a `disabled` thread is given no memories and offered no `remember`.
+pub async fn set_memory_mode(
+    state: &ServerState,
+    p: rein_app_server_protocol::ThreadMemoryModeSetParams,
+) -> Result<EmptyResponse, RpcError> {
+    use rein_app_server_protocol::ThreadMemoryMode as Wire;
+    let thread = loaded(state, &p.thread_id)?;
+    let mode = match p.mode {
+        Wire::Enabled => rein_protocol::ThreadMemoryMode::Enabled,
+        Wire::Disabled => rein_protocol::ThreadMemoryMode::Disabled,
+    };
+    ask_pump(state, &thread, |reply| PumpCmd::SetMemoryMode {
+        reply,
+        mode,
+    })
+    .await
+}
+
 pub fn unsubscribe(
     state: &ServerState,
     p: ThreadIdParams,

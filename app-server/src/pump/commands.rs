@@ -8,7 +8,7 @@ use rein_app_server_protocol::{
 };
 use rein_protocol::{
     EventMsg, InputMode, InputOutcome, InputPart, Op, OpResult, ReviewTarget, SettingsChange,
-    SubmissionId, TurnId,
+    SubmissionId, ThreadMemoryMode, TurnId,
 };
 use serde_json::Value;
 use tokio::sync::mpsc;
@@ -205,6 +205,19 @@ impl Pump {
 
     pub(super) async fn set_name(&self, reply: Responder<EmptyResponse>, name: String) {
         let result = match self.submit(SubmissionId::new(), Op::SetName { name }).await {
+            Ok(OpResult::Accepted) => Ok(EmptyResponse {}),
+            other => Err(refusal(other)),
+        };
+        reply.answer(result).await;
+    }
+
+    pub(super) async fn set_memory_mode(
+        &self,
+        reply: Responder<EmptyResponse>,
+        mode: ThreadMemoryMode,
+    ) {
+        let op = Op::SetMemoryMode { mode };
+        let result = match self.submit(SubmissionId::new(), op).await {
             Ok(OpResult::Accepted) => Ok(EmptyResponse {}),
             other => Err(refusal(other)),
         };

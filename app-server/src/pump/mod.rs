@@ -238,6 +238,7 @@ impl Pump {
             PumpCmd::Review { reply, target } => self.review(reply, target).await,
             PumpCmd::Goal { reply, op } => self.goal(reply, op, asked).await,
             PumpCmd::SetName { reply, name } => self.set_name(reply, name).await,
+            PumpCmd::SetMemoryMode { reply, mode } => self.set_memory_mode(reply, mode).await,
             PumpCmd::Rollback { reply, turns } => self.rollback(reply, turns).await,
         }
     }

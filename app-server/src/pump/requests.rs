@@ -89,6 +89,11 @@ pub enum PumpCmd {
         reply: Responder<EmptyResponse>,
         name: String,
     },
+    /// Record the thread's memory mode (`thread/memoryMode/set`).
+    SetMemoryMode {
+        reply: Responder<EmptyResponse>,
+        mode: rein_protocol::ThreadMemoryMode,
+    },
 }
 
 /// Server → client requests one connection is waiting to have answered: request id → the

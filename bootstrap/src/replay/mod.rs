@@ -193,6 +193,9 @@ impl Replayer {
                 // The recorded item is given whole: it fitted the budget when recorded.
                 max_tokens: u32::MAX,
                 max_unused_days: None,
+                // A replay drives the recorded inputs only; an extraction turn is the
+                // kernel's own and is not replayed.
+                extract_every: None,
             };
             builder =
                 builder.memory_with_tool(memories.memory(policy), |t| tools::wrap(t, &outputs));

@@ -72,6 +72,7 @@ pub fn change(args: &GoalArgs, objective: String) -> GoalChange {
         }),
         criteria: Some(criteria),
         origin: GoalOrigin::User,
+        auto_resume: None,
     }
 }
 

@@ -386,6 +386,7 @@ impl<W: Write> HumanProgress<W> {
             | EventMsg::MailQueued { .. }
             | EventMsg::MailTaken { .. }
             | EventMsg::ThreadNamed { .. }
+            | EventMsg::MemoryModeSet { .. }
             | EventMsg::TurnDiff { .. }
             | EventMsg::TurnStarted { .. }
             | EventMsg::ItemStarted { .. }

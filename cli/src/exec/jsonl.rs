@@ -263,6 +263,7 @@ impl JsonlMapper {
             // Codex's exec stream has no memory items; a kept memory needs no line.
             | EventMsg::MemoryProposed { .. }
             | EventMsg::MemoryAccepted { .. }
+            | EventMsg::MemoryModeSet { .. }
             | EventMsg::ShutdownComplete => Vec::new(),
         }
     }

@@ -232,6 +232,7 @@ mod tests {
             reason: None,
             origin: rein_protocol::GoalOrigin::User,
             retry_at_ms: None,
+            auto_resume: None,
             created_ms: 0,
             updated_ms: 0,
         }

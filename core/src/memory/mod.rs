@@ -108,6 +108,9 @@ pub struct MemoryPolicy {
     pub max_tokens: u32,
     /// Retire accepted memories nobody used for this many days.
     pub max_unused_days: Option<u32>,
+    /// After every this many completed turns, a turn of the kernel's own asks the model
+    /// which memories to propose (`[memory] extract`); `None`: never.
+    pub extract_every: Option<u32>,
 }
 
 impl Default for MemoryPolicy {
@@ -116,6 +119,7 @@ impl Default for MemoryPolicy {
             consent: MemoryConsent::Ask,
             max_tokens: 400,
             max_unused_days: None,
+            extract_every: None,
         }
     }
 }

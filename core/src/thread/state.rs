@@ -123,6 +123,8 @@ pub struct ThreadState {
     pub task_graph: TaskGraph,
     /// The thread's goal, its checkpoints and usage.
     pub goal: GoalState,
+    /// Whether this thread uses memory (`MemoryModeSet`; enabled until one says otherwise).
+    pub memory_mode: rein_protocol::ThreadMemoryMode,
     /// Sequence number of the last event applied.
     pub last_seq: Option<u64>,
 }
@@ -240,6 +242,7 @@ impl ThreadState {
             }
             EventMsg::SettingsChanged { settings } => self.settings = Some(settings.clone()),
             EventMsg::ThreadNamed { name } => self.name = Some(name.clone()),
+            EventMsg::MemoryModeSet { mode } => self.memory_mode = *mode,
             EventMsg::TurnStarted {
                 kind,
                 settings,

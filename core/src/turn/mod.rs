@@ -49,6 +49,8 @@ pub(crate) struct TurnContext {
     /// Tools this turn is not offered whatever its sources say (a review edits nothing;
     /// [`ALL_TOOLS`]: none at all, the goal's wrap-up).
     pub withheld: &'static [&'static str],
+    /// When set, the only tools this turn is offered (a memory extraction: `remember`).
+    pub offered_only: Option<&'static [&'static str]>,
     pub parallel_tool_calls: bool,
     /// The structured-output schema the turn's input asked for.
     pub output_schema: Option<Arc<serde_json::Value>>,

@@ -50,10 +50,14 @@ impl StepContext {
             model_name: turn.settings.model.clone(),
             model: Arc::clone(&turn.model),
             fallback: turn.fallback.clone(),
-            tools: match turn.withheld {
-                [] => turn.tools.sources.freeze(),
-                super::ALL_TOOLS => Arc::new(ToolSet::empty()),
-                withheld => Arc::new(turn.tools.sources.freeze().without(withheld)),
+            tools: match (turn.withheld, turn.offered_only) {
+                (_, Some(only)) => {
+                    let names: Vec<String> = only.iter().map(|n| (*n).to_owned()).collect();
+                    Arc::new(turn.tools.sources.freeze().only(&names))
+                }
+                ([], None) => turn.tools.sources.freeze(),
+                (super::ALL_TOOLS, None) => Arc::new(ToolSet::empty()),
+                (withheld, None) => Arc::new(turn.tools.sources.freeze().without(withheld)),
             },
             thread_tools: Arc::clone(&turn.tools),
             settings: Arc::clone(&turn.settings),

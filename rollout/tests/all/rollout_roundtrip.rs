@@ -67,6 +67,7 @@ fn variant(msg: &EventMsg) -> &'static str {
         EventMsg::MemoryProposed { .. } => "MemoryProposed",
         EventMsg::MemoryAccepted { .. } => "MemoryAccepted",
         EventMsg::MemoryRejected { .. } => "MemoryRejected",
+        EventMsg::MemoryModeSet { .. } => "MemoryModeSet",
         EventMsg::TaskGraphChanged { .. } => "TaskGraphChanged",
         EventMsg::GoalUpdated { .. } => "GoalUpdated",
         EventMsg::GoalCleared => "GoalCleared",
@@ -75,7 +76,7 @@ fn variant(msg: &EventMsg) -> &'static str {
     }
 }
 
-const ALL_VARIANTS: usize = 49;
+const ALL_VARIANTS: usize = 50;
 
 fn meta_for(thread: ThreadId) -> SessionMeta {
     SessionMeta::new(

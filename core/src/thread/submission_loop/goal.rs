@@ -162,6 +162,7 @@ impl SubmissionLoop {
                 reason: None,
                 origin: change.origin,
                 retry_at_ms: None,
+                auto_resume: None,
                 created_ms: now_ms(),
                 updated_ms: 0,
             },
@@ -177,6 +178,9 @@ impl SubmissionLoop {
         }
         if let Some(criteria) = change.criteria {
             goal.criteria = criteria;
+        }
+        if change.auto_resume.is_some() {
+            goal.auto_resume = change.auto_resume;
         }
         if let Some(status) = change.status {
             if status == GoalStatus::Active && goal.status != GoalStatus::Active {

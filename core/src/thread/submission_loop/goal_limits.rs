@@ -24,8 +24,9 @@ impl SubmissionLoop {
     }
 
     /// A thread loaded from its rollout never continues a goal by surprise: one the kernel
-    /// still drove comes back paused (one call resumes it), unless `[goals] auto_resume`
-    /// says to go on. A fork's copy is paused either way.
+    /// still drove comes back paused (one call resumes it), unless the goal's own
+    /// `auto_resume` (set by `thread/goal/set`), or else `[goals] auto_resume`, says to go
+    /// on. A fork's copy is paused either way.
     pub(super) fn goal_on_load(&mut self) {
         let Some(goal) = self.goal().cloned() else {
             return;
@@ -39,7 +40,10 @@ impl SubmissionLoop {
                 GoalStatus::Paused,
                 Some("copied by a fork; set it active to continue it here".into()),
             );
-        } else if self.services.config.goal_auto_resume {
+        } else if goal
+            .auto_resume
+            .unwrap_or(self.services.config.goal_auto_resume)
+        {
             // A usage-limit retry keeps its time; an active goal continues at once.
             let wait = goal.retry_at_ms.map_or(0, |at| at.saturating_sub(now_ms()));
             let mut goal = goal;

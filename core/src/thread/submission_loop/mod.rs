@@ -18,6 +18,7 @@ use tokio_util::task::AbortOnDropHandle;
 
 mod abort;
 mod approvals;
+mod extract;
 mod goal;
 mod goal_limits;
 mod mail;
@@ -88,6 +89,8 @@ pub(crate) struct SubmissionLoop {
     /// The thread's goal as only the loop sees it (the next goal turn, the running
     /// turn's progress).
     goal_driver: goal::GoalDriver,
+    /// When the next memory extraction is due (`[memory] extract`).
+    extraction: extract::Extraction,
 }
 
 enum Flow {
@@ -131,6 +134,7 @@ impl SubmissionLoop {
             session_hooks: None,
             read_only: None,
             goal_driver: goal::GoalDriver::default(),
+            extraction: extract::Extraction::default(),
         }
     }
 
@@ -270,6 +274,7 @@ impl SubmissionLoop {
                 (OpResult::Accepted, Flow::Continue)
             }
             Op::SetName { name } => (self.on_set_name(name), Flow::Continue),
+            Op::SetMemoryMode { mode } => (self.on_set_memory_mode(mode), Flow::Continue),
             Op::ApprovalAnswer {
                 approval_id,
                 decision,
@@ -559,6 +564,7 @@ impl SubmissionLoop {
                 );
                 self.goal_after_turn(turn.id, goal::TurnEnd::Completed);
                 self.start_leftover_turn();
+                self.extract_after_turn(turn.id);
             }
             TaskOutcome::Failed { code, message } => {
                 self.goal_before_failed_turn_end(turn.id, code);

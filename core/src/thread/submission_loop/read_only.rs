@@ -71,6 +71,7 @@ impl SubmissionLoop {
             Op::HoldMail { .. }
             | Op::RecordTaskGraph { .. }
             | Op::SetName { .. }
+            | Op::SetMemoryMode { .. }
             | Op::Rollback { .. }
             | Op::Compact
             | Op::SwitchModel { .. }

@@ -1,5 +1,6 @@
-//! Ops that edit the thread's record without running a turn: naming the thread and rolling
-//! back its last turns. Each is one event, judged against the state the reducer folded.
+//! Ops that edit the thread's record without running a turn: naming the thread, setting its
+//! memory mode and rolling back its last turns. Each is one event, judged against the state
+//! the reducer folded.
 
 use rein_protocol::{EventMsg, OpResult};
 
@@ -20,6 +21,14 @@ impl SubmissionLoop {
                 name: name.to_owned(),
             },
         );
+        OpResult::Accepted
+    }
+
+    /// Record the thread's memory mode; the next turn opens with it (the running one keeps
+    /// what it was given).
+    pub(super) fn on_set_memory_mode(&mut self, mode: rein_protocol::ThreadMemoryMode) -> OpResult {
+        let turn = self.state.active_turn.as_ref().map(|t| t.id);
+        self.emit(turn, EventMsg::MemoryModeSet { mode });
         OpResult::Accepted
     }
 

@@ -28,6 +28,10 @@ use rein_protocol::advisor::AdvisorMode;
 
 /// Tools whose only job is to change files, which a review turn is not offered.
 const EDIT_TOOLS: &[&str] = &["apply_patch"];
+/// What a thread with memory disabled is not offered.
+const MEMORY_TOOLS: &[&str] = &[crate::memory::tool::REMEMBER];
+/// A review's withheld tools in a thread with memory disabled.
+const EDIT_AND_MEMORY_TOOLS: &[&str] = &["apply_patch", crate::memory::tool::REMEMBER];
 
 /// A turn whose opening events are out, ready for its task.
 struct OpenedTurn {
@@ -133,6 +137,7 @@ impl SubmissionLoop {
         );
         let run = self.next_run;
         self.next_run += 1;
+        let memory_on = self.state.memory_mode == rein_protocol::ThreadMemoryMode::Enabled;
         let deadline = settings
             .budget
             .max_wall_time_ms
@@ -153,12 +158,14 @@ impl SubmissionLoop {
                 fallback,
                 vision,
                 tools: Arc::clone(&self.tools),
-                withheld: &[],
+                // A thread with memory disabled neither recalls nor offers `remember`.
+                withheld: if memory_on { &[] } else { MEMORY_TOOLS },
+                offered_only: None,
                 parallel_tool_calls: self.services.config.parallel_tool_calls,
                 output_schema,
                 advisor,
                 hooks,
-                memory: self.services.memory.clone(),
+                memory: self.services.memory.clone().filter(|_| memory_on),
             },
             sink: TurnSink::new(run, turn_id, self.task_tx.clone()),
             cancel: CancellationToken::new(),
@@ -233,6 +240,10 @@ impl SubmissionLoop {
             // The goal's wrap-up: an answer, no more work.
             opened.context.withheld = crate::turn::ALL_TOOLS;
         }
+        if self.open_extraction_turn(turn_id) {
+            // A memory extraction proposes memories, nothing else.
+            opened.context.offered_only = Some(MEMORY_TOOLS);
+        }
         let mut mail = mail_ids(&inputs);
         mail.retain(|id| {
             self.state
@@ -293,7 +304,11 @@ impl SubmissionLoop {
     ) -> Result<(), RejectReason> {
         let mut opened = self.open_turn(turn_id, TaskKind::Review, false, None)?;
         // Not even offered: a reviewer that wants to fix something says so instead.
-        opened.context.withheld = EDIT_TOOLS;
+        opened.context.withheld = if opened.context.memory.is_some() {
+            EDIT_TOOLS
+        } else {
+            EDIT_AND_MEMORY_TOOLS
+        };
         let request = Item::UserMessage {
             id: ItemId::new(),
             content: review_request(target),

@@ -1,0 +1,235 @@
+//! `[memory] extract` through a real `rein app-server` and a scripted model: after every
+//! `extract_after_turns` completed turns the kernel starts a turn of its own, offered only
+//! `remember`, asking which memories the conversation is worth keeping; what it proposes
+//! takes the consent path of `remember` (kept with `consent = "auto"`, refused and the
+//! model told with `"never"`), each answer a rollout event. Off by default.
+#![allow(clippy::unwrap_used)]
+
+use pretty_assertions::assert_eq;
+use rein_test_support::app_server::{method, AppServer, MockModel};
+use rein_test_support::exec::{json_lines, rein_ok};
+use rein_test_support::memory::{
+    memory_home, memory_home_with, remember, repo, stored, tool_output,
+};
+use serde_json::{json, Value};
+
+const SAID: &str = "In this project we always run the tests with cargo nextest.";
+const KEPT: &str = "Run the tests of this project with cargo nextest";
+
+fn tool_names(request: &Value) -> Vec<String> {
+    request["tools"]
+        .as_array()
+        .map(|tools| {
+            tools
+                .iter()
+                .filter_map(|t| t["name"].as_str().map(str::to_owned))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// The text of the request's last developer message.
+fn last_developer_text(request: &Value) -> String {
+    request["input"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .rev()
+        .find(|i| i["role"] == "developer")
+        .and_then(|i| i["content"][0]["text"].as_str())
+        .unwrap_or_default()
+        .to_owned()
+}
+
+/// One user turn, then the extraction turn the kernel starts after it (two
+/// `turn/completed`); the thread's id.
+fn turn_then_extraction(home: &std::path::Path, cwd: &std::path::Path) -> String {
+    let mut server = AppServer::start(home, &[]);
+    server.initialize();
+    let thread = server.start_thread(json!({ "cwd": cwd, "approvalPolicy": "never" }));
+    server.turn(&thread, SAID);
+    let extraction = server.until(|m| method(m) == "turn/completed");
+    assert!(
+        extraction.iter().any(|m| method(m) == "turn/started"),
+        "the kernel started a turn of its own: {extraction:#?}"
+    );
+    assert!(server.finish().success());
+    thread
+}
+
+/// The memory events of the thread's rollout: (type, decider).
+fn memory_events(home: &std::path::Path, thread: &str) -> Vec<(String, Value)> {
+    json_lines(&rein_ok(home, &["sessions", "show", thread, "--json"]).stdout)
+        .iter()
+        .map(|e| &e["msg"])
+        .filter(|m| m["type"].as_str().is_some_and(|t| t.starts_with("memory_")))
+        .map(|m| (m["type"].as_str().unwrap().to_owned(), m["by"].clone()))
+        .collect()
+}
+
+#[test]
+fn an_extraction_after_the_turns_proposes_memories_through_the_consent_path() {
+    let model = MockModel::start(json!({ "replies": [
+        { "text": "Noted." },
+        remember(KEPT, "repo"),
+        { "text": "Proposed one memory." },
+    ], "when_exhausted": "error" }));
+    let home = memory_home_with(&model, "auto", "extract = true\nextract_after_turns = 1\n");
+    let cwd = repo("git@example.com:a.git");
+    let thread = turn_then_extraction(home.path(), cwd.path());
+
+    let requests = model.requests();
+    assert_eq!(
+        requests.len(),
+        3,
+        "one extraction, which does not count itself"
+    );
+    assert!(
+        tool_names(&requests[0]).len() > 1,
+        "{:?}",
+        tool_names(&requests[0])
+    );
+    assert_eq!(tool_names(&requests[1]), vec!["remember".to_owned()]);
+    let asked = last_developer_text(&requests[1]);
+    assert!(
+        asked.starts_with("<memory_extraction>\nLook back over this conversation.")
+            && asked.ends_with("</memory_extraction>"),
+        "{asked}"
+    );
+    assert!(
+        requests[1].to_string().contains(SAID),
+        "the conversation is in the request"
+    );
+    let kept = stored(home.path());
+    assert_eq!(kept.len(), 1);
+    assert_eq!(
+        (&kept[0]["content"], &kept[0]["state"], &kept[0]["scope"]),
+        (&json!(KEPT), &json!("accepted"), &json!("repo"))
+    );
+    let id = kept[0]["id"].as_str().unwrap();
+    assert_eq!(
+        tool_output(&requests[2], "call_mem"),
+        format!("Remembered as memory {id} (repo scope).")
+    );
+    assert_eq!(
+        memory_events(home.path(), &thread),
+        vec![
+            ("memory_proposed".to_owned(), Value::Null),
+            ("memory_accepted".to_owned(), json!("config")),
+        ]
+    );
+}
+
+#[test]
+fn an_extracted_proposal_refused_by_consent_is_reported_to_the_model() {
+    let model = MockModel::start(json!({ "replies": [
+        { "text": "Noted." },
+        remember(KEPT, "user"),
+        { "text": "Nothing kept." },
+    ], "when_exhausted": "error" }));
+    let home = memory_home_with(&model, "never", "extract = true\nextract_after_turns = 1\n");
+    let cwd = tempfile::tempdir().unwrap();
+    let thread = turn_then_extraction(home.path(), cwd.path());
+    let requests = model.requests();
+    assert_eq!(requests.len(), 3);
+    let told = tool_output(&requests[2], "call_mem");
+    assert!(told.starts_with("Not remembered (user scope): "), "{told}");
+    let kept = stored(home.path());
+    assert_eq!(kept.len(), 1);
+    assert_eq!(kept[0]["state"], "rejected");
+    assert_eq!(
+        memory_events(home.path(), &thread),
+        vec![
+            ("memory_proposed".to_owned(), Value::Null),
+            ("memory_rejected".to_owned(), json!("config")),
+        ]
+    );
+}
+
+#[test]
+fn without_extract_no_turn_of_the_kernels_follows() {
+    let model = MockModel::start(json!({ "replies": [{ "text": "Noted." }],
+                                         "when_exhausted": "error" }));
+    let home = memory_home(&model, "auto");
+    let cwd = tempfile::tempdir().unwrap();
+    let mut server = AppServer::start(home.path(), &[]);
+    server.initialize();
+    let thread = server.start_thread(json!({ "cwd": cwd.path() }));
+    server.turn(&thread, SAID);
+    // A second turn of the user's: had an extraction started, it would be refused or
+    // come first, and the model (scripted for one request) would fail it.
+    let second = server.turn(&thread, "Thanks.");
+    assert_eq!(second["params"]["turn"]["status"], "failed", "{second}");
+    assert!(server.finish().success());
+    assert_eq!(model.requests().len(), 2);
+    assert_eq!(stored(home.path()), Vec::<Value>::new());
+}
+
+#[test]
+fn exec_makes_no_extraction_its_thread_ends_with_the_turn() {
+    let model = MockModel::start(json!({ "replies": [{ "text": "Noted." }],
+                                         "when_exhausted": "error" }));
+    let home = memory_home_with(&model, "auto", "extract = true\nextract_after_turns = 1\n");
+    let cwd = tempfile::tempdir().unwrap();
+    let out = rein_test_support::exec::rein_in(
+        home.path(),
+        &["exec", "--json", "-C", cwd.path().to_str().unwrap(), SAID],
+    )
+    .output()
+    .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let events = json_lines(&out.stdout);
+    let types: Vec<&str> = events.iter().filter_map(|e| e["type"].as_str()).collect();
+    assert_eq!(
+        types,
+        vec![
+            "thread.started",
+            "turn.started",
+            "item.completed",
+            "turn.completed"
+        ]
+    );
+    assert_eq!(model.requests().len(), 1);
+}
+
+#[test]
+fn no_extraction_runs_while_a_goal_is_driven_one_follows_once_it_stops() {
+    let model = MockModel::start(json!({ "replies": [
+        { "text": "Looked around; nothing done yet." },
+        { "tool_calls": [{ "name": "update_goal", "arguments": { "status": "complete" } }] },
+        { "text": "Done." },
+        { "text": "Nothing worth keeping." },
+    ], "when_exhausted": "error" }));
+    let home = memory_home_with(&model, "auto", "extract = true\nextract_after_turns = 1\n");
+    let config = home.path().join("config.toml");
+    let mut text = std::fs::read_to_string(&config).unwrap();
+    text.push_str("\n[goals]\nbackoff_ms = 10\n");
+    std::fs::write(&config, text).unwrap();
+    let cwd = tempfile::tempdir().unwrap();
+    let mut server = AppServer::start(home.path(), &[]);
+    server.initialize();
+    let thread = server.start_thread(json!({ "cwd": cwd.path() }));
+    let set = server.call(
+        "thread/goal/set",
+        json!({ "threadId": thread, "objective": "tidy the notes" }),
+    );
+    assert!(set.get("error").is_none(), "{set}");
+    server.until(|m| {
+        method(m) == "thread/goal/updated" && m["params"]["goal"]["status"] == "complete"
+    });
+    // The goal's last turn ends, then the extraction runs and ends.
+    server.until(|m| method(m) == "turn/completed");
+    server.until(|m| method(m) == "turn/completed");
+    assert!(server.finish().success());
+    let requests = model.requests();
+    assert_eq!(requests.len(), 4);
+    let extraction: Vec<bool> = requests
+        .iter()
+        .map(|r| last_developer_text(r).starts_with("<memory_extraction>"))
+        .collect();
+    assert_eq!(extraction, vec![false, false, false, true]);
+}
