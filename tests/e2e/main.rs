@@ -76,6 +76,8 @@ mod serve_openai_js;
 mod serve_openai_py;
 mod serve_responses;
 mod skills_activation;
+mod skills_config;
+mod skills_scale;
 mod task_graph;
 mod task_graph_fronts;
 mod task_graph_retries;

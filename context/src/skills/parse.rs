@@ -76,6 +76,7 @@ pub(super) fn parse_skill(
         interface,
         dependencies,
         allow_implicit,
+        enabled: true,
         allowed_tools,
         body: body.to_owned(),
     })
