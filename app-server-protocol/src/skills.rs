@@ -86,3 +86,16 @@ pub struct SkillsConfigWriteResponse {
     /// Whether the skill is enabled once the entry is written.
     pub effective_enabled: bool,
 }
+
+/// A skill a session used (`thread/read`'s `reinSkillsUsed`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SkillActivationInfo {
+    pub name: String,
+    /// The `SKILL.md` file.
+    pub path: String,
+    /// SHA-256 (hex) of its bytes as the thread's context read them.
+    pub sha256: String,
+    /// Opened by the model itself (not attached by the user).
+    pub implicit: bool,
+}

@@ -77,6 +77,7 @@ mod serve_openai_py;
 mod serve_responses;
 mod skills_activation;
 mod skills_config;
+mod skills_implicit;
 mod skills_scale;
 mod task_graph;
 mod task_graph_fronts;

@@ -146,6 +146,8 @@ pub struct Skill {
     pub allowed_tools: Vec<String>,
     /// The text after the front matter (what `search_skills` searches besides names).
     pub body: String,
+    /// SHA-256 (hex) of the `SKILL.md` bytes read.
+    pub sha256: String,
 }
 
 /// A skill that could not be read.

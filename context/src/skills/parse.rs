@@ -79,6 +79,7 @@ pub(super) fn parse_skill(
         enabled: true,
         allowed_tools,
         body: body.to_owned(),
+        sha256: crate::sha256_hex(text.as_bytes()),
     })
 }
 

@@ -89,6 +89,7 @@ mod tests {
             enabled: true,
             allowed_tools: Vec::new(),
             body: body.into(),
+            sha256: String::new(),
         }
     }
 

@@ -123,6 +123,8 @@ pub struct ThreadState {
     pub task_graph: TaskGraph,
     /// The thread's goal, its checkpoints and usage.
     pub goal: GoalState,
+    /// The skills the model opened itself (`SkillActivated`), each once, in order.
+    pub skills_used: Vec<rein_protocol::SkillActivation>,
     /// Sequence number of the last event applied.
     pub last_seq: Option<u64>,
 }
@@ -190,6 +192,11 @@ impl ThreadState {
                 self.context = Some(context.clone());
             }
             EventMsg::AgentOrigin { origin } => self.agent = Some(origin.clone()),
+            EventMsg::SkillActivated { skill, .. } => {
+                if !self.skills_used.contains(skill) {
+                    self.skills_used.push(skill.clone());
+                }
+            }
             EventMsg::AgentSpawned {
                 thread_id,
                 nickname,

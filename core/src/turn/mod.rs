@@ -39,6 +39,8 @@ pub(crate) struct TurnContext {
     pub settings: Arc<ThreadSettings>,
     /// Sent before the history in every request: the thread's `ContextLoaded` prefix.
     pub prefix: Arc<[Arc<Item>]>,
+    /// The skills of the thread's context: a call reading one's `SKILL.md` activates it.
+    pub skills: Arc<[rein_protocol::SkillFile]>,
     pub model: Arc<dyn ModelClient>,
     /// Where requests go once `model` has failed recoverably past its retries.
     pub fallback: Option<Fallback>,

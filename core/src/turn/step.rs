@@ -33,6 +33,8 @@ pub(crate) struct StepContext {
     pub settings: Arc<ThreadSettings>,
     /// Sent before the history: the thread's fixed prefix.
     pub prefix: Arc<[Arc<Item>]>,
+    /// The thread's skills: a call reading one's `SKILL.md` is recorded as its activation.
+    pub skills: Arc<[rein_protocol::SkillFile]>,
     pub parallel_tool_calls: bool,
     pub prompt_cache_key: String,
     /// Stream nothing to clients (a compaction's summary is not an agent message).
@@ -58,6 +60,7 @@ impl StepContext {
             thread_tools: Arc::clone(&turn.tools),
             settings: Arc::clone(&turn.settings),
             prefix: Arc::clone(&turn.prefix),
+            skills: Arc::clone(&turn.skills),
             parallel_tool_calls: turn.parallel_tool_calls,
             prompt_cache_key: turn.thread_id.to_string(),
             silent: false,
@@ -78,6 +81,7 @@ impl StepContext {
             thread_tools: Arc::clone(&self.thread_tools),
             settings: Arc::clone(&self.settings),
             prefix: Arc::clone(&self.prefix),
+            skills: Arc::default(),
             parallel_tool_calls: false,
             prompt_cache_key: self.prompt_cache_key.clone(),
             silent: true,

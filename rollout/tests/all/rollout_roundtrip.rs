@@ -48,6 +48,7 @@ fn variant(msg: &EventMsg) -> &'static str {
         EventMsg::HookCompleted { .. } => "HookCompleted",
         EventMsg::ToolOutputDelta { .. } => "ToolOutputDelta",
         EventMsg::ToolCallEnd { .. } => "ToolCallEnd",
+        EventMsg::SkillActivated { .. } => "SkillActivated",
         EventMsg::ClientRequested { .. } => "ClientRequested",
         EventMsg::ClientRequestResolved { .. } => "ClientRequestResolved",
         EventMsg::TokenCount { .. } => "TokenCount",
@@ -75,7 +76,7 @@ fn variant(msg: &EventMsg) -> &'static str {
     }
 }
 
-const ALL_VARIANTS: usize = 49;
+const ALL_VARIANTS: usize = 50;
 
 fn meta_for(thread: ThreadId) -> SessionMeta {
     SessionMeta::new(

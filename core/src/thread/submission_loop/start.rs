@@ -149,6 +149,12 @@ impl SubmissionLoop {
                 } else {
                     Arc::clone(&self.state.prefix)
                 },
+                skills: self
+                    .state
+                    .context
+                    .as_ref()
+                    .map(|c| c.skills.as_slice().into())
+                    .unwrap_or_default(),
                 model,
                 fallback,
                 vision,
