@@ -76,6 +76,7 @@ mod serve_openai_js;
 mod serve_openai_py;
 mod serve_responses;
 mod skills_activation;
+mod skills_allowed_tools;
 mod skills_config;
 mod skills_implicit;
 mod skills_scale;

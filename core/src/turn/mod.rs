@@ -51,6 +51,9 @@ pub(crate) struct TurnContext {
     /// Tools this turn is not offered whatever its sources say (a review edits nothing;
     /// [`ALL_TOOLS`]: none at all, the goal's wrap-up).
     pub withheld: &'static [&'static str],
+    /// Only these tools are offered, when the turn's input attached skills that allow
+    /// only some (their `allowed-tools`, together); `None`: no such skill.
+    pub allowed_tools: Option<Arc<[String]>>,
     pub parallel_tool_calls: bool,
     /// The structured-output schema the turn's input asked for.
     pub output_schema: Option<Arc<serde_json::Value>>,

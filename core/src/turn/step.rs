@@ -48,14 +48,20 @@ pub(crate) struct StepContext {
 
 impl StepContext {
     pub(crate) fn freeze(turn: &TurnContext) -> Self {
+        let tools = match turn.withheld {
+            [] => turn.tools.sources.freeze(),
+            super::ALL_TOOLS => Arc::new(ToolSet::empty()),
+            withheld => Arc::new(turn.tools.sources.freeze().without(withheld)),
+        };
         Self {
             model_name: turn.settings.model.clone(),
             model: Arc::clone(&turn.model),
             fallback: turn.fallback.clone(),
-            tools: match turn.withheld {
-                [] => turn.tools.sources.freeze(),
-                super::ALL_TOOLS => Arc::new(ToolSet::empty()),
-                withheld => Arc::new(turn.tools.sources.freeze().without(withheld)),
+            // A skill the user attached that allows only some tools: only those, at
+            // every step of its turn.
+            tools: match &turn.allowed_tools {
+                Some(allowed) => Arc::new(tools.only(allowed)),
+                None => tools,
             },
             thread_tools: Arc::clone(&turn.tools),
             settings: Arc::clone(&turn.settings),

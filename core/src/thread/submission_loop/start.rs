@@ -160,6 +160,7 @@ impl SubmissionLoop {
                 vision,
                 tools: Arc::clone(&self.tools),
                 withheld: &[],
+                allowed_tools: None,
                 parallel_tool_calls: self.services.config.parallel_tool_calls,
                 output_schema,
                 advisor,
@@ -225,7 +226,8 @@ impl SubmissionLoop {
         }
     }
 
-    /// Start a regular turn with `inputs` as its first user messages.
+    /// Start a regular turn with `inputs` as its first user messages; a skill they attach
+    /// that allows only some tools narrows the turn's tools to those.
     pub(super) fn start_turn(
         &mut self,
         turn_id: TurnId,
@@ -239,6 +241,7 @@ impl SubmissionLoop {
             // The goal's wrap-up: an answer, no more work.
             opened.context.withheld = crate::turn::ALL_TOOLS;
         }
+        opened.context.allowed_tools = skills_allowed_tools(&inputs);
         let mut mail = mail_ids(&inputs);
         mail.retain(|id| {
             self.state
@@ -371,4 +374,22 @@ impl SubmissionLoop {
         self.spawn(opened, task.run());
         Ok(())
     }
+}
+
+/// The tools the skills attached to `inputs` allow, together (each once), when one of them
+/// allows only some; a skill without `allowed-tools` narrows nothing.
+fn skills_allowed_tools(inputs: &[PendingEntry]) -> Option<Arc<[String]>> {
+    let mut allowed: Vec<String> = Vec::new();
+    let mut narrowed = false;
+    for part in inputs.iter().flat_map(|e| &e.items) {
+        if let rein_protocol::InputPart::Skill { allowed_tools, .. } = part {
+            narrowed |= !allowed_tools.is_empty();
+            for tool in allowed_tools {
+                if !allowed.contains(tool) {
+                    allowed.push(tool.clone());
+                }
+            }
+        }
+    }
+    narrowed.then(|| allowed.into())
 }
