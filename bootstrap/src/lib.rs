@@ -171,26 +171,6 @@ impl Kernel {
         Ok(())
     }
 
-    /// How a new thread's context is read now: [`Self::context`] with the skills switched
-    /// off or on as the configuration says at this moment.
-    pub fn context_config(&self) -> ContextConfig {
-        let mut context = self.context.clone();
-        context.skills.toggles = self
-            .skill_toggles
-            .read()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .clone();
-        context
-    }
-
-    /// Take the `[[skills.config]]` of a configuration just written.
-    pub(crate) fn set_skill_toggles(&self, config: &ModelConfig) {
-        *self
-            .skill_toggles
-            .write()
-            .unwrap_or_else(std::sync::PoisonError::into_inner) = skill_toggles(config);
-    }
-
     /// The skills a thread in `cwd` would have (`skills/list`), read on a blocking thread.
     pub async fn skills(&self, cwd: PathBuf) -> rein_context::SkillsOutcome {
         list_skills(self.context_config().skills, cwd).await
@@ -425,7 +405,7 @@ fn context_config(
             rein_home: Some(home.to_owned()),
             home: env("HOME").filter(|h| !h.is_empty()).map(PathBuf::from),
             root_markers: settings.root_markers.clone(),
-            toggles: config.map(skill_toggles).unwrap_or_default(),
+            toggles: config.map(skills_write::skill_toggles).unwrap_or_default(),
             ..SkillsConfig::default()
         },
         project_doc: ProjectDocConfig {
@@ -436,22 +416,6 @@ fn context_config(
             root_markers: settings.root_markers,
         },
     }
-}
-
-/// `[[skills.config]]` in the loader's terms.
-fn skill_toggles(config: &ModelConfig) -> Vec<skills::SkillToggle> {
-    use rein_config::skills::SkillSelector as Written;
-    config
-        .skill_toggles
-        .iter()
-        .map(|t| skills::SkillToggle {
-            selector: match &t.selector {
-                Written::Path(p) => skills::SkillSelector::Path(p.clone()),
-                Written::Name(n) => skills::SkillSelector::Name(n.clone()),
-            },
-            enabled: t.enabled,
-        })
-        .collect()
 }
 
 /// Where hooks are read from: `$REIN_HOME/hooks.json`, config.toml's `[hooks]`, and on

@@ -2,14 +2,18 @@
 //! `[[skills.config]]` entry of the server's `config.toml` (Codex's shape). The file is
 //! edited with `toml_edit` like every other config write (comments and order survive, an
 //! edit that does not load is refused); the entries naming the same skill the same way
-//! are replaced by one new entry at the end, so it is the one that decides.
+//! are replaced by one new entry at the end, so it is the one that decides. The kernel
+//! keeps the entries last loaded, which every new listing, thread and mention reads.
 
 use std::path::{Path, PathBuf};
 
 use rein_config::skills::SkillSelector;
+use rein_config::ModelConfig;
+use rein_context::ContextConfig;
 use toml_edit::{ArrayOfTables, DocumentMut, Item, Table};
 
 use crate::config_write::{edit_blocking, joined, ConfigWriteError, ConfigWritten};
+use crate::skills;
 use crate::Kernel;
 
 /// Which skill a `skills/config/write` means.
@@ -69,6 +73,44 @@ impl Kernel {
             effective_enabled,
         })
     }
+}
+
+impl Kernel {
+    /// How a new thread's context is read now: [`Self::context`] with the skills switched
+    /// off or on as the configuration says at this moment.
+    pub fn context_config(&self) -> ContextConfig {
+        let mut context = self.context.clone();
+        context.skills.toggles = self
+            .skill_toggles
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone();
+        context
+    }
+
+    /// Take the `[[skills.config]]` of a configuration just written.
+    pub(crate) fn set_skill_toggles(&self, config: &ModelConfig) {
+        *self
+            .skill_toggles
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = skill_toggles(config);
+    }
+}
+
+/// `[[skills.config]]` in the loader's terms.
+pub(crate) fn skill_toggles(config: &ModelConfig) -> Vec<skills::SkillToggle> {
+    use rein_config::skills::SkillSelector as Written;
+    config
+        .skill_toggles
+        .iter()
+        .map(|t| skills::SkillToggle {
+            selector: match &t.selector {
+                Written::Path(p) => skills::SkillSelector::Path(p.clone()),
+                Written::Name(n) => skills::SkillSelector::Name(n.clone()),
+            },
+            enabled: t.enabled,
+        })
+        .collect()
 }
 
 /// The selector to write: a path must name an existing skill (its `SKILL.md`, or a folder
