@@ -8,8 +8,9 @@ use std::path::PathBuf;
 use rein_app_server_protocol::meta::{SkillsListEntry, SkillsListParams, SkillsListResponse};
 use rein_app_server_protocol::skills::{
     SkillDependencies, SkillErrorInfo, SkillInterface, SkillMetadata, SkillToolDependency,
-    SkillsConfigWriteParams, SkillsConfigWriteResponse,
+    SkillsChangedNotification, SkillsConfigWriteParams, SkillsConfigWriteResponse,
 };
+use rein_app_server_protocol::ServerNotification;
 use rein_bootstrap::config_write::ConfigWriteError;
 use rein_bootstrap::skills::{Skill, SkillsOutcome};
 use rein_bootstrap::skills_write::{SkillTarget, SkillWriteError};
@@ -47,7 +48,8 @@ pub async fn list(
 }
 
 /// `skills/config/write {path | name, enabled}`: a `[[skills.config]]` entry of the
-/// server's `config.toml`, in effect for the next listing, thread and mention.
+/// server's `config.toml`, in effect for the next listing, thread and mention; the
+/// client is then sent `skills/changed`.
 pub async fn config_write(
     state: &ServerState,
     p: SkillsConfigWriteParams,
@@ -74,6 +76,11 @@ pub async fn config_write(
             SkillWriteError::Write(ConfigWriteError::Io { .. }) => RpcError::internal(e),
             SkillWriteError::Write(_) => RpcError::invalid_request(e.to_string()),
         })?;
+    // What this client listed is stale now (`enabled` changed): the same signal as an
+    // edit on disk, after the answer.
+    state.notify_after_answer(ServerNotification::SkillsChanged(
+        SkillsChangedNotification {},
+    ));
     Ok(SkillsConfigWriteResponse {
         effective_enabled: written.effective_enabled,
     })
