@@ -245,6 +245,7 @@ impl Projector {
             // This thread is itself a sub-agent: its parent's session shows it.
             | EventMsg::AgentOrigin { .. }
             | EventMsg::ContextLoaded { .. }
+            | EventMsg::SkillActivated { .. }
             // Asked as a permission of the `remember` call; its answer is the call's output.
             | EventMsg::MemoryProposed { .. }
             | EventMsg::MemoryAccepted { .. }

@@ -120,7 +120,8 @@ pub fn skill_commands(skills: &[Skill]) -> Vec<AvailableCommand> {
     let hint = AvailableCommandInput::Unstructured(UnstructuredCommandInput::new("what to do"));
     skills
         .iter()
-        .filter(|s| !COMMANDS.contains(&s.name.as_str()))
+        // A skill switched off (`[[skills.config]]`) cannot be attached, so is no command.
+        .filter(|s| s.enabled && !COMMANDS.contains(&s.name.as_str()))
         .map(|s| AvailableCommand::new(&s.name, &s.description).input(hint.clone()))
         .collect()
 }
@@ -139,7 +140,7 @@ pub fn skill_invocation(
     if COMMANDS.contains(&name) {
         return None;
     }
-    let skill = skills.iter().find(|s| s.name == name)?;
+    let skill = skills.iter().find(|s| s.enabled && s.name == name)?;
     let mut blocks = Vec::with_capacity(blocks.len());
     if !args.trim().is_empty() {
         blocks.push(ContentBlock::from(args.trim().to_owned()));

@@ -102,6 +102,8 @@ client_requests! {
         { params: PermissionProfileListParams, response: PermissionProfileListResponse };
     SkillsList => "skills/list", codex("SkillsListResponse"),
         { params: SkillsListParams, response: SkillsListResponse };
+    SkillsConfigWrite => "skills/config/write", codex("SkillsConfigWriteResponse"),
+        { params: skills::SkillsConfigWriteParams, response: skills::SkillsConfigWriteResponse };
     ConfigRequirementsRead => "configRequirements/read", codex("ConfigRequirementsReadResponse"),
         { params: AnyParams, response: ConfigRequirementsReadResponse };
     CollaborationModeList => "collaborationMode/list", CodexUnpublished,

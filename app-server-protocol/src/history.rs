@@ -70,8 +70,23 @@ pub struct ThreadReadParams {
 
 /// `thread/read` and `thread/unarchive`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
 pub struct ThreadResponse {
     pub thread: Thread,
+    /// rein's addition (`thread/read` with `includeTurns`): the skills the model opened
+    /// itself, each once, from the rollout. (A skill the user attached is the `skill` item
+    /// of its user message.)
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub rein_skills_used: Vec<crate::skills::SkillActivationInfo>,
+}
+
+impl ThreadResponse {
+    pub fn new(thread: Thread) -> Self {
+        Self {
+            thread,
+            rein_skills_used: Vec::new(),
+        }
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]

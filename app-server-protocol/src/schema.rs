@@ -52,6 +52,14 @@ pub fn all() -> Vec<(&'static str, Schema)> {
         ("SkillsListParams.json", schema_for!(SkillsListParams)),
         ("SkillsListResponse.json", schema_for!(SkillsListResponse)),
         (
+            "SkillsConfigWriteParams.json",
+            schema_for!(skills::SkillsConfigWriteParams),
+        ),
+        (
+            "SkillsConfigWriteResponse.json",
+            schema_for!(skills::SkillsConfigWriteResponse),
+        ),
+        (
             "ListMcpServerStatusResponse.json",
             schema_for!(ListMcpServerStatusResponse),
         ),

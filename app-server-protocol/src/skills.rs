@@ -68,3 +68,34 @@ pub struct SkillErrorInfo {
 /// `skills/changed`: an invalidation signal, with nothing in it (Codex's shape).
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct SkillsChangedNotification {}
+
+/// `skills/config/write`: switch a skill off or on, named by `path` (its `SKILL.md`, or its
+/// folder) or by `name`; exactly one of them.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct SkillsConfigWriteParams {
+    pub enabled: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub path: Option<String>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SkillsConfigWriteResponse {
+    /// Whether the skill is enabled once the entry is written.
+    pub effective_enabled: bool,
+}
+
+/// A skill a session used (`thread/read`'s `reinSkillsUsed`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SkillActivationInfo {
+    pub name: String,
+    /// The `SKILL.md` file.
+    pub path: String,
+    /// SHA-256 (hex) of its bytes as the thread's context read them.
+    pub sha256: String,
+    /// Opened by the model itself (not attached by the user).
+    pub implicit: bool,
+}

@@ -32,6 +32,9 @@ pub fn module(state: Arc<ServerState>) -> Result<Module, RegisterMethodError> {
         meta::permission_profiles(p)
     })?;
     add::<method::SkillsList, _, _>(&mut m, |s, p| async move { skills::list(&s, p).await })?;
+    add::<method::SkillsConfigWrite, _, _>(&mut m, |s, p| async move {
+        skills::config_write(&s, p).await
+    })?;
     add::<method::ConfigRequirementsRead, _, _>(&mut m, |_, p| async move {
         client_meta::config_requirements(p)
     })?;

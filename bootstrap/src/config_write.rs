@@ -6,7 +6,7 @@
 
 use std::path::{Path, PathBuf};
 
-use rein_config::{ConfigError, LoadOptions};
+use rein_config::{ConfigError, LoadOptions, ModelConfig};
 use sha2::{Digest, Sha256};
 use toml_edit::{DocumentMut, Item, Table, Value as TomlValue};
 
@@ -71,13 +71,18 @@ impl Kernel {
                 expected_version.as_deref(),
             )
         });
-        match join.await {
-            Ok(outcome) => outcome,
-            Err(e) => Err(ConfigWriteError::Io {
-                path: "config.toml".into(),
-                source: std::io::Error::other(e.to_string()),
-            }),
-        }
+        let (written, loaded) = join.await.map_err(joined)??;
+        // A `[[skills.config]]` edit takes effect for the next listing and thread.
+        self.set_skill_toggles(&loaded);
+        Ok(written)
+    }
+}
+
+/// A blocking write that panicked, as the error it is.
+pub(crate) fn joined(e: tokio::task::JoinError) -> ConfigWriteError {
+    ConfigWriteError::Io {
+        path: "config.toml".into(),
+        source: std::io::Error::other(e.to_string()),
     }
 }
 
@@ -93,7 +98,20 @@ fn write_blocking(
     file: Option<&Path>,
     edits: &[ConfigEdit],
     expected_version: Option<&str>,
-) -> Result<ConfigWritten, ConfigWriteError> {
+) -> Result<(ConfigWritten, ModelConfig), ConfigWriteError> {
+    edit_blocking(options, file, expected_version, &mut |doc| {
+        edits.iter().try_for_each(|edit| apply(doc, edit))
+    })
+}
+
+/// Edit the server's `config.toml` with `edit`, load the result (refusing an edit that
+/// does not load), and write it whole. Blocking file I/O.
+pub(crate) fn edit_blocking(
+    options: &LoadOptions,
+    file: Option<&Path>,
+    expected_version: Option<&str>,
+    edit: &mut dyn FnMut(&mut DocumentMut) -> Result<(), ConfigWriteError>,
+) -> Result<(ConfigWritten, ModelConfig), ConfigWriteError> {
     let path = options.home.join("config.toml");
     if let Some(file) = file {
         if !same_file(file, &path) {
@@ -118,12 +136,11 @@ fn write_blocking(
     let mut doc: DocumentMut = text
         .parse()
         .map_err(|e| ConfigWriteError::Unparsable(path.display().to_string(), e))?;
-    for edit in edits {
-        apply(&mut doc, edit)?;
-    }
+    edit(&mut doc)?;
     let edited = doc.to_string();
     let env = |k: &str| std::env::var(k).ok();
-    rein_config::resolve(&edited, &path, options, &env).map_err(ConfigWriteError::Invalid)?;
+    let loaded =
+        rein_config::resolve(&edited, &path, options, &env).map_err(ConfigWriteError::Invalid)?;
     if let Some(dir) = path.parent() {
         std::fs::create_dir_all(dir).map_err(io)?;
     }
@@ -134,10 +151,11 @@ fn write_blocking(
         std::fs::set_permissions(&tmp, meta.permissions()).map_err(io)?;
     }
     std::fs::rename(&tmp, &path).map_err(io)?;
-    Ok(ConfigWritten {
+    let written = ConfigWritten {
         path,
         version: config_version(&edited),
-    })
+    };
+    Ok((written, loaded))
 }
 
 /// `a` and `b` name the same file (which need not exist yet).

@@ -18,6 +18,7 @@ pub mod memory;
 pub mod replay;
 pub mod sessions;
 mod skills_tool;
+pub mod skills_write;
 
 /// What front ends show of skills (the loader itself stays behind [`Kernel::skills`]).
 pub use rein_context::skills;
@@ -88,8 +89,11 @@ pub struct Kernel {
     pub store: Arc<dyn SessionStore>,
     /// The MCP servers of `[mcp_servers]` (none in demo mode).
     pub mcp: Option<Arc<rein_mcp::McpManager>>,
-    /// How a new thread's context (`AGENTS.md`) is read from files.
+    /// How a new thread's context (`AGENTS.md`) is read from files; its skills' toggles
+    /// are those of [`Self::context_config`], which follow `skills/config/write`.
     pub context: ContextConfig,
+    /// `[[skills.config]]` as last loaded: at start, then after each config write.
+    skill_toggles: std::sync::RwLock<Vec<skills::SkillToggle>>,
     /// The user's and the projects' hooks (none in demo mode).
     pub hooks: Option<Arc<rein_hooks::UserHooks>>,
     /// The memory store of `$REIN_HOME` (`rein/memory/*` methods manage it even when `[memory]`
@@ -123,6 +127,7 @@ impl Kernel {
             store,
             mcp: None,
             context: ContextConfig::default(),
+            skill_toggles: Default::default(),
             hooks: None,
             load_options: None,
         }
@@ -169,7 +174,7 @@ impl Kernel {
 
     /// The skills a thread in `cwd` would have (`skills/list`), read on a blocking thread.
     pub async fn skills(&self, cwd: PathBuf) -> rein_context::SkillsOutcome {
-        list_skills(self.context.skills.clone(), cwd).await
+        list_skills(self.context_config().skills, cwd).await
     }
 
     /// Watch the skill roots of `cwds` (`skills/changed`): `changed` runs after each change
@@ -180,7 +185,7 @@ impl Kernel {
         cwds: Vec<PathBuf>,
         changed: impl Fn() + Send + 'static,
     ) -> Result<skills::watch::SkillsWatch, skills::watch::WatchError> {
-        let config = self.context.skills.clone();
+        let config = self.context_config().skills;
         tokio::task::spawn_blocking(move || skills::watch::watch(&config, &cwds, changed))
             .await
             .unwrap_or_else(|e| Err(skills::watch::WatchError::Setup(e.to_string())))
@@ -212,7 +217,7 @@ impl Kernel {
         if mentions.is_empty() && named.is_empty() {
             return Ok(Vec::new());
         }
-        let config = self.context.skills.clone();
+        let config = self.context_config().skills;
         let found = tokio::task::spawn_blocking(move || {
             let outcome = skills::load(&config, &cwd);
             let mentions: Vec<&str> = mentions.iter().map(String::as_str).collect();
@@ -322,6 +327,7 @@ pub fn bootstrap(
         manager.add_thread_tool_source(Arc::clone(mcp) as _);
     }
     let context = context_config(&home, config.as_ref(), options.no_project_doc, env);
+    let skill_toggles = std::sync::RwLock::new(context.skills.toggles.clone());
     Ok(Kernel {
         manager,
         home,
@@ -333,6 +339,7 @@ pub fn bootstrap(
         store,
         mcp,
         context,
+        skill_toggles,
         hooks,
         memory,
         load_options: reload_with,
@@ -400,6 +407,7 @@ fn context_config(
             rein_home: Some(home.to_owned()),
             home: env("HOME").filter(|h| !h.is_empty()).map(PathBuf::from),
             root_markers: settings.root_markers.clone(),
+            toggles: config.map(skills_write::skill_toggles).unwrap_or_default(),
             ..SkillsConfig::default()
         },
         project_doc: ProjectDocConfig {

@@ -65,7 +65,7 @@ impl Kernel {
         self.manager.check_strategy(strategy)?;
         let thread_id = ThreadId::new();
         // Read now, once: the thread keeps what it was told even when the files change.
-        let context = self.context.clone();
+        let context = self.context_config();
         let cwd = settings.cwd.clone();
         let window = self.models.context_window(&settings.model);
         let assembled =

@@ -2,11 +2,9 @@
 //! was given (2 % of the context window), so that no skill is dropped from reach. It
 //! searches the skills the thread was created with (names, descriptions, bodies).
 
-use std::sync::Arc;
-
 use futures::future::BoxFuture;
 use rein_context::skills::render::SEARCH_TOOL;
-use rein_context::skills::search::search;
+use rein_context::skills::search::SearchIndex;
 use rein_context::skills::Skill;
 use rein_core::tools::{Tool, ToolCall, ToolContext, ToolResult, ToolSpec};
 use serde::Deserialize;
@@ -16,14 +14,19 @@ const DEFAULT_LIMIT: usize = 10;
 const MAX_LIMIT: usize = 50;
 
 pub struct SearchSkills {
-    skills: Arc<[Skill]>,
+    skills: SearchIndex,
 }
 
 impl SearchSkills {
-    /// Over the skills the model may use on its own.
+    /// Over the skills the model may use on its own (enabled, not explicit-only).
     pub fn new(skills: impl IntoIterator<Item = Skill>) -> Self {
         Self {
-            skills: skills.into_iter().filter(|s| s.allow_implicit).collect(),
+            skills: SearchIndex::new(
+                skills
+                    .into_iter()
+                    .filter(|s| s.enabled && s.allow_implicit)
+                    .collect(),
+            ),
         }
     }
 }
@@ -63,7 +66,7 @@ impl Tool for SearchSkills {
                 Err(e) => return ToolResult::err(format!("invalid arguments: {e}")),
             };
             let limit = args.limit.unwrap_or(DEFAULT_LIMIT).clamp(1, MAX_LIMIT);
-            let found = search(&self.skills, &args.query, limit);
+            let found = self.skills.search(&args.query, limit);
             if found.is_empty() {
                 return ToolResult::ok(format!("No skill matches `{}`.", args.query));
             }

@@ -270,6 +270,16 @@ fn show_event(out: &mut impl Write, msg: &EventMsg) -> std::io::Result<()> {
         EventMsg::TurnFailed { message, .. } => writeln!(out, "  turn failed: {message}"),
         EventMsg::ThreadNamed { name } => writeln!(out, "  named: {name}"),
         EventMsg::MemoryModeSet { mode } => writeln!(out, "  memory: {}", mode.as_str()),
+        EventMsg::SkillActivated { skill, .. } => {
+            let short = skill.sha256.get(..12).unwrap_or(&skill.sha256);
+            let how = if skill.implicit { ", implicit" } else { "" };
+            writeln!(
+                out,
+                "  skill {} ({}, sha256 {short}{how})",
+                skill.name,
+                skill.path.display()
+            )
+        }
         _ => Ok(()),
     }
 }

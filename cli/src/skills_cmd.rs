@@ -55,10 +55,10 @@ pub async fn run(args: SkillsArgs) -> anyhow::Result<()> {
         println!("{}", serde_json::to_string(&entry)?);
     } else {
         for skill in &outcome.skills {
-            let invocation = if skill.allow_implicit {
-                ""
-            } else {
-                " (explicit only)"
+            let invocation = match (skill.enabled, skill.allow_implicit) {
+                (false, _) => " (disabled)",
+                (true, true) => "",
+                (true, false) => " (explicit only)",
             };
             println!(
                 "{}\t{}{invocation}\t{}\n\t{}",

@@ -76,6 +76,11 @@ pub enum ConfigError {
         config_path.display()
     )]
     HookContinuations { value: String, config_path: PathBuf },
+    #[error("{}: {problem}", config_path.display())]
+    SkillConfig {
+        problem: crate::skills::SkillConfigProblem,
+        config_path: PathBuf,
+    },
     #[error("could not set up the HTTP client: {0}")]
     HttpClient(#[source] Box<dyn std::error::Error + Send + Sync>),
 }

@@ -44,6 +44,7 @@ pub mod overrides;
 pub mod policy;
 pub mod project_doc;
 pub mod provider;
+pub mod skills;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -122,6 +123,9 @@ pub struct ConfigToml {
     /// `[goals]`.
     #[serde(default)]
     pub goals: goals::GoalsToml,
+    /// `[[skills.config]]`: skills switched on or off.
+    #[serde(default)]
+    pub skills: skills::SkillsToml,
 }
 
 #[derive(Clone, Debug, Default, Deserialize)]
@@ -186,6 +190,8 @@ pub struct ModelConfig {
     pub memory: memory::MemorySettings,
     /// `[goals]` as written (the kernel's defaults fill in the rest).
     pub goals: goals::GoalsToml,
+    /// `[[skills.config]]`, in file order (the last entry matching a skill decides).
+    pub skill_toggles: Vec<skills::SkillToggle>,
 }
 
 /// What to load: where, which profile, which overrides.
@@ -318,6 +324,13 @@ pub fn resolve(
         hook_continuations: hook_continuations(&file.hooks, path)?,
         memory: file.memory.resolve(),
         goals: file.goals.clone(),
+        skill_toggles: file
+            .skills
+            .resolve()
+            .map_err(|problem| ConfigError::SkillConfig {
+                problem,
+                config_path: path.to_owned(),
+            })?,
         hooks: file.hooks,
     })
 }

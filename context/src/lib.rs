@@ -15,7 +15,7 @@ pub mod skills;
 
 use std::path::Path;
 
-use rein_protocol::{ContextKind, ContextMessage, ContextRole, ThreadContext};
+use rein_protocol::{ContextKind, ContextMessage, ContextRole, SkillFile, ThreadContext};
 
 pub use hash::sha256_hex;
 pub use project_doc::ProjectDocConfig;
@@ -72,6 +72,17 @@ pub fn assemble(config: &ContextConfig, cwd: &Path, context_window: Option<u64>)
         });
     }
     context.sources = doc.sources;
+    // Opening one of these is its implicit activation (the kernel records it).
+    context.skills = skills
+        .skills
+        .iter()
+        .filter(|s| s.enabled)
+        .map(|s| SkillFile {
+            name: s.name.clone(),
+            path: s.path.clone(),
+            sha256: s.sha256.clone(),
+        })
+        .collect();
     Assembled {
         context,
         warnings,

@@ -18,12 +18,73 @@ pub struct ThreadContext {
     /// The files the messages were assembled from, in the order they were read.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub sources: Vec<ContextSource>,
+    /// The skills the thread could use (enabled ones) when it was created: a tool call
+    /// that reads one's `SKILL.md` is that skill's implicit activation
+    /// (`EventMsg::SkillActivated`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub skills: Vec<SkillFile>,
 }
 
 impl ThreadContext {
     pub fn is_empty(&self) -> bool {
-        self.messages.is_empty() && self.sources.is_empty()
+        self.messages.is_empty() && self.sources.is_empty() && self.skills.is_empty()
     }
+}
+
+/// A skill of the thread's context: its `SKILL.md` as read when the thread was created.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct SkillFile {
+    pub name: String,
+    pub path: PathBuf,
+    /// SHA-256 (hex) of the `SKILL.md` bytes read then.
+    pub sha256: String,
+}
+
+/// A skill a session used: attached by the user (explicit) or opened by the model
+/// (implicit).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct SkillActivation {
+    pub name: String,
+    pub path: PathBuf,
+    pub sha256: String,
+    pub implicit: bool,
+}
+
+/// Which of `skills` the call described by `action` reads, if any: a file tool's read, or
+/// a command that shows the file (`cat`, `sed -n`, ...; a relative path is taken from the
+/// command's cwd). Paths are compared after removing `.` and `..` lexically: no file is
+/// touched.
+pub fn skill_read<'a>(
+    skills: &'a [SkillFile],
+    action: &crate::ToolAction,
+) -> Option<&'a SkillFile> {
+    let find = |path: &std::path::Path| {
+        let path = normalize(path);
+        skills.iter().find(|s| normalize(&s.path) == path)
+    };
+    match action {
+        crate::ToolAction::Read { path } => find(path),
+        crate::ToolAction::Exec { commands, cwd, .. } => commands.iter().find_map(|c| match c {
+            crate::CommandAction::Read { path, .. } => find(&cwd.join(path)),
+            _ => None,
+        }),
+        _ => None,
+    }
+}
+
+fn normalize(path: &std::path::Path) -> PathBuf {
+    use std::path::Component;
+    let mut out = PathBuf::new();
+    for part in path.components() {
+        match part {
+            Component::CurDir => {}
+            Component::ParentDir => {
+                out.pop();
+            }
+            other => out.push(other),
+        }
+    }
+    out
 }
 
 /// One message of the prefix.

@@ -241,6 +241,13 @@ pub enum EventMsg {
         call_id: String,
         delta: String,
     },
+    /// The model opened a skill's `SKILL.md` (the call `call_id` read it): an implicit
+    /// activation of that skill. `sha256` is the file's as the thread's context read it.
+    /// (An explicit one is the `skill` part of the user message.)
+    SkillActivated {
+        call_id: String,
+        skill: crate::context::SkillActivation,
+    },
     /// A tool call ended; `outcome` is what its tool reports it did (absent in rollouts
     /// written before tools reported outcomes).
     ToolCallEnd {

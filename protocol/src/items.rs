@@ -28,6 +28,10 @@ pub enum InputPart {
         /// SHA-256 (hex) of the `SKILL.md` bytes read.
         sha256: String,
         text: String,
+        /// The tools the skill allows (its `allowed-tools`, as rein's tool names): the
+        /// turn this input starts offers only these (empty: the skill narrows nothing).
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        allowed_tools: Vec<String>,
     },
 }
 

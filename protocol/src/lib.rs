@@ -33,7 +33,8 @@ pub use client_request::{
     ClientRequest, ClientResponse, ElicitationAction, Question, QuestionOption, SessionGrant,
 };
 pub use context::{
-    ContextKind, ContextMessage, ContextRole, ContextSource, ContextSourceKind, ThreadContext,
+    skill_read, ContextKind, ContextMessage, ContextRole, ContextSource, ContextSourceKind,
+    SkillActivation, SkillFile, ThreadContext,
 };
 pub use event::{
     ApprovalOutcome, CompactionTrigger, ErrorCode, Event, EventMsg, FileChangeKind, FileDiff,

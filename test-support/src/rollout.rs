@@ -194,6 +194,11 @@ pub fn every_variant_thread() -> ThreadScript {
                 text: "# AGENTS.md instructions for /work/project\n\n<INSTRUCTIONS>\nBe brief.\n</INSTRUCTIONS>".into(),
             }],
             sources: Vec::new(),
+            skills: vec![rein_protocol::SkillFile {
+                name: "pdf".into(),
+                path: PathBuf::from("/work/project/.agents/skills/pdf/SKILL.md"),
+                sha256: "ab".repeat(32),
+            }],
         },
     });
     s.push(EventMsg::AgentOrigin {
@@ -273,6 +278,15 @@ pub fn every_variant_thread() -> ThreadScript {
         }],
     });
     s.tool_call("c-big", Some("line of output\n".repeat(10_000)));
+    s.push(EventMsg::SkillActivated {
+        call_id: "c-big".into(),
+        skill: rein_protocol::SkillActivation {
+            name: "pdf".into(),
+            path: PathBuf::from("/work/project/.agents/skills/pdf/SKILL.md"),
+            sha256: "ab".repeat(32),
+            implicit: true,
+        },
+    });
     s.push(EventMsg::ClientRequested {
         request_id: "a1".into(),
         call_id: "c-big".into(),

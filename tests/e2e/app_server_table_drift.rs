@@ -28,7 +28,13 @@ fn fixture(file: &str) -> Value {
 
 /// Fields rein sends beyond Codex's, each an addition its doc explains: Codex clients
 /// ignore fields they do not know.
-const REIN_ADDITIONS: &[(&str, &str)] = &[("initialize", "reinSandbox")];
+const REIN_ADDITIONS: &[(&str, &str)] = &[
+    ("initialize", "reinSandbox"),
+    // The skills the model opened itself (docs/skills.md); `ThreadResponse` answers all three.
+    ("thread/read", "reinSkillsUsed"),
+    ("thread/unarchive", "reinSkillsUsed"),
+    ("thread/rollback", "reinSkillsUsed"),
+];
 
 /// Params rein reads beyond Codex's, each an addition its doc explains: Codex clients
 /// never send them, so they change nothing for them.

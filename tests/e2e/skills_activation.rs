@@ -156,7 +156,7 @@ fn a_skill_item_attaches_its_file_and_the_session_remembers_which_bytes() {
 }
 
 /// SHA-256 in hex of `path`'s bytes, by coreutils' `sha256sum` (not rein's own hashing).
-fn sha256sum(path: &std::path::Path) -> String {
+pub(crate) fn sha256sum(path: &std::path::Path) -> String {
     let out = std::process::Command::new("sha256sum")
         .arg(path)
         .output()

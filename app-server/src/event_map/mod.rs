@@ -125,6 +125,7 @@ impl EventMapper {
             | EventMsg::SettingsChanged { .. }
             | EventMsg::AgentOrigin { .. }
             | EventMsg::ContextLoaded { .. }
+            | EventMsg::SkillActivated { .. }
             | EventMsg::AgentSpawned { .. }
             | EventMsg::AgentTasked { .. }
             | EventMsg::AgentClosed { .. }

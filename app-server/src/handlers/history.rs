@@ -4,6 +4,7 @@
 
 use std::path::PathBuf;
 
+use rein_app_server_protocol::skills::SkillActivationInfo;
 use rein_app_server_protocol::{
     EmptyResponse, ServerNotification, SortDirection, Thread, ThreadForkParams,
     ThreadIdNotification, ThreadIdParams, ThreadListParams, ThreadListResponse, ThreadReadParams,
@@ -327,7 +328,7 @@ pub async fn list(
 
 pub async fn read(state: &ServerState, p: ThreadReadParams) -> Result<ThreadResponse, RpcError> {
     let id = thread_id(&p.thread_id)?;
-    let mut thread = match state.threads.get(id) {
+    let thread = match state.threads.get(id) {
         Some(loaded) => loaded.meta().to_wire(),
         None => {
             let e = entry(state, id)
@@ -336,10 +337,22 @@ pub async fn read(state: &ServerState, p: ThreadReadParams) -> Result<ThreadResp
             stored_thread(state, &e).await
         }
     };
+    let mut response = ThreadResponse::new(thread);
     if p.include_turns {
-        thread.turns = turns_from_state(&folded_state(state, id).await?);
+        let folded = folded_state(state, id).await?;
+        response.thread.turns = turns_from_state(&folded);
+        response.rein_skills_used = folded
+            .skills_used
+            .iter()
+            .map(|s| SkillActivationInfo {
+                name: s.name.clone(),
+                path: s.path.display().to_string(),
+                sha256: s.sha256.clone(),
+                implicit: s.implicit,
+            })
+            .collect();
     }
-    Ok(ThreadResponse { thread })
+    Ok(response)
 }
 
 pub async fn turns_list(
@@ -416,7 +429,5 @@ pub async fn unarchive(state: &ServerState, p: ThreadIdParams) -> Result<ThreadR
     state.notify_after_answer(ServerNotification::ThreadUnarchived(ThreadIdNotification {
         thread_id: thread.to_string(),
     }));
-    Ok(ThreadResponse {
-        thread: stored_thread(state, &e).await,
-    })
+    Ok(ThreadResponse::new(stored_thread(state, &e).await))
 }

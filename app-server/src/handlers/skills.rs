@@ -8,8 +8,12 @@ use std::path::PathBuf;
 use rein_app_server_protocol::meta::{SkillsListEntry, SkillsListParams, SkillsListResponse};
 use rein_app_server_protocol::skills::{
     SkillDependencies, SkillErrorInfo, SkillInterface, SkillMetadata, SkillToolDependency,
+    SkillsChangedNotification, SkillsConfigWriteParams, SkillsConfigWriteResponse,
 };
+use rein_app_server_protocol::ServerNotification;
+use rein_bootstrap::config_write::ConfigWriteError;
 use rein_bootstrap::skills::{Skill, SkillsOutcome};
+use rein_bootstrap::skills_write::{SkillTarget, SkillWriteError};
 
 use crate::dispatch::ServerState;
 use crate::error::RpcError;
@@ -41,6 +45,45 @@ pub async fn list(
     // From now on a change under these directories' skill folders is `skills/changed`.
     crate::skills_watch::watch(state, paths).await;
     Ok(SkillsListResponse { data })
+}
+
+/// `skills/config/write {path | name, enabled}`: a `[[skills.config]]` entry of the
+/// server's `config.toml`, in effect for the next listing, thread and mention; the
+/// client is then sent `skills/changed`.
+pub async fn config_write(
+    state: &ServerState,
+    p: SkillsConfigWriteParams,
+) -> Result<SkillsConfigWriteResponse, RpcError> {
+    let target = match (p.path, p.name) {
+        (Some(path), None) => SkillTarget::Path(PathBuf::from(path)),
+        (None, Some(name)) => SkillTarget::Name(name),
+        _ => {
+            return Err(RpcError::invalid_params(
+                "give `path` or `name` of the skill, not both and not neither",
+                Some("path".into()),
+            ))
+        }
+    };
+    let written = state
+        .kernel
+        .write_skill_config(target, p.enabled)
+        .await
+        .map_err(|e| match &e {
+            SkillWriteError::RelativePath(_) | SkillWriteError::NotASkill(_) => {
+                RpcError::invalid_params(&e, Some("path".into()))
+            }
+            SkillWriteError::EmptyName => RpcError::invalid_params(&e, Some("name".into())),
+            SkillWriteError::Write(ConfigWriteError::Io { .. }) => RpcError::internal(e),
+            SkillWriteError::Write(_) => RpcError::invalid_request(e.to_string()),
+        })?;
+    // What this client listed is stale now (`enabled` changed): the same signal as an
+    // edit on disk, after the answer.
+    state.notify_after_answer(ServerNotification::SkillsChanged(
+        SkillsChangedNotification {},
+    ));
+    Ok(SkillsConfigWriteResponse {
+        effective_enabled: written.effective_enabled,
+    })
 }
 
 /// One directory's skills and errors as Codex lists them (`rein skills list --json` too).
@@ -88,7 +131,6 @@ fn metadata(skill: &Skill) -> SkillMetadata {
         }),
         path: skill.path.display().to_string(),
         scope: skill.scope.as_str().to_owned(),
-        // No skill is disabled yet (`skills/config/write` is not implemented).
-        enabled: true,
+        enabled: skill.enabled,
     }
 }

@@ -234,7 +234,7 @@ impl Pump {
                 Ok(folded) => {
                     let mut thread = self.thread.meta().to_wire();
                     thread.turns = turns_from_state(&folded);
-                    Ok(ThreadResponse { thread })
+                    Ok(ThreadResponse::new(thread))
                 }
                 Err(e) => Err(RpcError::invalid_request(e.to_string())),
             },

@@ -12,10 +12,14 @@ pub async fn reread(input: &[InputPart]) -> Vec<InputPart> {
     for part in input {
         let now = match part {
             InputPart::Skill {
-                name, path, sha256, ..
+                name,
+                path,
+                sha256,
+                allowed_tools,
+                ..
             } => match tokio::fs::read(path).await {
                 Ok(bytes) => {
-                    let now = part_of(name, path, &bytes);
+                    let now = part_of(name, path, &bytes, allowed_tools.clone());
                     match &now {
                         InputPart::Skill { sha256: new, .. } if new != sha256 => Some(now),
                         _ => None,

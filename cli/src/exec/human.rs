@@ -380,6 +380,7 @@ impl<W: Write> HumanProgress<W> {
             EventMsg::SettingsChanged { .. }
             | EventMsg::AgentOrigin { .. }
             | EventMsg::ContextLoaded { .. }
+            | EventMsg::SkillActivated { .. }
             | EventMsg::AgentSpawned { .. }
             | EventMsg::AgentTasked { .. }
             | EventMsg::AgentClosed { .. }

@@ -241,6 +241,7 @@ impl JsonlMapper {
             EventMsg::SettingsChanged { .. }
             | EventMsg::AgentOrigin { .. }
             | EventMsg::ContextLoaded { .. }
+            | EventMsg::SkillActivated { .. }
             | EventMsg::AgentSpawned { .. }
             | EventMsg::AgentTasked { .. }
             | EventMsg::AgentClosed { .. }

@@ -29,13 +29,20 @@ pub fn mentions(text: &str) -> Vec<&str> {
 /// The input part that attaches `skill`, its `SKILL.md` read now as `bytes`: the text the
 /// model reads and the activation's record (name, path, hash).
 pub fn part(skill: &Skill, bytes: &[u8]) -> InputPart {
-    part_of(&skill.name, &skill.path, bytes)
+    part_of(
+        &skill.name,
+        &skill.path,
+        bytes,
+        rein_tools_of(&skill.allowed_tools),
+    )
 }
 
-/// The input part attaching the skill `name` whose `SKILL.md` at `path` holds `bytes`.
-pub fn part_of(name: &str, path: &Path, bytes: &[u8]) -> InputPart {
+/// The input part attaching the skill `name` whose `SKILL.md` at `path` holds `bytes`
+/// and which allows `allowed_tools` (rein's names; empty: every tool).
+pub fn part_of(name: &str, path: &Path, bytes: &[u8], allowed_tools: Vec<String>) -> InputPart {
     let contents = String::from_utf8_lossy(bytes);
     InputPart::Skill {
+        allowed_tools,
         name: name.to_owned(),
         path: path.to_owned(),
         sha256: crate::hash::sha256_hex(bytes),
@@ -45,6 +52,31 @@ pub fn part_of(name: &str, path: &Path, bytes: &[u8]) -> InputPart {
             contents.trim_end()
         ),
     }
+}
+
+/// rein's tools for a skill's `allowed-tools` (Claude Code's names, a rule's pattern such
+/// as `Bash(git:*)` taken as its tool; rein's own names as they are), each once. A name
+/// neither knows is kept: it matches no tool, so it offers nothing.
+pub fn rein_tools_of(allowed: &[String]) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for entry in allowed {
+        let tool = entry.split('(').next().unwrap_or(entry).trim();
+        let rein: &[&str] = match tool {
+            "Bash" => &["shell", "write_stdin"],
+            "Read" => &["read_file"],
+            "Grep" => &["grep"],
+            "Glob" | "LS" => &["list_dir"],
+            "Edit" | "MultiEdit" | "Write" | "NotebookEdit" => &["apply_patch"],
+            "TodoWrite" => &["update_plan"],
+            other => &[other][..],
+        };
+        for name in rein {
+            if !name.is_empty() && !out.iter().any(|o| o == name) {
+                out.push((*name).to_owned());
+            }
+        }
+    }
+    out
 }
 
 /// Why a skill a client named (Codex's `skill` input item) cannot be attached.
@@ -219,6 +251,17 @@ mod tests {
             resolve(&outcome, dir.path(), &elsewhere, &[]),
             Err(AttachError::OtherPath { .. })
         ));
+    }
+
+    #[test]
+    fn claude_tool_names_become_reins_each_once_and_unknown_ones_match_nothing() {
+        let allowed: Vec<String> = ["Read", "Bash(git:*)", "Edit", "Write", "shell", "Nope"]
+            .map(str::to_owned)
+            .to_vec();
+        assert_eq!(
+            rein_tools_of(&allowed),
+            ["read_file", "shell", "write_stdin", "apply_patch", "Nope"]
+        );
     }
 
     #[test]

@@ -13,13 +13,17 @@
 pub mod attach;
 mod parse;
 pub mod render;
+#[cfg(test)]
+mod scale_tests;
 mod scan;
 pub mod search;
+pub mod toggle;
 pub mod watch;
 
 use std::path::{Path, PathBuf};
 
 pub use render::{render_list, RenderedList, DEFAULT_CHAR_BUDGET};
+pub use toggle::{SkillSelector, SkillToggle};
 
 /// Codex's bounds on one root's scan.
 pub const MAX_SCAN_DEPTH: usize = 6;
@@ -39,6 +43,8 @@ pub struct SkillsConfig {
     pub root_markers: Vec<String>,
     pub max_depth: usize,
     pub max_dirs: usize,
+    /// `[[skills.config]]`: skills switched off or on, in file order.
+    pub toggles: Vec<SkillToggle>,
 }
 
 impl Default for SkillsConfig {
@@ -51,6 +57,7 @@ impl Default for SkillsConfig {
             root_markers: vec![".git".into()],
             max_depth: MAX_SCAN_DEPTH,
             max_dirs: MAX_SCAN_DIRS,
+            toggles: Vec::new(),
         }
     }
 }
@@ -132,10 +139,15 @@ pub struct Skill {
     pub dependencies: Option<Vec<ToolDependency>>,
     /// False: only an explicit mention attaches it (it is not in the model's list).
     pub allow_implicit: bool,
+    /// False: switched off by `[[skills.config]]`: listed, but neither offered to the
+    /// model nor attachable.
+    pub enabled: bool,
     /// Claude's `allowed-tools`.
     pub allowed_tools: Vec<String>,
     /// The text after the front matter (what `search_skills` searches besides names).
     pub body: String,
+    /// SHA-256 (hex) of the `SKILL.md` bytes read.
+    pub sha256: String,
 }
 
 /// A skill that could not be read.
@@ -154,14 +166,14 @@ pub struct SkillsOutcome {
 }
 
 impl SkillsOutcome {
-    /// The skills the model may use on its own.
+    /// The skills the model may use on its own (enabled, not explicit-only).
     pub fn implicit(&self) -> impl Iterator<Item = &Skill> {
-        self.skills.iter().filter(|s| s.allow_implicit)
+        self.skills.iter().filter(|s| s.enabled && s.allow_implicit)
     }
 
-    /// The skill `$name` means: the first of that name, implicit or not.
+    /// The skill `$name` means: the first enabled one of that name, implicit or not.
     pub fn find(&self, name: &str) -> Option<&Skill> {
-        self.skills.iter().find(|s| s.name == name)
+        self.skills.iter().find(|s| s.enabled && s.name == name)
     }
 }
 
@@ -227,5 +239,6 @@ pub fn load(config: &SkillsConfig, cwd: &Path) -> SkillsOutcome {
     for root in roots(config, cwd) {
         scan::scan_root(&root, config.max_depth, config.max_dirs, &mut outcome);
     }
+    toggle::apply(&config.toggles, &mut outcome.skills);
     outcome
 }

@@ -76,8 +76,10 @@ pub(super) fn parse_skill(
         interface,
         dependencies,
         allow_implicit,
+        enabled: true,
         allowed_tools,
         body: body.to_owned(),
+        sha256: crate::sha256_hex(text.as_bytes()),
     })
 }
 

@@ -125,6 +125,8 @@ pub struct ThreadState {
     pub goal: GoalState,
     /// Whether this thread uses memory (`MemoryModeSet`; enabled until one says otherwise).
     pub memory_mode: rein_protocol::ThreadMemoryMode,
+    /// The skills the model opened itself (`SkillActivated`), each once, in order.
+    pub skills_used: Vec<rein_protocol::SkillActivation>,
     /// Sequence number of the last event applied.
     pub last_seq: Option<u64>,
 }
@@ -195,6 +197,11 @@ impl ThreadState {
                 self.context = Some(context.clone());
             }
             EventMsg::AgentOrigin { origin } => self.agent = Some(origin.clone()),
+            EventMsg::SkillActivated { skill, .. } => {
+                if !self.skills_used.contains(skill) {
+                    self.skills_used.push(skill.clone());
+                }
+            }
             EventMsg::AgentSpawned {
                 thread_id,
                 nickname,

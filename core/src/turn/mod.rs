@@ -39,6 +39,8 @@ pub(crate) struct TurnContext {
     pub settings: Arc<ThreadSettings>,
     /// Sent before the history in every request: the thread's `ContextLoaded` prefix.
     pub prefix: Arc<[Arc<Item>]>,
+    /// The skills of the thread's context: a call reading one's `SKILL.md` activates it.
+    pub skills: Arc<[rein_protocol::SkillFile]>,
     pub model: Arc<dyn ModelClient>,
     /// Where requests go once `model` has failed recoverably past its retries.
     pub fallback: Option<Fallback>,
@@ -51,6 +53,9 @@ pub(crate) struct TurnContext {
     pub withheld: &'static [&'static str],
     /// When set, the only tools this turn is offered (a memory extraction: `remember`).
     pub offered_only: Option<&'static [&'static str]>,
+    /// Only these tools are offered, when the turn's input attached skills that allow
+    /// only some (their `allowed-tools`, together); `None`: no such skill.
+    pub allowed_tools: Option<Arc<[String]>>,
     pub parallel_tool_calls: bool,
     /// The structured-output schema the turn's input asked for.
     pub output_schema: Option<Arc<serde_json::Value>>,

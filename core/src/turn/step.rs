@@ -33,6 +33,8 @@ pub(crate) struct StepContext {
     pub settings: Arc<ThreadSettings>,
     /// Sent before the history: the thread's fixed prefix.
     pub prefix: Arc<[Arc<Item>]>,
+    /// The thread's skills: a call reading one's `SKILL.md` is recorded as its activation.
+    pub skills: Arc<[rein_protocol::SkillFile]>,
     pub parallel_tool_calls: bool,
     pub prompt_cache_key: String,
     /// Stream nothing to clients (a compaction's summary is not an agent message).
@@ -46,22 +48,29 @@ pub(crate) struct StepContext {
 
 impl StepContext {
     pub(crate) fn freeze(turn: &TurnContext) -> Self {
+        let tools = match (turn.withheld, turn.offered_only) {
+            (_, Some(only)) => {
+                let names: Vec<String> = only.iter().map(|n| (*n).to_owned()).collect();
+                Arc::new(turn.tools.sources.freeze().only(&names))
+            }
+            ([], None) => turn.tools.sources.freeze(),
+            (super::ALL_TOOLS, None) => Arc::new(ToolSet::empty()),
+            (withheld, None) => Arc::new(turn.tools.sources.freeze().without(withheld)),
+        };
         Self {
             model_name: turn.settings.model.clone(),
             model: Arc::clone(&turn.model),
             fallback: turn.fallback.clone(),
-            tools: match (turn.withheld, turn.offered_only) {
-                (_, Some(only)) => {
-                    let names: Vec<String> = only.iter().map(|n| (*n).to_owned()).collect();
-                    Arc::new(turn.tools.sources.freeze().only(&names))
-                }
-                ([], None) => turn.tools.sources.freeze(),
-                (super::ALL_TOOLS, None) => Arc::new(ToolSet::empty()),
-                (withheld, None) => Arc::new(turn.tools.sources.freeze().without(withheld)),
+            // A skill the user attached that allows only some tools: only those, at
+            // every step of its turn.
+            tools: match &turn.allowed_tools {
+                Some(allowed) => Arc::new(tools.only(allowed)),
+                None => tools,
             },
             thread_tools: Arc::clone(&turn.tools),
             settings: Arc::clone(&turn.settings),
             prefix: Arc::clone(&turn.prefix),
+            skills: Arc::clone(&turn.skills),
             parallel_tool_calls: turn.parallel_tool_calls,
             prompt_cache_key: turn.thread_id.to_string(),
             silent: false,
@@ -82,6 +91,7 @@ impl StepContext {
             thread_tools: Arc::clone(&self.thread_tools),
             settings: Arc::clone(&self.settings),
             prefix: Arc::clone(&self.prefix),
+            skills: Arc::default(),
             parallel_tool_calls: false,
             prompt_cache_key: self.prompt_cache_key.clone(),
             silent: true,

@@ -261,7 +261,7 @@ pub(crate) async fn run_calls(
         let fut = start(&call, launch, after);
         if !step.parallel_tool_calls {
             let (result, took) = fut.await;
-            on_finished(report(sink, call, action, result, took));
+            on_finished(report(step, sink, call, action, result, took));
             continue;
         }
         running.push_back(
@@ -273,11 +273,12 @@ pub(crate) async fn run_calls(
         );
     }
     while let Some((call, action, result, took)) = running.next().await {
-        on_finished(report(sink, call, action, result, took));
+        on_finished(report(step, sink, call, action, result, took));
     }
 }
 
 fn report(
+    step: &StepContext,
     sink: &TurnSink,
     call: ToolCall,
     action: ToolAction,
@@ -291,6 +292,22 @@ fn report(
         duration_ms,
         outcome: Some(result.outcome.clone()),
     });
+    // The model opened a skill's SKILL.md itself: that skill is in use (implicitly).
+    if let Some(skill) = result
+        .success
+        .then(|| rein_protocol::skill_read(&step.skills, &action))
+        .flatten()
+    {
+        sink.emit(EventMsg::SkillActivated {
+            call_id: call.call_id.clone(),
+            skill: rein_protocol::SkillActivation {
+                name: skill.name.clone(),
+                path: skill.path.clone(),
+                sha256: skill.sha256.clone(),
+                implicit: true,
+            },
+        });
+    }
     Finished {
         facts: ToolFacts {
             action,

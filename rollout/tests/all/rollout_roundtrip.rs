@@ -48,6 +48,7 @@ fn variant(msg: &EventMsg) -> &'static str {
         EventMsg::HookCompleted { .. } => "HookCompleted",
         EventMsg::ToolOutputDelta { .. } => "ToolOutputDelta",
         EventMsg::ToolCallEnd { .. } => "ToolCallEnd",
+        EventMsg::SkillActivated { .. } => "SkillActivated",
         EventMsg::ClientRequested { .. } => "ClientRequested",
         EventMsg::ClientRequestResolved { .. } => "ClientRequestResolved",
         EventMsg::TokenCount { .. } => "TokenCount",

@@ -154,6 +154,12 @@ impl SubmissionLoop {
                 } else {
                     Arc::clone(&self.state.prefix)
                 },
+                skills: self
+                    .state
+                    .context
+                    .as_ref()
+                    .map(|c| c.skills.as_slice().into())
+                    .unwrap_or_default(),
                 model,
                 fallback,
                 vision,
@@ -161,6 +167,7 @@ impl SubmissionLoop {
                 // A thread with memory disabled neither recalls nor offers `remember`.
                 withheld: if memory_on { &[] } else { MEMORY_TOOLS },
                 offered_only: None,
+                allowed_tools: None,
                 parallel_tool_calls: self.services.config.parallel_tool_calls,
                 output_schema,
                 advisor,
@@ -226,7 +233,8 @@ impl SubmissionLoop {
         }
     }
 
-    /// Start a regular turn with `inputs` as its first user messages.
+    /// Start a regular turn with `inputs` as its first user messages; a skill they attach
+    /// that allows only some tools narrows the turn's tools to those.
     pub(super) fn start_turn(
         &mut self,
         turn_id: TurnId,
@@ -244,6 +252,7 @@ impl SubmissionLoop {
             // A memory extraction proposes memories, nothing else.
             opened.context.offered_only = Some(MEMORY_TOOLS);
         }
+        opened.context.allowed_tools = skills_allowed_tools(&inputs);
         let mut mail = mail_ids(&inputs);
         mail.retain(|id| {
             self.state
@@ -380,4 +389,22 @@ impl SubmissionLoop {
         self.spawn(opened, task.run());
         Ok(())
     }
+}
+
+/// The tools the skills attached to `inputs` allow, together (each once), when one of them
+/// allows only some; a skill without `allowed-tools` narrows nothing.
+fn skills_allowed_tools(inputs: &[PendingEntry]) -> Option<Arc<[String]>> {
+    let mut allowed: Vec<String> = Vec::new();
+    let mut narrowed = false;
+    for part in inputs.iter().flat_map(|e| &e.items) {
+        if let rein_protocol::InputPart::Skill { allowed_tools, .. } = part {
+            narrowed |= !allowed_tools.is_empty();
+            for tool in allowed_tools {
+                if !allowed.contains(tool) {
+                    allowed.push(tool.clone());
+                }
+            }
+        }
+    }
+    narrowed.then(|| allowed.into())
 }
