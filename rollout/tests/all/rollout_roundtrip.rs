@@ -77,7 +77,7 @@ fn variant(msg: &EventMsg) -> &'static str {
     }
 }
 
-const ALL_VARIANTS: usize = 50;
+const ALL_VARIANTS: usize = 51;
 
 fn meta_for(thread: ThreadId) -> SessionMeta {
     SessionMeta::new(
