@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use agent_client_protocol::v1::schema::{
     CreateTerminalRequest, EnvVariable, KillTerminalRequest, ReleaseTerminalRequest, SessionId,
-    TerminalId, TerminalOutputRequest, WaitForTerminalExitRequest,
+    TerminalExitStatus, TerminalId, TerminalOutputRequest, WaitForTerminalExitRequest,
 };
 use agent_client_protocol::v1::ConnectionTo;
 use agent_client_protocol::Client;
@@ -43,23 +43,9 @@ pub async fn run(
             message: "the command is empty".to_owned(),
         });
     };
-    let env = run
-        .env
-        .iter()
-        .map(|(name, value)| EnvVariable::new(name.clone(), value.clone()))
-        .collect();
-    let create = CreateTerminalRequest::new(run.session.clone(), program.clone())
-        .args(args.to_vec())
-        .env(env)
-        .cwd(run.cwd.clone())
-        .output_byte_limit(run.output_byte_limit);
-    let created = cx.send_request(create).block_task();
-    let terminal = tokio::select! {
-        created = created => match created {
-            Ok(created) => created.terminal_id,
-            Err(e) => return Some(failed(&e)),
-        },
-        _ = &mut *stopped => return None,
+    let terminal = match create(cx, &run, program, args, stopped).await? {
+        Ok(terminal) => terminal,
+        Err(failure) => return Some(failure),
     };
     // Sent before the thread can hear the answer, and the pump takes commands before
     // events: the card knows its terminal before the call's end reaches it.
@@ -100,6 +86,19 @@ pub async fn run(
             (None, true)
         }
     };
+    output_of(cx, &terminal, &run, status, timed_out, stopped).await
+}
+
+/// What the terminal printed and how it exited, as the thread hears it; `None` when the
+/// thread stopped waiting. The terminal is released either way.
+async fn output_of(
+    cx: &ConnectionTo<Client>,
+    terminal: &Terminal,
+    run: &Run,
+    status: Option<TerminalExitStatus>,
+    timed_out: bool,
+    stopped: &mut oneshot::Receiver<()>,
+) -> Option<ClientResponse> {
     let output = cx
         .send_request(TerminalOutputRequest::new(
             run.session.clone(),
@@ -130,6 +129,32 @@ pub async fn run(
         signal: status.signal,
         timed_out,
     })
+}
+
+/// Ask the editor to create the terminal: its id, the failure to answer the thread with,
+/// or `None` when the thread stopped waiting.
+async fn create(
+    cx: &ConnectionTo<Client>,
+    run: &Run,
+    program: &str,
+    args: &[String],
+    stopped: &mut oneshot::Receiver<()>,
+) -> Option<Result<TerminalId, ClientResponse>> {
+    let env = run
+        .env
+        .iter()
+        .map(|(name, value)| EnvVariable::new(name.clone(), value.clone()))
+        .collect();
+    let create = CreateTerminalRequest::new(run.session.clone(), program.to_owned())
+        .args(args.to_vec())
+        .env(env)
+        .cwd(run.cwd.clone())
+        .output_byte_limit(run.output_byte_limit);
+    let created = cx.send_request(create).block_task();
+    tokio::select! {
+        created = created => Some(created.map(|c| c.terminal_id).map_err(|e| failed(&e))),
+        _ = &mut *stopped => None,
+    }
 }
 
 /// The last `limit` bytes of `text` at most (from a character boundary), as ACP's own

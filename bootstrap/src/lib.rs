@@ -306,20 +306,9 @@ pub fn bootstrap(
     if let Some(hooks) = &hooks {
         builder = builder.hooks(Arc::clone(hooks) as Arc<dyn rein_core::hooks::Hooks>);
     }
-    let memory: Arc<dyn rein_core::memory::MemoryStore> =
-        Arc::new(rein_rollout::memory::SqliteMemoryStore::in_home(&home));
-    if let Some(settings) = config.as_ref().map(|c| &c.memory).filter(|m| m.enabled) {
-        let mut memory = rein_core::memory::Memory::new(
-            Arc::clone(&memory),
-            rein_core::memory::MemoryPolicy {
-                consent: settings.consent,
-                max_tokens: settings.max_tokens,
-                max_unused_days: settings.max_unused_days,
-                extract_every: settings.extract_every,
-            },
-        );
-        memory.clock = crate::memory::now_ms;
-        builder = builder.memory(memory);
+    let (memory, kernel_memory) = memory::wire(&home, config.as_ref().map(|c| &c.memory));
+    if let Some(kernel_memory) = kernel_memory {
+        builder = builder.memory(kernel_memory);
     }
     let manager = builder.build_shared();
     let mcp = config.as_ref().map(mcp_manager);

@@ -231,6 +231,40 @@ pub fn load(
     resolve(&text, &path, options, env)
 }
 
+/// Refused unless `id` is one of `providers`, naming the known ones.
+fn known_provider(
+    providers: &BTreeMap<String, ProviderInfo>,
+    id: &str,
+    path: &Path,
+) -> Result<(), ConfigError> {
+    if providers.contains_key(id) {
+        return Ok(());
+    }
+    Err(ConfigError::UnknownProvider {
+        id: id.to_owned(),
+        known: join_keys(providers),
+        config_path: path.to_owned(),
+    })
+}
+
+/// The profile `name` of the file, or an error naming the known ones.
+fn profile_named(file: &ConfigToml, name: &str, path: &Path) -> Result<ProfileToml, ConfigError> {
+    file.profiles
+        .get(name)
+        .cloned()
+        .ok_or_else(|| ConfigError::UnknownProfile {
+            name: name.to_owned(),
+            known: join_keys(&file.profiles),
+            config_path: path.to_owned(),
+        })
+}
+
+/// `model_instructions_file`, relative to the configuration file's directory.
+fn read_instructions(config_path: &Path, file: &Path) -> Result<String, ConfigError> {
+    let at = config_path.parent().unwrap_or(Path::new("")).join(file);
+    std::fs::read_to_string(&at).map_err(|source| ConfigError::Read { path: at, source })
+}
+
 /// Resolve configuration `text` as if read from `path`.
 pub fn resolve(
     text: &str,
@@ -255,45 +289,21 @@ pub fn resolve(
     let profile_name = options.profile.clone().or_else(|| file.profile.clone());
     let profile = match &profile_name {
         None => ProfileToml::default(),
-        Some(name) => {
-            file.profiles
-                .get(name)
-                .cloned()
-                .ok_or_else(|| ConfigError::UnknownProfile {
-                    name: name.clone(),
-                    known: join_keys(&file.profiles),
-                    config_path: path.to_owned(),
-                })?
-        }
+        Some(name) => profile_named(&file, name, path)?,
     };
     let policy = Policy::resolve(options, env, &profile, &file);
     let provider = policy.provider.clone();
-    let known = |id: &str| -> Result<(), ConfigError> {
-        if providers.contains_key(id) {
-            Ok(())
-        } else {
-            Err(ConfigError::UnknownProvider {
-                id: id.to_owned(),
-                known: join_keys(&providers),
-                config_path: path.to_owned(),
-            })
-        }
-    };
+    let known = |id: &str| known_provider(&providers, id, path);
     known(&provider)?;
     for second in [&policy.fallback, &policy.multimodal].into_iter().flatten() {
         known(&second.provider)?;
     }
     let advisor = resolve_advisor(&file, &provider, path, &known)?;
-    let instructions = match &file.model_instructions_file {
-        None => None,
-        Some(file) => {
-            let at = path.parent().unwrap_or(Path::new("")).join(file);
-            Some(
-                std::fs::read_to_string(&at)
-                    .map_err(|source| ConfigError::Read { path: at, source })?,
-            )
-        }
-    };
+    let instructions = file
+        .model_instructions_file
+        .as_deref()
+        .map(|file| read_instructions(path, file))
+        .transpose()?;
     let project_doc = project_doc_settings(&file);
     Ok(ModelConfig {
         model: policy.model,

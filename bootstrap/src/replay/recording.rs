@@ -6,7 +6,7 @@ use rein_core::thread::state::prefix_items;
 use rein_core::tools::ToolResult;
 use rein_protocol::{
     ApprovalOutcome, Event, EventMsg, InputPart, Item, RequestFingerprint, SessionGrant, TaskKind,
-    ThreadContext, ThreadSettings, TokenUsage, ToolOutcome, TurnAbortReason,
+    ThreadContext, ThreadSettings, TokenUsage, ToolFacts, ToolOutcome, TurnAbortReason,
 };
 
 /// What a replay runs and compares against.
@@ -337,33 +337,8 @@ impl Reader {
                 self.in_reply = false;
             }
             Item::Reasoning { .. } | Item::AgentMessage { .. } | Item::ToolCall { .. } => {
-                // Without fingerprints a step is told by its reply: model items that follow
-                // the input or a tool output.
-                if !in_reply || turn.steps.is_empty() {
-                    turn.steps.push(RecordedStep::new(None, input_len));
-                }
+                model_item(turn, item, in_reply, input_len);
                 self.in_reply = true;
-                let Some(step) = turn.steps.last_mut() else {
-                    return Ok(());
-                };
-                if let Item::ToolCall {
-                    call_id,
-                    name,
-                    arguments,
-                    ..
-                } = item
-                {
-                    step.calls.push(RecordedCall {
-                        call_id: call_id.clone(),
-                        name: name.clone(),
-                        arguments: arguments.clone(),
-                        result: None,
-                        answers: Vec::new(),
-                    });
-                }
-                if let Answer::Reply { items, .. } = &mut step.answer {
-                    items.push(item.clone());
-                }
             }
             Item::ToolOutput {
                 call_id,
@@ -384,15 +359,7 @@ impl Reader {
                         "turn {n} has the output of a call it never made ({call_id})"
                     ));
                 };
-                let outcome = match facts {
-                    Some(facts) => facts.outcome.clone(),
-                    None if *success => ToolOutcome::Returned {
-                        text: output.clone(),
-                        structured: None,
-                        content: Vec::new(),
-                    },
-                    None => ToolOutcome::failed(output.clone()),
-                };
+                let outcome = recorded_outcome(output, *success, facts.as_deref());
                 call.result = Some(ToolResult::new(output.clone(), *success, outcome));
             }
             Item::DeveloperMessage { text, .. } => {
@@ -443,4 +410,47 @@ impl Reader {
 
 fn step_is_empty(step: &RecordedStep) -> bool {
     matches!(&step.answer, Answer::Reply { items, .. } if items.is_empty())
+}
+
+/// A model item of the turn's reply. Without fingerprints a step is told by its reply:
+/// model items that follow the input or a tool output open one.
+fn model_item(turn: &mut RecordedTurn, item: &Item, in_reply: bool, input_len: usize) {
+    if !in_reply || turn.steps.is_empty() {
+        turn.steps.push(RecordedStep::new(None, input_len));
+    }
+    let Some(step) = turn.steps.last_mut() else {
+        return;
+    };
+    if let Item::ToolCall {
+        call_id,
+        name,
+        arguments,
+        ..
+    } = item
+    {
+        step.calls.push(RecordedCall {
+            call_id: call_id.clone(),
+            name: name.clone(),
+            arguments: arguments.clone(),
+            result: None,
+            answers: Vec::new(),
+        });
+    }
+    if let Answer::Reply { items, .. } = &mut step.answer {
+        items.push(item.clone());
+    }
+}
+
+/// How a recorded call ended: its facts' outcome, else (a rollout older than facts) what
+/// its output and success say.
+fn recorded_outcome(output: &str, success: bool, facts: Option<&ToolFacts>) -> ToolOutcome {
+    match facts {
+        Some(facts) => facts.outcome.clone(),
+        None if success => ToolOutcome::Returned {
+            text: output.to_owned(),
+            structured: None,
+            content: Vec::new(),
+        },
+        None => ToolOutcome::failed(output.to_owned()),
+    }
 }

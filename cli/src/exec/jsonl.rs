@@ -405,6 +405,9 @@ impl JsonlMapper {
     }
 }
 
+/// The item's details once its call ended. One arm per kind of item, each taking its part
+/// of the outcome, with no wildcard but the kinds that are no call: long because there are
+/// that many kinds.
 fn finish(details: &mut ExecItemDetails, outcome: &ToolOutcome) {
     let succeeded = outcome.succeeded();
     match details {

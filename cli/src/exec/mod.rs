@@ -80,18 +80,7 @@ async fn run_exec(args: ExecArgs) -> anyhow::Result<i32> {
     if let Some(schema) = &schema {
         settings.instructions = join_instructions(&settings.instructions, &schema.instructions());
     }
-    // A continued thread keeps its settings, except what this command line sets: the
-    // policies always (a headless run cannot ask), the model and cwd when given.
-    let change = match start {
-        SessionStart::New => SettingsChange::default(),
-        _ => SettingsChange {
-            model: common.model.clone(),
-            cwd: common.cd.as_ref().map(|_| cwd.clone()),
-            approval_policy: Some(opts.approval_policy),
-            sandbox_policy: Some(opts.sandbox_policy),
-            ..SettingsChange::default()
-        },
-    };
+    let change = continued_change(&start, common, &opts, &cwd);
     let announce = !matches!(start, SessionStart::New);
     if let (Some(schema), true) = (&schema, announce) {
         // A continued thread keeps its own instructions, so the schema rides with the input.
@@ -229,6 +218,26 @@ async fn wait_for_mcp(kernel: &Kernel, cwd: &Path) -> anyhow::Result<()> {
         eprintln!("MCP server '{server}' did not start, its tools are not offered: {error}");
     }
     Ok(())
+}
+
+/// A continued thread keeps its settings, except what this command line sets: the
+/// policies always (a headless run cannot ask), the model and cwd when given.
+fn continued_change(
+    start: &SessionStart,
+    common: &args::CommonArgs,
+    opts: &RunOptions,
+    cwd: &Path,
+) -> SettingsChange {
+    match start {
+        SessionStart::New => SettingsChange::default(),
+        _ => SettingsChange {
+            model: common.model.clone(),
+            cwd: common.cd.as_ref().map(|_| cwd.to_path_buf()),
+            approval_policy: Some(opts.approval_policy),
+            sandbox_policy: Some(opts.sandbox_policy),
+            ..SettingsChange::default()
+        },
+    }
 }
 
 /// JSON lines with `--json`, else the human view (colour and live lines on a terminal).

@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use super::events::ExecEvent;
 use anyhow::{bail, Context};
-use rein_core::NewThread;
+use rein_core::{NewThread, ThreadHandle};
 use rein_protocol::{
     EventMsg, InputMode, InputOutcome, InputPart, Item, Op, OpResult, SettingsChange, ThreadId,
 };
@@ -71,6 +71,17 @@ pub(super) enum Printer {
 }
 
 impl Printer {
+    /// The printer of `mode`, and whether it redraws live lines.
+    fn for_mode(mode: OutputMode) -> (Self, bool) {
+        match mode {
+            OutputMode::Json => (Printer::Json(JsonlMapper::new()), false),
+            OutputMode::Human(style) => (
+                Printer::Human(HumanProgress::new(std::io::stderr(), style)),
+                style.live,
+            ),
+        }
+    }
+
     pub(super) fn new(mode: OutputMode) -> Self {
         match mode {
             OutputMode::Json => Printer::Json(JsonlMapper::new()),
@@ -129,29 +140,8 @@ impl Printer {
     }
 }
 
-pub async fn drive(
-    thread: NewThread,
-    input: TurnInput,
-    mode: OutputMode,
-) -> anyhow::Result<Outcome> {
-    let NewThread {
-        handle, mut events, ..
-    } = thread;
-    // Installed before the turn starts, so no Ctrl-C can kill the process uncleanly.
-    let mut sigint = signal(SignalKind::interrupt()).context("installing the Ctrl-C handler")?;
-    let mut sigterm = signal(SignalKind::terminate()).context("installing the SIGTERM handler")?;
-    let (mut printer, live) = match mode {
-        OutputMode::Json => (Printer::Json(JsonlMapper::new()), false),
-        OutputMode::Human(style) => (
-            Printer::Human(HumanProgress::new(std::io::stderr(), style)),
-            style.live,
-        ),
-    };
-    // Redraws the spinner of running tool calls; only polled on a terminal.
-    let mut ticker = tokio::time::interval(Duration::from_millis(100));
-    if input.announce {
-        printer.announce(handle.id()).context("writing output")?;
-    }
+/// Submit the turn's input; a rejected prompt is an error.
+async fn start_turn(handle: &ThreadHandle, input: TurnInput) -> anyhow::Result<()> {
     let submitted = handle
         .submit(Op::UserInput {
             items: input.parts,
@@ -163,6 +153,27 @@ pub async fn drive(
     if let OpResult::Input(InputOutcome::Rejected { reason }) = submitted {
         bail!("the prompt was rejected: {reason}");
     }
+    Ok(())
+}
+
+pub async fn drive(
+    thread: NewThread,
+    input: TurnInput,
+    mode: OutputMode,
+) -> anyhow::Result<Outcome> {
+    let NewThread {
+        handle, mut events, ..
+    } = thread;
+    // Installed before the turn starts, so no Ctrl-C can kill the process uncleanly.
+    let mut sigint = signal(SignalKind::interrupt()).context("installing the Ctrl-C handler")?;
+    let mut sigterm = signal(SignalKind::terminate()).context("installing the SIGTERM handler")?;
+    let (mut printer, live) = Printer::for_mode(mode);
+    // Redraws the spinner of running tool calls; only polled on a terminal.
+    let mut ticker = tokio::time::interval(Duration::from_millis(100));
+    if input.announce {
+        printer.announce(handle.id()).context("writing output")?;
+    }
+    start_turn(&handle, input).await?;
     let mut outcome = Outcome::default();
     let mut last_message = None;
     loop {

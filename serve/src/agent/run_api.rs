@@ -346,6 +346,24 @@ fn stream_run(
     response
 }
 
+/// For a queued run: waits until it starts, and the error event to send instead when it
+/// never does (cancelled or failed first).
+async fn never_started(app: &App, turn: TurnId) -> Option<ApEvent> {
+    let (_, _, mut state) = queue::waiting(app, turn).await?;
+    let _ = state.wait_for(|s| *s != Waiting::Queued).await;
+    let waiting = state.borrow().clone();
+    let message = match waiting {
+        Waiting::Started => return None,
+        Waiting::Failed(why) => why,
+        _ => "the run was cancelled before it started".to_owned(),
+    };
+    Some(ApEvent {
+        id: 0,
+        event: "error",
+        data: json!({ "error": "cancelled", "message": message }),
+    })
+}
+
 /// Feed the run's events to `sink`; `false` once the client has gone.
 async fn feed(
     app: &App,
@@ -356,21 +374,8 @@ async fn feed(
     live: Option<EventStream>,
     sink: &Sink,
 ) -> bool {
-    if let Some((_, _, mut state)) = queue::waiting(app, turn).await {
-        let _ = state.wait_for(|s| *s != Waiting::Queued).await;
-        let waiting = state.borrow().clone();
-        if waiting != Waiting::Started {
-            let message = match waiting {
-                Waiting::Failed(why) => why,
-                _ => "the run was cancelled before it started".to_owned(),
-            };
-            let error = ApEvent {
-                id: 0,
-                event: "error",
-                data: json!({ "error": "cancelled", "message": message }),
-            };
-            return send(sink, &[error]).await;
-        }
+    if let Some(error) = never_started(app, turn).await {
+        return send(sink, &[error]).await;
     }
     let fresh = live.is_some();
     // Subscribed before the rollout is read: every event is in one or the other.

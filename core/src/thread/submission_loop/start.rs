@@ -12,6 +12,7 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::AbortOnDropHandle;
 
 use super::{RunningTurn, SubmissionLoop};
+use crate::model::ModelClient;
 use crate::thread::open_items::OpenItems;
 use crate::turn::advisor::Advisor;
 use crate::turn::compact::{CompactTask, Compaction};
@@ -40,6 +41,9 @@ struct OpenedTurn {
     cancel: CancellationToken,
     deadline: Option<Instant>,
 }
+
+/// A turn's model, its fallback and how it takes images.
+type TurnModels = (Arc<dyn ModelClient>, Option<Fallback>, Vision);
 
 impl SubmissionLoop {
     /// Steers that arrived after the task's last look are never dropped: they start the
@@ -113,17 +117,7 @@ impl SubmissionLoop {
         if kind == TaskKind::Review {
             settings = review_settings(settings);
         }
-        let models = &self.services.models;
-        let model = models
-            .client(&settings.model)
-            .map_err(|e| RejectReason::InvalidSettings {
-                message: e.to_string(),
-            })?;
-        let fallback = models.fallback_for(&settings.model).and_then(|model| {
-            let client = models.client(&model).ok()?;
-            Some(Fallback { model, client })
-        });
-        let vision = Vision::for_model(models.as_ref(), &settings.model);
+        let (model, fallback, vision) = self.models_for(&settings.model)?;
         let advisor = self.advisor_for(&settings.model);
         let hooks = self.hook_scope(turn_id, kind, &settings);
         self.emit(
@@ -178,6 +172,22 @@ impl SubmissionLoop {
             cancel: CancellationToken::new(),
             deadline,
         })
+    }
+
+    /// The turn's model, its fallback (if the catalog names one it has a client for) and
+    /// how it takes images.
+    fn models_for(&self, name: &str) -> Result<TurnModels, RejectReason> {
+        let models = &self.services.models;
+        let model = models
+            .client(name)
+            .map_err(|e| RejectReason::InvalidSettings {
+                message: e.to_string(),
+            })?;
+        let fallback = models.fallback_for(name).and_then(|model| {
+            let client = models.client(&model).ok()?;
+            Some(Fallback { model, client })
+        });
+        Ok((model, fallback, Vision::for_model(models.as_ref(), name)))
     }
 
     /// The turn's advisor, if `[advisor]` asks for one: its profile's model, else the
