@@ -53,8 +53,6 @@ pub enum RolloutError {
     BadCursor(String),
     #[error("forking: {0}")]
     Fork(#[from] ForkError),
-    #[error("{path} is not a Codex rollout: it has no session_meta line")]
-    NotCodex { path: PathBuf },
     #[error(transparent)]
     Recorder(#[from] RecorderError),
 }

@@ -9,9 +9,9 @@ use rein_protocol::{
 };
 use serde_json::Value;
 
+use super::CodexImportError;
 use super::{meta_from, CodexLine};
 use crate::time::{parse_rfc3339_ms, rfc3339_ms};
-use crate::RolloutError;
 use rein_core::store::{Diagnostic, DiagnosticKind, SessionMeta};
 
 pub(super) struct Importer {
@@ -54,8 +54,8 @@ impl Importer {
         self.settings = settings_from(&self.settings, turn_context);
     }
 
-    pub fn finish(self) -> Result<(SessionMeta, Vec<Event>), RolloutError> {
-        let meta = self.meta.ok_or_else(|| RolloutError::NotCodex {
+    pub fn finish(self) -> Result<(SessionMeta, Vec<Event>), CodexImportError> {
+        let meta = self.meta.ok_or_else(|| CodexImportError::NotCodex {
             path: self.path.clone(),
         })?;
         Ok((meta, self.events))

@@ -23,8 +23,18 @@ use rein_core::store::{Diagnostic, DiagnosticKind, LoadedRollout, SessionMeta, F
 /// How deep a chain of Codex forks is followed.
 const MAX_LINEAGE: usize = 16;
 
+/// Why a file could not be imported as a Codex rollout: the import's own error, so the
+/// store's port knows nothing of Codex.
+#[derive(Debug, thiserror::Error)]
+pub enum CodexImportError {
+    #[error("{path} is not a Codex rollout: it has no session_meta line")]
+    NotCodex { path: PathBuf },
+    #[error(transparent)]
+    Read(#[from] RolloutError),
+}
+
 /// Reads a Codex rollout (following fork lineage) into rein events.
-pub fn import_codex_rollout(path: &Path) -> Result<LoadedRollout, RolloutError> {
+pub fn import_codex_rollout(path: &Path) -> Result<LoadedRollout, CodexImportError> {
     let mut diagnostics = Vec::new();
     let lines = lines_with_lineage(path, &mut diagnostics, 0)?;
     let mut importer = map::Importer::new(path);
@@ -57,7 +67,7 @@ pub(crate) struct CodexLine {
 fn read_lines(
     path: &Path,
     diagnostics: &mut Vec<Diagnostic>,
-) -> Result<Vec<CodexLine>, RolloutError> {
+) -> Result<Vec<CodexLine>, CodexImportError> {
     let bytes = std::fs::read(path).map_err(RolloutError::io("reading", path))?;
     let bytes = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(&bytes);
     let mut lines = Vec::new();
@@ -97,10 +107,10 @@ fn lines_with_lineage(
     path: &Path,
     diagnostics: &mut Vec<Diagnostic>,
     depth: usize,
-) -> Result<Vec<CodexLine>, RolloutError> {
+) -> Result<Vec<CodexLine>, CodexImportError> {
     let own = read_lines(path, diagnostics)?;
     let Some(meta) = own.iter().find(|l| l.value["type"] == "session_meta") else {
-        return Err(RolloutError::NotCodex {
+        return Err(CodexImportError::NotCodex {
             path: path.to_path_buf(),
         });
     };

@@ -54,9 +54,12 @@ pub fn wrap(
             push(&["--bind", &root, &root]);
         }
     }
+    // `-try`: a protected place found when the spec was made may be gone by now (another
+    // process removed its repository in the shared temp dir); bubblewrap would refuse to
+    // start the command. Nothing is there to protect then, as for a place made later.
     for place in &spec.writable.read_only {
         let place = place.display().to_string();
-        push(&["--ro-bind", &place, &place]);
+        push(&["--ro-bind-try", &place, &place]);
     }
     for fd in seccomp_fds {
         push(&["--add-seccomp-fd", &fd.to_string()]);
