@@ -89,7 +89,13 @@ impl MountPlan {
             attached?;
         }
         for place in &self.read_only {
-            sys::mount(Some(place), place, None, libc::MS_BIND | libc::MS_REC, None)?;
+            // A place found when the plan was made may be gone by now (another process
+            // removed its repository in the shared temp dir): nothing is there to protect,
+            // as for a place made later. Anything else stops the command.
+            match sys::mount(Some(place), place, None, libc::MS_BIND | libc::MS_REC, None) {
+                Err(e) if e.raw_os_error() == Some(libc::ENOENT) => continue,
+                bound => bound?,
+            }
             sys::mount_setattr(
                 libc::AT_FDCWD,
                 place,

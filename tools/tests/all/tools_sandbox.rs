@@ -148,6 +148,7 @@ mod attacks;
 use attacks::{attacks, py, Bystander, Control};
 mod lifetimes;
 use lifetimes::{survivors_die, tree_dies_on_timeout_and_cancel};
+mod vanished;
 use rein_test_support::processes;
 
 async fn escapes_fail(sandbox: Sandbox) {
