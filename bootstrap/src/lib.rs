@@ -93,7 +93,7 @@ pub struct Kernel {
     /// are those of [`Self::context_config`], which follow `skills/config/write`.
     pub context: ContextConfig,
     /// `[[skills.config]]` as last loaded: at start, then after each config write.
-    skill_toggles: std::sync::RwLock<Vec<skills::SkillToggle>>,
+    skill_toggles: std::sync::RwLock<Vec<rein_protocol::SkillToggle>>,
     /// The user's and the projects' hooks (none in demo mode).
     pub hooks: Option<Arc<rein_hooks::UserHooks>>,
     /// The memory store of `$REIN_HOME` (`rein/memory/*` methods manage it even when `[memory]`

@@ -7,13 +7,12 @@
 
 use std::path::{Path, PathBuf};
 
-use rein_config::skills::SkillSelector;
 use rein_config::ModelConfig;
 use rein_context::ContextConfig;
+use rein_protocol::SkillSelector;
 use toml_edit::{ArrayOfTables, DocumentMut, Item, Table};
 
 use crate::config_write::{edit_blocking, joined, ConfigWriteError, ConfigWritten};
-use crate::skills;
 use crate::Kernel;
 
 /// Which skill a `skills/config/write` means.
@@ -97,20 +96,9 @@ impl Kernel {
     }
 }
 
-/// `[[skills.config]]` in the loader's terms.
-pub(crate) fn skill_toggles(config: &ModelConfig) -> Vec<skills::SkillToggle> {
-    use rein_config::skills::SkillSelector as Written;
-    config
-        .skill_toggles
-        .iter()
-        .map(|t| skills::SkillToggle {
-            selector: match &t.selector {
-                Written::Path(p) => skills::SkillSelector::Path(p.clone()),
-                Written::Name(n) => skills::SkillSelector::Name(n.clone()),
-            },
-            enabled: t.enabled,
-        })
-        .collect()
+/// `[[skills.config]]`, as the loader applies it.
+pub(crate) fn skill_toggles(config: &ModelConfig) -> Vec<rein_protocol::SkillToggle> {
+    config.skill_toggles.clone()
 }
 
 /// The selector to write: a path must name an existing skill (its `SKILL.md`, or a folder

@@ -191,7 +191,7 @@ pub struct ModelConfig {
     /// `[goals]` as written (the kernel's defaults fill in the rest).
     pub goals: goals::GoalsToml,
     /// `[[skills.config]]`, in file order (the last entry matching a skill decides).
-    pub skill_toggles: Vec<skills::SkillToggle>,
+    pub skill_toggles: Vec<rein_protocol::SkillToggle>,
 }
 
 /// What to load: where, which profile, which overrides.

@@ -15,6 +15,7 @@
 
 use std::path::PathBuf;
 
+use rein_protocol::{SkillSelector, SkillToggle};
 use serde::Deserialize;
 
 /// `[skills]` as written. An unknown key fails the load.
@@ -31,21 +32,6 @@ pub struct SkillsToml {
 pub struct SkillConfigToml {
     pub path: Option<PathBuf>,
     pub name: Option<String>,
-    pub enabled: bool,
-}
-
-/// Which skills an entry means.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum SkillSelector {
-    /// A skill's `SKILL.md` or its folder (absolute).
-    Path(PathBuf),
-    Name(String),
-}
-
-/// One resolved entry.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct SkillToggle {
-    pub selector: SkillSelector,
     pub enabled: bool,
 }
 

@@ -40,6 +40,23 @@ pub struct SkillFile {
     pub sha256: String,
 }
 
+/// Which skills a `[[skills.config]]` entry means (Codex's `skills/config/write`): the
+/// configuration reads it, the skills loader applies it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum SkillSelector {
+    /// A skill's `SKILL.md` or its folder (absolute).
+    Path(PathBuf),
+    Name(String),
+}
+
+/// One `[[skills.config]]` entry: the last entry that matches a skill decides; a skill no
+/// entry matches is enabled.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SkillToggle {
+    pub selector: SkillSelector,
+    pub enabled: bool,
+}
+
 /// A skill a session used: attached by the user (explicit) or opened by the model
 /// (implicit).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]

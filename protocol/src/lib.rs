@@ -34,7 +34,7 @@ pub use client_request::{
 };
 pub use context::{
     skill_read, ContextKind, ContextMessage, ContextRole, ContextSource, ContextSourceKind,
-    SkillActivation, SkillFile, ThreadContext,
+    SkillActivation, SkillFile, SkillSelector, SkillToggle, ThreadContext,
 };
 pub use event::{
     ApprovalOutcome, CompactionTrigger, ErrorCode, Event, EventMsg, FileChangeKind, FileDiff,

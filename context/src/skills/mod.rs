@@ -23,7 +23,6 @@ pub mod watch;
 use std::path::{Path, PathBuf};
 
 pub use render::{render_list, RenderedList, DEFAULT_CHAR_BUDGET};
-pub use toggle::{SkillSelector, SkillToggle};
 
 /// Codex's bounds on one root's scan.
 pub const MAX_SCAN_DEPTH: usize = 6;
@@ -44,7 +43,7 @@ pub struct SkillsConfig {
     pub max_depth: usize,
     pub max_dirs: usize,
     /// `[[skills.config]]`: skills switched off or on, in file order.
-    pub toggles: Vec<SkillToggle>,
+    pub toggles: Vec<rein_protocol::SkillToggle>,
 }
 
 impl Default for SkillsConfig {

@@ -5,22 +5,9 @@
 
 use std::path::{Path, PathBuf};
 
+use rein_protocol::{SkillSelector, SkillToggle};
+
 use super::Skill;
-
-/// Which skills an entry means.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum SkillSelector {
-    /// A skill's `SKILL.md`, or its folder.
-    Path(PathBuf),
-    Name(String),
-}
-
-/// One entry: the last entry that matches a skill decides; no entry, enabled.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct SkillToggle {
-    pub selector: SkillSelector,
-    pub enabled: bool,
-}
 
 /// A selector with its path resolved once (a client may name the folder or spell the
 /// path through a link).
