@@ -51,10 +51,9 @@ pub(crate) struct TurnContext {
     /// Tools this turn is not offered whatever its sources say (a review edits nothing;
     /// [`ALL_TOOLS`]: none at all, the goal's wrap-up).
     pub withheld: &'static [&'static str],
-    /// When set, the only tools this turn is offered (a memory extraction: `remember`).
-    pub offered_only: Option<&'static [&'static str]>,
-    /// Only these tools are offered, when the turn's input attached skills that allow
-    /// only some (their `allowed-tools`, together); `None`: no such skill.
+    /// When set, the only tools this turn is offered, of those not withheld: a memory
+    /// extraction's `remember`, or what the skills its input attached allow (their
+    /// `allowed-tools`, together).
     pub allowed_tools: Option<Arc<[String]>>,
     pub parallel_tool_calls: bool,
     /// The structured-output schema the turn's input asked for.

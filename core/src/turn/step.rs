@@ -48,21 +48,17 @@ pub(crate) struct StepContext {
 
 impl StepContext {
     pub(crate) fn freeze(turn: &TurnContext) -> Self {
-        let tools = match (turn.withheld, turn.offered_only) {
-            (_, Some(only)) => {
-                let names: Vec<String> = only.iter().map(|n| (*n).to_owned()).collect();
-                Arc::new(turn.tools.sources.freeze().only(&names))
-            }
-            ([], None) => turn.tools.sources.freeze(),
-            (super::ALL_TOOLS, None) => Arc::new(ToolSet::empty()),
-            (withheld, None) => Arc::new(turn.tools.sources.freeze().without(withheld)),
+        let tools = match turn.withheld {
+            [] => turn.tools.sources.freeze(),
+            super::ALL_TOOLS => Arc::new(ToolSet::empty()),
+            withheld => Arc::new(turn.tools.sources.freeze().without(withheld)),
         };
         Self {
             model_name: turn.settings.model.clone(),
             model: Arc::clone(&turn.model),
             fallback: turn.fallback.clone(),
-            // A skill the user attached that allows only some tools: only those, at
-            // every step of its turn.
+            // Only some tools (a memory extraction, a skill that allows only some): only
+            // those, at every step of the turn.
             tools: match &turn.allowed_tools {
                 Some(allowed) => Arc::new(tools.only(allowed)),
                 None => tools,

@@ -160,7 +160,6 @@ impl SubmissionLoop {
                 tools: Arc::clone(&self.tools),
                 // A thread with memory disabled neither recalls nor offers `remember`.
                 withheld: if memory_on { &[] } else { MEMORY_TOOLS },
-                offered_only: None,
                 allowed_tools: None,
                 parallel_tool_calls: self.services.config.parallel_tool_calls,
                 output_schema,
@@ -258,11 +257,13 @@ impl SubmissionLoop {
             // The goal's wrap-up: an answer, no more work.
             opened.context.withheld = crate::turn::ALL_TOOLS;
         }
-        if self.open_extraction_turn(turn_id) {
-            // A memory extraction proposes memories, nothing else.
-            opened.context.offered_only = Some(MEMORY_TOOLS);
-        }
-        opened.context.allowed_tools = skills_allowed_tools(&inputs);
+        opened.context.allowed_tools = if self.open_extraction_turn(turn_id) {
+            // A memory extraction proposes memories, nothing else (its input attaches no
+            // skill).
+            Some(MEMORY_TOOLS.iter().map(|t| (*t).to_owned()).collect())
+        } else {
+            skills_allowed_tools(&inputs)
+        };
         let mut mail = mail_ids(&inputs);
         mail.retain(|id| {
             self.state
