@@ -62,6 +62,20 @@ pub fn rein_ok(home: &std::path::Path, args: &[&str]) -> std::process::Output {
     out
 }
 
+/// The names of the tools a recorded model request offered, in its order (none when it
+/// offered none).
+pub fn tool_names(request: &serde_json::Value) -> Vec<String> {
+    request["tools"]
+        .as_array()
+        .map(|tools| {
+            tools
+                .iter()
+                .filter_map(|t| t["name"].as_str().map(str::to_owned))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
 /// Parse JSONL stdout into values, failing on any line that is not JSON.
 pub fn json_lines(stdout: &[u8]) -> Vec<serde_json::Value> {
     String::from_utf8(stdout.to_vec())

@@ -16,6 +16,7 @@ use std::process::{Child, Command, Stdio};
 
 use pretty_assertions::assert_eq;
 use processes::processes_in;
+use rein_test_support::mock_model::tool_names;
 use serde_json::{json, Value};
 use support::{home_for, update_kind, updates, Acp, MockModel};
 use test_setup::installed;
@@ -31,15 +32,6 @@ fn node() -> PathBuf {
         .map(|dir| dir.join("node"))
         .find(|path| path.is_file())
         .expect("node is on PATH")
-}
-
-fn tool_names(request: &Value) -> Vec<String> {
-    request["tools"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter_map(|t| t["name"].as_str().map(str::to_owned))
-        .collect()
 }
 
 /// A prompt whose turn calls the server's `echo`: the call is a tool call like any other,

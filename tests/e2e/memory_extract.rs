@@ -11,22 +11,11 @@ use rein_test_support::exec::{json_lines, rein_ok};
 use rein_test_support::memory::{
     memory_home, memory_home_with, remember, repo, stored, tool_output,
 };
+use rein_test_support::mock_model::tool_names;
 use serde_json::{json, Value};
 
 const SAID: &str = "In this project we always run the tests with cargo nextest.";
 const KEPT: &str = "Run the tests of this project with cargo nextest";
-
-fn tool_names(request: &Value) -> Vec<String> {
-    request["tools"]
-        .as_array()
-        .map(|tools| {
-            tools
-                .iter()
-                .filter_map(|t| t["name"].as_str().map(str::to_owned))
-                .collect()
-        })
-        .unwrap_or_default()
-}
 
 /// The text of the request's last developer message.
 fn last_developer_text(request: &Value) -> String {

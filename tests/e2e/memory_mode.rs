@@ -8,19 +8,8 @@ use pretty_assertions::assert_eq;
 use rein_test_support::app_server::{with_codex_definitions, AppServer, MockModel};
 use rein_test_support::exec::rein_ok;
 use rein_test_support::memory::{memory_home, memory_items};
+use rein_test_support::mock_model::tool_names;
 use serde_json::{json, Value};
-
-fn tool_names(request: &Value) -> Vec<String> {
-    request["tools"]
-        .as_array()
-        .map(|tools| {
-            tools
-                .iter()
-                .filter_map(|t| t["name"].as_str().map(str::to_owned))
-                .collect()
-        })
-        .unwrap_or_default()
-}
 
 /// `thread/memoryMode/set` with `params` checked against codex-rs's
 /// `ThreadMemoryModeSetParams` (its fields, and Codex's published `ThreadMemoryMode`).

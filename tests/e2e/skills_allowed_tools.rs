@@ -7,22 +7,11 @@
 use rein_test_support::app_server as support;
 
 use pretty_assertions::assert_eq;
-use serde_json::{json, Value};
+use rein_test_support::mock_model::tool_names;
+use serde_json::json;
 use support::{home_for, method, AppServer, MockModel};
 
 use crate::project_context::skills_repo;
-
-fn tool_names(request: &Value) -> Vec<String> {
-    request["tools"]
-        .as_array()
-        .map(|tools| {
-            tools
-                .iter()
-                .map(|t| t["name"].as_str().unwrap().to_owned())
-                .collect()
-        })
-        .unwrap_or_default()
-}
 
 #[test]
 fn a_mentioned_skill_with_allowed_tools_narrows_its_turns_tools_and_only_that_turn() {
