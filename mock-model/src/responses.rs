@@ -118,6 +118,16 @@ impl Wire for ResponsesWire {
 
 /// One `Said` each, as its Responses events.
 impl ResponsesWire {
+    /// An output item is complete: it joins the response's output and is announced.
+    fn item_done(&mut self, out: &mut Vec<u8>, index: u64, item: Value) {
+        self.output.push(item.clone());
+        self.event(
+            out,
+            "response.output_item.done",
+            json!({ "output_index": index, "item": item }),
+        );
+    }
+
     fn reasoning(&mut self, out: &mut Vec<u8>, text: &str) {
         let id = format!("rs_{}_{}", self.response_id, self.output_index);
         let index = self.output_index;
@@ -168,14 +178,7 @@ impl ResponsesWire {
             // Opaque to the client; derived from the id so tests can predict it.
             item["encrypted_content"] = json!(format!("enc:{id}"));
         }
-        self.output.push(item.clone());
-        self.event(
-            out,
-            "response.output_item.done",
-            json!({
-                "output_index": index, "item": item
-            }),
-        );
+        self.item_done(out, index, item);
     }
 
     /// A delta of the message; `full` is the whole text once this is its last delta.
@@ -229,14 +232,7 @@ impl ResponsesWire {
                 "id": id, "type": "message", "status": "completed",
                 "role": "assistant", "content": [part]
             });
-            self.output.push(item.clone());
-            self.event(
-                out,
-                "response.output_item.done",
-                json!({
-                    "output_index": index, "item": item
-                }),
-            );
+            self.item_done(out, index, item);
         }
     }
 
@@ -271,14 +267,7 @@ impl ResponsesWire {
             "id": id, "type": "function_call", "status": "completed",
             "call_id": call_id, "name": name, "arguments": arguments
         });
-        self.output.push(item.clone());
-        self.event(
-            out,
-            "response.output_item.done",
-            json!({
-                "output_index": index, "item": item
-            }),
-        );
+        self.item_done(out, index, item);
     }
 
     fn completed(&mut self, out: &mut Vec<u8>, usage: &TokenUsage) {
