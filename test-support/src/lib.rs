@@ -32,6 +32,8 @@ pub fn dir_outside_the_temp_dir(target_tmp: &std::path::Path) -> tempfile::TempD
 }
 
 #[cfg(feature = "processes")]
+pub mod executables;
+#[cfg(feature = "processes")]
 pub mod processes;
 
 #[cfg(feature = "e2e")]

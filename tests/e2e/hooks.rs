@@ -41,10 +41,8 @@ impl Setup {
 
     /// A hook script `name` in the project directory (an executable `sh` file).
     pub(crate) fn script(&self, name: &str, body: &str) -> PathBuf {
-        use std::os::unix::fs::PermissionsExt;
         let path = self.work().join(name);
-        std::fs::write(&path, format!("#!/bin/sh\n{body}\n")).unwrap();
-        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+        rein_test_support::executables::write_executable(&path, &format!("#!/bin/sh\n{body}\n"));
         path
     }
 

@@ -112,15 +112,10 @@ fn rein_acp_shows_each_hook_run_as_a_card_with_why_a_call_was_blocked() {
     ]}));
     let home = home_for(&model);
     let guard = home.path().join("guard.sh");
-    std::fs::write(
+    rein_test_support::executables::write_executable(
         &guard,
         "#!/bin/sh\ncat >/dev/null\necho 'rm -rf is not allowed here' >&2\nexit 2\n",
-    )
-    .unwrap();
-    {
-        use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(&guard, std::fs::Permissions::from_mode(0o755)).unwrap();
-    }
+    );
     std::fs::write(
         home.path().join("hooks.json"),
         json!({"hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [
@@ -191,10 +186,8 @@ printf '{"hookSpecificOutput": {"permissionDecision": "allow", "updatedInput": {
 
 /// `$REIN_HOME/hooks.json` of an ACP home, with one executable script `name`.
 fn acp_hooks(home: &std::path::Path, name: &str, body: &str, hooks: impl Fn(&str) -> Value) {
-    use std::os::unix::fs::PermissionsExt;
     let script = home.join(name);
-    std::fs::write(&script, format!("#!/bin/sh\n{body}\n")).unwrap();
-    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    rein_test_support::executables::write_executable(&script, &format!("#!/bin/sh\n{body}\n"));
     let table = hooks(script.to_str().unwrap());
     std::fs::write(
         home.join("hooks.json"),

@@ -41,7 +41,7 @@ fn replay(home: &Path, base: &Path, args: &[&str], as_nobody: bool) -> (i32, Str
     }
     let bin = base.join("rein");
     let tmp = base.join("tmp");
-    std::fs::copy(env!("CARGO_BIN_EXE_rein"), &bin).unwrap();
+    rein_test_support::executables::install_executable(Path::new(env!("CARGO_BIN_EXE_rein")), &bin);
     std::fs::create_dir_all(&tmp).unwrap();
     chown_nobody(base);
     chown_nobody(home);

@@ -437,8 +437,7 @@ fn the_sandbox_holds_as_an_unprivileged_user() {
         std::os::unix::fs::chown(dir, Some(65534), Some(65534)).unwrap();
     }
     let runner = base.path().join("runner");
-    fs::copy(std::env::current_exe().unwrap(), &runner).unwrap();
-    fs::set_permissions(&runner, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    rein_test_support::executables::install_executable(&std::env::current_exe().unwrap(), &runner);
     for test in ["unprivileged_escape_attempts", "unprivileged_survivors"] {
         let status = std::process::Command::new("setpriv")
             .args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
