@@ -1,6 +1,8 @@
 //! What the server records that is not the kernel's: a response's `metadata` and
-//! `background` flag (the Responses API echoes them, after a restart too), and the Agent
-//! Protocol's queued (`enqueue`) runs until their turn starts. They live beside the
+//! `background` flag (the Responses API echoes them, after a restart too), the Agent
+//! Protocol's queued (`enqueue`) runs until their turn starts, a run's strategy and stream
+//! modes (a join after a restart streams what the run was started with), and the stateless
+//! runs' threads to delete once their run has ended. They live beside the
 //! sessions, in `$REIN_HOME/serve/`, one JSON file each, written whole (a temporary file,
 //! fsynced, renamed over the old one, the directory fsynced): a record is either there
 //! complete or not at all, even across a kill -9.
@@ -48,6 +50,24 @@ pub struct QueuedRecord {
     /// restart.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ended: Option<QueuedEnd>,
+}
+
+/// What an Agent Protocol run was started with that its rollout does not say. Recorded
+/// only when it is not the default (`reject`, no stream mode), so the common run costs no
+/// write.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RunRecord {
+    #[serde(default)]
+    pub multitask_strategy: crate::agent::body::Multitask,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub stream_mode: Vec<String>,
+}
+
+/// A stateless run's thread (`on_completion: delete`) waiting for its run to end, to be
+/// deleted then; recorded before the run starts, so that a restart deletes it still.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DeleteRecord {
+    pub thread: ThreadId,
 }
 
 /// How a queued run ended without its turn starting.
@@ -141,6 +161,21 @@ impl Records {
         self.dir.join("queue")
     }
 
+    fn run_path(&self, thread: ThreadId, turn: TurnId) -> PathBuf {
+        self.dir
+            .join("runs")
+            .join(thread.to_string())
+            .join(format!("{turn}.json"))
+    }
+
+    fn deletes_dir(&self) -> PathBuf {
+        self.dir.join("delete")
+    }
+
+    fn delete_path(&self, thread: ThreadId) -> PathBuf {
+        self.deletes_dir().join(format!("{thread}.json"))
+    }
+
     fn queued_path(&self, turn: TurnId) -> PathBuf {
         self.queue_dir().join(format!("{turn}.json"))
     }
@@ -171,11 +206,68 @@ impl Records {
         remove(self.queued_path(turn)).await
     }
 
+    pub async fn put_run(
+        &self,
+        thread: ThreadId,
+        turn: TurnId,
+        record: &RunRecord,
+    ) -> Result<(), RecordError> {
+        write(self.run_path(thread, turn), record).await
+    }
+
+    /// The record of run `turn`, if it was started with more than the defaults.
+    pub async fn run(
+        &self,
+        thread: ThreadId,
+        turn: TurnId,
+    ) -> Result<Option<RunRecord>, RecordError> {
+        read(self.run_path(thread, turn)).await
+    }
+
+    pub async fn remove_run(&self, thread: ThreadId, turn: TurnId) -> Result<(), RecordError> {
+        remove(self.run_path(thread, turn)).await
+    }
+
+    pub async fn put_delete(&self, thread: ThreadId) -> Result<(), RecordError> {
+        write(self.delete_path(thread), &DeleteRecord { thread }).await
+    }
+
+    pub async fn remove_delete(&self, thread: ThreadId) -> Result<(), RecordError> {
+        remove(self.delete_path(thread)).await
+    }
+
+    /// The threads recorded to be deleted once their run ended.
+    pub async fn deletes(&self) -> Result<Vec<DeleteRecord>, RecordError> {
+        let dir = self.deletes_dir();
+        tokio::task::spawn_blocking(move || list(&dir)).await?
+    }
+
+    /// Drop every record about `thread` (its responses' and its runs'): called once the
+    /// thread is deleted, so records do not outlive what they describe.
+    pub async fn forget_thread(&self, thread: ThreadId) -> Result<(), RecordError> {
+        let dirs = [
+            self.dir.join("responses").join(thread.to_string()),
+            self.dir.join("runs").join(thread.to_string()),
+        ];
+        tokio::task::spawn_blocking(move || {
+            for dir in dirs {
+                match std::fs::remove_dir_all(&dir) {
+                    Ok(()) => {}
+                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                    Err(e) => return Err(io(&dir)(e)),
+                }
+            }
+            Ok(())
+        })
+        .await?
+    }
+
     /// Every queued run recorded, oldest first (run ids are time-ordered, and so are
     /// their creation times).
     pub async fn queued(&self) -> Result<Vec<QueuedRecord>, RecordError> {
         let dir = self.queue_dir();
-        let mut found = tokio::task::spawn_blocking(move || list(&dir)).await??;
+        let mut found: Vec<QueuedRecord> =
+            tokio::task::spawn_blocking(move || list(&dir)).await??;
         found.sort_by_key(|r| (r.created_ms, r.turn));
         Ok(found)
     }
@@ -241,9 +333,9 @@ async fn remove(path: PathBuf) -> Result<(), RecordError> {
     .await?
 }
 
-/// The queue directory's records; temporary files (a write a crash cut off) are skipped,
-/// and a record that does not parse is reported, not guessed at.
-fn list(dir: &Path) -> Result<Vec<QueuedRecord>, RecordError> {
+/// A directory's records; temporary files (a write a crash cut off) are skipped, and a
+/// record that does not parse is reported, not guessed at.
+fn list<T: serde::de::DeserializeOwned>(dir: &Path) -> Result<Vec<T>, RecordError> {
     let entries = match std::fs::read_dir(dir) {
         Ok(entries) => entries,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
@@ -255,10 +347,10 @@ fn list(dir: &Path) -> Result<Vec<QueuedRecord>, RecordError> {
         if path.extension().and_then(|e| e.to_str()) != Some("json") {
             continue;
         }
-        match read_one::<QueuedRecord>(&path) {
+        match read_one::<T>(&path) {
             Ok(Some(record)) => found.push(record),
             Ok(None) => {}
-            Err(e) => tracing::warn!("skipping a queued run: {e}"),
+            Err(e) => tracing::warn!("skipping a record: {e}"),
         }
     }
     Ok(found)

@@ -258,7 +258,7 @@ fn read_reply(stream: TcpStream) -> Reply {
 }
 
 /// One server-sent event: its `event:` name and its `data:` JSON.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct Sse {
     pub event: String,
     pub data: Value,

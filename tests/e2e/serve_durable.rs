@@ -3,7 +3,9 @@
 //! `background` (echoed on create, GET, its stream and after a restart; bad metadata is a
 //! 400 naming it), and queued (`enqueue`) Agent Protocol runs, which are listed `pending`
 //! again after a kill -9 and then run with their stream modes (or, cancelled, stay
-//! cancelled).
+//! cancelled); a started run's strategy and stream modes, which a restarted server still
+//! reports and streams; and a stateless run's thread, deleted by the next start when a
+//! kill -9 cut its run off, with every record of it.
 
 use pretty_assertions::assert_eq;
 use rein_test_support::serve::{hello_model, home_for, types, MockModel, Server};
@@ -230,4 +232,99 @@ fn queued_runs_survive_a_kill_9_listed_pending_then_run_in_order_and_cancelled_s
         .map(|e| e.unwrap().file_name().into_string().unwrap())
         .collect();
     assert_eq!(left, [format!("{}.json", ids[1])]);
+}
+
+fn entries(dir: &std::path::Path) -> Vec<String> {
+    match std::fs::read_dir(dir) {
+        Ok(found) => found
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .collect(),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
+        Err(e) => panic!("{}: {e}", dir.display()),
+    }
+}
+
+#[test]
+fn a_started_runs_strategy_and_stream_modes_are_reported_and_streamed_after_a_kill_9() {
+    let model = MockModel::start(json!({ "replies": [], "when_exhausted": "echo" }));
+    let home = home_for(&model);
+    let mut server = Server::start(home.path(), &[]);
+    let thread = ok(&server.post("/threads", &json!({})))["thread_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let runs = format!("/threads/{thread}/runs");
+    let started = run(&server, &thread, "one", "interrupt");
+    let id = started["run_id"].as_str().unwrap().to_owned();
+    ok(&server.get(&format!("{runs}/{id}/join")));
+    let before = ok(&server.get(&format!("{runs}/{id}")));
+    let streamed = server
+        .stream("GET", &format!("{runs}/{id}/stream"), None)
+        .collect_all();
+    assert_eq!(before["multitask_strategy"], "interrupt");
+    assert_eq!(types(&streamed), ["metadata", "updates", "updates", "end"]);
+    server.kill9();
+
+    let server = Server::start(home.path(), &[]);
+    // The same object and the same stream: the run's record, not this process's memory.
+    assert_eq!(ok(&server.get(&format!("{runs}/{id}"))), before);
+    let again = server
+        .stream("GET", &format!("{runs}/{id}/stream"), None)
+        .collect_all();
+    assert_eq!(again, streamed);
+    // A run with only the defaults costs no record.
+    let plain = ok(&server.post(
+        &format!("{runs}/wait"),
+        &json!({ "assistant_id": "rein", "input": input("two") }),
+    ));
+    assert_eq!(plain["messages"].as_array().map(Vec::len), Some(4));
+    let recorded = home.path().join("serve/runs").join(&thread);
+    assert_eq!(entries(&recorded), [format!("{id}.json")]);
+}
+
+#[test]
+fn a_stateless_run_cut_off_by_a_kill_9_has_its_thread_and_records_deleted_by_the_next_start() {
+    let model = MockModel::start(json!({
+        "replies": [{ "text": "half", "deltas": 1, "fault": { "type": "hang" } }],
+        "when_exhausted": "echo"
+    }));
+    let home = home_for(&model);
+    let mut server = Server::start(home.path(), &[]);
+    let created = server.post(
+        "/runs",
+        &json!({ "assistant_id": "rein", "input": input("one"), "stream_mode": "updates" }),
+    );
+    let run = ok(&created);
+    let thread = run["thread_id"].as_str().unwrap().to_owned();
+    // The run is under way (the model has begun to answer) when the server dies.
+    server
+        .stream(
+            "GET",
+            &format!(
+                "/threads/{thread}/runs/{}/stream?stream_mode=messages-tuple",
+                run["run_id"].as_str().unwrap()
+            ),
+            None,
+        )
+        .until("messages");
+    assert_eq!(
+        entries(&home.path().join("serve/delete")),
+        [format!("{thread}.json")]
+    );
+    assert_eq!(
+        entries(&home.path().join("serve/runs").join(&thread)).len(),
+        1
+    );
+    server.kill9();
+
+    let server = Server::start(home.path(), &[]);
+    // Deleted before the server took its first request.
+    assert_eq!(server.get(&format!("/threads/{thread}")).status, 404);
+    let found = ok(&server.post("/threads/search", &json!({ "limit": 100 })));
+    assert_eq!(found, json!([]));
+    assert_eq!(
+        entries(&home.path().join("serve/delete")),
+        Vec::<String>::new()
+    );
+    assert!(!home.path().join("serve/runs").join(&thread).exists());
 }

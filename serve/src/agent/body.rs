@@ -3,14 +3,14 @@
 //! below), so a client never believes a setting took effect that did not.
 
 use rein_protocol::InputPart;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::fold::Modes;
 use crate::error::ApiError;
 
 /// What a second run does on a thread that is running one.
-#[derive(Clone, Copy, Debug, Default, Deserialize, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, Deserialize, Serialize, PartialEq, Eq)]
 #[serde(rename_all = "lowercase")]
 pub enum Multitask {
     /// Refused (409).

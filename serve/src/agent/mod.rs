@@ -15,8 +15,6 @@ pub mod fold;
 #[cfg(test)]
 mod fold_tests;
 mod queue;
-
-pub(crate) use queue::recover;
 mod run_api;
 mod stateless;
 mod threads;
@@ -31,6 +29,7 @@ use rein_protocol::{ThreadId, TurnId};
 use tokio::sync::Mutex;
 
 use crate::error::ApiError;
+use crate::records::RunRecord;
 use crate::server::{App, Body};
 
 /// The one assistant: the server's configured agent (model, profile, policies).
@@ -40,12 +39,37 @@ pub const ASSISTANT_ID: &str = "rein";
 /// ids are time-ordered).
 const REMEMBERED: usize = 65_536;
 
-/// What this process remembers of a run it started: its strategy and stream modes (after
-/// a restart: `reject`, `values`).
+/// What a run was started with that its rollout does not say: its strategy and stream
+/// modes. Kept in memory for the runs this process started, and recorded (when not the
+/// default) so that a restarted server still knows them.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Remembered {
     pub strategy: body::Multitask,
     pub modes: fold::Modes,
+}
+
+impl Remembered {
+    fn record(self) -> RunRecord {
+        // `values` alone is what no `stream_mode` means: recorded as none.
+        let stream_mode = if self.modes == fold::Modes::default().or_values() {
+            Vec::new()
+        } else {
+            self.modes.names()
+        };
+        RunRecord {
+            multitask_strategy: self.strategy,
+            stream_mode,
+        }
+    }
+
+    fn from_record(record: &RunRecord) -> Self {
+        // Names this server wrote itself; one it no longer knows leaves the default.
+        let names = record.stream_mode.iter().map(String::as_str);
+        Self {
+            strategy: record.multitask_strategy,
+            modes: fold::Modes::parse(names).unwrap_or_default(),
+        }
+    }
 }
 
 /// What the protocol's endpoints keep in memory: the runs waiting behind a busy thread's
@@ -59,17 +83,57 @@ pub struct AgentState {
 }
 
 impl AgentState {
-    async fn remember(&self, turn: TurnId, run: Remembered) {
+    /// Keep what run `turn` was started with in memory only (a record of it exists).
+    async fn keep(&self, turn: TurnId, run: Remembered) {
         let mut runs = self.runs.lock().await;
         runs.insert(turn, run);
         while runs.len() > REMEMBERED {
             runs.pop_first();
         }
     }
+}
 
-    async fn remembered(&self, turn: TurnId) -> Option<Remembered> {
-        self.runs.lock().await.get(&turn).copied()
+/// Record what run `turn` of `thread` is started with, before it starts (nothing is
+/// written for the defaults), and keep it in memory.
+async fn remember(
+    app: &App,
+    thread: ThreadId,
+    turn: TurnId,
+    run: Remembered,
+) -> Result<(), ApiError> {
+    let record = run.record();
+    if record != RunRecord::default() {
+        app.runs.records().put_run(thread, turn, &record).await?;
     }
+    app.agent.keep(turn, run).await;
+    Ok(())
+}
+
+/// What run `turn` of `thread` was started with: from memory, else from its record, else
+/// the defaults (`reject`, no stream mode).
+async fn remembered(app: &App, thread: ThreadId, turn: TurnId) -> Remembered {
+    if let Some(run) = app.agent.runs.lock().await.get(&turn).copied() {
+        return run;
+    }
+    let run = match app.runs.records().run(thread, turn).await {
+        Ok(record) => record
+            .as_ref()
+            .map(Remembered::from_record)
+            .unwrap_or_default(),
+        Err(e) => {
+            tracing::warn!("reading the record of run {turn}: {e}");
+            Remembered::default()
+        }
+    };
+    app.agent.keep(turn, run).await;
+    run
+}
+
+/// After a restart, before the server takes connections: the stateless runs' threads left
+/// to delete go, and the queued runs are listed again and run in their order.
+pub(crate) async fn recover(app: &Arc<App>) {
+    stateless::recover(app).await;
+    queue::recover(app).await;
 }
 
 /// Whether `path` is one of the protocol's.

@@ -94,13 +94,9 @@ pub async fn start(
     }
 }
 
-/// The strategy `turn` was started under, as far as this process knows.
-pub async fn strategy_of(app: &App, turn: TurnId) -> Multitask {
-    app.agent
-        .remembered(turn)
-        .await
-        .map(|r| r.strategy)
-        .unwrap_or_default()
+/// The strategy run `turn` of `thread` was started under.
+pub async fn strategy_of(app: &App, thread: ThreadId, turn: TurnId) -> Multitask {
+    super::remembered(app, thread, turn).await.strategy
 }
 
 /// Drop the thread's last turn from its history (the protocol deletes a rolled-back run).
@@ -184,13 +180,13 @@ async fn enqueue(
     let created_ms = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_millis() as u64);
-    let modes = app.agent.remembered(turn).await.map(|r| r.modes);
+    let modes = super::remembered(app, thread, turn).await.modes;
     let record = QueuedRecord {
         thread,
         turn,
         created_ms,
         input: parts,
-        stream_mode: modes.map(Modes::names).unwrap_or_default(),
+        stream_mode: modes.names(),
         ended: None,
     };
     app.runs.records().put_queued(&record).await?;
@@ -283,7 +279,7 @@ pub async fn recover(app: &Arc<App>) {
         let names = record.stream_mode.iter().map(String::as_str);
         let modes = Modes::parse(names).unwrap_or_default();
         app.agent
-            .remember(record.turn, super::Remembered { strategy, modes })
+            .keep(record.turn, super::Remembered { strategy, modes })
             .await;
         let state = hold(app, &record, waiting).await;
         if !queued {

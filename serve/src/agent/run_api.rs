@@ -72,10 +72,17 @@ pub(super) async fn start(
     // The turn takes the submission's id: the run's id is known before it starts.
     let turn = TurnId::from(SubmissionId::new());
     let strategy = run.multitask_strategy.unwrap_or_default();
-    app.agent
-        .remember(turn, super::Remembered { strategy, modes })
-        .await;
-    let live = queue::start(app, thread, turn, parts, strategy).await?;
+    super::remember(app, thread, turn, super::Remembered { strategy, modes }).await?;
+    let live = match queue::start(app, thread, turn, parts, strategy).await {
+        Ok(live) => live,
+        Err(e) => {
+            // No run of that id exists, so neither does its record.
+            if let Err(e) = app.runs.records().remove_run(thread, turn).await {
+                tracing::warn!("removing the record of run {turn}: {e}");
+            }
+            return Err(e);
+        }
+    };
     let mut response = match mode {
         Mode::Background => json_response(&run_object(app, thread, turn).await?),
         Mode::Stream => {
@@ -188,8 +195,8 @@ pub async fn join_stream(
         .filter(|m| !m.is_empty())
         .collect();
     let modes = if names.is_empty() {
-        let known = app.agent.remembered(turn).await.map(|r| r.modes);
-        known.unwrap_or_default().or_values()
+        let known = super::remembered(app, thread, turn).await.modes;
+        known.or_values()
     } else {
         Modes::parse(names).map_err(|e| ApiError::bad(e, Some("stream_mode")))?
     };
@@ -312,7 +319,7 @@ async fn object(
     updated_ms: u64,
     status: &str,
 ) -> Value {
-    let strategy = queue::strategy_of(app, turn).await;
+    let strategy = queue::strategy_of(app, thread, turn).await;
     json!({
         "run_id": turn.to_string(), "thread_id": thread.to_string(),
         "assistant_id": ASSISTANT_ID, "created_at": rfc3339_ms(created_ms),

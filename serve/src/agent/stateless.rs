@@ -4,8 +4,9 @@
 //! kept (`keep`). The run itself is an ordinary run of that thread: its object, its stream
 //! and its events are the same, as long as the thread is there.
 //!
-//! The deletion waits in this process: a server that stops before the run has ended
-//! leaves the thread (listed, its run `interrupted`), as it leaves any other.
+//! A thread to delete is recorded before its run starts (`$REIN_HOME/serve/delete/`): a
+//! server that stops before the run has ended deletes it when it starts again (the run
+//! ended then, `interrupted`), so a stateless run never leaves a thread behind.
 
 use std::sync::Arc;
 
@@ -31,6 +32,12 @@ pub async fn create(
     super::body::input_parts(&run.input)?;
     let on_completion = run.on_completion.unwrap_or_default();
     let thread = app.runs.create_thread().await?;
+    if on_completion == OnCompletion::Delete {
+        if let Err(e) = app.runs.records().put_delete(thread).await {
+            delete(app, thread).await;
+            return Err(e.into());
+        }
+    }
     let (response, turn) = match run_api::start(app, thread, run, mode).await {
         Ok(started) => started,
         Err(e) => {
@@ -56,7 +63,8 @@ async fn delete_after(app: &App, thread: ThreadId, turn: TurnId) {
     delete(app, thread).await;
 }
 
-/// Unload the thread and archive it; a failure is logged (the thread stays, listed).
+/// Unload the thread and archive it, then drop its records; a failure is logged (the
+/// thread stays, listed, and its delete record with it: the next start tries again).
 async fn delete(app: &App, thread: ThreadId) {
     if !app.runs.unload_idle(thread).await {
         tracing::warn!("stateless run's thread {thread} is busy; kept");
@@ -64,5 +72,29 @@ async fn delete(app: &App, thread: ThreadId) {
     }
     if let Err(e) = app.runs.kernel().store().archive(thread).await {
         tracing::warn!("deleting stateless run's thread {thread}: {e}");
+        return;
+    }
+    let records = app.runs.records();
+    let forgotten = match records.forget_thread(thread).await {
+        Ok(()) => records.remove_delete(thread).await,
+        Err(e) => Err(e),
+    };
+    if let Err(e) = forgotten {
+        tracing::warn!("dropping the records of deleted thread {thread}: {e}");
+    }
+}
+
+/// After a restart, before the server takes connections: the stateless runs' threads
+/// whose deletion a stop cut off. Their runs ended with that stop, so each goes now.
+pub async fn recover(app: &App) {
+    let found = match app.runs.records().deletes().await {
+        Ok(found) => found,
+        Err(e) => {
+            tracing::warn!("reading the threads to delete: {e}");
+            return;
+        }
+    };
+    for record in found {
+        delete(app, record.thread).await;
     }
 }

@@ -322,5 +322,9 @@ pub async fn delete(app: &Arc<App>, thread: ThreadId) -> Result<Response<Body>, 
         .archive(thread)
         .await
         .map_err(|e| ApiError::Conflict(format!("thread {thread} cannot be deleted: {e}")))?;
+    // The thread is gone; what serve recorded about it would only outlive it.
+    if let Err(e) = app.runs.records().forget_thread(thread).await {
+        tracing::warn!("dropping the records of deleted thread {thread}: {e}");
+    }
     Ok(empty(StatusCode::NO_CONTENT))
 }
