@@ -10,9 +10,11 @@
 //! [`runs`] (threads, start and cancel), `driver` (each loaded thread's driver task),
 //! [`error`] (OpenAI's error shape), [`records`] (what the server keeps beside the
 //! rollouts: a response's `metadata`, queued runs), [`agent`] (LangGraph's Agent Protocol:
-//! threads and runs on the same threads and projection).
+//! threads and runs on the same threads and projection), [`chat`] (`/v1/chat/completions`
+//! on the same turns and projection).
 
 pub mod agent;
+pub mod chat;
 mod driver;
 pub mod error;
 mod handlers;

@@ -115,6 +115,10 @@ impl Projector {
     }
 
     /// The response this one continues.
+    pub fn id(&self) -> ResponseId {
+        self.id
+    }
+
     pub fn previous(&self) -> Option<ResponseId> {
         self.previous
     }

@@ -70,6 +70,13 @@ pub struct DeleteRecord {
     pub thread: ThreadId,
 }
 
+/// The response that answered a chat conversation (`/v1/chat/completions`), under the
+/// conversation's key: the next request of that conversation continues its thread.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ChatRecord {
+    pub response: String,
+}
+
 /// How a queued run ended without its turn starting.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "outcome", rename_all = "snake_case")]
@@ -168,6 +175,10 @@ impl Records {
             .join(format!("{turn}.json"))
     }
 
+    fn chat_path(&self, key: &str) -> PathBuf {
+        self.dir.join("chats").join(format!("{key}.json"))
+    }
+
     fn deletes_dir(&self) -> PathBuf {
         self.dir.join("delete")
     }
@@ -226,6 +237,21 @@ impl Records {
 
     pub async fn remove_run(&self, thread: ThreadId, turn: TurnId) -> Result<(), RecordError> {
         remove(self.run_path(thread, turn)).await
+    }
+
+    /// Record that `response` answered the conversation of `key` (a hex digest).
+    pub async fn put_chat(&self, key: &str, response: ResponseId) -> Result<(), RecordError> {
+        let record = ChatRecord {
+            response: response.to_string(),
+        };
+        write(self.chat_path(key), &record).await
+    }
+
+    /// The response that answered the conversation of `key`, if one did; a record whose
+    /// id does not parse is none (it is the server's own, so it is not guessed at).
+    pub async fn chat(&self, key: &str) -> Result<Option<ResponseId>, RecordError> {
+        let record: Option<ChatRecord> = read(self.chat_path(key)).await?;
+        Ok(record.and_then(|r| r.response.parse().ok()))
     }
 
     pub async fn put_delete(&self, thread: ThreadId) -> Result<(), RecordError> {

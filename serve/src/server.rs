@@ -154,6 +154,7 @@ async fn route(
     }
     match (segments.as_slice(), method) {
         (["v1", "responses"], Method::POST) => handlers::create(app, req).await,
+        (["v1", "chat", "completions"], Method::POST) => crate::chat::create(app, req).await,
         (["v1", "responses", id], Method::GET) => handlers::get(app, id, &query).await,
         (["v1", "responses", id, "cancel"], Method::POST) => handlers::cancel(app, id).await,
         (["v1", "responses", id, "input_items"], Method::GET) => {
@@ -164,6 +165,7 @@ async fn route(
         }
         (
             ["v1", "responses"]
+            | ["v1", "chat", "completions"]
             | ["v1", "responses", _]
             | ["v1", "responses", _, _]
             | ["v1", "responses", _, "approvals", _],

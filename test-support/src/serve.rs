@@ -419,6 +419,48 @@ pub fn sdk_outcome() -> Value {
     })
 }
 
+/// The mock model's script of the chat SDK tests (tests/sdk/openai_chat.*): replies for
+/// the plain completion, its continuation and the streamed one; the rest echo.
+pub fn chat_sdk_script() -> Value {
+    json!({
+        "replies": [
+            { "text": "Hello there.", "deltas": 2 },
+            { "text": "Fine, thanks." },
+            { "text": "Streamed here.", "deltas": 3 }
+        ],
+        "when_exhausted": "echo"
+    })
+}
+
+/// What the chat SDK scripts report against [`chat_sdk_script`], whichever SDK ran them.
+pub fn chat_sdk_outcome() -> Value {
+    let said = |content: &str| {
+        json!({
+            "object": "chat.completion", "model": "mock", "role": "assistant",
+            "content": content, "finish_reason": "stop", "counted": true,
+        })
+    };
+    let mut continued = said("Fine, thanks.");
+    continued["same_thread"] = json!(true);
+    let mut foreign = said("echo: c");
+    foreign["new_thread"] = json!(true);
+    json!({
+        "misfits": [],
+        "plain": said("Hello there."),
+        "continued": continued,
+        "streamed": {
+            "first_role": "assistant", "text": "Streamed here.", "finish_reason": "stop",
+            "usage_last": true, "one_id": true,
+        },
+        "foreign": foreign,
+        "errors": {
+            "temperature": [400, "temperature"],
+            "tool_message": [400, "messages[1].role"],
+            "unauthorized": 401
+        }
+    })
+}
+
 /// The event names of a stream, in order.
 pub fn types(events: &[Sse]) -> Vec<String> {
     events.iter().map(|e| e.event.clone()).collect()

@@ -74,6 +74,7 @@ mod sandbox_launch;
 mod sandbox_startup;
 mod serve_agent_protocol;
 mod serve_agent_protocol_approvals;
+mod serve_chat;
 mod serve_durable;
 mod serve_guard;
 mod serve_langgraph_py;
