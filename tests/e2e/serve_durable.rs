@@ -5,7 +5,8 @@
 //! again after a kill -9 and then run with their stream modes (or, cancelled, stay
 //! cancelled); a started run's strategy and stream modes, which a restarted server still
 //! reports and streams; and a stateless run's thread, deleted by the next start when a
-//! kill -9 cut its run off, with every record of it.
+//! kill -9 cut its run off, with every record of it; and a two-day-old response, streamed
+//! again from a sequence number.
 
 use pretty_assertions::assert_eq;
 use rein_test_support::serve::{hello_model, home_for, types, MockModel, Server};
@@ -327,4 +328,86 @@ fn a_stateless_run_cut_off_by_a_kill_9_has_its_thread_and_records_deleted_by_the
         Vec::<String>::new()
     );
     assert!(!home.path().join("serve/runs").join(&thread).exists());
+}
+
+/// Every event of the rollouts under `home` made `ms` milliseconds older, in place (the
+/// same number of digits, so every byte offset stays): a stored run that is days old.
+fn age_rollouts(home: &std::path::Path, ms: u64) {
+    let mut dirs = vec![home.join("sessions")];
+    while let Some(dir) = dirs.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                dirs.push(path);
+                continue;
+            }
+            let text = std::fs::read_to_string(&path).unwrap();
+            let key = "\"timestamp_ms\":";
+            let mut aged = String::new();
+            let mut rest = text.as_str();
+            while let Some(at) = rest.find(key) {
+                let (head, tail) = rest.split_at(at + key.len());
+                let digits = tail.bytes().take_while(u8::is_ascii_digit).count();
+                let old: u64 = tail[..digits].parse().unwrap();
+                let new = (old - ms).to_string();
+                assert_eq!(new.len(), digits);
+                aged.push_str(head);
+                aged.push_str(&new);
+                rest = &tail[digits..];
+            }
+            aged.push_str(rest);
+            std::fs::write(&path, aged).unwrap();
+        }
+    }
+}
+
+#[test]
+fn a_two_day_old_response_streams_again_from_starting_after_with_the_response_restated() {
+    let model = hello_model();
+    let home = home_for(&model);
+    let mut server = Server::start(home.path(), &[]);
+    let live = server
+        .stream(
+            "POST",
+            "/v1/responses",
+            Some(&json!({ "input": "hi", "stream": true })),
+        )
+        .collect_all();
+    let done = live.last().unwrap().data["response"].clone();
+    let id = done["id"].as_str().unwrap().to_owned();
+    assert!(server.terminate().success());
+    let two_days = 2 * 86_400;
+    age_rollouts(home.path(), two_days * 1000);
+
+    let server = Server::start(home.path(), &[]);
+    let mut aged = done.clone();
+    aged["created_at"] = json!(done["created_at"].as_u64().unwrap() - two_days);
+    assert_eq!(ok(&server.get(&format!("/v1/responses/{id}"))), aged);
+    let after = live[3].data["sequence_number"].as_u64().unwrap();
+    let resumed = server
+        .stream(
+            "GET",
+            &format!("/v1/responses/{id}?stream=true&starting_after={after}"),
+            None,
+        )
+        .collect_all();
+    // The response as it stood at `after`, then what followed it then (deltas are live
+    // only: the done events carry their text).
+    assert_eq!(resumed[0].event, "response.created");
+    assert_eq!(
+        resumed[0].data["response"]["created_at"],
+        aged["created_at"]
+    );
+    let followed: Vec<_> = live
+        .iter()
+        .filter(|e| e.data["sequence_number"].as_u64().unwrap() > after)
+        .filter(|e| e.event != "response.output_text.delta")
+        .map(|e| (e.event.clone(), e.data["sequence_number"].clone()))
+        .collect();
+    let replayed: Vec<_> = resumed[1..]
+        .iter()
+        .map(|e| (e.event.clone(), e.data["sequence_number"].clone()))
+        .collect();
+    assert_eq!(replayed, followed);
+    assert_eq!(resumed.last().unwrap().data["response"], aged);
 }
