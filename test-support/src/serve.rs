@@ -419,6 +419,37 @@ pub fn sdk_outcome() -> Value {
     })
 }
 
+/// Every event of the rollouts under `home` made `ms` milliseconds older, in place (the
+/// same number of digits, so every byte offset stays): a stored run that is days old.
+pub fn age_rollouts(home: &std::path::Path, ms: u64) {
+    let mut dirs = vec![home.join("sessions")];
+    while let Some(dir) = dirs.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                dirs.push(path);
+                continue;
+            }
+            let text = std::fs::read_to_string(&path).unwrap();
+            let key = "\"timestamp_ms\":";
+            let mut aged = String::new();
+            let mut rest = text.as_str();
+            while let Some(at) = rest.find(key) {
+                let (head, tail) = rest.split_at(at + key.len());
+                let digits = tail.bytes().take_while(u8::is_ascii_digit).count();
+                let old: u64 = tail[..digits].parse().unwrap();
+                let new = (old - ms).to_string();
+                assert_eq!(new.len(), digits);
+                aged.push_str(head);
+                aged.push_str(&new);
+                rest = &tail[digits..];
+            }
+            aged.push_str(rest);
+            std::fs::write(&path, aged).unwrap();
+        }
+    }
+}
+
 /// The mock model's script of the chat SDK tests (tests/sdk/openai_chat.*): replies for
 /// the plain completion, its continuation and the streamed one; the rest echo.
 pub fn chat_sdk_script() -> Value {

@@ -330,37 +330,6 @@ fn a_stateless_run_cut_off_by_a_kill_9_has_its_thread_and_records_deleted_by_the
     assert!(!home.path().join("serve/runs").join(&thread).exists());
 }
 
-/// Every event of the rollouts under `home` made `ms` milliseconds older, in place (the
-/// same number of digits, so every byte offset stays): a stored run that is days old.
-fn age_rollouts(home: &std::path::Path, ms: u64) {
-    let mut dirs = vec![home.join("sessions")];
-    while let Some(dir) = dirs.pop() {
-        for entry in std::fs::read_dir(&dir).unwrap() {
-            let path = entry.unwrap().path();
-            if path.is_dir() {
-                dirs.push(path);
-                continue;
-            }
-            let text = std::fs::read_to_string(&path).unwrap();
-            let key = "\"timestamp_ms\":";
-            let mut aged = String::new();
-            let mut rest = text.as_str();
-            while let Some(at) = rest.find(key) {
-                let (head, tail) = rest.split_at(at + key.len());
-                let digits = tail.bytes().take_while(u8::is_ascii_digit).count();
-                let old: u64 = tail[..digits].parse().unwrap();
-                let new = (old - ms).to_string();
-                assert_eq!(new.len(), digits);
-                aged.push_str(head);
-                aged.push_str(&new);
-                rest = &tail[digits..];
-            }
-            aged.push_str(rest);
-            std::fs::write(&path, aged).unwrap();
-        }
-    }
-}
-
 #[test]
 fn a_two_day_old_response_streams_again_from_starting_after_with_the_response_restated() {
     let model = hello_model();
@@ -377,7 +346,7 @@ fn a_two_day_old_response_streams_again_from_starting_after_with_the_response_re
     let id = done["id"].as_str().unwrap().to_owned();
     assert!(server.terminate().success());
     let two_days = 2 * 86_400;
-    age_rollouts(home.path(), two_days * 1000);
+    rein_test_support::serve::age_rollouts(home.path(), two_days * 1000);
 
     let server = Server::start(home.path(), &[]);
     let mut aged = done.clone();

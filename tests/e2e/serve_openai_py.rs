@@ -2,7 +2,9 @@
 //! `scripts/test-setup.sh`), pointed at the server with its token as the API key: a plain
 //! response, a streamed one, a resumed stream, a background one (with `metadata`) polled
 //! to completion, a cancel mid-run, `previous_response_id`, input items and the SDK's
-//! error classes, each checked through the SDK's own types (`tests/sdk/openai_responses.py`).
+//! error classes, each checked through the SDK's own types (`tests/sdk/openai_responses.py`);
+//! its Chat Completions (`tests/sdk/openai_chat.py`); and the stream of a two-day-old stored
+//! response resumed (`tests/sdk/openai_resume_old.py`).
 //! Ignored, with the reason, where python3 is missing (never in CI: see
 //! scripts/test_prereqs.rs).
 
@@ -53,4 +55,53 @@ fn run(script: &str, model_script: Value) -> Value {
         String::from_utf8_lossy(&out.stderr)
     );
     serde_json::from_slice(&out.stdout).unwrap()
+}
+
+#[test]
+#[cfg_attr(
+    not(rein_has_python),
+    ignore = "needs python3 (scripts/test-setup.sh installs the openai SDK into a venv with it)"
+)]
+fn the_openai_python_sdk_resumes_the_stream_of_a_two_day_old_response() {
+    installed("target/openai-venv/installed-openai==3.57.0");
+    let model = rein_test_support::serve::hello_model();
+    let home = home_for(&model);
+    let mut server = Server::start(home.path(), &[]);
+    let live = server
+        .stream(
+            "POST",
+            "/v1/responses",
+            Some(&serde_json::json!({ "input": "hi", "stream": true })),
+        )
+        .collect_all();
+    let done = &live.last().unwrap().data["response"];
+    let id = done["id"].as_str().unwrap().to_owned();
+    let created_at = done["created_at"].as_u64().unwrap();
+    assert!(server.terminate().success());
+    let two_days = 2 * 86_400;
+    rein_test_support::serve::age_rollouts(home.path(), two_days * 1000);
+
+    let server = Server::start(home.path(), &[]);
+    let after = live[3].data["sequence_number"].to_string();
+    let out = Command::new(repo_root().join("target/openai-venv/bin/python"))
+        .arg(repo_root().join("tests/sdk/openai_resume_old.py"))
+        .args([&server.url, &id, &after])
+        .env("OPENAI_API_KEY", &server.token)
+        .env_remove("OPENAI_BASE_URL")
+        .env_remove("PYTHONPATH")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "the SDK script failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let out: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        out,
+        serde_json::json!({
+            "retrieved": true, "created_at": created_at - two_days, "first_restates": true,
+            "all_after": true, "accumulated": "Hello there.", "status": "completed",
+        })
+    );
 }
