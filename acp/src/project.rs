@@ -18,7 +18,7 @@ use agent_client_protocol::v1::schema::{
 };
 use rein_protocol::{
     Event, EventMsg, InputPart, Item, ItemId, PlanStep, PlanStepStatus, TaskGraph, TaskState,
-    ThreadId, ToolAction, ToolOutcome,
+    ThreadId, ToolAction,
 };
 
 use crate::cards::{self, Agents};
@@ -98,12 +98,8 @@ impl Projector {
                 arguments,
                 action,
             } => {
-                let action = action
-                    .clone()
-                    .unwrap_or_else(|| ToolAction::other(name, arguments));
-                let opened =
-                    tool_calls::opened(call_id, name, arguments, &action, self.display);
-                self.open.insert(call_id.clone(), action);
+                let opened = tool_calls::opened(call_id, name, arguments, action, self.display);
+                self.open.insert(call_id.clone(), action.clone());
                 opened.map(SessionUpdate::ToolCall).into_iter().collect()
             }
             EventMsg::ToolOutputDelta { call_id, delta } => {
@@ -113,15 +109,11 @@ impl Projector {
                     .collect()
             }
             EventMsg::ToolCallEnd {
-                call_id,
-                success,
-                outcome,
-                ..
+                call_id, outcome, ..
             } => {
                 let action = self.open.remove(call_id);
-                let outcome = outcome.clone().unwrap_or_else(|| unreported(*success));
                 let terminal = self.client_terminals.remove(call_id);
-                tool_calls::closed(call_id, action.as_ref(), &outcome, self.display)
+                tool_calls::closed(call_id, action.as_ref(), outcome, self.display)
                     .map(|mut update| {
                         if let Some(terminal) = terminal {
                             update.fields.content =
@@ -377,19 +369,6 @@ fn compaction_id(event: &Event) -> String {
     match &event.turn_id {
         Some(turn) => format!("compaction-{turn}"),
         None => format!("compaction-{}", event.thread_id),
-    }
-}
-
-/// What an old rollout's call without an outcome is known to have done.
-fn unreported(success: bool) -> ToolOutcome {
-    if success {
-        ToolOutcome::Returned {
-            text: String::new(),
-            structured: None,
-            content: Vec::new(),
-        }
-    } else {
-        ToolOutcome::failed("the call failed")
     }
 }
 

@@ -1,6 +1,6 @@
 use super::*;
 use pretty_assertions::assert_eq;
-use rein_protocol::{ThreadId, TokenUsage, ToolFacts};
+use rein_protocol::{ThreadId, TokenUsage, ToolFacts, ToolOutcome};
 use serde_json::{json, Value};
 
 fn event(msg: EventMsg) -> Event {
@@ -91,17 +91,17 @@ fn tool_calls_plans_usage_and_titles() {
                 call_id: "c".into(),
                 name: "read_file".into(),
                 arguments: r#"{"path":"a.txt"}"#.into(),
-                action: Some(action.clone()),
+                action: action.clone(),
             },
             EventMsg::ToolCallEnd {
                 call_id: "c".into(),
                 success: true,
                 duration_ms: 1,
-                outcome: Some(ToolOutcome::Returned {
+                outcome: ToolOutcome::Returned {
                     text: "x".into(),
                     structured: None,
                     content: Vec::new(),
-                }),
+                },
             },
             EventMsg::PlanUpdated {
                 plan: vec![PlanStep {

@@ -86,7 +86,7 @@ pub fn output_delta(
 }
 
 /// The `tool_call_update` that closes the card of `call_id`, or `None` for a call that has
-/// no card. `action` is `None` for calls recorded before tools described their calls.
+/// no card. `action` is `None` for a call whose start this projection did not see.
 pub fn closed(
     call_id: &str,
     action: Option<&ToolAction>,

@@ -106,24 +106,24 @@ fn step(turn: &mut OpenTurn, msg: &EventMsg, at_ms: u64) {
         EventMsg::ToolCallBegin {
             call_id,
             name,
-            arguments,
             action,
+            ..
         } => {
             turn.calls.insert(call_id.clone(), steps.len());
-            steps.push(call_step(name, arguments, action.as_ref()));
+            steps.push(call_step(name, action));
         }
         EventMsg::ToolCallEnd {
             call_id,
-            success,
             duration_ms,
             outcome,
+            ..
         } => {
             let Some(step) = turn.calls.remove(call_id).and_then(|i| steps.get_mut(i)) else {
                 return;
             };
             step.duration_ms = *duration_ms;
-            step.status = call_status(outcome.as_ref(), *success);
-            step.observation = outcome.as_ref().and_then(observation);
+            step.status = call_status(outcome);
+            step.observation = observation(outcome);
         }
         EventMsg::AdvisorReviewCompleted {
             review_id,
@@ -172,11 +172,12 @@ fn step(turn: &mut OpenTurn, msg: &EventMsg, at_ms: u64) {
 }
 
 /// A call's step as it begins: its input is the action rein recorded, else its arguments.
-fn call_step(name: &str, arguments: &str, action: Option<&ToolAction>) -> TrajectoryStep {
+/// A call's step; its input is what the tool said it would do, or for a tool the kernel
+/// knows nothing more about, the arguments it was called with.
+fn call_step(name: &str, action: &ToolAction) -> TrajectoryStep {
     let action_input = match action {
-        Some(action) => serde_json::to_value(action).unwrap_or_default(),
-        None => serde_json::from_str(arguments)
-            .unwrap_or_else(|_| serde_json::Value::String(arguments.to_owned())),
+        ToolAction::Other { arguments, .. } => arguments.clone(),
+        known => serde_json::to_value(known).unwrap_or_default(),
     };
     TrajectoryStep {
         action: name.to_owned(),
@@ -189,13 +190,12 @@ fn call_step(name: &str, arguments: &str, action: Option<&ToolAction>) -> Trajec
     }
 }
 
-/// How a call ended, from its outcome (only `success` in rollouts older than outcomes).
-fn call_status(outcome: Option<&ToolOutcome>, success: bool) -> StepStatus {
+/// How a call ended, from its outcome.
+fn call_status(outcome: &ToolOutcome) -> StepStatus {
     match outcome {
-        Some(ToolOutcome::Declined { .. }) => StepStatus::Declined,
-        Some(ToolOutcome::Interrupted { .. }) => StepStatus::Interrupted,
-        Some(o) if o.succeeded() => StepStatus::Succeeded,
-        None if success => StepStatus::Succeeded,
+        ToolOutcome::Declined { .. } => StepStatus::Declined,
+        ToolOutcome::Interrupted { .. } => StepStatus::Interrupted,
+        o if o.succeeded() => StepStatus::Succeeded,
         _ => StepStatus::Failed,
     }
 }
@@ -290,7 +290,7 @@ mod tests {
                     call_id: "c".into(),
                     name: "custom".into(),
                     arguments: "not json".into(),
-                    action: None,
+                    action: rein_protocol::ToolAction::other("custom", "not json"),
                 },
             ),
             event(

@@ -24,5 +24,5 @@ mod tool;
 
 pub use bounded::MAX_MESSAGE_BYTES;
 pub use launch::Env;
-pub use manager::McpManager;
+pub use manager::{FailedServer, McpManager, RequiredServersFailed};
 pub use server::Server;

@@ -35,6 +35,29 @@ struct Inner {
     servers: HashMap<Key, Server>,
 }
 
+/// The `required` servers of a directory that did not start: a thread there does not
+/// start either (as in Codex, whose wording the message keeps).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("required MCP servers failed to initialize: {}", list(.failed))]
+pub struct RequiredServersFailed {
+    pub failed: Vec<FailedServer>,
+}
+
+/// One required server that did not start, and why.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FailedServer {
+    pub name: String,
+    pub why: String,
+}
+
+fn list(failed: &[FailedServer]) -> String {
+    let each: Vec<String> = failed
+        .iter()
+        .map(|f| format!("{}: {}", f.name, f.why))
+        .collect();
+    each.join("; ")
+}
+
 pub struct McpManager {
     inner: Mutex<Inner>,
     env: Env,
@@ -122,31 +145,27 @@ impl McpManager {
     }
 
     /// Wait for the `required` servers of threads in `cwd`: an error lists each one that
-    /// failed to start, as Codex words it.
-    pub async fn wait_required(&self, cwd: &Path) -> Result<(), String> {
+    /// failed to start.
+    pub async fn wait_required(&self, cwd: &Path) -> Result<(), RequiredServersFailed> {
         let mut failed = Vec::new();
         for server in self.servers_for(cwd) {
             if !server.config().required {
                 continue;
             }
-            match server.wait_settled().await {
-                ServerStatus::Ready => {}
-                ServerStatus::Failed { error } => {
-                    failed.push(format!("{}: {error}", server.name()))
-                }
-                ServerStatus::Stopped { reason } => {
-                    failed.push(format!("{}: {reason}", server.name()))
-                }
-                ServerStatus::Starting => {}
-            }
+            let why = match server.wait_settled().await {
+                ServerStatus::Ready | ServerStatus::Starting => continue,
+                ServerStatus::Failed { error } => error,
+                ServerStatus::Stopped { reason } => reason,
+            };
+            failed.push(FailedServer {
+                name: server.name().to_owned(),
+                why,
+            });
         }
         if failed.is_empty() {
             Ok(())
         } else {
-            Err(format!(
-                "required MCP servers failed to initialize: {}",
-                failed.join("; ")
-            ))
+            Err(RequiredServersFailed { failed })
         }
     }
 

@@ -191,14 +191,14 @@ pub enum EventMsg {
         item_id: ItemId,
         delta: String,
     },
-    /// A tool call is about to run; `action` is what its tool says it will do (absent in
-    /// rollouts written before tools described their calls).
+    /// A tool call is about to run; `action` is what its tool says it will do. (Rollouts
+    /// written before tools described their calls lack it: the store's decoder upgrades
+    /// them, so in memory it is always there.)
     ToolCallBegin {
         call_id: String,
         name: String,
         arguments: String,
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        action: Option<ToolAction>,
+        action: ToolAction,
     },
     /// The advisor reviews a batch of tool calls before any of them is announced.
     AdvisorReviewStarted {
@@ -248,14 +248,13 @@ pub enum EventMsg {
         call_id: String,
         skill: crate::context::SkillActivation,
     },
-    /// A tool call ended; `outcome` is what its tool reports it did (absent in rollouts
-    /// written before tools reported outcomes).
+    /// A tool call ended; `outcome` is what its tool reports it did. (Rollouts written
+    /// before tools reported outcomes lack it: the store's decoder upgrades them.)
     ToolCallEnd {
         call_id: String,
         success: bool,
         duration_ms: u64,
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        outcome: Option<ToolOutcome>,
+        outcome: ToolOutcome,
     },
     /// A running call asks the client something (an approval, a question) and waits.
     #[serde(alias = "approval_requested")]

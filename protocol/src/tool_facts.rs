@@ -193,6 +193,20 @@ pub enum ToolOutcome {
 }
 
 impl ToolOutcome {
+    /// What a call recorded before tools reported outcomes is known to have done: only
+    /// whether it succeeded (its output is in its `ToolOutput` item).
+    pub fn unreported(success: bool) -> Self {
+        if success {
+            ToolOutcome::Returned {
+                text: String::new(),
+                structured: None,
+                content: Vec::new(),
+            }
+        } else {
+            ToolOutcome::failed("the call failed")
+        }
+    }
+
     pub fn failed(message: impl Into<String>) -> Self {
         ToolOutcome::Failed {
             message: message.into(),

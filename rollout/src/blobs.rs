@@ -225,10 +225,7 @@ macro_rules! field_walkers {
                     request: ClientRequest::WriteTextFile { content, .. },
                     ..
                 } => f(content, Field::Text),
-                EventMsg::ToolCallEnd {
-                    outcome: Some(outcome),
-                    ..
-                } => outcome.$bulk().into_iter().for_each(|s| f(s, Field::Text)),
+                EventMsg::ToolCallEnd { outcome, .. } => outcome.$bulk().into_iter().for_each(|s| f(s, Field::Text)),
                 _ => {}
             }
         }

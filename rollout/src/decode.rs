@@ -5,11 +5,18 @@
 //! decoder reads it and then the fields straight into the variant, for the variants that
 //! carry bulk (`ItemCompleted` and its items). Anything else, or an object whose tag is
 //! not first, goes through serde's derive, so the result is always what derive gives.
+//!
+//! It is also where old rollouts are upgraded, once: a tool call's begin written before
+//! tools described their calls gets the action nothing more is known of
+//! ([`ToolAction::other`]), and its end written before tools reported outcomes gets what
+//! is known ([`ToolOutcome::unreported`]), so in memory a tool fact is never missing.
 
 use std::borrow::Cow;
 use std::fmt;
 
-use rein_protocol::{Event, EventMsg, InputPart, Item, ItemId, ThreadId, ToolFacts, TurnId};
+use rein_protocol::{
+    Event, EventMsg, InputPart, Item, ItemId, ThreadId, ToolAction, ToolFacts, ToolOutcome, TurnId,
+};
 use serde::de::{self, DeserializeOwned, IgnoredAny, MapAccess, Visitor};
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::{Map, Value};
@@ -79,6 +86,7 @@ fn by_derive<'de, A: MapAccess<'de>, T: DeserializeOwned + Serialize>(
     while let Some((key, value)) = map.next_entry::<String, Value>()? {
         object.insert(key, value);
     }
+    upgrade_tool_facts(&mut object);
     let keys: Vec<String> = object.keys().cloned().collect();
     let value: T = serde_json::from_value(Value::Object(object)).map_err(de::Error::custom)?;
     let unknown = match serde_json::to_value(&value) {
@@ -86,6 +94,34 @@ fn by_derive<'de, A: MapAccess<'de>, T: DeserializeOwned + Serialize>(
         _ => 0,
     };
     Ok((value, u32::try_from(unknown).unwrap_or(u32::MAX)))
+}
+
+/// A tool call's begin without its `action`, or its end without its `outcome` (rein's
+/// rollouts from before tools described calls and reported outcomes): given what is
+/// known. Anything else is left as it is.
+fn upgrade_tool_facts(object: &mut Map<String, Value>) {
+    let text = |object: &Map<String, Value>, key: &str| {
+        object
+            .get(key)
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned()
+    };
+    let upgraded = match object.get("type").and_then(Value::as_str) {
+        Some("tool_call_begin") if !object.contains_key("action") => {
+            let action = ToolAction::other(&text(object, "name"), &text(object, "arguments"));
+            ("action", serde_json::to_value(action))
+        }
+        Some("tool_call_end") if !object.contains_key("outcome") => {
+            let success = object.get("success").and_then(Value::as_bool);
+            let outcome = ToolOutcome::unreported(success.unwrap_or(false));
+            ("outcome", serde_json::to_value(outcome))
+        }
+        _ => return,
+    };
+    if let (key, Ok(value)) = upgraded {
+        object.insert(key.to_owned(), value);
+    }
 }
 
 /// What the first key of a tagged object was.
@@ -316,6 +352,43 @@ mod tests {
             let (fast, derive) = both(json);
             assert!(derive.is_ok(), "{json}: {derive:?}");
             assert_eq!(fast, derive, "{json}");
+        }
+    }
+
+    #[test]
+    fn a_tool_call_from_before_tool_facts_is_given_what_is_known_of_it() {
+        let thread = ThreadId::new();
+        let line = |msg: &str| {
+            format!(r#"{{"thread_id":"{thread}","seq":1,"timestamp_ms":2,"msg":{msg}}}"#)
+        };
+        let decode = |json: &str| serde_json::from_str::<EventPayload>(json).unwrap();
+        let EventPayload(begin, unknown) = decode(&line(
+            r#"{"type":"tool_call_begin","call_id":"c","name":"custom","arguments":"{\"a\":1}"}"#,
+        ));
+        assert_eq!(unknown, 0);
+        assert_eq!(
+            begin.msg,
+            EventMsg::ToolCallBegin {
+                call_id: "c".into(),
+                name: "custom".into(),
+                arguments: r#"{"a":1}"#.into(),
+                action: ToolAction::other("custom", r#"{"a":1}"#),
+            }
+        );
+        for success in [true, false] {
+            let EventPayload(end, unknown) = decode(&line(&format!(
+                r#"{{"type":"tool_call_end","call_id":"c","success":{success},"duration_ms":4}}"#
+            )));
+            assert_eq!(unknown, 0);
+            assert_eq!(
+                end.msg,
+                EventMsg::ToolCallEnd {
+                    call_id: "c".into(),
+                    success,
+                    duration_ms: 4,
+                    outcome: ToolOutcome::unreported(success),
+                }
+            );
         }
     }
 

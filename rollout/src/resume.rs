@@ -201,9 +201,7 @@ fn calls_without_output(events: &[Event]) -> Vec<(String, CallProgress)> {
 fn ended(events: &[Event], call: &str) -> Option<ToolOutcome> {
     events.iter().find_map(|e| match &e.msg {
         EventMsg::ToolCallEnd {
-            call_id,
-            outcome: Some(outcome),
-            ..
+            call_id, outcome, ..
         } if call_id == call => Some(outcome.clone()),
         _ => None,
     })
@@ -213,15 +211,8 @@ fn ended(events: &[Event], call: &str) -> Option<ToolOutcome> {
 fn began(events: &[Event], call: &str) -> Option<ToolAction> {
     events.iter().find_map(|e| match &e.msg {
         EventMsg::ToolCallBegin {
-            call_id,
-            name,
-            arguments,
-            action,
-        } if call_id == call => Some(
-            action
-                .clone()
-                .unwrap_or_else(|| ToolAction::other(name, arguments)),
-        ),
+            call_id, action, ..
+        } if call_id == call => Some(action.clone()),
         _ => None,
     })
 }

@@ -85,16 +85,12 @@ pub async fn calls_of_turn(events: &mut EventStream) -> Vec<(ToolAction, ToolOut
         let event = events.recv().await.expect("the thread ended");
         match &event.msg {
             EventMsg::ToolCallBegin {
-                call_id,
-                action: Some(action),
-                ..
+                call_id, action, ..
             } => {
                 actions.insert(call_id.clone(), action.clone());
             }
             EventMsg::ToolCallEnd {
-                call_id,
-                outcome: Some(outcome),
-                ..
+                call_id, outcome, ..
             } => calls.push((actions.remove(call_id).unwrap(), outcome.clone())),
             _ if is_turn_end(&event) => {
                 assert!(

@@ -100,7 +100,7 @@ impl ThreadScript {
             call_id: call_id.into(),
             name: "shell".into(),
             arguments,
-            action: Some(action.clone()),
+            action: action.clone(),
         });
         if let Some(output) = output {
             let outcome = rein_protocol::ToolOutcome::Exited {
@@ -111,7 +111,7 @@ impl ThreadScript {
                 call_id: call_id.into(),
                 success: true,
                 duration_ms: 12,
-                outcome: Some(outcome.clone()),
+                outcome: outcome.clone(),
             });
             self.push(EventMsg::ItemCompleted {
                 item: Item::ToolOutput {

@@ -151,11 +151,9 @@ impl EventMapper {
             EventMsg::ToolCallBegin {
                 call_id,
                 name,
-                action: Some(action),
+                action,
                 ..
             } => self.tool_begun(o, event, call_id, name, action),
-            // Written before tools described their calls; never sent live.
-            EventMsg::ToolCallBegin { action: None, .. } => {}
             EventMsg::AdvisorReviewStarted {
                 review_id,
                 cwd,
@@ -169,7 +167,7 @@ impl EventMapper {
             EventMsg::ToolCallEnd {
                 call_id,
                 duration_ms,
-                outcome: Some(outcome),
+                outcome,
                 ..
             } => {
                 let ended = Ended {
@@ -178,7 +176,6 @@ impl EventMapper {
                 };
                 self.tool_completed(o, event, call_id, ended);
             }
-            EventMsg::ToolCallEnd { outcome: None, .. } => {}
             // Work for a client that can read files or run terminals for rein: Codex
             // clients declare no such capability, so their threads never ask it.
             EventMsg::ClientRequested { request, .. } if request.is_client_work() => {}

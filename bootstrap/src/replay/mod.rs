@@ -354,7 +354,7 @@ impl Replayer {
         if let Some(mcp) = &self.mcp {
             mcp.wait_required(&settings.cwd)
                 .await
-                .map_err(ReplayError::Kernel)?;
+                .map_err(|e| ReplayError::Kernel(e.to_string()))?;
         }
         *thread = Some((new.handle, new.events));
         Ok(SettingsChange::default())

@@ -184,13 +184,10 @@ impl<W: Write> HumanProgress<W> {
             EventMsg::ToolCallBegin {
                 call_id,
                 name,
-                arguments,
                 action,
+                ..
             } => {
-                let summary = match action {
-                    Some(action) => call_summary(name, action),
-                    None => clipped(&format!("{name} {arguments}")),
-                };
+                let summary = call_summary(name, action);
                 self.line(&format!("{} {summary}", self.style.bold("▶")))?;
                 self.calls
                     .insert(call_id.clone(), (summary, Instant::now()));
@@ -209,21 +206,21 @@ impl<W: Write> HumanProgress<W> {
                 let mark = if *success { "✓" } else { "✗" };
                 let denied_unasked = self.denied_unasked.remove(call_id);
                 let why = match outcome {
-                    Some(ToolOutcome::Declined { reason, .. }) => match denied_unasked {
+                    ToolOutcome::Declined { reason, .. } => match denied_unasked {
                         Some(denial) => format!(" — {denial}"),
                         None => format!(" — declined: {reason}"),
                     },
-                    Some(ToolOutcome::Exited { exit, .. }) if !exit.success() => {
+                    ToolOutcome::Exited { exit, .. } if !exit.success() => {
                         format!(" — exit {}", exit.code())
                     }
                     _ => String::new(),
                 };
                 let text = format!("{mark} {summary} ({}){why}", elapsed(*duration_ms));
                 self.line(&self.style.dim(&text))?;
-                if let Some(ToolOutcome::Patched { changes }) = outcome {
+                if let ToolOutcome::Patched { changes } = outcome {
                     self.files(changes)?;
                 }
-                if let Some(ToolOutcome::Agents { agents, .. }) = outcome {
+                if let ToolOutcome::Agents { agents, .. } = outcome {
                     self.agents(agents)?;
                 }
             }
@@ -530,13 +527,13 @@ mod tests {
             call_id: "c".into(),
             name: "shell".into(),
             arguments: r#"{"command":"make"}"#.into(),
-            action: Some(rein_protocol::ToolAction::Exec {
+            action: rein_protocol::ToolAction::Exec {
                 argv: vec!["sh".into(), "-c".into(), "make".into()],
                 command: "make".into(),
                 cwd: "/w".into(),
                 background: false,
                 commands: vec![],
-            }),
+            },
         })
     }
 
@@ -556,7 +553,7 @@ mod tests {
             call_id: "c".into(),
             success: true,
             duration_ms: 1500,
-            outcome: None,
+            outcome: rein_protocol::ToolOutcome::unreported(true),
         }))
         .unwrap();
         let text = String::from_utf8(out).unwrap();

@@ -122,7 +122,7 @@ impl JsonlMapper {
             EventMsg::ToolCallBegin {
                 call_id,
                 name,
-                action: Some(action),
+                action,
                 ..
             } => self.call_began(event.thread_id, call_id, name, action),
             // The run denies every approval (nobody can be asked): say so on the call.
@@ -136,7 +136,7 @@ impl JsonlMapper {
             }
             EventMsg::ToolCallEnd {
                 call_id,
-                outcome: Some(outcome),
+                outcome,
                 ..
             } => self.call_finished(call_id, outcome),
             EventMsg::ToolOutputDelta { call_id, delta } => {
@@ -251,8 +251,6 @@ impl JsonlMapper {
             | EventMsg::ItemStarted { .. }
             | EventMsg::AgentMessageDelta { .. }
             | EventMsg::ReasoningDelta { .. }
-            | EventMsg::ToolCallBegin { action: None, .. }
-            | EventMsg::ToolCallEnd { outcome: None, .. }
             | EventMsg::PatchApplied { .. }
             | EventMsg::ClientRequestResolved { .. }
             | EventMsg::RolledBack { .. }

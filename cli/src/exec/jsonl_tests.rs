@@ -33,7 +33,7 @@ fn begin(call_id: &str, name: &str, action: ToolAction) -> EventMsg {
         call_id: call_id.into(),
         name: name.into(),
         arguments: "{}".into(),
-        action: Some(action),
+        action,
     }
 }
 
@@ -42,7 +42,7 @@ fn end(call_id: &str, outcome: ToolOutcome) -> EventMsg {
         call_id: call_id.into(),
         success: outcome.succeeded(),
         duration_ms: 5,
-        outcome: Some(outcome),
+        outcome,
     }
 }
 

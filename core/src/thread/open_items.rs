@@ -53,16 +53,10 @@ impl OpenItems {
                 }
             }
             EventMsg::ToolCallBegin {
-                call_id,
-                name,
-                arguments,
-                action,
+                call_id, action, ..
             } => {
                 if let Some(call) = self.calls.iter_mut().find(|c| &c.call_id == call_id) {
-                    let action = action
-                        .clone()
-                        .unwrap_or_else(|| ToolAction::other(name, arguments));
-                    call.began = Some((action, Instant::now()));
+                    call.began = Some((action.clone(), Instant::now()));
                 }
             }
             // A retried request starts its items afresh; the failed attempt's never complete.
@@ -103,7 +97,7 @@ impl OpenItems {
                     call_id: call.call_id.clone(),
                     success: false,
                     duration_ms,
-                    outcome: Some(outcome.clone()),
+                    outcome: outcome.clone(),
                 });
                 Box::new(ToolFacts {
                     action,

@@ -244,7 +244,7 @@ pub(crate) async fn run_calls(
                 call_id: call.call_id.clone(),
                 name: call.name.clone(),
                 arguments: call.arguments.clone(),
-                action: Some(action.clone()),
+                action: action.clone(),
             })
             .await;
         if !begun {
@@ -290,7 +290,7 @@ fn report(
         call_id: call.call_id.clone(),
         success: result.success,
         duration_ms,
-        outcome: Some(result.outcome.clone()),
+        outcome: result.outcome.clone(),
     });
     // The model opened a skill's SKILL.md itself: that skill is in use (implicitly).
     if let Some(skill) = result

@@ -176,9 +176,19 @@ async fn a_startup_timeout_fails_the_server_and_required_servers_are_awaited() {
     );
     let cwd = tempfile::tempdir().unwrap();
     let error = mcp.wait_required(cwd.path()).await.unwrap_err();
+    let why = "no answer to initialize and tools/list within 300ms (startup_timeout_sec)";
     assert_eq!(
         error,
-        "required MCP servers failed to initialize: stuck: no answer to initialize and tools/list within 300ms (startup_timeout_sec)"
+        rein_mcp::RequiredServersFailed {
+            failed: vec![rein_mcp::FailedServer {
+                name: "stuck".into(),
+                why: why.into()
+            }]
+        }
+    );
+    assert_eq!(
+        error.to_string(),
+        format!("required MCP servers failed to initialize: stuck: {why}")
     );
     let missing = mcp
         .running()
@@ -241,7 +251,7 @@ async fn a_server_killed_mid_call_fails_the_call_at_once_and_comes_back() {
     })
     .await;
     let EventMsg::ToolCallEnd {
-        outcome: Some(ToolOutcome::Failed { message }),
+        outcome: ToolOutcome::Failed { message },
         ..
     } = &end.msg
     else {

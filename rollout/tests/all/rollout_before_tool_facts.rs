@@ -1,13 +1,15 @@
 //! Rollouts written by rein before tool calls carried facts (`rollout-fixtures/
 //! rein-before-tool-facts/`, written by that build) still load without a diagnostic and
-//! fold into the same history the model saw; their tool outputs have no facts (none are
-//! derived at read time), and the approval events of that time decode as client requests.
+//! fold into the same history the model saw; their tool calls' begins and ends are given
+//! what is known of them where the store decodes them (the action of an unknown tool,
+//! only whether it succeeded), their tool outputs have no facts, and the approval events
+//! of that time decode as client requests.
 #![allow(clippy::unwrap_used)]
 
 use std::path::PathBuf;
 
 use rein_core::thread::state::fold_owned;
-use rein_protocol::{EventMsg, Item};
+use rein_protocol::{EventMsg, Item, ToolAction, ToolOutcome};
 use rein_rollout::blobs::BlobStore;
 use rein_rollout::reader::read_rollout;
 
@@ -34,10 +36,39 @@ fn old_rollouts_load_and_fold_with_tool_outputs_without_facts() {
             "{path:?}: {:?}",
             loaded.diagnostics
         );
-        assert!(loaded
+        // Upgraded where the store decodes them: the begin's action is the one nothing
+        // more is known of, the end's outcome only whether it succeeded.
+        let begins: Vec<_> = loaded
             .events
             .iter()
-            .any(|e| matches!(&e.msg, EventMsg::ToolCallBegin { action: None, .. })));
+            .filter_map(|e| match &e.msg {
+                EventMsg::ToolCallBegin {
+                    name,
+                    arguments,
+                    action,
+                    ..
+                } => Some((action.clone(), ToolAction::other(name, arguments))),
+                _ => None,
+            })
+            .collect();
+        assert!(!begins.is_empty());
+        for (action, legacy) in begins {
+            assert_eq!(action, legacy);
+        }
+        let ends: Vec<_> = loaded
+            .events
+            .iter()
+            .filter_map(|e| match &e.msg {
+                EventMsg::ToolCallEnd {
+                    success, outcome, ..
+                } => Some((outcome.clone(), ToolOutcome::unreported(*success))),
+                _ => None,
+            })
+            .collect();
+        assert!(!ends.is_empty());
+        for (outcome, legacy) in ends {
+            assert_eq!(outcome, legacy);
+        }
         let state = fold_owned(loaded.events);
         let outputs: Vec<&Item> = state
             .history

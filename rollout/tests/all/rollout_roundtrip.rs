@@ -11,7 +11,8 @@ use rein_core::store::{ForkError, SessionMeta};
 use rein_core::thread::state::fold_owned;
 use rein_core::thread::state::{ThreadState, TurnStatus};
 use rein_protocol::{
-    AgentStatus, Event, EventMsg, Item, ItemId, ThreadId, TurnAbortReason, INTERRUPTION_MARKER,
+    AgentStatus, Event, EventMsg, Item, ItemId, ThreadId, ToolAction, ToolOutcome, TurnAbortReason,
+    INTERRUPTION_MARKER,
 };
 use rein_rollout::resume::{
     interrupted_call_output, turn_order, CallProgress, ABORTED_TOOL_OUTPUT,
@@ -259,13 +260,13 @@ fn crashed_turn_is_closed_as_interrupted_saying_what_each_call_may_have_done() {
         call_id: "ended".into(),
         name: "shell".into(),
         arguments: "{}".into(),
-        action: None,
+        action: ToolAction::other("shell", "{}"),
     });
     script.push(EventMsg::ToolCallEnd {
         call_id: "ended".into(),
         success: true,
         duration_ms: 3,
-        outcome: None,
+        outcome: ToolOutcome::unreported(true),
     });
     script.push(EventMsg::ClientRequested {
         request_id: "ap".into(),

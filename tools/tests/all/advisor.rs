@@ -77,7 +77,7 @@ fn outcomes(events: &[Arc<Event>]) -> Vec<ToolOutcome> {
     events
         .iter()
         .filter_map(|e| match &e.msg {
-            EventMsg::ToolCallEnd { outcome, .. } => outcome.clone(),
+            EventMsg::ToolCallEnd { outcome, .. } => Some(outcome.clone()),
             _ => None,
         })
         .collect()

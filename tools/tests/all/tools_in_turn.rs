@@ -62,7 +62,7 @@ async fn a_patch_in_a_turn_edits_the_file_and_reports_its_diffs() {
     );
     let changes = events.iter().find_map(|e| match &e.msg {
         EventMsg::ToolCallEnd {
-            outcome: Some(rein_protocol::ToolOutcome::Patched { changes }),
+            outcome: rein_protocol::ToolOutcome::Patched { changes },
             ..
         } => Some(changes.clone()),
         _ => None,

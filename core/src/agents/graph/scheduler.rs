@@ -169,7 +169,7 @@ impl AgentControl {
             }
             _ if thread == root => return,
             EventMsg::ToolCallEnd {
-                outcome: Some(ToolOutcome::Patched { changes }),
+                outcome: ToolOutcome::Patched { changes },
                 ..
             } => {
                 let files = run.files.entry(thread).or_default();

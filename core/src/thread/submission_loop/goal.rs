@@ -286,7 +286,7 @@ impl SubmissionLoop {
     /// What an event of the running turn means for its goal.
     pub(super) fn goal_observe(&mut self, msg: &EventMsg) {
         if let EventMsg::ToolCallEnd {
-            outcome: Some(ToolOutcome::Patched { .. }),
+            outcome: ToolOutcome::Patched { .. },
             ..
         } = msg
         {

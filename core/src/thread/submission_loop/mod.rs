@@ -460,7 +460,7 @@ impl SubmissionLoop {
                 let turn = self.running.as_mut()?;
                 let turn_diff = match &msg {
                     EventMsg::ToolCallEnd {
-                        outcome: Some(ToolOutcome::Patched { changes }),
+                        outcome: ToolOutcome::Patched { changes },
                         ..
                     } => {
                         for change in changes {
