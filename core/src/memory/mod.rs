@@ -111,6 +111,9 @@ pub struct MemoryPolicy {
     /// After every this many completed turns, a turn of the kernel's own asks the model
     /// which memories to propose (`[memory] extract`); `None`: never.
     pub extract_every: Option<u32>,
+    /// The model extraction turns ask (a name of the kernel's catalog), so a cheaper one
+    /// can do it; `None`: the thread's own.
+    pub extract_model: Option<String>,
 }
 
 impl Default for MemoryPolicy {
@@ -120,6 +123,7 @@ impl Default for MemoryPolicy {
             max_tokens: 400,
             max_unused_days: None,
             extract_every: None,
+            extract_model: None,
         }
     }
 }
