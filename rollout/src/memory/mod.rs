@@ -4,6 +4,7 @@
 //! a failure, so a damaged file is an error naming it on each call (a warning in a turn,
 //! an error from `rein memory` and the app-server's `rein/memory/*`), never a crash.
 
+pub mod consolidate;
 pub mod db;
 pub mod repo;
 
