@@ -10,6 +10,7 @@
 //! extract_after_turns = 10  # ... after every this many completed turns (default 10)
 //! extract_profile = "cheap" # the extraction's model (and provider) from this profile
 //! extract_model = "small"   # or: a model of the main provider (default: the thread's)
+//! consolidate = true        # default false: after each extraction, write MEMORY.md files
 //! ```
 
 use serde::Deserialize;
@@ -34,6 +35,7 @@ pub struct MemoryToml {
     pub extract_after_turns: Option<u32>,
     pub extract_profile: Option<String>,
     pub extract_model: Option<String>,
+    pub consolidate: Option<bool>,
 }
 
 /// `[memory]` resolved.
@@ -50,6 +52,9 @@ pub struct MemorySettings {
     /// (`extract_profile` / `extract_model`, resolved with the profiles by
     /// `load_model_config`); `None`: the thread's own.
     pub extract_model: Option<(String, String)>,
+    /// After each completed extraction, write the user's and the repository's
+    /// `MEMORY.md` (`rein memory consolidate`).
+    pub consolidate: bool,
 }
 
 impl Default for MemorySettings {
@@ -61,6 +66,7 @@ impl Default for MemorySettings {
             max_unused_days: None,
             extract_every: None,
             extract_model: None,
+            consolidate: false,
         }
     }
 }
@@ -80,6 +86,7 @@ impl MemoryToml {
                     .max(1)
             }),
             extract_model: None,
+            consolidate: self.consolidate.unwrap_or(false),
         }
     }
 }

@@ -2,13 +2,17 @@
 //! one `MEMORY.md` under `$REIN_HOME/memories`, each with its id and provenance; another
 //! repository's and forgotten ones left out; idempotent (the same memories: the file is
 //! not rewritten); written whole (no temporary file left); the database stays the truth.
+//! With `[memory] consolidate`, each completed extraction writes them too, before the
+//! thread is reported done.
 #![allow(clippy::unwrap_used)]
 
 use std::path::{Path, PathBuf};
 
 use pretty_assertions::assert_eq;
+use rein_test_support::app_server::MockModel;
 use rein_test_support::exec::{rein_in, rein_ok};
-use rein_test_support::memory::repo;
+use rein_test_support::memory::{memory_home_with, remember, repo, stored};
+use serde_json::json;
 
 /// 2026-12-04, so the files' dates are known.
 const NOW_MS: &str = "1796400000000";
@@ -157,4 +161,52 @@ fn thread_memories_are_not_consolidated_and_say_so() {
         String::from_utf8_lossy(&out.stderr)
     );
     assert!(!home.path().join("memories").exists());
+}
+
+#[test]
+fn with_consolidate_on_an_extraction_writes_the_files_before_exec_exits() {
+    let model = MockModel::start(json!({ "replies": [
+        { "text": "Noted." },
+        remember("Run the tests with cargo nextest", "repo"),
+        { "text": "Proposed one memory." },
+    ], "when_exhausted": "error" }));
+    let home = memory_home_with(&model, "auto", "extract = true\nconsolidate = true\n");
+    let cwd = repo("git@example.com:a.git");
+    rein_at(
+        home.path(),
+        &[
+            "exec",
+            "-C",
+            cwd.path().to_str().unwrap(),
+            "We use cargo nextest here.",
+        ],
+    );
+    let id = stored(home.path())[0]["id"].as_str().unwrap().to_owned();
+    let thread = stored(home.path())[0]["thread_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let turn = stored(home.path())[0]["turn_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    // The files are what `rein memory consolidate` would write now: it finds them current.
+    let again = consolidate(home.path(), &["-C", cwd.path().to_str().unwrap()]);
+    assert_eq!(
+        again
+            .iter()
+            .map(|(v, _, n)| (v.as_str(), n.as_str()))
+            .collect::<Vec<_>>(),
+        vec![("unchanged", "0 memories)"), ("unchanged", "1 memories)")]
+    );
+    let root = std::fs::canonicalize(cwd.path()).unwrap();
+    assert_eq!(
+        std::fs::read_to_string(&again[1].1).unwrap(),
+        format!(
+            "# Memory: repository {} (git@example.com:a.git)\n\n{NOTE}\n\n\
+             - Run the tests with cargo nextest\n  \
+             <!-- id {id}, kept 2026-12-04, from thread {thread} turn {turn} -->\n",
+            root.display()
+        )
+    );
 }

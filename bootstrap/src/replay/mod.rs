@@ -197,6 +197,7 @@ impl Replayer {
                 // kernel's own and is not replayed.
                 extract_every: None,
                 extract_model: None,
+                consolidate: false,
             };
             builder =
                 builder.memory_with_tool(memories.memory(policy), |t| tools::wrap(t, &outputs));

@@ -167,7 +167,8 @@ fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     let dir = path.parent().unwrap_or(Path::new("."));
     std::fs::create_dir_all(dir)?;
     let mut tmp = path.as_os_str().to_owned();
-    tmp.push(format!(".{}.tmp", std::process::id()));
+    // Unique per write: two threads of one process may consolidate the same file at once.
+    tmp.push(format!(".{}.tmp", uuid::Uuid::now_v7().simple()));
     let tmp = PathBuf::from(tmp);
     let mut file = OpenOptions::new()
         .write(true)

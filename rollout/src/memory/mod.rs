@@ -125,6 +125,25 @@ impl MemoryStore for SqliteMemoryStore {
     ) -> BoxFuture<'static, Result<Vec<MemoryRecord>, MemoryError>> {
         self.run(move |db| db.recall(&query))
     }
+
+    fn consolidate(&self, cwd: &Path) -> BoxFuture<'static, Result<Vec<PathBuf>, MemoryError>> {
+        let (store, cwd) = (self.clone(), cwd.to_path_buf());
+        Box::pin(async move {
+            tokio::task::spawn_blocking(move || {
+                crate::io_guard::mark_store_thread();
+                let home = store.path.parent().unwrap_or(Path::new("/")).to_path_buf();
+                [
+                    consolidate::Consolidation::User,
+                    consolidate::Consolidation::Repo(repo::repo_of(&cwd)),
+                ]
+                .iter()
+                .map(|which| consolidate::consolidate(&store, &home, which).map(|c| c.path))
+                .collect()
+            })
+            .await
+            .unwrap_or(Err(MemoryError::Stopped))
+        })
+    }
 }
 
 #[cfg(test)]

@@ -46,6 +46,8 @@ pub(super) struct Extraction {
     /// Set once a shutdown was asked: who waits for it (answered once it is done). While
     /// set, only the end's extraction runs.
     closing: Option<Vec<oneshot::Sender<OpResult>>>,
+    /// An extraction completed and `[memory] consolidate` asks for the files.
+    consolidate: bool,
 }
 
 /// How long the extraction at a thread's end may run (a model request per proposal, and
@@ -69,6 +71,11 @@ impl SubmissionLoop {
             return;
         };
         if self.extraction.turn.take() == Some(turn_id) {
+            self.extraction.consolidate = self
+                .services
+                .memory
+                .as_ref()
+                .is_some_and(|m| m.policy.consolidate);
             return;
         }
         self.extraction.completed += 1;
@@ -166,9 +173,38 @@ impl SubmissionLoop {
             && !self.goal().is_some_and(ThreadGoal::driven)
     }
 
-    /// A shutdown was asked and nothing runs any more.
-    pub(super) fn ready_to_shut_down(&self) -> bool {
-        self.extraction.closing.is_some() && self.running.is_none()
+    /// After each message the loop handled: consolidate the memories once an extraction
+    /// completed (`[memory] consolidate`), then shut down if a shutdown was asked and
+    /// nothing runs any more. True when the thread shut down.
+    pub(super) async fn after_extraction(&mut self) -> bool {
+        if std::mem::take(&mut self.extraction.consolidate) {
+            self.consolidate_memories().await;
+        }
+        if self.extraction.closing.is_none() || self.running.is_some() {
+            return false;
+        }
+        self.shut_down().await;
+        true
+    }
+
+    /// Write the accepted memories of the user and of the thread's repository into their
+    /// `MEMORY.md` files, before the thread is reported done at its end. A projection: a
+    /// failure is a warning, and the store keeps every memory anyway.
+    async fn consolidate_memories(&mut self) {
+        let Some(memory) = self.services.memory.clone() else {
+            return;
+        };
+        let Some(cwd) = self.state.settings.as_ref().map(|s| s.cwd.clone()) else {
+            return;
+        };
+        if let Err(e) = memory.store.consolidate(&cwd).await {
+            self.emit(
+                None,
+                EventMsg::Warning {
+                    message: format!("the memories could not be consolidated: {e}"),
+                },
+            );
+        }
     }
 
     /// While the thread is closing: no new work (`None` for what may still come: an

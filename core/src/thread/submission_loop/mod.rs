@@ -191,10 +191,7 @@ impl SubmissionLoop {
                 }
             };
             let flow = match flow {
-                Flow::Continue if self.ready_to_shut_down() => {
-                    self.shut_down().await;
-                    Flow::Exit
-                }
+                Flow::Continue if self.after_extraction().await => Flow::Exit,
                 flow => flow,
             };
             if let Flow::Exit = flow {
