@@ -228,3 +228,37 @@ fn the_extraction_asks_the_model_of_extract_profile_and_the_thread_keeps_its_own
         .collect();
     assert_eq!(models, vec![&json!("mock"), &json!("small")]);
 }
+
+#[test]
+fn an_archive_answers_the_ends_consent_questions_no_and_the_model_is_told() {
+    // The connection waits for `thread/archive` and cannot answer meanwhile: asked, the
+    // proposal would hold the archive for the extraction's whole deadline.
+    let model = MockModel::start(turn_then_extraction_replies());
+    let home = memory_home_with(&model, "ask", "extract = true\n");
+    let cwd = repo("git@example.com:a.git");
+    let mut server = AppServer::start(home.path(), &[]);
+    server.initialize();
+    let thread = server.start_thread(json!({ "cwd": cwd.path(), "approvalPolicy": "never" }));
+    server.turn(&thread, SAID);
+    let started = std::time::Instant::now();
+    let id = server.request("thread/archive", json!({ "threadId": thread }));
+    let before = server.until(|m| m["id"] == id);
+    assert_eq!(before.last().unwrap()["result"], json!({}));
+    assert!(
+        !before
+            .iter()
+            .any(|m| method(m) == "rein/memory/requestApproval"),
+        "{before:#?}"
+    );
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(30),
+        "the archive did not wait out the deadline"
+    );
+    let kept = stored(home.path());
+    assert_eq!(kept[0]["state"], "rejected");
+    let requests = model.requests();
+    assert_eq!(requests.len(), 3);
+    let told = tool_output(&requests[2], "call_mem");
+    assert!(told.starts_with("Not remembered (repo scope): "), "{told}");
+    assert!(server.finish().success());
+}
