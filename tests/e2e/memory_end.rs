@@ -262,3 +262,63 @@ fn an_archive_answers_the_ends_consent_questions_no_and_the_model_is_told() {
     assert!(told.starts_with("Not remembered (repo scope): "), "{told}");
     assert!(server.finish().success());
 }
+
+#[test]
+fn ctrl_c_during_execs_end_extraction_stops_it_and_exec_exits() {
+    use std::io::BufRead;
+    let model = MockModel::start(json!({ "replies": [
+        { "text": "Noted." },
+        { "text": "Looking back", "deltas": 2, "fault": { "type": "hang" } },
+    ]}));
+    let home = memory_home_with(&model, "auto", "extract = true\n");
+    let cwd = repo("git@example.com:a.git");
+    let mut child = rein_in(
+        home.path(),
+        &["exec", "--json", "-C", cwd.path().to_str().unwrap(), SAID],
+    )
+    .stdout(std::process::Stdio::piped())
+    .stderr(std::process::Stdio::null())
+    .spawn()
+    .unwrap();
+    let mut lines = std::io::BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut seen = Vec::new();
+    let mut started = 0;
+    for line in lines.by_ref() {
+        let event: Value = serde_json::from_str(&line.unwrap()).unwrap();
+        started += usize::from(event["type"] == "turn.started");
+        seen.push(event);
+        if started == 2 {
+            break;
+        }
+    }
+    assert_eq!(started, 2, "the extraction started: {seen:#?}");
+    let kill = std::process::Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(kill.success());
+    seen.extend(lines.map(|l| serde_json::from_str::<Value>(&l.unwrap()).unwrap()));
+    let status = child.wait().unwrap();
+    // The user's turn completed and its answer stands; the extraction ends interrupted
+    // (with its partial message kept, when the signal came after the model's first words).
+    assert_eq!(status.code(), Some(0));
+    seen.retain(|e| {
+        let partial = e["item"]["text"]
+            .as_str()
+            .is_some_and(|t| !t.is_empty() && "Looking back".starts_with(t));
+        !(e["type"] == "item.completed" && partial)
+    });
+    assert_eq!(
+        event_types(&seen),
+        vec![
+            "thread.started",
+            "turn.started",
+            "item.completed",
+            "turn.completed",
+            "turn.started",
+            "turn.failed",
+        ],
+        "{seen:#?}"
+    );
+    assert_eq!(stored(home.path()), Vec::<Value>::new());
+}

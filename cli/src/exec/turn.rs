@@ -15,7 +15,7 @@ use rein_core::{EventStream, NewThread, ThreadHandle};
 use rein_protocol::{
     EventMsg, InputMode, InputOutcome, InputPart, Item, Op, OpResult, SettingsChange, ThreadId,
 };
-use tokio::signal::unix::{signal, SignalKind};
+use tokio::signal::unix::{signal, Signal, SignalKind};
 
 use super::human::{HumanProgress, Style};
 use super::jsonl::JsonlMapper;
@@ -224,19 +224,28 @@ pub async fn drive(
         (Printer::Human(progress), Some(message)) => progress.streamed(message),
         _ => false,
     };
-    shut_down(&handle, &mut events, &mut printer).await?;
+    shut_down(
+        &handle,
+        &mut events,
+        &mut printer,
+        (&mut sigint, &mut sigterm),
+    )
+    .await?;
     Ok(outcome)
 }
 
 /// Shut the thread down, still following its events until its last: the kernel may first
 /// extract memories from the session's turns (docs/memory.md), a turn of its own that is
-/// printed like any other and whose consent questions a headless run answers no. Returns
-/// once the thread is shut down and all it said is printed.
+/// printed like any other, whose consent questions a headless run answers no, and which
+/// Ctrl-C (or SIGTERM) interrupts. Returns once the thread is shut down and all it said is
+/// printed.
 pub(super) async fn shut_down(
     handle: &ThreadHandle,
     events: &mut EventStream,
     printer: &mut Printer,
+    signals: (&mut Signal, &mut Signal),
 ) -> anyhow::Result<()> {
+    let (sigint, sigterm) = signals;
     let shutdown = handle.shutdown();
     tokio::pin!(shutdown);
     let mut shut = false;
@@ -245,6 +254,10 @@ pub(super) async fn shut_down(
             result = &mut shutdown, if !shut => {
                 result?;
                 shut = true;
+            }
+            _ = async { tokio::select! { _ = sigint.recv() => (), _ = sigterm.recv() => () } } => {
+                // Refused once the thread is gone: there is nothing left to stop.
+                let _ = handle.submit(Op::Interrupt).await;
             }
             event = events.recv() => {
                 let Some(event) = event else { break };
