@@ -187,3 +187,43 @@ fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     written?;
     crate::writer::sync_dir(dir)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn repo(root: &str, remote: Option<&str>) -> Consolidation {
+        Consolidation::Repo(RepoKey {
+            root: PathBuf::from(root),
+            remote: remote.map(str::to_owned),
+        })
+    }
+
+    #[test]
+    fn two_checkouts_of_one_name_get_two_files_and_the_user_one_of_its_own() {
+        let home = Path::new("/h");
+        let a = repo("/work/app", Some("git@example.com:app.git")).path(home);
+        let b = repo("/other/app", Some("git@example.com:app.git")).path(home);
+        let c = repo("/work/app", None).path(home);
+        assert_ne!(a, b);
+        assert_ne!(a, c);
+        for path in [&a, &b, &c] {
+            let dir = path.parent().unwrap();
+            assert_eq!(dir.parent().unwrap(), Path::new("/h/memories/repos"));
+            let name = dir.file_name().unwrap().to_str().unwrap();
+            assert!(
+                name.starts_with("app-") && name.len() == "app-".len() + 12,
+                "{name}"
+            );
+        }
+        assert_eq!(
+            Consolidation::User.path(home),
+            PathBuf::from("/h/memories/user/MEMORY.md")
+        );
+        // The same key always names the same file.
+        assert_eq!(
+            a,
+            repo("/work/app", Some("git@example.com:app.git")).path(home)
+        );
+    }
+}
