@@ -152,6 +152,7 @@ async fn attach(
         path: None,
         forked_from: None,
         agent: created.agent,
+        closing: false,
     };
     let thread = meta.to_wire();
     let (tx, rx) = mpsc::channel(PUMP_QUEUE);

@@ -29,6 +29,9 @@ pub struct ThreadMeta {
     pub forked_from: Option<String>,
     /// Where a sub-agent comes from.
     pub agent: Option<AgentOrigin>,
+    /// Being archived: the connection that asked waits for the answer, so no question
+    /// is put to anyone (each is answered no at once).
+    pub closing: bool,
 }
 
 impl ThreadMeta {

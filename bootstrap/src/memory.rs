@@ -38,6 +38,8 @@ pub(crate) fn wire(
                 max_tokens: settings.max_tokens,
                 max_unused_days: settings.max_unused_days,
                 extract_every: settings.extract_every,
+                extract_model: settings.extract_model.as_ref().map(|(m, _)| m.clone()),
+                consolidate: settings.consolidate,
             },
         );
         memory.clock = now_ms;

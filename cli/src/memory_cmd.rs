@@ -1,4 +1,4 @@
-//! `rein memory list|show|search|add|forget|purge|export|import`: the memories of
+//! `rein memory list|show|search|add|forget|purge|export|import|consolidate`: the memories of
 //! `$REIN_HOME/memory.sqlite`, for people and scripts (docs/memory.md). Blocking: no
 //! runtime runs here, so the store is used directly.
 
@@ -92,6 +92,17 @@ enum MemoryCommand {
     /// Read memories written by `export` (a file, or `-` for stdin); ones already kept
     /// (the same id) are skipped. Their content is redacted again.
     Import { file: PathBuf },
+    /// Write the accepted memories of a scope into one MEMORY.md under
+    /// $REIN_HOME/memories (a projection: the database stays the truth). Default: the
+    /// user's, and those of the repository the directory is in.
+    Consolidate {
+        /// Only this scope (user or repo).
+        #[arg(long, value_enum)]
+        scope: Option<Scope>,
+        /// The repository of the repo file: the one this directory is in (default: here).
+        #[arg(short = 'C', long = "cd", value_name = "DIR")]
+        cd: Option<PathBuf>,
+    },
 }
 
 pub fn run(args: MemoryArgs) -> anyhow::Result<()> {
@@ -153,7 +164,44 @@ pub fn run(args: MemoryArgs) -> anyhow::Result<()> {
             Ok(())
         }
         MemoryCommand::Import { file } => import(&store, &file),
+        MemoryCommand::Consolidate { scope, cd } => consolidate(&store, &home, scope, cd),
     }
+}
+
+fn consolidate(
+    store: &SqliteMemoryStore,
+    home: &std::path::Path,
+    scope: Option<Scope>,
+    cd: Option<PathBuf>,
+) -> anyhow::Result<()> {
+    use rein_rollout::memory::consolidate::{consolidate, Consolidation};
+    let repo = || -> anyhow::Result<Consolidation> {
+        let dir = match &cd {
+            Some(dir) => dir.clone(),
+            None => std::env::current_dir()?,
+        };
+        Ok(Consolidation::Repo(rein_rollout::memory::repo::repo_of(
+            &dir,
+        )))
+    };
+    let targets = match scope {
+        None => vec![Consolidation::User, repo()?],
+        Some(Scope::User) => vec![Consolidation::User],
+        Some(Scope::Repo) => vec![repo()?],
+        Some(Scope::Thread) => {
+            bail!("thread memories are not consolidated (they end with their thread): give --scope user or repo")
+        }
+    };
+    for target in &targets {
+        let done = consolidate(store, home, target)?;
+        let verb = if done.written { "wrote" } else { "unchanged" };
+        println!(
+            "{verb} {} ({} memories)",
+            done.path.display(),
+            done.memories
+        );
+    }
+    Ok(())
 }
 
 /// Retire the accepted memories unused for `max_unused_days` (when set), by the memory

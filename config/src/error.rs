@@ -76,6 +76,12 @@ pub enum ConfigError {
         config_path.display()
     )]
     HookContinuations { value: String, config_path: PathBuf },
+    #[error(
+        "{}: `[memory]` names the extraction's model twice: give `extract_profile` (a profile's \
+         model and provider) or `extract_model` (a model of the main provider), not both",
+        config_path.display()
+    )]
+    MemoryExtractModel { config_path: PathBuf },
     #[error("{}: {problem}", config_path.display())]
     SkillConfig {
         problem: crate::skills::SkillConfigProblem,

@@ -299,6 +299,7 @@ pub fn resolve(
         known(&second.provider)?;
     }
     let advisor = resolve_advisor(&file, &provider, path, &known)?;
+    let memory = resolve_memory(&file, &provider, path, &known)?;
     let instructions = file
         .model_instructions_file
         .as_deref()
@@ -332,7 +333,7 @@ pub fn resolve(
         })?,
         mcp_tool_budget: file.mcp_tool_budget,
         hook_continuations: hook_continuations(&file.hooks, path)?,
-        memory: file.memory.resolve(),
+        memory,
         goals: file.goals.clone(),
         skill_toggles: file
             .skills
@@ -388,22 +389,7 @@ fn resolve_advisor(
     };
     let model = match &advisor.profile {
         None => None,
-        Some(name) => {
-            let profile = file
-                .profiles
-                .get(name)
-                .ok_or_else(|| ConfigError::UnknownProfile {
-                    name: name.clone(),
-                    known: join_keys(&file.profiles),
-                    config_path: path.to_owned(),
-                })?;
-            let provider = profile
-                .model_provider
-                .clone()
-                .unwrap_or_else(|| main_provider.to_owned());
-            known(&provider)?;
-            profile.model.clone().map(|m| (m, provider))
-        }
+        Some(name) => profile_model(file, name, main_provider, path, known)?,
     };
     Ok(AdvisorConfig {
         mode: advisor.mode,
@@ -413,6 +399,54 @@ fn resolve_advisor(
             std::time::Duration::from_millis,
         ),
     })
+}
+
+/// The model (and provider, by default the main one) of profile `name`, for a second model
+/// such as the advisor's or the memory extraction's; `None` when the profile names none.
+fn profile_model(
+    file: &ConfigToml,
+    name: &str,
+    main_provider: &str,
+    path: &Path,
+    known: &dyn Fn(&str) -> Result<(), ConfigError>,
+) -> Result<Option<(String, String)>, ConfigError> {
+    let profile = file
+        .profiles
+        .get(name)
+        .ok_or_else(|| ConfigError::UnknownProfile {
+            name: name.to_owned(),
+            known: join_keys(&file.profiles),
+            config_path: path.to_owned(),
+        })?;
+    let provider = profile
+        .model_provider
+        .clone()
+        .unwrap_or_else(|| main_provider.to_owned());
+    known(&provider)?;
+    Ok(profile.model.clone().map(|m| (m, provider)))
+}
+
+/// `[memory]` resolved, with the extraction's model from its profile (`extract_profile`)
+/// or the main provider (`extract_model`).
+fn resolve_memory(
+    file: &ConfigToml,
+    main_provider: &str,
+    path: &Path,
+    known: &dyn Fn(&str) -> Result<(), ConfigError>,
+) -> Result<memory::MemorySettings, ConfigError> {
+    let toml = &file.memory;
+    let mut settings = toml.resolve();
+    settings.extract_model = match (&toml.extract_profile, &toml.extract_model) {
+        (Some(_), Some(_)) => {
+            return Err(ConfigError::MemoryExtractModel {
+                config_path: path.to_owned(),
+            })
+        }
+        (Some(name), None) => profile_model(file, name, main_provider, path, known)?,
+        (None, Some(model)) => Some((model.clone(), main_provider.to_owned())),
+        (None, None) => None,
+    };
+    Ok(settings)
 }
 
 fn join_keys<V>(map: &BTreeMap<String, V>) -> String {

@@ -8,6 +8,9 @@
 //! max_unused_days = 90    # retire memories nobody used for this long (default: never)
 //! extract = true          # default false: propose memories from the conversation
 //! extract_after_turns = 10  # ... after every this many completed turns (default 10)
+//! extract_profile = "cheap" # the extraction's model (and provider) from this profile
+//! extract_model = "small"   # or: a model of the main provider (default: the thread's)
+//! consolidate = true        # default false: after each extraction, write MEMORY.md files
 //! ```
 
 use serde::Deserialize;
@@ -30,6 +33,9 @@ pub struct MemoryToml {
     pub max_unused_days: Option<u32>,
     pub extract: Option<bool>,
     pub extract_after_turns: Option<u32>,
+    pub extract_profile: Option<String>,
+    pub extract_model: Option<String>,
+    pub consolidate: Option<bool>,
 }
 
 /// `[memory]` resolved.
@@ -42,6 +48,13 @@ pub struct MemorySettings {
     /// Propose memories from the conversation after every this many completed turns
     /// (`extract = true`); `None`: never.
     pub extract_every: Option<u32>,
+    /// The model (and its provider) extraction turns ask instead of the thread's
+    /// (`extract_profile` / `extract_model`, resolved with the profiles by
+    /// `load_model_config`); `None`: the thread's own.
+    pub extract_model: Option<(String, String)>,
+    /// After each completed extraction, write the user's and the repository's
+    /// `MEMORY.md` (`rein memory consolidate`).
+    pub consolidate: bool,
 }
 
 impl Default for MemorySettings {
@@ -52,6 +65,8 @@ impl Default for MemorySettings {
             max_tokens: DEFAULT_MEMORY_TOKENS,
             max_unused_days: None,
             extract_every: None,
+            extract_model: None,
+            consolidate: false,
         }
     }
 }
@@ -70,6 +85,8 @@ impl MemoryToml {
                     .unwrap_or(DEFAULT_EXTRACT_AFTER_TURNS)
                     .max(1)
             }),
+            extract_model: None,
+            consolidate: self.consolidate.unwrap_or(false),
         }
     }
 }

@@ -332,3 +332,43 @@ fn agent_roles_and_the_strategy_are_typed() {
     let bad = resolve_with("[agents]\nstrategy = \"swarm\"\n", opts(None, &[]));
     assert!(bad.is_err());
 }
+
+#[test]
+fn the_memory_extraction_takes_its_model_from_a_profile_or_the_main_provider() {
+    let text = r#"
+model = "big"
+model_provider = "ollama"
+
+[profiles.cheap]
+model = "small"
+model_provider = "openai"
+
+[memory]
+extract = true
+extract_profile = "cheap"
+"#;
+    let config = resolve_with(text, opts(None, &[])).unwrap();
+    assert_eq!(
+        config.memory.extract_model,
+        Some(("small".into(), "openai".into()))
+    );
+    let named = resolve_with("[memory]\nextract_model = \"tiny\"\n", opts(None, &[])).unwrap();
+    assert_eq!(
+        named.memory.extract_model,
+        Some(("tiny".into(), named.provider.clone()))
+    );
+    assert_eq!(
+        resolve_with("", opts(None, &[]))
+            .unwrap()
+            .memory
+            .extract_model,
+        None
+    );
+    let both = resolve_with(
+        "[profiles.cheap]\nmodel = \"small\"\n[memory]\nextract_profile = \"cheap\"\nextract_model = \"tiny\"\n",
+        opts(None, &[]),
+    );
+    assert!(matches!(both, Err(ConfigError::MemoryExtractModel { .. })));
+    let unknown = resolve_with("[memory]\nextract_profile = \"nope\"\n", opts(None, &[]));
+    assert!(matches!(unknown, Err(ConfigError::UnknownProfile { name, .. }) if name == "nope"));
+}

@@ -74,7 +74,11 @@ impl ProviderCatalog {
             .into_iter()
             .flatten()
             .map(|m| (m.model.clone(), m.provider.clone()));
-        for (model, provider) in seconds.chain(config.advisor.model.clone()) {
+        let extraction = config.memory.extract_model.clone();
+        for (model, provider) in seconds
+            .chain(config.advisor.model.clone())
+            .chain(extraction)
+        {
             let client = client_for(&provider)?;
             routes
                 .entry(model.clone())

@@ -90,3 +90,27 @@ pub fn tool_output(request: &Value, call_id: &str) -> String {
 pub fn stored(home: &Path) -> Vec<Value> {
     json_lines(&rein_ok(home, &["memory", "list", "--all", "--json"]).stdout)
 }
+
+/// The memory events of `thread`'s rollout, in order: (type, who decided).
+pub fn memory_events(home: &Path, thread: &str) -> Vec<(String, Value)> {
+    json_lines(&rein_ok(home, &["sessions", "show", thread, "--json"]).stdout)
+        .iter()
+        .map(|e| &e["msg"])
+        .filter(|m| m["type"].as_str().is_some_and(|t| t.starts_with("memory_")))
+        .map(|m| (m["type"].as_str().unwrap().to_owned(), m["by"].clone()))
+        .collect()
+}
+
+/// The text of the request's last developer message (an extraction's opens with
+/// `<memory_extraction>`).
+pub fn last_developer_text(request: &Value) -> String {
+    request["input"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .rev()
+        .find(|i| i["role"] == "developer")
+        .and_then(|i| i["content"][0]["text"].as_str())
+        .unwrap_or_default()
+        .to_owned()
+}

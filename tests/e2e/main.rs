@@ -62,6 +62,8 @@ mod mcp_app_server;
 mod mcp_exec;
 mod mcp_hostile;
 mod memory;
+mod memory_consolidate;
+mod memory_end;
 mod memory_extract;
 mod memory_lifecycle;
 mod memory_mode;

@@ -7,28 +7,15 @@
 
 use pretty_assertions::assert_eq;
 use rein_test_support::app_server::{method, AppServer, MockModel};
-use rein_test_support::exec::{json_lines, rein_ok};
 use rein_test_support::memory::{
-    memory_home, memory_home_with, remember, repo, stored, tool_output,
+    last_developer_text, memory_events, memory_home, memory_home_with, remember, repo, stored,
+    tool_output,
 };
 use rein_test_support::mock_model::tool_names;
 use serde_json::{json, Value};
 
 const SAID: &str = "In this project we always run the tests with cargo nextest.";
 const KEPT: &str = "Run the tests of this project with cargo nextest";
-
-/// The text of the request's last developer message.
-fn last_developer_text(request: &Value) -> String {
-    request["input"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .rev()
-        .find(|i| i["role"] == "developer")
-        .and_then(|i| i["content"][0]["text"].as_str())
-        .unwrap_or_default()
-        .to_owned()
-}
 
 /// One user turn, then the extraction turn the kernel starts after it (two
 /// `turn/completed`); the thread's id.
@@ -44,16 +31,6 @@ fn turn_then_extraction(home: &std::path::Path, cwd: &std::path::Path) -> String
     );
     assert!(server.finish().success());
     thread
-}
-
-/// The memory events of the thread's rollout: (type, decider).
-fn memory_events(home: &std::path::Path, thread: &str) -> Vec<(String, Value)> {
-    json_lines(&rein_ok(home, &["sessions", "show", thread, "--json"]).stdout)
-        .iter()
-        .map(|e| &e["msg"])
-        .filter(|m| m["type"].as_str().is_some_and(|t| t.starts_with("memory_")))
-        .map(|m| (m["type"].as_str().unwrap().to_owned(), m["by"].clone()))
-        .collect()
 }
 
 #[test]
@@ -152,37 +129,6 @@ fn without_extract_no_turn_of_the_kernels_follows() {
     assert!(server.finish().success());
     assert_eq!(model.requests().len(), 2);
     assert_eq!(stored(home.path()), Vec::<Value>::new());
-}
-
-#[test]
-fn exec_makes_no_extraction_its_thread_ends_with_the_turn() {
-    let model = MockModel::start(json!({ "replies": [{ "text": "Noted." }],
-                                         "when_exhausted": "error" }));
-    let home = memory_home_with(&model, "auto", "extract = true\nextract_after_turns = 1\n");
-    let cwd = tempfile::tempdir().unwrap();
-    let out = rein_test_support::exec::rein_in(
-        home.path(),
-        &["exec", "--json", "-C", cwd.path().to_str().unwrap(), SAID],
-    )
-    .output()
-    .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let events = json_lines(&out.stdout);
-    let types: Vec<&str> = events.iter().filter_map(|e| e["type"].as_str()).collect();
-    assert_eq!(
-        types,
-        vec![
-            "thread.started",
-            "turn.started",
-            "item.completed",
-            "turn.completed"
-        ]
-    );
-    assert_eq!(model.requests().len(), 1);
 }
 
 #[test]

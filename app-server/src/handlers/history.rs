@@ -84,6 +84,7 @@ async fn stored_thread(state: &ServerState, e: &ThreadEntry) -> Thread {
         path: Some(e.path.display().to_string()),
         forked_from: e.forked_from.map(|f| f.to_string()),
         agent,
+        closing: false,
     }
     .to_wire()
 }
@@ -137,6 +138,7 @@ async fn load(
             .map(|p| p.display().to_string()),
         forked_from,
         agent: folded.agent.clone(),
+        closing: false,
     };
     let turns = turns_from_state(&folded);
     let (mut response, thread) = register(state, new, meta);
@@ -380,6 +382,10 @@ pub async fn archive(state: &ServerState, p: ThreadIdParams) -> Result<EmptyResp
     // An archived thread is not loaded: let it finish writing first.
     let was_loaded = match state.threads.remove(thread) {
         Some(loaded) => {
+            // The thread may extract memories before it ends (docs/memory.md); this
+            // connection waits for the archive and cannot answer a question meanwhile,
+            // so its questions are answered no.
+            loaded.meta().closing = true;
             let _ = loaded.handle.shutdown().await;
             true
         }

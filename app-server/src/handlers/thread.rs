@@ -122,6 +122,7 @@ async fn start_thread(
         path,
         forked_from: None,
         agent: None,
+        closing: false,
     };
     let context = new.handle.state().await.ok().and_then(|s| s.context);
     let (mut response, thread) = register(state, new, meta);

@@ -26,11 +26,12 @@ pub(super) struct Question {
 pub(super) type Asked = HashMap<String, Question>;
 
 impl Pump {
-    /// Put the question to every subscriber; with nobody to ask, the answer is no (a turn
-    /// never waits on a question nobody can see, nor runs unapproved).
+    /// Put the question to every subscriber; with nobody to ask (or the thread being
+    /// archived, whose asker waits for the archive), the answer is no (a turn never waits
+    /// on a question nobody can see, nor runs unapproved).
     pub(super) async fn ask(&self, approval_id: String, request: ServerRequest, asked: &mut Asked) {
         let subscribers = self.thread.subscribers.current();
-        if subscribers.is_empty() {
+        if subscribers.is_empty() || self.thread.meta().closing {
             self.respond(approval_id, unanswered(&request)).await;
             return;
         }

@@ -34,6 +34,14 @@ impl RecordedMemories {
 }
 
 impl MemoryStore for RecordedMemories {
+    /// A replay keeps nothing, so it writes no file either.
+    fn consolidate(
+        &self,
+        _cwd: &Path,
+    ) -> BoxFuture<'static, Result<Vec<std::path::PathBuf>, MemoryError>> {
+        Box::pin(async { Ok(Vec::new()) })
+    }
+
     fn repo_of(&self, cwd: &Path) -> BoxFuture<'static, RepoKey> {
         let key = RepoKey {
             root: cwd.to_path_buf(),

@@ -196,6 +196,8 @@ impl Replayer {
                 // A replay drives the recorded inputs only; an extraction turn is the
                 // kernel's own and is not replayed.
                 extract_every: None,
+                extract_model: None,
+                consolidate: false,
             };
             builder =
                 builder.memory_with_tool(memories.memory(policy), |t| tools::wrap(t, &outputs));

@@ -151,6 +151,12 @@ pub async fn drive_goal(
     }
     outcome.final_message = last_message.filter(|m| !m.is_empty());
     outcome.final_message_streamed = printer.streamed(outcome.final_message.as_deref());
-    handle.shutdown().await?;
+    super::turn::shut_down(
+        &handle,
+        &mut events,
+        &mut printer,
+        (&mut sigint, &mut sigterm),
+    )
+    .await?;
     Ok(GoalOutcome { status, outcome })
 }

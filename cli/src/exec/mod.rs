@@ -173,11 +173,10 @@ fn start_kernel(
         BootstrapOptions {
             demo: common.demo,
             profile: common.profile.clone(),
-            // An exec's thread ends with its turn: an extraction started after it would be
-            // cut by the shutdown, so exec makes none (a later `-c memory.extract=true`
-            // still wins).
-            overrides: std::iter::once("memory.extract=false".to_owned())
-                .chain(opts.overrides.iter().cloned())
+            overrides: opts
+                .overrides
+                .iter()
+                .cloned()
                 .chain(
                     common
                         .strategy

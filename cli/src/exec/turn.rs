@@ -11,11 +11,11 @@ use std::time::Duration;
 
 use super::events::ExecEvent;
 use anyhow::{bail, Context};
-use rein_core::{NewThread, ThreadHandle};
+use rein_core::{EventStream, NewThread, ThreadHandle};
 use rein_protocol::{
     EventMsg, InputMode, InputOutcome, InputPart, Item, Op, OpResult, SettingsChange, ThreadId,
 };
-use tokio::signal::unix::{signal, SignalKind};
+use tokio::signal::unix::{signal, Signal, SignalKind};
 
 use super::human::{HumanProgress, Style};
 use super::jsonl::JsonlMapper;
@@ -224,6 +224,56 @@ pub async fn drive(
         (Printer::Human(progress), Some(message)) => progress.streamed(message),
         _ => false,
     };
-    handle.shutdown().await?;
+    shut_down(
+        &handle,
+        &mut events,
+        &mut printer,
+        (&mut sigint, &mut sigterm),
+    )
+    .await?;
     Ok(outcome)
+}
+
+/// Shut the thread down, still following its events until its last: the kernel may first
+/// extract memories from the session's turns (docs/memory.md), a turn of its own that is
+/// printed like any other, whose consent questions a headless run answers no, and which
+/// Ctrl-C (or SIGTERM) interrupts. Returns once the thread is shut down and all it said is
+/// printed.
+pub(super) async fn shut_down(
+    handle: &ThreadHandle,
+    events: &mut EventStream,
+    printer: &mut Printer,
+    signals: (&mut Signal, &mut Signal),
+) -> anyhow::Result<()> {
+    let (sigint, sigterm) = signals;
+    let shutdown = handle.shutdown();
+    tokio::pin!(shutdown);
+    let mut shut = false;
+    loop {
+        tokio::select! {
+            result = &mut shutdown, if !shut => {
+                result?;
+                shut = true;
+            }
+            _ = async { tokio::select! { _ = sigint.recv() => (), _ = sigterm.recv() => () } } => {
+                // Refused once the thread is gone: there is nothing left to stop.
+                let _ = handle.submit(Op::Interrupt).await;
+            }
+            event = events.recv() => {
+                let Some(event) = event else { break };
+                printer.print(&event).context("writing output")?;
+                if let EventMsg::ClientRequested { request_id, request, .. } = &event.msg {
+                    // Refused once the thread is gone: its request was closed with it.
+                    let _ = handle.submit(Op::Respond {
+                        request_id: request_id.clone(),
+                        response: request.unanswered(),
+                    }).await;
+                }
+            }
+        }
+    }
+    if !shut {
+        shutdown.await?;
+    }
+    Ok(())
 }

@@ -98,6 +98,9 @@ pub trait MemoryStore: Send + Sync + 'static {
         &self,
         query: RecallQuery,
     ) -> BoxFuture<'static, Result<Vec<MemoryRecord>, MemoryError>>;
+    /// Write the accepted memories of the user's scope and of the repository `cwd` is in
+    /// into their consolidated files (a projection of the store); the files written.
+    fn consolidate(&self, cwd: &Path) -> BoxFuture<'static, Result<Vec<PathBuf>, MemoryError>>;
 }
 
 /// How a kernel uses memory (`[memory]` in config.toml).
@@ -111,6 +114,12 @@ pub struct MemoryPolicy {
     /// After every this many completed turns, a turn of the kernel's own asks the model
     /// which memories to propose (`[memory] extract`); `None`: never.
     pub extract_every: Option<u32>,
+    /// The model extraction turns ask (a name of the kernel's catalog), so a cheaper one
+    /// can do it; `None`: the thread's own.
+    pub extract_model: Option<String>,
+    /// After each completed extraction, write the consolidated `MEMORY.md` files
+    /// ([`MemoryStore::consolidate`]).
+    pub consolidate: bool,
 }
 
 impl Default for MemoryPolicy {
@@ -120,6 +129,8 @@ impl Default for MemoryPolicy {
             max_tokens: 400,
             max_unused_days: None,
             extract_every: None,
+            extract_model: None,
+            consolidate: false,
         }
     }
 }

@@ -382,7 +382,7 @@ fn scope_key(record: &MemoryRecord) -> String {
     }
 }
 
-fn repo_key(repo: &RepoKey) -> String {
+pub(crate) fn repo_key(repo: &RepoKey) -> String {
     format!(
         "{}\n{}",
         repo.root.display(),

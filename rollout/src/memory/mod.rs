@@ -4,6 +4,7 @@
 //! a failure, so a damaged file is an error naming it on each call (a warning in a turn,
 //! an error from `rein memory` and the app-server's `rein/memory/*`), never a crash.
 
+pub mod consolidate;
 pub mod db;
 pub mod repo;
 
@@ -123,6 +124,25 @@ impl MemoryStore for SqliteMemoryStore {
         query: RecallQuery,
     ) -> BoxFuture<'static, Result<Vec<MemoryRecord>, MemoryError>> {
         self.run(move |db| db.recall(&query))
+    }
+
+    fn consolidate(&self, cwd: &Path) -> BoxFuture<'static, Result<Vec<PathBuf>, MemoryError>> {
+        let (store, cwd) = (self.clone(), cwd.to_path_buf());
+        Box::pin(async move {
+            tokio::task::spawn_blocking(move || {
+                crate::io_guard::mark_store_thread();
+                let home = store.path.parent().unwrap_or(Path::new("/")).to_path_buf();
+                [
+                    consolidate::Consolidation::User,
+                    consolidate::Consolidation::Repo(repo::repo_of(&cwd)),
+                ]
+                .iter()
+                .map(|which| consolidate::consolidate(&store, &home, which).map(|c| c.path))
+                .collect()
+            })
+            .await
+            .unwrap_or(Err(MemoryError::Stopped))
+        })
     }
 }
 

@@ -190,6 +190,10 @@ impl SubmissionLoop {
                     Flow::Continue
                 }
             };
+            let flow = match flow {
+                Flow::Continue if self.after_extraction().await => Flow::Exit,
+                flow => flow,
+            };
             if let Flow::Exit = flow {
                 if let Some(on_exit) = self.on_exit.take() {
                     on_exit();
@@ -211,7 +215,10 @@ impl SubmissionLoop {
         Submission { id, op }: Submission,
         reply: Option<oneshot::Sender<OpResult>>,
     ) -> Flow {
-        if let Some(refusal) = self.refuse_read_only(&op) {
+        let refusal = self
+            .refuse_while_closing(&op)
+            .or_else(|| self.refuse_read_only(&op));
+        if let Some(refusal) = refusal {
             if let Some(reply) = reply {
                 self.emitter.answer(reply, refusal);
             }
@@ -263,11 +270,9 @@ impl SubmissionLoop {
                 return Flow::Continue;
             }
             Op::Shutdown => {
-                self.shut_down().await;
-                if let Some(reply) = reply {
-                    let _ = reply.send(OpResult::Accepted);
-                }
-                return Flow::Exit;
+                // Shut down once nothing runs (perhaps after a memory extraction).
+                self.begin_shutdown(reply).await;
+                return Flow::Continue;
             }
             Op::CleanBackgroundTerminals => {
                 self.tools.clean_background();

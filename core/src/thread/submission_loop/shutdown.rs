@@ -41,6 +41,7 @@ impl SubmissionLoop {
         self.emitter.close().await;
         self.emitter.bus().close();
         self.inbox.close();
+        self.answer_closing();
         for (_, reply) in self.deferred.drain(..) {
             if let Some(reply) = reply {
                 let _ = reply.send(OpResult::Refused {

@@ -117,6 +117,10 @@ impl SubmissionLoop {
         if kind == TaskKind::Review {
             settings = review_settings(settings);
         }
+        if let Some(model) = self.extraction_model() {
+            // An extraction asks its own (cheaper) model; the turn's settings say which.
+            settings.model = model;
+        }
         let (model, fallback, vision) = self.models_for(&settings.model)?;
         let advisor = self.advisor_for(&settings.model);
         let hooks = self.hook_scope(turn_id, kind, &settings);
