@@ -18,6 +18,28 @@ use super::decode::EventPayload;
 use super::time::rfc3339_ms;
 
 pub const TYPE_SESSION_META: &str = "session_meta";
+
+/// The format this build writes. Readers accept files up to this version.
+pub const FORMAT_VERSION: u32 = 1;
+
+/// A `session_meta` line's payload: the thread's meta and the file's format version, in
+/// one object (`{"format_version": 1, "thread_id": …}`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct MetaLine<M> {
+    pub format_version: u32,
+    #[serde(flatten)]
+    pub meta: M,
+}
+
+impl<'a> MetaLine<&'a SessionMeta> {
+    /// `meta` as this build writes it.
+    pub fn current(meta: &'a SessionMeta) -> Self {
+        MetaLine {
+            format_version: FORMAT_VERSION,
+            meta,
+        }
+    }
+}
 pub const TYPE_EVENT: &str = "event";
 
 /// One rollout line as other readers see it; only used to generate its JSON Schema
@@ -33,7 +55,7 @@ pub struct RolloutLine {
 #[derive(Serialize, JsonSchema)]
 #[serde(tag = "type", content = "payload", rename_all = "snake_case")]
 pub enum RolloutLineBody {
-    SessionMeta(SessionMeta),
+    SessionMeta(MetaLine<SessionMeta>),
     /// Large strings may be blob references (`"\u0001blob:sha256:<hex>"`).
     Event(Event),
 }
@@ -68,7 +90,7 @@ pub(crate) fn write_line<T: Serialize>(
 /// What one line holds.
 #[derive(Debug)]
 pub(crate) enum LineBody {
-    Meta(Box<SessionMeta>),
+    Meta(Box<MetaLine<SessionMeta>>),
     Event(Box<Event>),
     /// A line type this build does not know (skipped, reported).
     Unknown(String),

@@ -23,11 +23,11 @@ use std::path::Path;
 use rein_protocol::{Event, EventMsg, Item};
 
 use super::blobs::{may_reference, BlobStore};
-use super::format::{LineBody, ParsedLine};
+use super::format::{LineBody, MetaLine, ParsedLine, FORMAT_VERSION};
 use super::layout;
 use super::writer::MAX_LINE_BYTES;
+use rein_core::store::SessionMeta;
 use rein_core::store::{Diagnostic, DiagnosticKind, LoadedRollout};
-use rein_core::store::{SessionMeta, FORMAT_VERSION};
 
 use super::RolloutError;
 
@@ -235,7 +235,7 @@ fn find_cuts(file: &mut File, len: u64, workers: usize) -> std::io::Result<Vec<u
 /// What one byte range of the file holds. Line numbers are relative to the range.
 struct Chunk {
     lines: usize,
-    metas: Vec<(usize, SessionMeta)>,
+    metas: Vec<(usize, MetaLine<SessionMeta>)>,
     events: Vec<(usize, Event)>,
     diagnostics: Vec<Diagnostic>,
 }
@@ -357,7 +357,7 @@ fn merge(
                         supported: FORMAT_VERSION,
                     });
                 }
-                meta = Some(m);
+                meta = Some(m.meta);
             } else {
                 extra.push(Diagnostic {
                     line: offset + line,
@@ -439,8 +439,8 @@ pub fn read_meta(path: &Path) -> Result<SessionMeta, RolloutError> {
             ..
         }) = serde_json::from_slice(line)
         {
-            check_named_thread(path, &meta)?;
-            return Ok(*meta);
+            check_named_thread(path, &meta.meta)?;
+            return Ok(meta.meta);
         }
     }
     Err(RolloutError::MissingMeta {

@@ -194,7 +194,8 @@ impl RolloutWriter {
             options,
             _lock: lock,
         };
-        write_line(&mut writer.pending, now_ms(), TYPE_SESSION_META, meta)?;
+        let line = super::format::MetaLine::current(meta);
+        write_line(&mut writer.pending, now_ms(), TYPE_SESSION_META, &line)?;
         writer.flush()?;
         if let Some(index) = &writer.options.index {
             let created_ms = meta.created_ms();

@@ -1,4 +1,4 @@
-//! The first line of every stored thread: who the thread is and where it came from.
+//! Who every stored thread is and where it came from.
 
 use std::path::PathBuf;
 
@@ -8,13 +8,10 @@ use serde::{Deserialize, Serialize};
 
 use super::time::{now_ms, parse_rfc3339_ms, rfc3339_ms};
 
-/// The format this build writes. Readers accept files up to this version.
-pub const FORMAT_VERSION: u32 = 1;
-
-/// The first line of a rollout: who the thread is and where it came from.
+/// Who a stored thread is and where it came from. (How a backend records it, a file
+/// format's version for one, is the backend's.)
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct SessionMeta {
-    pub format_version: u32,
     pub thread_id: ThreadId,
     /// The root thread's id, shared by a tree of sub-agents.
     pub session_id: SessionId,
@@ -32,7 +29,7 @@ pub struct SessionMeta {
 }
 
 impl SessionMeta {
-    /// Meta for a thread created now, at the current format version.
+    /// Meta for a thread created now.
     pub fn new(
         thread_id: ThreadId,
         session_id: SessionId,
@@ -41,7 +38,6 @@ impl SessionMeta {
         provider: impl Into<String>,
     ) -> Self {
         SessionMeta {
-            format_version: FORMAT_VERSION,
             thread_id,
             session_id,
             forked_from: None,

@@ -26,7 +26,7 @@ pub mod time;
 pub use error::{ForkError, RolloutError};
 pub use listing::{ListQuery, SortKey, ThreadEntry, ThreadKinds, ThreadPage};
 pub use loaded::{first_user_text, Diagnostic, DiagnosticKind, LoadedRollout};
-pub use meta::{SessionMeta, FORMAT_VERSION};
+pub use meta::SessionMeta;
 
 /// A thread reopened from the store: the events to fold (a turn a crash left open already
 /// repaired, and the repair recorded), and the recorder that continues it.

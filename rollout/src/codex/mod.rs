@@ -18,7 +18,7 @@ use serde_json::Value;
 
 use super::layout::{rollout_files, thread_id_of};
 use super::RolloutError;
-use rein_core::store::{Diagnostic, DiagnosticKind, LoadedRollout, SessionMeta, FORMAT_VERSION};
+use rein_core::store::{Diagnostic, DiagnosticKind, LoadedRollout, SessionMeta};
 
 /// How deep a chain of Codex forks is followed.
 const MAX_LINEAGE: usize = 16;
@@ -174,7 +174,6 @@ fn meta_from(payload: &Value, thread_id: ThreadId, model: &str, created_at: &str
         .and_then(|s| s.parse().ok())
         .unwrap_or_else(|| thread_id.into());
     SessionMeta {
-        format_version: FORMAT_VERSION,
         thread_id,
         session_id,
         forked_from: payload["forked_from_id"]
