@@ -55,16 +55,16 @@ forbid_direct() {
     done
 }
 
-# The leaves a front end reaches only through the kernel's ports and bootstrap's wiring.
-# (rein-config is still direct for rein acp, whose typed MCP servers it builds: see
-# ARCHITECTURE.md.)
+# The leaves a front end reaches only through the kernel's ports and bootstrap's wiring
+# (configuration included: a client's MCP servers reach rein acp's sessions through
+# bootstrap's ClientServer).
 leaves="rein-rollout rein-tools rein-providers rein-context rein-supervise rein-mock-model
     rein-mcp rein-hooks"
 
 # shellcheck disable=SC2086 # the lists are word lists on purpose
 {
     forbid_direct rein-app-server $leaves rein-config
-    forbid_direct rein-acp $leaves
+    forbid_direct rein-acp $leaves rein-config
     forbid rein-protocol tokio reqwest rusqlite hyper toml rein-core
     forbid rein-app-server-protocol tokio rein-core rein-protocol
     forbid rein-core $kernel_forbidden

@@ -7,17 +7,13 @@
 //!
 //! Stdio and streamable-HTTP servers are offered (`mcpCapabilities.http`); an SSE server
 //! (the transport MCP deprecated) is refused with the request, before any thread is
-//! touched. An HTTP server's headers are sent as given, except `Authorization: Bearer`,
-//! which goes through the transport's own token slot (rein-mcp sets that header itself and
-//! refuses it among the plain ones): the token is kept in this session's manager, never
-//! in rein's environment. Other headers the transport owns are refused.
+//! touched. Here each becomes a [`ClientServer`]; bootstrap checks it and turns it into
+//! rein's configuration (`rein_bootstrap::client_mcp`, which says how headers and tokens
+//! are kept).
 
-use std::collections::{BTreeMap, HashSet};
-
-use agent_client_protocol::v1::schema::{McpServer, McpServerHttp, McpServerStdio};
+use agent_client_protocol::v1::schema::{McpServer, McpServerStdio};
 use agent_client_protocol::Error;
-use rein_bootstrap::client_mcp::ClientMcp;
-use rein_config::mcp::{self, McpServerConfig, Transport};
+use rein_bootstrap::client_mcp::{ClientMcp, ClientServer};
 use rein_core::ThreadHandle;
 use rein_protocol::ThreadSettings;
 
@@ -29,15 +25,16 @@ pub struct ClientServers {
 }
 
 impl ClientServers {
-    /// Check `servers` and turn them into rein's MCP configuration. Names are reduced to
-    /// the characters rein's server names allow (ACP's are free text), and made unique.
+    /// Check `servers` (bootstrap turns them into rein's MCP configuration: names
+    /// reduced to what rein's server names allow, made unique; a refusal names why).
     pub fn of(servers: &[McpServer]) -> Result<Self, Error> {
         if servers.is_empty() {
             return Ok(Self { servers: None });
         }
-        let (configs, tokens) = configs_of(servers)?;
+        let servers = ClientMcp::new(&described(servers)?)
+            .map_err(|e| invalid_params(&format!("mcpServers: {e}")))?;
         Ok(Self {
-            servers: Some(ClientMcp::new(&configs, tokens)),
+            servers: Some(servers),
         })
     }
 
@@ -57,60 +54,37 @@ impl ClientServers {
     }
 }
 
-/// The bearer tokens of HTTP servers, by the variable name their entry gives.
-type Tokens = Vec<(String, String)>;
-
-/// The configurations of `servers`, as `[mcp_servers]` would give them with Codex's
-/// defaults, and the bearer tokens they refer to. Names are reduced to the characters
-/// rein's server names allow (ACP's are free text), and made unique; the result passes the
-/// same check as config.toml's servers.
-fn configs_of(servers: &[McpServer]) -> Result<(Vec<McpServerConfig>, Tokens), Error> {
-    let mut configs = Vec::new();
-    let mut tokens = Tokens::new();
-    let mut taken = HashSet::new();
-    for server in servers {
-        let (name, transport) = match server {
-            McpServer::Stdio(stdio) => (unique(&stdio.name, &mut taken), stdio_transport(stdio)?),
-            McpServer::Http(http) => {
-                let name = unique(&http.name, &mut taken);
-                // Named after the unique name, so two servers never share one; the `:`
-                // keeps it apart from any real environment variable.
-                let var = format!("acp-client-token:{name}");
-                let (transport, token) = http_transport(http, &var)?;
-                tokens.extend(token.map(|token| (var, token)));
-                (name, transport)
-            }
-            _ => {
-                return Err(invalid_params(
-                    "mcpServers: only stdio and http servers are supported (mcpCapabilities has no sse)",
-                ))
-            }
-        };
-        configs.push(McpServerConfig::new(name, transport));
-    }
-    mcp::check(&configs).map_err(|e| invalid_params(&format!("mcpServers: {e}")))?;
-    Ok((configs, tokens))
+/// `servers` as rein's bootstrap takes a client's servers.
+fn described(servers: &[McpServer]) -> Result<Vec<ClientServer>, Error> {
+    servers
+        .iter()
+        .map(|server| match server {
+            McpServer::Stdio(stdio) => stdio_server(stdio),
+            McpServer::Http(http) => Ok(ClientServer::Http {
+                name: http.name.clone(),
+                url: http.url.clone(),
+                headers: http
+                    .headers
+                    .iter()
+                    .map(|h| (h.name.clone(), h.value.clone()))
+                    .collect(),
+            }),
+            _ => Err(invalid_params(
+                "mcpServers: only stdio and http servers are supported (mcpCapabilities has no sse)",
+            )),
+        })
+        .collect()
 }
 
-fn unique(given: &str, taken: &mut HashSet<String>) -> String {
-    let base = mcp::sanitize(given);
-    let mut name = base.clone();
-    let mut n = 1;
-    while !taken.insert(name.clone()) {
-        n += 1;
-        name = format!("{base}_{n}");
-    }
-    name
-}
-
-fn stdio_transport(stdio: &McpServerStdio) -> Result<Transport, Error> {
+fn stdio_server(stdio: &McpServerStdio) -> Result<ClientServer, Error> {
     let Some(command) = stdio.command.to_str() else {
         return Err(invalid_params(&format!(
             "mcpServers: the command of {:?} is not UTF-8",
             stdio.name
         )));
     };
-    Ok(Transport::Stdio {
+    Ok(ClientServer::Stdio {
+        name: stdio.name.clone(),
         command: command.to_owned(),
         args: stdio.args.clone(),
         env: stdio
@@ -118,121 +92,44 @@ fn stdio_transport(stdio: &McpServerStdio) -> Result<Transport, Error> {
             .iter()
             .map(|v| (v.name.clone(), v.value.clone()))
             .collect(),
-        env_vars: Vec::new(),
-        cwd: None,
     })
-}
-
-/// The transport of an HTTP server, and its bearer token (which it names `token_var`).
-fn http_transport(
-    http: &McpServerHttp,
-    token_var: &str,
-) -> Result<(Transport, Option<String>), Error> {
-    let mut headers = BTreeMap::new();
-    let mut token = None;
-    for header in &http.headers {
-        if header.name.eq_ignore_ascii_case("authorization") {
-            let bearer = header
-                .value
-                .trim()
-                .split_once(' ')
-                .filter(|(scheme, rest)| {
-                    scheme.eq_ignore_ascii_case("bearer") && !rest.trim().is_empty()
-                });
-            let Some((_, rest)) = bearer else {
-                return Err(invalid_params(&format!(
-                    "mcpServers: {:?}: only a Bearer token is supported in Authorization",
-                    http.name
-                )));
-            };
-            token = Some(rest.trim().to_owned());
-            continue;
-        }
-        if mcp::RESERVED_HEADERS
-            .iter()
-            .any(|r| r.eq_ignore_ascii_case(&header.name))
-        {
-            return Err(invalid_params(&format!(
-                "mcpServers: {:?}: the header {} is set by rein's MCP transport",
-                http.name, header.name
-            )));
-        }
-        headers.insert(header.name.clone(), header.value.clone());
-    }
-    let transport = Transport::StreamableHttp {
-        url: http.url.clone(),
-        bearer_token_env_var: token.as_ref().map(|_| token_var.to_owned()),
-        http_headers: headers,
-        env_http_headers: BTreeMap::new(),
-    };
-    Ok((transport, token))
 }
 
 #[cfg(test)]
 mod tests {
-    use agent_client_protocol::v1::schema::{EnvVariable, HttpHeader, McpServerSse};
+    use agent_client_protocol::v1::schema::{EnvVariable, HttpHeader, McpServerHttp, McpServerSse};
     use pretty_assertions::assert_eq;
 
     use super::*;
 
     #[test]
-    fn stdio_and_http_servers_become_configurations_with_unique_names() {
+    fn stdio_and_http_servers_are_described_as_given() {
         let servers = vec![
             McpServer::Stdio(
                 McpServerStdio::new("My files", "/usr/bin/files")
                     .args(vec!["--root".into(), "/tmp".into()])
                     .env(vec![EnvVariable::new("TOKEN", "t")]),
             ),
-            McpServer::Stdio(McpServerStdio::new("My-files", "/usr/bin/other")),
             McpServer::Http(
-                McpServerHttp::new("web", "http://127.0.0.1:1/mcp").headers(vec![
-                    HttpHeader::new("X-Team", "rein"),
-                    HttpHeader::new("authorization", "bearer  s3cret "),
-                ]),
+                McpServerHttp::new("web", "http://127.0.0.1:1/mcp")
+                    .headers(vec![HttpHeader::new("authorization", "bearer s3cret")]),
             ),
-            McpServer::Http(McpServerHttp::new("web", "https://example.test/mcp")),
         ];
-        let (configs, tokens) = configs_of(&servers).unwrap();
-        let stdio = |command: &str, args: &[&str], env: &[(&str, &str)]| Transport::Stdio {
-            command: command.into(),
-            args: args.iter().map(|a| (*a).to_owned()).collect(),
-            env: env
-                .iter()
-                .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
-                .collect(),
-            env_vars: Vec::new(),
-            cwd: None,
-        };
-        let http =
-            |url: &str, headers: &[(&str, &str)], token: Option<&str>| Transport::StreamableHttp {
-                url: url.into(),
-                bearer_token_env_var: token.map(str::to_owned),
-                http_headers: headers
-                    .iter()
-                    .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
-                    .collect(),
-                env_http_headers: BTreeMap::new(),
-            };
-        let expected = vec![
-            McpServerConfig::new(
-                "My_files".into(),
-                stdio("/usr/bin/files", &["--root", "/tmp"], &[("TOKEN", "t")]),
-            ),
-            McpServerConfig::new("My_files_2".into(), stdio("/usr/bin/other", &[], &[])),
-            McpServerConfig::new(
-                "web".into(),
-                http(
-                    "http://127.0.0.1:1/mcp",
-                    &[("X-Team", "rein")],
-                    Some("acp-client-token:web"),
-                ),
-            ),
-            McpServerConfig::new("web_2".into(), http("https://example.test/mcp", &[], None)),
-        ];
-        assert_eq!(configs, expected);
         assert_eq!(
-            tokens,
-            vec![("acp-client-token:web".to_owned(), "s3cret".to_owned())]
+            described(&servers).unwrap(),
+            vec![
+                ClientServer::Stdio {
+                    name: "My files".into(),
+                    command: "/usr/bin/files".into(),
+                    args: vec!["--root".into(), "/tmp".into()],
+                    env: vec![("TOKEN".into(), "t".into())],
+                },
+                ClientServer::Http {
+                    name: "web".into(),
+                    url: "http://127.0.0.1:1/mcp".into(),
+                    headers: vec![("authorization".into(), "bearer s3cret".into())],
+                },
+            ]
         );
         assert!(ClientServers::of(&servers).is_ok());
     }
@@ -254,7 +151,6 @@ mod tests {
             "http://127.0.0.1:1/sse",
         )));
         refused(http(HttpHeader::new("Authorization", "Basic dXNlcg==")));
-        refused(http(HttpHeader::new("Authorization", "Bearer ")));
         refused(http(HttpHeader::new("Mcp-Session-Id", "x")));
         // What the configuration's own checks refuse reaches the client too.
         refused(http(HttpHeader::new("bad header", "x")));

@@ -6,6 +6,7 @@
 
 mod admission;
 mod agents_tree;
+mod client_mcp;
 mod hook_files;
 mod replay_confinement;
 mod replay_recording;
