@@ -92,8 +92,8 @@ pub struct Kernel {
     /// How a new thread's context (`AGENTS.md`) is read from files; its skills' toggles
     /// are those of [`Self::context_config`], which follow `skills/config/write`.
     pub context: ContextConfig,
-    /// `[[skills.config]]` as last loaded: at start, then after each config write.
-    skill_toggles: std::sync::RwLock<Vec<rein_protocol::SkillToggle>>,
+    /// `[[skills.config]]` as last loaded and the client's extra skill roots.
+    live_skills: std::sync::RwLock<skills_write::LiveSkills>,
     /// The user's and the projects' hooks (none in demo mode).
     pub hooks: Option<Arc<rein_hooks::UserHooks>>,
     /// The memory store of `$REIN_HOME` (`rein/memory/*` methods manage it even when `[memory]`
@@ -127,7 +127,7 @@ impl Kernel {
             store,
             mcp: None,
             context: ContextConfig::default(),
-            skill_toggles: Default::default(),
+            live_skills: Default::default(),
             hooks: None,
             load_options: None,
         }
@@ -316,7 +316,7 @@ pub fn bootstrap(
         manager.add_thread_tool_source(Arc::clone(mcp) as _);
     }
     let context = context_config(&home, config.as_ref(), options.no_project_doc, env);
-    let skill_toggles = std::sync::RwLock::new(context.skills.toggles.clone());
+    let live_skills = skills_write::LiveSkills::new(context.skills.toggles.clone());
     Ok(Kernel {
         manager,
         home,
@@ -328,7 +328,7 @@ pub fn bootstrap(
         store,
         mcp,
         context,
-        skill_toggles,
+        live_skills,
         hooks,
         memory,
         load_options: reload_with,

@@ -84,6 +84,7 @@ mod serve_stateless;
 mod skills_activation;
 mod skills_allowed_tools;
 mod skills_config;
+mod skills_extra_roots;
 mod skills_implicit;
 mod skills_scale;
 mod task_graph;

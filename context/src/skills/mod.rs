@@ -44,6 +44,9 @@ pub struct SkillsConfig {
     pub max_dirs: usize,
     /// `[[skills.config]]`: skills switched off or on, in file order.
     pub toggles: Vec<rein_protocol::SkillToggle>,
+    /// A client's `skills/extraRoots/set`: more user roots (Codex's format), after the
+    /// configured user roots and before the admin root, for every directory.
+    pub extra_roots: Vec<PathBuf>,
 }
 
 impl Default for SkillsConfig {
@@ -57,6 +60,7 @@ impl Default for SkillsConfig {
             max_depth: MAX_SCAN_DEPTH,
             max_dirs: MAX_SCAN_DIRS,
             toggles: Vec::new(),
+            extra_roots: Vec::new(),
         }
     }
 }
@@ -222,6 +226,9 @@ pub fn roots(config: &SkillsConfig, cwd: &Path) -> Vec<SkillRoot> {
             SkillScope::User,
             Dialect::Claude,
         );
+    }
+    for extra in &config.extra_roots {
+        push(extra.clone(), SkillScope::User, Dialect::Codex);
     }
     if let Some(admin) = &config.admin_root {
         push(admin.clone(), SkillScope::Admin, Dialect::Codex);
