@@ -17,6 +17,7 @@ pub mod file_search;
 pub mod memory;
 pub mod replay;
 pub mod sessions;
+mod skills_attach;
 mod skills_tool;
 pub mod skills_write;
 
@@ -189,64 +190,6 @@ impl Kernel {
         tokio::task::spawn_blocking(move || skills::watch::watch(&config, &cwds, changed))
             .await
             .unwrap_or_else(|e| Err(skills::watch::WatchError::Setup(e.to_string())))
-    }
-
-    /// Attach to `parts` the skills `named` (a client's `skill` input items: each must be a
-    /// skill of `cwd`) and those the text of `parts` mentions (`$name`), explicit-only ones
-    /// included, each as an [`rein_protocol::InputPart::Skill`] holding its `SKILL.md` as
-    /// read now. Returns the names attached. Read on a blocking thread, when the input is
-    /// submitted.
-    pub async fn attach_skills(
-        &self,
-        cwd: PathBuf,
-        parts: &mut Vec<rein_protocol::InputPart>,
-        named: Vec<skills::attach::NamedSkill>,
-    ) -> Result<Vec<String>, skills::attach::AttachError> {
-        let text: String = parts
-            .iter()
-            .filter_map(|p| match p {
-                rein_protocol::InputPart::Text { text } => Some(text.as_str()),
-                _ => None,
-            })
-            .collect::<Vec<_>>()
-            .join("\n");
-        let mentions: Vec<String> = skills::attach::mentions(&text)
-            .into_iter()
-            .map(str::to_owned)
-            .collect();
-        if mentions.is_empty() && named.is_empty() {
-            return Ok(Vec::new());
-        }
-        let config = self.context_config().skills;
-        let found = tokio::task::spawn_blocking(move || {
-            let outcome = skills::load(&config, &cwd);
-            let mentions: Vec<&str> = mentions.iter().map(String::as_str).collect();
-            skills::attach::resolve(&outcome, &cwd, &named, &mentions)
-        })
-        .await
-        .unwrap_or_else(|_| Ok(Vec::new()))?;
-        let names = found
-            .iter()
-            .filter_map(|p| match p {
-                rein_protocol::InputPart::Skill { name, .. } => Some(name.clone()),
-                _ => None,
-            })
-            .collect();
-        parts.extend(found);
-        Ok(names)
-    }
-
-    /// [`Self::attach_skills`] for text alone: the `$name` mentions of `parts`.
-    pub async fn attach_mentioned_skills(
-        &self,
-        cwd: PathBuf,
-        parts: &mut Vec<rein_protocol::InputPart>,
-    ) -> Vec<String> {
-        // With nothing named, only an unreadable mention could fail, and mentions are best
-        // effort.
-        self.attach_skills(cwd, parts, Vec::new())
-            .await
-            .unwrap_or_default()
     }
 
     /// Shut every thread down (everything durable), then stop the MCP servers (no server

@@ -23,22 +23,23 @@ use crate::server::Server;
 use rein_config::mcp::McpServerConfig;
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
-struct Key {
-    name: String,
-    cwd: PathBuf,
+pub(crate) struct Key {
+    pub(crate) name: String,
+    pub(crate) cwd: PathBuf,
 }
 
-struct Inner {
-    configs: Vec<Arc<McpServerConfig>>,
-    /// Bumped by every reload, so thread sources rebuild their merged set.
-    generation: u64,
-    servers: HashMap<Key, Server>,
+pub(crate) struct Inner {
+    pub(crate) configs: Vec<Arc<McpServerConfig>>,
+    /// Bumped by every reload (and every restart of a server), so thread sources rebuild
+    /// their merged set.
+    pub(crate) generation: u64,
+    pub(crate) servers: HashMap<Key, Server>,
 }
 
 pub struct McpManager {
     inner: Mutex<Inner>,
-    env: Env,
-    updates: broadcast::Sender<StatusUpdate>,
+    pub(crate) env: Env,
+    pub(crate) updates: broadcast::Sender<StatusUpdate>,
     /// MCP tools a thread is offered directly at most (see [`crate::search`]).
     tool_budget: AtomicUsize,
     me: Weak<McpManager>,
@@ -68,7 +69,7 @@ impl McpManager {
         self.tool_budget.store(budget, Ordering::Relaxed);
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
+    pub(crate) fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
         self.inner.lock().unwrap_or_else(PoisonError::into_inner)
     }
 

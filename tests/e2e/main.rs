@@ -86,6 +86,7 @@ mod skills_allowed_tools;
 mod skills_config;
 mod skills_extra_roots;
 mod skills_implicit;
+mod skills_mcp_dependency;
 mod skills_scale;
 mod task_graph;
 mod task_graph_fronts;
