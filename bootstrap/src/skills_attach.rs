@@ -93,8 +93,9 @@ impl Kernel {
                 };
                 if let Err(e) = outcome {
                     notices.push(format!(
-                        "<skill_dependency_error>The skill `{skill}` needs {e}: its tools are \
-                         not available in this session.</skill_dependency_error>"
+                        "<skill_dependency_error>The skill `{skill}` depends on an MCP server \
+                         that is not available: {e}. Its tools are not available in this \
+                         session.</skill_dependency_error>"
                     ));
                 }
             }

@@ -19,9 +19,10 @@ use support::{home_for, method, AppServer, MockModel};
 use crate::project_context::replies;
 use crate::skills_activation::last_user;
 
-const NOTICE: &str = "<skill_dependency_error>The skill `tables` needs the MCP server \
-                      `ghost` is not configured ([mcp_servers.ghost] in config.toml): its \
-                      tools are not available in this session.</skill_dependency_error>";
+const NOTICE: &str = "<skill_dependency_error>The skill `tables` depends on an MCP server \
+                      that is not available: the MCP server `ghost` is not configured \
+                      ([mcp_servers.ghost] in config.toml). Its tools are not available in \
+                      this session.</skill_dependency_error>";
 
 /// A `[mcp_servers.dep]` that fails its first start (it leaves `flag` behind) and is the
 /// scripted Python server from then on.
