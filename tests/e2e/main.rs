@@ -85,6 +85,7 @@ mod skills_activation;
 mod skills_allowed_tools;
 mod skills_config;
 mod skills_extra_roots;
+mod skills_fork;
 mod skills_implicit;
 mod skills_mcp_dependency;
 mod skills_scale;

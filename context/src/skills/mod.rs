@@ -147,6 +147,8 @@ pub struct Skill {
     pub enabled: bool,
     /// Claude's `allowed-tools`.
     pub allowed_tools: Vec<String>,
+    /// Claude's `context: fork`: attached, the skill runs as a sub-agent.
+    pub fork: bool,
     /// The text after the front matter (what `search_skills` searches besides names).
     pub body: String,
     /// SHA-256 (hex) of the `SKILL.md` bytes read.

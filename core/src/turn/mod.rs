@@ -5,6 +5,7 @@
 
 pub(crate) mod advisor;
 pub(crate) mod compact;
+mod fork_skill;
 pub(crate) mod hook_input;
 pub(crate) mod pending;
 pub(crate) mod permission_hooks;

@@ -61,7 +61,7 @@ pub(crate) struct RegularTask {
 }
 
 impl RegularTask {
-    fn record(&mut self, item: Item) {
+    pub(super) fn record(&mut self, item: Item) {
         self.compaction.context_tokens += estimate_item(&item);
         self.sink
             .emit(EventMsg::ItemCompleted { item: item.clone() });
@@ -139,6 +139,7 @@ impl RegularTask {
             return outcome;
         }
         self.recall_memories().await;
+        self.fork_skills().await;
         loop {
             self.drain_pending();
             if self.cancel.is_cancelled() {
@@ -309,7 +310,7 @@ impl RegularTask {
     }
 
     /// The text of this turn's user input; `None` when it has none.
-    fn turn_input_text(&self) -> Option<String> {
+    pub(super) fn turn_input_text(&self) -> Option<String> {
         let start = self.compaction.turn_input_start.min(self.history.len());
         let prompt: Vec<&str> = self.history[start..]
             .iter()
