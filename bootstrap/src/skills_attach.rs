@@ -115,13 +115,7 @@ fn mcp_dependencies(outcome: &skills::SkillsOutcome, found: &[InputPart]) -> Dep
         })
         .filter_map(|(name, path)| {
             let skill = outcome.skills.iter().find(|s| &s.path == path)?;
-            let servers: Vec<String> = skill
-                .dependencies
-                .iter()
-                .flatten()
-                .filter(|d| d.kind == "mcp" && !d.value.trim().is_empty())
-                .map(|d| d.value.clone())
-                .collect();
+            let servers = skill.mcp_servers();
             (!servers.is_empty()).then(|| (name.clone(), servers))
         })
         .collect()

@@ -259,6 +259,24 @@ struct ThreadServers {
 }
 
 impl ToolSource for ThreadServers {
+    fn ensure_server(
+        &self,
+        name: &str,
+    ) -> Option<futures::future::BoxFuture<'static, Result<(), String>>> {
+        let manager = self.manager.upgrade()?;
+        let configured = manager.lock().configs.iter().any(|c| c.name == name);
+        if !configured {
+            return None;
+        }
+        let (name, cwd) = (name.to_owned(), self.cwd.clone());
+        Some(Box::pin(async move {
+            manager
+                .ensure_server(&name, &cwd)
+                .await
+                .map_err(|e| e.to_string())
+        }))
+    }
+
     fn tools(&self) -> Arc<ToolSet> {
         let Some(manager) = self.manager.upgrade() else {
             return Arc::new(ToolSet::empty());

@@ -38,6 +38,10 @@ pub struct SkillFile {
     pub path: PathBuf,
     /// SHA-256 (hex) of the `SKILL.md` bytes read then.
     pub sha256: String,
+    /// The MCP servers the skill depends on (its `agents/openai.yaml`): opening it starts
+    /// them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub mcp_servers: Vec<String>,
 }
 
 /// Which skills a `[[skills.config]]` entry means (Codex's `skills/config/write`): the

@@ -50,6 +50,75 @@ fn dep_tools(request: &Value) -> Vec<String> {
     names
 }
 
+/// A home whose `dep` server fails its first start, and a repository with the skill
+/// `tables`, which depends on `dep` and on the unconfigured `ghost`.
+struct Setup {
+    home: tempfile::TempDir,
+    _scratch: tempfile::TempDir,
+    _repo: tempfile::TempDir,
+    user_home: tempfile::TempDir,
+    root: std::path::PathBuf,
+}
+
+impl Setup {
+    fn new(model: &MockModel) -> Self {
+        let home = home_for(model);
+        let scratch = tempfile::tempdir().unwrap();
+        let config_path = home.path().join("config.toml");
+        let mut config = std::fs::read_to_string(&config_path).unwrap();
+        config.push_str(&flaky_server(&scratch.path().join("started-once")));
+        std::fs::write(&config_path, config).unwrap();
+        let repo = tempfile::tempdir().unwrap();
+        let root = std::fs::canonicalize(repo.path()).unwrap();
+        std::fs::create_dir(root.join(".git")).unwrap();
+        let skill = root.join(".agents/skills/tables");
+        std::fs::create_dir_all(skill.join("agents")).unwrap();
+        let skill_text = "---\nname: tables\ndescription: Tables through dep.\n---\nUse dep.\n";
+        std::fs::write(skill.join("SKILL.md"), skill_text).unwrap();
+        std::fs::write(
+            skill.join("agents/openai.yaml"),
+            "dependencies:\n  tools:\n    - type: mcp\n      value: dep\n    - type: mcp\n      value: ghost\n",
+        )
+        .unwrap();
+        Self {
+            home,
+            _scratch: scratch,
+            _repo: repo,
+            user_home: tempfile::tempdir().unwrap(),
+            root,
+        }
+    }
+
+    /// A server and a thread in the repository, once `dep` has failed its first start.
+    fn server_and_thread(&self) -> (AppServer, String) {
+        let mut server = AppServer::start_with_env(
+            self.home.path(),
+            &[],
+            &[("HOME", self.user_home.path().to_str().unwrap())],
+        );
+        server.initialize();
+        server.send(&json!({"method": "initialized"}));
+        // The answer, the thread's start and the server's statuses travel separately:
+        // wait for all three.
+        let id = server.request(
+            "thread/start",
+            json!({ "cwd": self.root, "approvalPolicy": "never" }),
+        );
+        let (mut answered, mut started, mut failed) = (None, false, false);
+        server.until(|m| {
+            if m.get("id") == Some(&id) {
+                answered = m["result"]["thread"]["id"].as_str().map(str::to_owned);
+            }
+            started |= method(m) == "thread/started";
+            failed |= method(m) == "mcpServer/startupStatus/updated"
+                && m["params"]["name"] == "dep"
+                && m["params"]["status"] == "failed";
+            answered.is_some() && started && failed
+        });
+        (server, answered.unwrap())
+    }
+}
+
 #[test]
 #[cfg_attr(
     not(rein_has_python),
@@ -57,50 +126,9 @@ fn dep_tools(request: &Value) -> Vec<String> {
 )]
 fn activating_a_skill_starts_its_mcp_server_and_a_missing_one_is_a_notice() {
     let model = MockModel::start(replies(2));
-    let home = home_for(&model);
-    let scratch = tempfile::tempdir().unwrap();
-    let flag = scratch.path().join("started-once");
-    let config_path = home.path().join("config.toml");
-    let mut config = std::fs::read_to_string(&config_path).unwrap();
-    config.push_str(&flaky_server(&flag));
-    std::fs::write(&config_path, config).unwrap();
-
-    let repo = tempfile::tempdir().unwrap();
-    let root = std::fs::canonicalize(repo.path()).unwrap();
-    std::fs::create_dir(root.join(".git")).unwrap();
-    let skill = root.join(".agents/skills/tables");
-    std::fs::create_dir_all(skill.join("agents")).unwrap();
-    let skill_text = "---\nname: tables\ndescription: Tables through dep.\n---\nUse dep.\n";
-    std::fs::write(skill.join("SKILL.md"), skill_text).unwrap();
-    std::fs::write(
-        skill.join("agents/openai.yaml"),
-        "dependencies:\n  tools:\n    - type: mcp\n      value: dep\n    - type: mcp\n      value: ghost\n",
-    )
-    .unwrap();
-
-    let user_home = tempfile::tempdir().unwrap();
-    let mut server = AppServer::start_with_env(
-        home.path(),
-        &[],
-        &[("HOME", user_home.path().to_str().unwrap())],
-    );
-    server.initialize();
-    server.send(&json!({"method": "initialized"}));
-    // The thread starts its servers: `dep` fails this first time. The answer, the
-    // thread's start and the server's statuses travel separately: wait for all three.
-    let id = server.request("thread/start", json!({ "cwd": root }));
-    let (mut answered, mut started, mut failed) = (None, false, false);
-    server.until(|m| {
-        if m.get("id") == Some(&id) {
-            answered = m["result"]["thread"]["id"].as_str().map(str::to_owned);
-        }
-        started |= method(m) == "thread/started";
-        failed |= method(m) == "mcpServer/startupStatus/updated"
-            && m["params"]["name"] == "dep"
-            && m["params"]["status"] == "failed";
-        answered.is_some() && started && failed
-    });
-    let thread = answered.unwrap();
+    let setup = Setup::new(&model);
+    let (root, skill) = (setup.root.clone(), setup.root.join(".agents/skills/tables"));
+    let (mut server, thread) = setup.server_and_thread();
     server.turn(&thread, "hello");
 
     // The mention attaches `tables`: `dep` is started again and is ready before the turn's
@@ -140,6 +168,61 @@ fn activating_a_skill_starts_its_mcp_server_and_a_missing_one_is_a_notice() {
     assert_eq!(
         items.as_array().unwrap().last().unwrap(),
         &json!({"type": "text", "text": NOTICE, "text_elements": []})
+    );
+    assert!(server.finish().success());
+}
+
+#[test]
+#[cfg_attr(
+    not(rein_has_python),
+    ignore = "needs python3 (scripts/test-setup.sh installs the MCP SDK into a venv with it)"
+)]
+fn the_model_opening_a_skill_starts_its_mcp_server_and_hears_of_a_missing_one() {
+    let model = MockModel::start(json!({"replies": [
+        {"tool_calls": [{"call_id": "open", "name": "shell",
+                         "arguments": {"command": ["cat", ".agents/skills/tables/SKILL.md"]}}]},
+        {"text": "done"}
+    ]}));
+    let setup = Setup::new(&model);
+    let (mut server, thread) = setup.server_and_thread();
+    server.request(
+        "turn/start",
+        json!({"threadId": thread, "input": [{"type": "text", "text": "make a table"}]}),
+    );
+    let seen = server.until(|m| method(m) == "turn/completed");
+    // The user is warned of the missing server.
+    let warnings: Vec<&Value> = seen
+        .iter()
+        .filter(|m| method(m) == "warning")
+        .map(|m| &m["params"])
+        .collect();
+    assert_eq!(
+        warnings,
+        vec![&json!({"threadId": thread,
+                     "message": "skill tables: the MCP server `ghost` is not configured"})]
+    );
+    // The step after the read is offered `dep`'s tools (started again by the activation)
+    // and tells the model of `ghost`.
+    let requests = model.requests();
+    assert_eq!(requests.len(), 2);
+    assert_eq!(dep_tools(&requests[0]), Vec::<String>::new());
+    assert!(
+        dep_tools(&requests[1]).contains(&"mcp__dep__count".to_owned()),
+        "{:?}",
+        dep_tools(&requests[1])
+    );
+    let last = requests[1]["input"]
+        .as_array()
+        .unwrap()
+        .last()
+        .unwrap()
+        .clone();
+    assert_eq!(
+        last,
+        json!({"type": "message", "role": "developer", "content": [{"type": "input_text",
+               "text": "<skill_dependency_error>The skill `tables` depends on an MCP server \
+                        that is not available: the MCP server `ghost` is not configured. Its \
+                        tools are not available in this session.</skill_dependency_error>"}]})
     );
     assert!(server.finish().success());
 }

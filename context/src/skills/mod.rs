@@ -170,6 +170,18 @@ pub struct SkillsOutcome {
     pub errors: Vec<SkillError>,
 }
 
+impl Skill {
+    /// The MCP servers the skill depends on (`dependencies.tools` of type `mcp`), by name.
+    pub fn mcp_servers(&self) -> Vec<String> {
+        self.dependencies
+            .iter()
+            .flatten()
+            .filter(|d| d.kind == "mcp" && !d.value.trim().is_empty())
+            .map(|d| d.value.clone())
+            .collect()
+    }
+}
+
 impl SkillsOutcome {
     /// The skills the model may use on its own (enabled, not explicit-only).
     pub fn implicit(&self) -> impl Iterator<Item = &Skill> {

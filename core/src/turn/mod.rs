@@ -12,6 +12,7 @@ pub(crate) mod permission_hooks;
 pub(crate) mod review;
 pub(crate) mod session_hooks;
 pub(crate) mod sink;
+mod skill_servers;
 pub(crate) mod step;
 pub mod stop_hook;
 pub(crate) mod task;

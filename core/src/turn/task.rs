@@ -222,7 +222,11 @@ impl RegularTask {
             |done| outputs.push(done),
         )
         .await;
+        let mut needed = Vec::new();
         for done in outputs {
+            if done.result.success {
+                needed.extend(super::skill_servers::needed(step, &done.facts.action));
+            }
             self.record(Item::ToolOutput {
                 id: ItemId::new(),
                 call_id: done.call.call_id,
@@ -231,6 +235,8 @@ impl RegularTask {
                 facts: Some(Box::new(done.facts)),
             });
         }
+        // Skills the model opened in this step may need their MCP servers for the next.
+        self.start_skill_servers(needed).await;
     }
 
     /// Whether a stop hook (the kernel's, then the user's) sends the turn on instead of
