@@ -127,7 +127,7 @@ impl Setup {
 fn activating_a_skill_starts_its_mcp_server_and_a_missing_one_is_a_notice() {
     let model = MockModel::start(replies(2));
     let setup = Setup::new(&model);
-    let (root, skill) = (setup.root.clone(), setup.root.join(".agents/skills/tables"));
+    let skill = setup.root.join(".agents/skills/tables");
     let (mut server, thread) = setup.server_and_thread();
     server.turn(&thread, "hello");
 
