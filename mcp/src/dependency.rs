@@ -82,3 +82,28 @@ impl McpManager {
         Ok(server)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_server_not_configured_or_switched_off_is_an_error_and_starts_nothing() {
+        let configs = rein_config::mcp::parse_document(
+            "[mcp_servers.off]\ncommand = \"/bin/true\"\nenabled = false\n",
+        )
+        .unwrap();
+        let env: crate::Env = std::sync::Arc::new(|_: &str| None);
+        let manager = McpManager::new(&configs, env);
+        let cwd = Path::new("/");
+        assert_eq!(
+            manager.ensure_server("ghost", cwd).await,
+            Err(DependencyError::NotConfigured("ghost".into()))
+        );
+        assert_eq!(
+            manager.ensure_server("off", cwd).await,
+            Err(DependencyError::Disabled("off".into()))
+        );
+        assert!(manager.running().is_empty());
+    }
+}
