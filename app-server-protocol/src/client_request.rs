@@ -104,6 +104,8 @@ client_requests! {
         { params: SkillsListParams, response: SkillsListResponse };
     SkillsConfigWrite => "skills/config/write", codex("SkillsConfigWriteResponse"),
         { params: skills::SkillsConfigWriteParams, response: skills::SkillsConfigWriteResponse };
+    SkillsExtraRootsSet => "skills/extraRoots/set", codex("SkillsExtraRootsSetResponse"),
+        { params: skills::SkillsExtraRootsSetParams, response: skills::SkillsExtraRootsSetResponse };
     ConfigRequirementsRead => "configRequirements/read", codex("ConfigRequirementsReadResponse"),
         { params: AnyParams, response: ConfigRequirementsReadResponse };
     CollaborationModeList => "collaborationMode/list", CodexUnpublished,

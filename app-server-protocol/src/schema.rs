@@ -60,6 +60,14 @@ pub fn all() -> Vec<(&'static str, Schema)> {
             schema_for!(skills::SkillsConfigWriteResponse),
         ),
         (
+            "SkillsExtraRootsSetParams.json",
+            schema_for!(skills::SkillsExtraRootsSetParams),
+        ),
+        (
+            "SkillsExtraRootsSetResponse.json",
+            schema_for!(skills::SkillsExtraRootsSetResponse),
+        ),
+        (
             "ListMcpServerStatusResponse.json",
             schema_for!(ListMcpServerStatusResponse),
         ),

@@ -87,6 +87,19 @@ pub struct SkillsConfigWriteResponse {
     pub effective_enabled: bool,
 }
 
+/// `skills/extraRoots/set`: skill roots beyond the configured ones, for every directory of
+/// this server process, until the next call (which replaces them) or the process's end.
+/// Absolute paths (Codex's `AbsolutePathBuf`).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SkillsExtraRootsSetParams {
+    pub extra_roots: Vec<String>,
+}
+
+/// `skills/extraRoots/set`'s answer: nothing (Codex's shape).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct SkillsExtraRootsSetResponse {}
+
 /// A skill a session used (`thread/read`'s `reinSkillsUsed`).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]

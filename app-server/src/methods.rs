@@ -35,6 +35,9 @@ pub fn module(state: Arc<ServerState>) -> Result<Module, RegisterMethodError> {
     add::<method::SkillsConfigWrite, _, _>(&mut m, |s, p| async move {
         skills::config_write(&s, p).await
     })?;
+    add::<method::SkillsExtraRootsSet, _, _>(&mut m, |s, p| async move {
+        skills::extra_roots_set(&s, p).await
+    })?;
     add::<method::ConfigRequirementsRead, _, _>(&mut m, |_, p| async move {
         client_meta::config_requirements(p)
     })?;

@@ -17,6 +17,7 @@ pub mod file_search;
 pub mod memory;
 pub mod replay;
 pub mod sessions;
+mod skills_attach;
 mod skills_tool;
 pub mod skills_write;
 
@@ -92,8 +93,8 @@ pub struct Kernel {
     /// How a new thread's context (`AGENTS.md`) is read from files; its skills' toggles
     /// are those of [`Self::context_config`], which follow `skills/config/write`.
     pub context: ContextConfig,
-    /// `[[skills.config]]` as last loaded: at start, then after each config write.
-    skill_toggles: std::sync::RwLock<Vec<rein_protocol::SkillToggle>>,
+    /// `[[skills.config]]` as last loaded and the client's extra skill roots.
+    live_skills: std::sync::RwLock<skills_write::LiveSkills>,
     /// The user's and the projects' hooks (none in demo mode).
     pub hooks: Option<Arc<rein_hooks::UserHooks>>,
     /// The memory store of `$REIN_HOME` (`rein/memory/*` methods manage it even when `[memory]`
@@ -127,7 +128,7 @@ impl Kernel {
             store,
             mcp: None,
             context: ContextConfig::default(),
-            skill_toggles: Default::default(),
+            live_skills: Default::default(),
             hooks: None,
             load_options: None,
         }
@@ -189,64 +190,6 @@ impl Kernel {
         tokio::task::spawn_blocking(move || skills::watch::watch(&config, &cwds, changed))
             .await
             .unwrap_or_else(|e| Err(skills::watch::WatchError::Setup(e.to_string())))
-    }
-
-    /// Attach to `parts` the skills `named` (a client's `skill` input items: each must be a
-    /// skill of `cwd`) and those the text of `parts` mentions (`$name`), explicit-only ones
-    /// included, each as an [`rein_protocol::InputPart::Skill`] holding its `SKILL.md` as
-    /// read now. Returns the names attached. Read on a blocking thread, when the input is
-    /// submitted.
-    pub async fn attach_skills(
-        &self,
-        cwd: PathBuf,
-        parts: &mut Vec<rein_protocol::InputPart>,
-        named: Vec<skills::attach::NamedSkill>,
-    ) -> Result<Vec<String>, skills::attach::AttachError> {
-        let text: String = parts
-            .iter()
-            .filter_map(|p| match p {
-                rein_protocol::InputPart::Text { text } => Some(text.as_str()),
-                _ => None,
-            })
-            .collect::<Vec<_>>()
-            .join("\n");
-        let mentions: Vec<String> = skills::attach::mentions(&text)
-            .into_iter()
-            .map(str::to_owned)
-            .collect();
-        if mentions.is_empty() && named.is_empty() {
-            return Ok(Vec::new());
-        }
-        let config = self.context_config().skills;
-        let found = tokio::task::spawn_blocking(move || {
-            let outcome = skills::load(&config, &cwd);
-            let mentions: Vec<&str> = mentions.iter().map(String::as_str).collect();
-            skills::attach::resolve(&outcome, &cwd, &named, &mentions)
-        })
-        .await
-        .unwrap_or_else(|_| Ok(Vec::new()))?;
-        let names = found
-            .iter()
-            .filter_map(|p| match p {
-                rein_protocol::InputPart::Skill { name, .. } => Some(name.clone()),
-                _ => None,
-            })
-            .collect();
-        parts.extend(found);
-        Ok(names)
-    }
-
-    /// [`Self::attach_skills`] for text alone: the `$name` mentions of `parts`.
-    pub async fn attach_mentioned_skills(
-        &self,
-        cwd: PathBuf,
-        parts: &mut Vec<rein_protocol::InputPart>,
-    ) -> Vec<String> {
-        // With nothing named, only an unreadable mention could fail, and mentions are best
-        // effort.
-        self.attach_skills(cwd, parts, Vec::new())
-            .await
-            .unwrap_or_default()
     }
 
     /// Shut every thread down (everything durable), then stop the MCP servers (no server
@@ -316,7 +259,7 @@ pub fn bootstrap(
         manager.add_thread_tool_source(Arc::clone(mcp) as _);
     }
     let context = context_config(&home, config.as_ref(), options.no_project_doc, env);
-    let skill_toggles = std::sync::RwLock::new(context.skills.toggles.clone());
+    let live_skills = skills_write::LiveSkills::new(context.skills.toggles.clone());
     Ok(Kernel {
         manager,
         home,
@@ -328,7 +271,7 @@ pub fn bootstrap(
         store,
         mcp,
         context,
-        skill_toggles,
+        live_skills,
         hooks,
         memory,
         load_options: reload_with,

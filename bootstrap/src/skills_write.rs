@@ -74,25 +74,87 @@ impl Kernel {
     }
 }
 
+/// What of the skills' configuration changes while the process runs: the
+/// `[[skills.config]]` entries as last loaded (at start, then after each config write) and
+/// the roots a client added with `skills/extraRoots/set` (kept in memory only, as Codex
+/// does: a restarted server has none).
+#[derive(Debug, Default)]
+pub(crate) struct LiveSkills {
+    toggles: Vec<rein_protocol::SkillToggle>,
+    extra_roots: Vec<PathBuf>,
+}
+
+impl LiveSkills {
+    pub(crate) fn new(toggles: Vec<rein_protocol::SkillToggle>) -> std::sync::RwLock<Self> {
+        std::sync::RwLock::new(Self {
+            toggles,
+            extra_roots: Vec::new(),
+        })
+    }
+}
+
+/// Why `skills/extraRoots/set` refused its roots.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum ExtraRootsError {
+    #[error("extraRoots: must be absolute paths, not {0}")]
+    RelativePath(String),
+    #[error("extraRoots: {0} is not a folder")]
+    NotAFolder(String),
+    #[error("extraRoots: could not be checked: {0}")]
+    Check(String),
+}
+
 impl Kernel {
     /// How a new thread's context is read now: [`Self::context`] with the skills switched
-    /// off or on as the configuration says at this moment.
+    /// off or on as the configuration says at this moment, and the client's extra roots.
     pub fn context_config(&self) -> ContextConfig {
         let mut context = self.context.clone();
-        context.skills.toggles = self
-            .skill_toggles
+        let live = self
+            .live_skills
             .read()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .clone();
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        context.skills.toggles.clone_from(&live.toggles);
+        context.skills.extra_roots.clone_from(&live.extra_roots);
         context
     }
 
     /// Take the `[[skills.config]]` of a configuration just written.
     pub(crate) fn set_skill_toggles(&self, config: &ModelConfig) {
-        *self
-            .skill_toggles
+        self.live_skills
             .write()
-            .unwrap_or_else(std::sync::PoisonError::into_inner) = skill_toggles(config);
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .toggles = skill_toggles(config);
+    }
+
+    /// `skills/extraRoots/set`: `roots` replace the extra skill roots of every directory
+    /// for the next listing, thread and mention (a running thread keeps its list). Each
+    /// must be absolute; one that exists must be a folder (one not created yet holds no
+    /// skills until it is). Nothing changes when one is refused.
+    pub async fn set_skill_extra_roots(&self, roots: Vec<PathBuf>) -> Result<(), ExtraRootsError> {
+        let checked = tokio::task::spawn_blocking(move || {
+            for root in &roots {
+                if !root.is_absolute() {
+                    return Err(ExtraRootsError::RelativePath(root.display().to_string()));
+                }
+                if root.exists() && !root.is_dir() {
+                    return Err(ExtraRootsError::NotAFolder(root.display().to_string()));
+                }
+            }
+            let mut unique: Vec<PathBuf> = Vec::with_capacity(roots.len());
+            for root in roots {
+                if !unique.contains(&root) {
+                    unique.push(root);
+                }
+            }
+            Ok(unique)
+        })
+        .await
+        .unwrap_or_else(|e| Err(ExtraRootsError::Check(e.to_string())))?;
+        self.live_skills
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .extra_roots = checked;
+        Ok(())
     }
 }
 

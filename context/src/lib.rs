@@ -81,6 +81,7 @@ pub fn assemble(config: &ContextConfig, cwd: &Path, context_window: Option<u64>)
             name: s.name.clone(),
             path: s.path.clone(),
             sha256: s.sha256.clone(),
+            mcp_servers: s.mcp_servers(),
         })
         .collect();
     Assembled {

@@ -10,6 +10,7 @@
 
 mod bounded;
 mod content;
+pub mod dependency;
 mod direct;
 mod handler;
 pub mod http;

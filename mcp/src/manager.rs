@@ -23,16 +23,17 @@ use crate::server::Server;
 use rein_config::mcp::McpServerConfig;
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
-struct Key {
-    name: String,
-    cwd: PathBuf,
+pub(crate) struct Key {
+    pub(crate) name: String,
+    pub(crate) cwd: PathBuf,
 }
 
-struct Inner {
-    configs: Vec<Arc<McpServerConfig>>,
-    /// Bumped by every reload, so thread sources rebuild their merged set.
-    generation: u64,
-    servers: HashMap<Key, Server>,
+pub(crate) struct Inner {
+    pub(crate) configs: Vec<Arc<McpServerConfig>>,
+    /// Bumped by every reload (and every restart of a server), so thread sources rebuild
+    /// their merged set.
+    pub(crate) generation: u64,
+    pub(crate) servers: HashMap<Key, Server>,
 }
 
 /// The `required` servers of a directory that did not start: a thread there does not
@@ -60,8 +61,8 @@ fn list(failed: &[FailedServer]) -> String {
 
 pub struct McpManager {
     inner: Mutex<Inner>,
-    env: Env,
-    updates: broadcast::Sender<StatusUpdate>,
+    pub(crate) env: Env,
+    pub(crate) updates: broadcast::Sender<StatusUpdate>,
     /// MCP tools a thread is offered directly at most (see [`crate::search`]).
     tool_budget: AtomicUsize,
     me: Weak<McpManager>,
@@ -91,7 +92,7 @@ impl McpManager {
         self.tool_budget.store(budget, Ordering::Relaxed);
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
+    pub(crate) fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
         self.inner.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
@@ -277,6 +278,24 @@ struct ThreadServers {
 }
 
 impl ToolSource for ThreadServers {
+    fn ensure_server(
+        &self,
+        name: &str,
+    ) -> Option<futures::future::BoxFuture<'static, Result<(), String>>> {
+        let manager = self.manager.upgrade()?;
+        let configured = manager.lock().configs.iter().any(|c| c.name == name);
+        if !configured {
+            return None;
+        }
+        let (name, cwd) = (name.to_owned(), self.cwd.clone());
+        Some(Box::pin(async move {
+            manager
+                .ensure_server(&name, &cwd)
+                .await
+                .map_err(|e| e.to_string())
+        }))
+    }
+
     fn tools(&self) -> Arc<ToolSet> {
         let Some(manager) = self.manager.upgrade() else {
             return Arc::new(ToolSet::empty());

@@ -63,7 +63,7 @@ pub(crate) struct Shared {
     next_call: AtomicU64,
     /// Bumped each time the tools are listed, so waiters see a new list.
     listings: watch::Sender<u64>,
-    stop: CancellationToken,
+    pub(crate) stop: CancellationToken,
     updates: broadcast::Sender<StatusUpdate>,
 }
 

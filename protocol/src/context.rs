@@ -38,6 +38,10 @@ pub struct SkillFile {
     pub path: PathBuf,
     /// SHA-256 (hex) of the `SKILL.md` bytes read then.
     pub sha256: String,
+    /// The MCP servers the skill depends on (its `agents/openai.yaml`): opening it starts
+    /// them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub mcp_servers: Vec<String>,
 }
 
 /// Which skills a `[[skills.config]]` entry means (Codex's `skills/config/write`): the
@@ -67,26 +71,35 @@ pub struct SkillActivation {
     pub implicit: bool,
 }
 
-/// Which of `skills` the call described by `action` reads, if any: a file tool's read, or
-/// a command that shows the file (`cat`, `sed -n`, ...; a relative path is taken from the
-/// command's cwd). Paths are compared after removing `.` and `..` lexically: no file is
-/// touched.
-pub fn skill_read<'a>(
-    skills: &'a [SkillFile],
-    action: &crate::ToolAction,
-) -> Option<&'a SkillFile> {
+/// Which of `skills` the call described by `action` reads, each once, in the order read: a
+/// file tool's read, or a command that shows files (`cat`, `sed -n`, `awk`, ...; a relative
+/// path is taken from the command's cwd). Paths are compared after removing `.` and `..`
+/// lexically: no file is touched.
+pub fn skill_reads<'a>(skills: &'a [SkillFile], action: &crate::ToolAction) -> Vec<&'a SkillFile> {
     let find = |path: &std::path::Path| {
         let path = normalize(path);
         skills.iter().find(|s| normalize(&s.path) == path)
     };
+    let mut found: Vec<&SkillFile> = Vec::new();
+    let mut add = |skill: Option<&'a SkillFile>| {
+        if let Some(skill) = skill {
+            if !found.iter().any(|f| std::ptr::eq(*f, skill)) {
+                found.push(skill);
+            }
+        }
+    };
     match action {
-        crate::ToolAction::Read { path } => find(path),
-        crate::ToolAction::Exec { commands, cwd, .. } => commands.iter().find_map(|c| match c {
-            crate::CommandAction::Read { path, .. } => find(&cwd.join(path)),
-            _ => None,
-        }),
-        _ => None,
+        crate::ToolAction::Read { path } => add(find(path)),
+        crate::ToolAction::Exec { commands, cwd, .. } => {
+            for command in commands {
+                if let crate::CommandAction::Read { path, .. } = command {
+                    add(find(&cwd.join(path)));
+                }
+            }
+        }
+        _ => {}
     }
+    found
 }
 
 fn normalize(path: &std::path::Path) -> PathBuf {

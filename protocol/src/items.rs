@@ -32,6 +32,11 @@ pub enum InputPart {
         /// turn this input starts offers only these (empty: the skill narrows nothing).
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         allowed_tools: Vec<String>,
+        /// Claude Code's `context: fork`: the turn this input starts first runs the skill
+        /// as a sub-agent (`spawn_agent`, then `wait_agent`), whose answer the turn's model
+        /// reads.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        fork: bool,
     },
 }
 

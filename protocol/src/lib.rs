@@ -33,7 +33,7 @@ pub use client_request::{
     ClientRequest, ClientResponse, ElicitationAction, Question, QuestionOption, SessionGrant,
 };
 pub use context::{
-    skill_read, ContextKind, ContextMessage, ContextRole, ContextSource, ContextSourceKind,
+    skill_reads, ContextKind, ContextMessage, ContextRole, ContextSource, ContextSourceKind,
     SkillActivation, SkillFile, SkillSelector, SkillToggle, ThreadContext,
 };
 pub use event::{

@@ -198,6 +198,7 @@ pub fn every_variant_thread() -> ThreadScript {
                 name: "pdf".into(),
                 path: PathBuf::from("/work/project/.agents/skills/pdf/SKILL.md"),
                 sha256: "ab".repeat(32),
+                mcp_servers: Vec::new(),
             }],
         },
     });

@@ -92,16 +92,24 @@ fn a_skill_item_attaches_its_file_and_the_session_remembers_which_bytes() {
     server.until(|m| method(m) == "turn/completed");
     let requests = model.requests();
     assert_eq!(requests.len(), 1, "the refused inputs reached the model");
+    // `pdf` names the MCP server `pdf-server`, which is not configured: a notice follows
+    // the skill (docs/skills.md, "A skill's MCP dependency").
+    let notice = "<skill_dependency_error>The skill `pdf` depends on an MCP server that is \
+                  not available: the MCP server `pdf-server` is not configured \
+                  ([mcp_servers.pdf-server] in config.toml). Its tools are not available in \
+                  this session.</skill_dependency_error>";
     assert_eq!(
         last_user(&requests[0]),
         json!([{"type": "input_text", "text": "fill the form"},
-               {"type": "input_text", "text": attached}])
+               {"type": "input_text", "text": attached},
+               {"type": "input_text", "text": notice}])
     );
 
     // The user message shows the skill as the client sent it, live and after a restart.
     let shown = vec![json!([
         {"type": "text", "text": "fill the form", "text_elements": []},
-        {"type": "skill", "name": "pdf", "path": pdf}
+        {"type": "skill", "name": "pdf", "path": pdf},
+        {"type": "text", "text": notice, "text_elements": []}
     ])];
     let read = json!({"threadId": thread, "includeTurns": true});
     assert_eq!(user_items(&server.call("thread/read", read.clone())), shown);
@@ -119,7 +127,7 @@ fn a_skill_item_attaches_its_file_and_the_session_remembers_which_bytes() {
     let sha = sha256sum(&pdf);
     assert!(
         shown.contains(&format!(
-            "\nuser: fill the form\n  skill pdf ({}, sha256 {})\n",
+            "\nuser: fill the form\n{notice}\n  skill pdf ({}, sha256 {})\n",
             pdf.display(),
             &sha[..12]
         )),

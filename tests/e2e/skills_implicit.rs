@@ -100,3 +100,52 @@ fn the_model_opening_a_skill_md_is_recorded_as_an_implicit_activation() {
     // Twice: each read is a fact of the rollout; the fold keeps the skill once.
     assert_eq!(shown.matches(&line).count(), 2, "{shown}");
 }
+
+/// A shell script that reads several files at once, one of them with `awk`: each skill it
+/// shows is an activation, in the order read; the other file is none.
+#[test]
+fn a_script_reading_several_skill_files_records_each() {
+    let repo = skills_repo();
+    let sub = repo.sub();
+    let root = std::fs::canonicalize(repo.dir.path()).unwrap();
+    let pdf = root.join(".agents/skills/pdf/SKILL.md");
+    let review = root.join("sub/.claude/skills/review/SKILL.md");
+    let script = "cat ../.agents/skills/pdf/SKILL.md ../AGENTS.md && awk 'NR<=20' .claude/skills/review/SKILL.md";
+    let model = MockModel::start(json!({"replies": [
+        {"tool_calls": [{"call_id": "both", "name": "shell",
+                         "arguments": {"command": ["bash", "-lc", script]}}]},
+        {"text": "read"}
+    ]}));
+    let home = home_for(&model);
+    let user_home = tempfile::tempdir().unwrap();
+    let user = user_home.path().to_str().unwrap();
+    let mut server = AppServer::start_with_env(home.path(), &[], &[("HOME", user)]);
+    server.initialize();
+    server.send(&json!({"method": "initialized"}));
+    let thread = server.start_thread(json!({"cwd": sub, "approvalPolicy": "never"}));
+    let completed = server.turn(&thread, "read the skills");
+    assert_eq!(completed["params"]["turn"]["status"], "completed");
+    // The script really ran: its output holds both skills' bodies.
+    let requests = model.requests();
+    let output = requests[1]["input"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|i| i["type"] == "function_call_output" && i["call_id"] == "both")
+        .unwrap()["output"]
+        .to_string();
+    assert!(
+        output.contains("Use pdftk.") && output.contains("Review a diff."),
+        "{output}"
+    );
+    let used = |name: &str, path: &std::path::Path| json!({"name": name, "path": path, "sha256": sha256sum(path), "implicit": true});
+    let read = server.call(
+        "thread/read",
+        json!({"threadId": thread, "includeTurns": true}),
+    );
+    assert_eq!(
+        read["result"]["reinSkillsUsed"],
+        json!([used("pdf", &pdf), used("review", &review)])
+    );
+    assert!(server.finish().success());
+}

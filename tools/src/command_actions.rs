@@ -1,4 +1,5 @@
-//! What a command does, read from its command line once, in the kernel: `cat f` reads `f`,
+//! What a command does, read from its command line once, in the kernel: `cat f` reads `f`
+//! (`cat a b`, `head -n 5 a b`, `sed -n 1,50p a b`, `awk 'NR<=50' a` read each file),
 //! `ls` lists files, `rg`/`grep` search, anything else is unknown. A script run by a shell
 //! (`bash -lc '...'`) is split into its `&&` / `||` / `;` parts and `|` stages: a `cd d`
 //! part moves the paths after it, trailing stages that only shape output (`head`, `wc`,
@@ -53,11 +54,13 @@ pub fn parse(argv: &[String], display: &str) -> Vec<CommandAction> {
             }
             _ => {}
         }
-        let Some(action) = classify(main, dir.as_deref()) else {
+        let Some(found) = classify(main, dir.as_deref()) else {
             return unknown();
         };
-        if actions.last() != Some(&action) {
-            actions.push(action);
+        for action in found {
+            if actions.last() != Some(&action) {
+                actions.push(action);
+            }
         }
     }
     if actions.is_empty() && fillers > 0 {
@@ -80,32 +83,61 @@ fn is_formatter(stage: &[String]) -> bool {
     }
 }
 
-/// The action of one command, or `None` when it is not one this reader knows.
-fn classify(words: &[String], dir: Option<&Path>) -> Option<CommandAction> {
+/// The actions of one command (a read of each file it shows), or `None` when it is not
+/// one this reader knows.
+fn classify(words: &[String], dir: Option<&Path>) -> Option<Vec<CommandAction>> {
     let (program, args) = words.split_first()?;
     let command = shell_join(words);
     let program = Path::new(program).file_name()?.to_str()?;
+    let reads = |files: &[&str]| {
+        (!files.is_empty()).then(|| {
+            files
+                .iter()
+                .map(|file| read(command.clone(), file, dir))
+                .collect()
+        })
+    };
     match program {
         "cat" | "bat" | "batcat" | "less" | "more" | "nl" => {
-            let files = operands(args, &["--theme", "--language", "-l", "-p"]);
-            match files.as_slice() {
-                [file] => Some(read(command, file, dir)),
-                _ => None,
-            }
+            reads(&operands(args, &["--theme", "--language", "-l", "-p"]))
         }
-        "head" | "tail" => {
-            let files = operands(args, &["-n", "-c", "--lines", "--bytes"]);
-            match files.as_slice() {
-                [file] => Some(read(command, file, dir)),
-                _ => None,
-            }
-        }
-        "sed" => match args {
-            [flag, range, file] if flag == "-n" && range.ends_with('p') => {
-                Some(read(command, file, dir))
-            }
-            _ => None,
-        },
+        "head" | "tail" => reads(&operands(args, &["-n", "-c", "--lines", "--bytes"])),
+        "sed" => reads(&sed_files(args)?),
+        "awk" | "gawk" | "mawk" => reads(&awk_files(args)?),
+        _ => classify_other(program, command, args).map(|action| vec![action]),
+    }
+}
+
+/// The files `sed -n [-e] SCRIPT FILE...` prints from (a script that ends printing).
+fn sed_files(args: &[String]) -> Option<Vec<&str>> {
+    let (script, files) = match args {
+        [n, e, script, files @ ..] if n == "-n" && e == "-e" => (script, files),
+        [n, script, files @ ..] if n == "-n" => (script, files),
+        _ => return None,
+    };
+    (script.ends_with('p') && files.iter().all(|f| !f.starts_with('-')))
+        .then(|| files.iter().map(String::as_str).collect())
+}
+
+/// The files `awk 'PROGRAM' FILE...` reads, for a program that only selects and prints
+/// (nothing that runs a command, writes a file or reads another: `system`, `|`, `>`,
+/// `getline`).
+fn awk_files(args: &[String]) -> Option<Vec<&str>> {
+    let (program, files) = args.split_first()?;
+    let harmless = !program.starts_with('-')
+        && !["system", "|", ">", "getline"]
+            .iter()
+            .any(|bad| program.contains(bad));
+    (harmless
+        && files
+            .iter()
+            .all(|f| !f.starts_with('-') && !f.contains('=')))
+    .then(|| files.iter().map(String::as_str).collect())
+}
+
+/// The action of a command that reads no file for display: listings and searches.
+fn classify_other(program: &str, command: String, args: &[String]) -> Option<CommandAction> {
+    match program {
         "ls" | "tree" | "eza" | "exa" | "du" => {
             let paths = operands(args, &["-I", "-L", "-d", "--ignore", "--level"]);
             Some(CommandAction::ListFiles {
@@ -290,6 +322,40 @@ mod tests {
             sh("sed -n '1,80p' README.md"),
             vec![read("sed -n 1,80p README.md", "README.md", "README.md")]
         );
+    }
+
+    #[test]
+    fn several_files_and_awk_and_sed_e_are_a_read_of_each() {
+        let cat = "cat SKILL.md ref/a.md";
+        assert_eq!(
+            sh(cat),
+            vec![
+                read(cat, "SKILL.md", "SKILL.md"),
+                read(cat, "a.md", "ref/a.md")
+            ]
+        );
+        let head = "head -n 5 a.md b.md";
+        assert_eq!(
+            sh(head),
+            vec![read(head, "a.md", "a.md"), read(head, "b.md", "b.md")]
+        );
+        let awk = "awk 'NR<=50' s/SKILL.md";
+        assert_eq!(
+            sh(awk),
+            vec![read("awk 'NR<=50' s/SKILL.md", "SKILL.md", "s/SKILL.md")]
+        );
+        assert_eq!(
+            sh("sed -n -e 1,50p SKILL.md"),
+            vec![read("sed -n -e 1,50p SKILL.md", "SKILL.md", "SKILL.md")]
+        );
+        // A program that runs commands or writes is not a read.
+        for script in [
+            "awk '{system(\"id\")}' f",
+            "awk '{print > \"out\"}' f",
+            "awk -f x.awk f",
+        ] {
+            assert_eq!(sh(script), unknown(script), "{script}");
+        }
     }
 
     #[test]

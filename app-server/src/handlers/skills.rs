@@ -9,11 +9,12 @@ use rein_app_server_protocol::meta::{SkillsListEntry, SkillsListParams, SkillsLi
 use rein_app_server_protocol::skills::{
     SkillDependencies, SkillErrorInfo, SkillInterface, SkillMetadata, SkillToolDependency,
     SkillsChangedNotification, SkillsConfigWriteParams, SkillsConfigWriteResponse,
+    SkillsExtraRootsSetParams, SkillsExtraRootsSetResponse,
 };
 use rein_app_server_protocol::ServerNotification;
 use rein_bootstrap::config_write::ConfigWriteError;
 use rein_bootstrap::skills::{Skill, SkillsOutcome};
-use rein_bootstrap::skills_write::{SkillTarget, SkillWriteError};
+use rein_bootstrap::skills_write::{ExtraRootsError, SkillTarget, SkillWriteError};
 
 use crate::dispatch::ServerState;
 use crate::error::RpcError;
@@ -84,6 +85,29 @@ pub async fn config_write(
     Ok(SkillsConfigWriteResponse {
         effective_enabled: written.effective_enabled,
     })
+}
+
+/// `skills/extraRoots/set {extraRoots}`: these roots (absolute folders) replace the extra
+/// skill roots of this server process, for every directory, in memory only (Codex's
+/// "not persisted"); the next `skills/list`, thread and mention see them. The client is
+/// then sent `skills/changed`, as after a config write.
+pub async fn extra_roots_set(
+    state: &ServerState,
+    p: SkillsExtraRootsSetParams,
+) -> Result<SkillsExtraRootsSetResponse, RpcError> {
+    let roots = p.extra_roots.into_iter().map(PathBuf::from).collect();
+    state
+        .kernel
+        .set_skill_extra_roots(roots)
+        .await
+        .map_err(|e| match e {
+            ExtraRootsError::Check(_) => RpcError::internal(e),
+            _ => RpcError::invalid_params(&e, Some("extraRoots".into())),
+        })?;
+    state.notify_after_answer(ServerNotification::SkillsChanged(
+        SkillsChangedNotification {},
+    ));
+    Ok(SkillsExtraRootsSetResponse {})
 }
 
 /// One directory's skills and errors as Codex lists them (`rein skills list --json` too).

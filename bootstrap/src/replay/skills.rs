@@ -16,10 +16,14 @@ pub async fn reread(input: &[InputPart]) -> Vec<InputPart> {
                 path,
                 sha256,
                 allowed_tools,
+                fork,
                 ..
             } => match tokio::fs::read(path).await {
                 Ok(bytes) => {
-                    let now = part_of(name, path, &bytes, allowed_tools.clone());
+                    let mut now = part_of(name, path, &bytes, allowed_tools.clone());
+                    if let InputPart::Skill { fork: f, .. } = &mut now {
+                        *f = *fork;
+                    }
                     match &now {
                         InputPart::Skill { sha256: new, .. } if new != sha256 => Some(now),
                         _ => None,

@@ -29,12 +29,16 @@ pub fn mentions(text: &str) -> Vec<&str> {
 /// The input part that attaches `skill`, its `SKILL.md` read now as `bytes`: the text the
 /// model reads and the activation's record (name, path, hash).
 pub fn part(skill: &Skill, bytes: &[u8]) -> InputPart {
-    part_of(
+    let mut part = part_of(
         &skill.name,
         &skill.path,
         bytes,
         rein_tools_of(&skill.allowed_tools),
-    )
+    );
+    if let InputPart::Skill { fork, .. } = &mut part {
+        *fork = skill.fork;
+    }
+    part
 }
 
 /// The input part attaching the skill `name` whose `SKILL.md` at `path` holds `bytes`
@@ -43,6 +47,7 @@ pub fn part_of(name: &str, path: &Path, bytes: &[u8], allowed_tools: Vec<String>
     let contents = String::from_utf8_lossy(bytes);
     InputPart::Skill {
         allowed_tools,
+        fork: false,
         name: name.to_owned(),
         path: path.to_owned(),
         sha256: crate::hash::sha256_hex(bytes),

@@ -44,6 +44,9 @@ pub struct SkillsConfig {
     pub max_dirs: usize,
     /// `[[skills.config]]`: skills switched off or on, in file order.
     pub toggles: Vec<rein_protocol::SkillToggle>,
+    /// A client's `skills/extraRoots/set`: more user roots (Codex's format), after the
+    /// configured user roots and before the admin root, for every directory.
+    pub extra_roots: Vec<PathBuf>,
 }
 
 impl Default for SkillsConfig {
@@ -57,6 +60,7 @@ impl Default for SkillsConfig {
             max_depth: MAX_SCAN_DEPTH,
             max_dirs: MAX_SCAN_DIRS,
             toggles: Vec::new(),
+            extra_roots: Vec::new(),
         }
     }
 }
@@ -143,6 +147,8 @@ pub struct Skill {
     pub enabled: bool,
     /// Claude's `allowed-tools`.
     pub allowed_tools: Vec<String>,
+    /// Claude's `context: fork`: attached, the skill runs as a sub-agent.
+    pub fork: bool,
     /// The text after the front matter (what `search_skills` searches besides names).
     pub body: String,
     /// SHA-256 (hex) of the `SKILL.md` bytes read.
@@ -162,6 +168,18 @@ pub struct SkillError {
 pub struct SkillsOutcome {
     pub skills: Vec<Skill>,
     pub errors: Vec<SkillError>,
+}
+
+impl Skill {
+    /// The MCP servers the skill depends on (`dependencies.tools` of type `mcp`), by name.
+    pub fn mcp_servers(&self) -> Vec<String> {
+        self.dependencies
+            .iter()
+            .flatten()
+            .filter(|d| d.kind == "mcp" && !d.value.trim().is_empty())
+            .map(|d| d.value.clone())
+            .collect()
+    }
 }
 
 impl SkillsOutcome {
@@ -222,6 +240,9 @@ pub fn roots(config: &SkillsConfig, cwd: &Path) -> Vec<SkillRoot> {
             SkillScope::User,
             Dialect::Claude,
         );
+    }
+    for extra in &config.extra_roots {
+        push(extra.clone(), SkillScope::User, Dialect::Codex);
     }
     if let Some(admin) = &config.admin_root {
         push(admin.clone(), SkillScope::Admin, Dialect::Codex);

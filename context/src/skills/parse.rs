@@ -55,6 +55,15 @@ pub(super) fn parse_skill(
         "disable-model-invocation",
     )?;
     let allowed_tools = allowed_tools(&meta["allowed-tools"])?;
+    let fork = match string(&meta["context"], "context")?.as_deref() {
+        None | Some("inline") => false,
+        Some("fork") => true,
+        Some(other) => {
+            return Err(format!(
+                "`context` must be `fork` or `inline`, not `{other}`"
+            ))
+        }
+    };
     let (mut interface, mut dependencies) = (None, None);
     if let Some(yaml) = openai_yaml {
         let openai = yaml_map(yaml, "agents/openai.yaml")?;
@@ -78,6 +87,7 @@ pub(super) fn parse_skill(
         allow_implicit,
         enabled: true,
         allowed_tools,
+        fork,
         body: body.to_owned(),
         sha256: crate::sha256_hex(text.as_bytes()),
     })

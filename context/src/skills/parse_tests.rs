@@ -82,3 +82,15 @@ fn malformed_skills_say_why() {
     .unwrap_err()
     .contains("`name` must be a string"));
 }
+
+#[test]
+fn claude_context_fork_is_read_and_another_value_is_an_error() {
+    let forked = parse(Dialect::Claude, "---\ncontext: fork\n---\nDig.\n", None).unwrap();
+    assert!(forked.fork);
+    let inline = parse(Dialect::Claude, "---\n---\nDig.\n", None).unwrap();
+    assert!(!inline.fork);
+    assert_eq!(
+        parse(Dialect::Claude, "---\ncontext: spoon\n---\nDig.\n", None).unwrap_err(),
+        "`context` must be `fork` or `inline`, not `spoon`"
+    );
+}

@@ -88,6 +88,7 @@ mod tests {
             allow_implicit: true,
             enabled: true,
             allowed_tools: Vec::new(),
+            fork: false,
             body: body.into(),
             sha256: String::new(),
         }

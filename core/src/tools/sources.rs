@@ -6,6 +6,7 @@
 
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
 
+use futures::future::BoxFuture;
 use rein_protocol::ThreadSettings;
 
 use super::{Tool, ToolSet};
@@ -14,6 +15,13 @@ use super::{Tool, ToolSet};
 /// return the same `Arc` while nothing changed.
 pub trait ToolSource: Send + Sync + 'static {
     fn tools(&self) -> Arc<ToolSet>;
+
+    /// Make the tool server `name` of this source run (a skill the model opened depends
+    /// on it): `None` when this source has no server of that name; else the wait until
+    /// it is ready, or why it cannot be.
+    fn ensure_server(&self, _name: &str) -> Option<BoxFuture<'static, Result<(), String>>> {
+        None
+    }
 }
 
 /// Tools that depend on the thread they serve (e.g. MCP servers started in its working
@@ -93,6 +101,16 @@ impl ToolSources {
             .write()
             .unwrap_or_else(PoisonError::into_inner)
             .push(source);
+    }
+
+    /// Make the tool server `name` run, by the first source that has one of that name;
+    /// `None` when none has.
+    pub fn ensure_server(&self, name: &str) -> Option<BoxFuture<'static, Result<(), String>>> {
+        self.sources
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .iter()
+            .find_map(|s| s.ensure_server(name))
     }
 
     /// The tools a step offers from now on. While no source changed, the same set is

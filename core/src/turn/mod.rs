@@ -5,12 +5,14 @@
 
 pub(crate) mod advisor;
 pub(crate) mod compact;
+mod fork_skill;
 pub(crate) mod hook_input;
 pub(crate) mod pending;
 pub(crate) mod permission_hooks;
 pub(crate) mod review;
 pub(crate) mod session_hooks;
 pub(crate) mod sink;
+mod skill_servers;
 pub(crate) mod step;
 pub mod stop_hook;
 pub(crate) mod task;

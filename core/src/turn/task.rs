@@ -61,7 +61,7 @@ pub(crate) struct RegularTask {
 }
 
 impl RegularTask {
-    fn record(&mut self, item: Item) {
+    pub(super) fn record(&mut self, item: Item) {
         self.compaction.context_tokens += estimate_item(&item);
         self.sink
             .emit(EventMsg::ItemCompleted { item: item.clone() });
@@ -139,6 +139,7 @@ impl RegularTask {
             return outcome;
         }
         self.recall_memories().await;
+        self.fork_skills().await;
         loop {
             self.drain_pending();
             if self.cancel.is_cancelled() {
@@ -221,7 +222,11 @@ impl RegularTask {
             |done| outputs.push(done),
         )
         .await;
+        let mut needed = Vec::new();
         for done in outputs {
+            if done.result.success {
+                needed.extend(super::skill_servers::needed(step, &done.facts.action));
+            }
             self.record(Item::ToolOutput {
                 id: ItemId::new(),
                 call_id: done.call.call_id,
@@ -230,6 +235,8 @@ impl RegularTask {
                 facts: Some(Box::new(done.facts)),
             });
         }
+        // Skills the model opened in this step may need their MCP servers for the next.
+        self.start_skill_servers(needed).await;
     }
 
     /// Whether a stop hook (the kernel's, then the user's) sends the turn on instead of
@@ -309,7 +316,7 @@ impl RegularTask {
     }
 
     /// The text of this turn's user input; `None` when it has none.
-    fn turn_input_text(&self) -> Option<String> {
+    pub(super) fn turn_input_text(&self) -> Option<String> {
         let start = self.compaction.turn_input_start.min(self.history.len());
         let prompt: Vec<&str> = self.history[start..]
             .iter()

@@ -292,21 +292,19 @@ fn report(
         duration_ms,
         outcome: result.outcome.clone(),
     });
-    // The model opened a skill's SKILL.md itself: that skill is in use (implicitly).
-    if let Some(skill) = result
-        .success
-        .then(|| rein_protocol::skill_read(&step.skills, &action))
-        .flatten()
-    {
-        sink.emit(EventMsg::SkillActivated {
-            call_id: call.call_id.clone(),
-            skill: rein_protocol::SkillActivation {
-                name: skill.name.clone(),
-                path: skill.path.clone(),
-                sha256: skill.sha256.clone(),
-                implicit: true,
-            },
-        });
+    // The model opened skills' SKILL.md itself: those skills are in use (implicitly).
+    if result.success {
+        for skill in rein_protocol::skill_reads(&step.skills, &action) {
+            sink.emit(EventMsg::SkillActivated {
+                call_id: call.call_id.clone(),
+                skill: rein_protocol::SkillActivation {
+                    name: skill.name.clone(),
+                    path: skill.path.clone(),
+                    sha256: skill.sha256.clone(),
+                    implicit: true,
+                },
+            });
+        }
     }
     Finished {
         facts: ToolFacts {
