@@ -194,6 +194,12 @@ pub struct Reply {
 }
 
 impl Reply {
+    /// The body as JSON, once the status is 200 (else the test fails, showing the body).
+    pub fn ok(&self) -> Value {
+        assert_eq!(self.status, 200, "{}", String::from_utf8_lossy(&self.body));
+        self.json()
+    }
+
     pub fn json(&self) -> Value {
         serde_json::from_slice(&self.body).unwrap_or_else(|e| {
             panic!(

@@ -9,16 +9,6 @@ use pretty_assertions::assert_eq;
 use rein_test_support::serve::{home_for, MockModel, Server};
 use serde_json::{json, Value};
 
-fn ok(reply: &rein_test_support::serve::Reply) -> Value {
-    assert_eq!(
-        reply.status,
-        200,
-        "{}",
-        String::from_utf8_lossy(&reply.body)
-    );
-    reply.json()
-}
-
 /// The rein thread of a completion id (`chatcmpl-` + the thread's and the turn's hex).
 fn thread_of(completion: &Value) -> String {
     let id = completion["id"].as_str().unwrap();
@@ -60,10 +50,12 @@ fn a_chat_continues_its_thread_after_a_kill_9_and_a_foreign_history_starts_one_t
         json!({ "role": "system", "content": "Be brief." }),
         json!({ "role": "user", "content": "hi" }),
     ];
-    let first = ok(&server.post(
-        "/v1/chat/completions",
-        &json!({ "model": "mock", "messages": messages }),
-    ));
+    let first = server
+        .post(
+            "/v1/chat/completions",
+            &json!({ "model": "mock", "messages": messages }),
+        )
+        .ok();
     let expected = json!({
         "id": first["id"], "object": "chat.completion", "created": first["created"],
         "model": "mock",
@@ -95,10 +87,12 @@ fn a_chat_continues_its_thread_after_a_kill_9_and_a_foreign_history_starts_one_t
     let server = Server::start(home.path(), &[]);
     messages.push(json!({ "role": "assistant", "content": "Hello there." }));
     messages.push(json!({ "role": "user", "content": "and you?" }));
-    let second = ok(&server.post(
-        "/v1/chat/completions",
-        &json!({ "model": "mock", "messages": messages }),
-    ));
+    let second = server
+        .post(
+            "/v1/chat/completions",
+            &json!({ "model": "mock", "messages": messages }),
+        )
+        .ok();
     assert_eq!(second["choices"][0]["message"]["content"], "echo: and you?");
     assert_eq!(thread_of(&second), thread);
     // The thread's history, not a retelling: the instructions are the system message.
@@ -122,10 +116,12 @@ fn a_chat_continues_its_thread_after_a_kill_9_and_a_foreign_history_starts_one_t
 
     // The same history with the assistant's words changed: not rein's, so a new thread.
     messages[2] = json!({ "role": "assistant", "content": "Hi!" });
-    let foreign = ok(&server.post(
-        "/v1/chat/completions",
-        &json!({ "model": "mock", "messages": messages }),
-    ));
+    let foreign = server
+        .post(
+            "/v1/chat/completions",
+            &json!({ "model": "mock", "messages": messages }),
+        )
+        .ok();
     assert_ne!(thread_of(&foreign), thread);
     let requests = model.requests();
     let told = requests.last().unwrap();

@@ -12,16 +12,6 @@ use pretty_assertions::assert_eq;
 use rein_test_support::serve::{hello_model, home_for, types, MockModel, Server};
 use serde_json::{json, Value};
 
-fn ok(reply: &rein_test_support::serve::Reply) -> Value {
-    assert_eq!(
-        reply.status,
-        200,
-        "{}",
-        String::from_utf8_lossy(&reply.body)
-    );
-    reply.json()
-}
-
 #[test]
 fn metadata_and_background_are_echoed_live_polled_streamed_and_after_a_restart() {
     let model = hello_model();
@@ -29,10 +19,12 @@ fn metadata_and_background_are_echoed_live_polled_streamed_and_after_a_restart()
     let mut server = Server::start(home.path(), &[]);
     let metadata = json!({ "job": "nightly-42", "owner": "ci" });
 
-    let created = ok(&server.post(
-        "/v1/responses",
-        &json!({ "input": "hi", "metadata": metadata, "background": true }),
-    ));
+    let created = server
+        .post(
+            "/v1/responses",
+            &json!({ "input": "hi", "metadata": metadata, "background": true }),
+        )
+        .ok();
     assert_eq!(
         (&created["metadata"], &created["background"]),
         (&metadata, &json!(true))
@@ -40,7 +32,7 @@ fn metadata_and_background_are_echoed_live_polled_streamed_and_after_a_restart()
     let id = created["id"].as_str().unwrap().to_owned();
     // Polled to the end: the same fields on the finished response.
     let done = loop {
-        let polled = ok(&server.get(&format!("/v1/responses/{id}")));
+        let polled = server.get(&format!("/v1/responses/{id}")).ok();
         if polled["status"] != "in_progress" {
             break polled;
         }
@@ -90,8 +82,8 @@ fn metadata_and_background_are_echoed_live_polled_streamed_and_after_a_restart()
     // kill -9, then a new server: read back from `$REIN_HOME`, not from memory.
     server.kill9();
     let server = Server::start(home.path(), &[]);
-    assert_eq!(ok(&server.get(&format!("/v1/responses/{id}"))), done);
-    let again = ok(&server.get(&format!("/v1/responses/{streamed_id}")));
+    assert_eq!(server.get(&format!("/v1/responses/{id}")).ok(), done);
+    let again = server.get(&format!("/v1/responses/{streamed_id}")).ok();
     assert_eq!(
         (&again["metadata"], &again["background"]),
         (&json!({ "k": "v" }), &json!(false))
@@ -129,7 +121,9 @@ fn metadata_over_the_apis_limits_is_a_400_naming_it_and_starts_nothing() {
         .map(|i| (format!("{i:0>64}"), json!("v".repeat(512))))
         .collect();
     let most = Value::Object(most);
-    let created = ok(&server.post("/v1/responses", &json!({ "input": "hi", "metadata": most })));
+    let created = server
+        .post("/v1/responses", &json!({ "input": "hi", "metadata": most }))
+        .ok();
     assert_eq!(created["metadata"], most);
     assert_eq!(created["background"], false);
     // Nothing was sent to the model for the refused ones.
@@ -141,13 +135,15 @@ fn input(text: &str) -> Value {
 }
 
 fn run(server: &Server, thread: &str, text: &str, strategy: &str) -> Value {
-    ok(&server.post(
-        &format!("/threads/{thread}/runs"),
-        &json!({
-            "assistant_id": "rein", "input": input(text), "multitask_strategy": strategy,
-            "stream_mode": "updates",
-        }),
-    ))
+    server
+        .post(
+            &format!("/threads/{thread}/runs"),
+            &json!({
+                "assistant_id": "rein", "input": input(text), "multitask_strategy": strategy,
+                "stream_mode": "updates",
+            }),
+        )
+        .ok()
 }
 
 #[test]
@@ -159,7 +155,7 @@ fn queued_runs_survive_a_kill_9_listed_pending_then_run_in_order_and_cancelled_s
     }));
     let home = home_for(&model);
     let mut server = Server::start(home.path(), &[]);
-    let thread = ok(&server.post("/threads", &json!({})))["thread_id"]
+    let thread = server.post("/threads", &json!({})).ok()["thread_id"]
         .as_str()
         .unwrap()
         .to_owned();
@@ -183,15 +179,17 @@ fn queued_runs_survive_a_kill_9_listed_pending_then_run_in_order_and_cancelled_s
             queued["run_id"].as_str().unwrap().to_owned()
         })
         .collect();
-    let cancelled = ok(&server.call("POST", &format!("{runs}/{}/cancel", ids[1]), None));
+    let cancelled = server
+        .call("POST", &format!("{runs}/{}/cancel", ids[1]), None)
+        .ok();
     assert_eq!(cancelled["status"], "interrupted");
     server.kill9();
 
     let server = Server::start(home.path(), &[]);
     // Listed again, each as it stood; then the pending ones run, in the order they came.
-    let status = |run: &str| ok(&server.get(&format!("{runs}/{run}")))["status"].clone();
+    let status = |run: &str| server.get(&format!("{runs}/{run}")).ok()["status"].clone();
     assert_eq!(status(&ids[1]), "interrupted");
-    let joined = ok(&server.get(&format!("{runs}/{}/join", ids[2])));
+    let joined = server.get(&format!("{runs}/{}/join", ids[2])).ok();
     assert_eq!(
         [&first, &ids[0], &ids[1], &ids[2]].map(|r| status(r)),
         [
@@ -250,15 +248,15 @@ fn a_started_runs_strategy_and_stream_modes_are_reported_and_streamed_after_a_ki
     let model = MockModel::start(json!({ "replies": [], "when_exhausted": "echo" }));
     let home = home_for(&model);
     let mut server = Server::start(home.path(), &[]);
-    let thread = ok(&server.post("/threads", &json!({})))["thread_id"]
+    let thread = server.post("/threads", &json!({})).ok()["thread_id"]
         .as_str()
         .unwrap()
         .to_owned();
     let runs = format!("/threads/{thread}/runs");
     let started = run(&server, &thread, "one", "interrupt");
     let id = started["run_id"].as_str().unwrap().to_owned();
-    ok(&server.get(&format!("{runs}/{id}/join")));
-    let before = ok(&server.get(&format!("{runs}/{id}")));
+    server.get(&format!("{runs}/{id}/join")).ok();
+    let before = server.get(&format!("{runs}/{id}")).ok();
     let streamed = server
         .stream("GET", &format!("{runs}/{id}/stream"), None)
         .collect_all();
@@ -268,16 +266,18 @@ fn a_started_runs_strategy_and_stream_modes_are_reported_and_streamed_after_a_ki
 
     let server = Server::start(home.path(), &[]);
     // The same object and the same stream: the run's record, not this process's memory.
-    assert_eq!(ok(&server.get(&format!("{runs}/{id}"))), before);
+    assert_eq!(server.get(&format!("{runs}/{id}")).ok(), before);
     let again = server
         .stream("GET", &format!("{runs}/{id}/stream"), None)
         .collect_all();
     assert_eq!(again, streamed);
     // A run with only the defaults costs no record.
-    let plain = ok(&server.post(
-        &format!("{runs}/wait"),
-        &json!({ "assistant_id": "rein", "input": input("two") }),
-    ));
+    let plain = server
+        .post(
+            &format!("{runs}/wait"),
+            &json!({ "assistant_id": "rein", "input": input("two") }),
+        )
+        .ok();
     assert_eq!(plain["messages"].as_array().map(Vec::len), Some(4));
     let recorded = home.path().join("serve/runs").join(&thread);
     assert_eq!(entries(&recorded), [format!("{id}.json")]);
@@ -295,7 +295,7 @@ fn a_stateless_run_cut_off_by_a_kill_9_has_its_thread_and_records_deleted_by_the
         "/runs",
         &json!({ "assistant_id": "rein", "input": input("one"), "stream_mode": "updates" }),
     );
-    let run = ok(&created);
+    let run = created.ok();
     let thread = run["thread_id"].as_str().unwrap().to_owned();
     // The run is under way (the model has begun to answer) when the server dies.
     server
@@ -321,7 +321,9 @@ fn a_stateless_run_cut_off_by_a_kill_9_has_its_thread_and_records_deleted_by_the
     let server = Server::start(home.path(), &[]);
     // Deleted before the server took its first request.
     assert_eq!(server.get(&format!("/threads/{thread}")).status, 404);
-    let found = ok(&server.post("/threads/search", &json!({ "limit": 100 })));
+    let found = server
+        .post("/threads/search", &json!({ "limit": 100 }))
+        .ok();
     assert_eq!(found, json!([]));
     assert_eq!(
         entries(&home.path().join("serve/delete")),
@@ -351,7 +353,7 @@ fn a_two_day_old_response_streams_again_from_starting_after_with_the_response_re
     let server = Server::start(home.path(), &[]);
     let mut aged = done.clone();
     aged["created_at"] = json!(done["created_at"].as_u64().unwrap() - two_days);
-    assert_eq!(ok(&server.get(&format!("/v1/responses/{id}"))), aged);
+    assert_eq!(server.get(&format!("/v1/responses/{id}")).ok(), aged);
     let after = live[3].data["sequence_number"].as_u64().unwrap();
     let resumed = server
         .stream(

@@ -41,9 +41,16 @@ fn run(script: &str, model_script: Value) -> Value {
     let model = MockModel::start(model_script);
     let home = home_for(&model);
     let server = Server::start(home.path(), &[]);
+    sdk(script, &server, &[])
+}
+
+/// What `tests/sdk/SCRIPT URL ARGS…` printed, the venv's python running it with the
+/// server's token as the API key.
+fn sdk(script: &str, server: &Server, args: &[&str]) -> Value {
     let out = Command::new(repo_root().join("target/openai-venv/bin/python"))
         .arg(repo_root().join("tests/sdk").join(script))
         .arg(&server.url)
+        .args(args)
         .env("OPENAI_API_KEY", &server.token)
         .env_remove("OPENAI_BASE_URL")
         .env_remove("PYTHONPATH")
@@ -83,20 +90,7 @@ fn the_openai_python_sdk_resumes_the_stream_of_a_two_day_old_response() {
 
     let server = Server::start(home.path(), &[]);
     let after = live[3].data["sequence_number"].to_string();
-    let out = Command::new(repo_root().join("target/openai-venv/bin/python"))
-        .arg(repo_root().join("tests/sdk/openai_resume_old.py"))
-        .args([&server.url, &id, &after])
-        .env("OPENAI_API_KEY", &server.token)
-        .env_remove("OPENAI_BASE_URL")
-        .env_remove("PYTHONPATH")
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "the SDK script failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let out: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let out = sdk("openai_resume_old.py", &server, &[&id, &after]);
     assert_eq!(
         out,
         serde_json::json!({

@@ -418,6 +418,12 @@ async fn feed(
     }
     if let Some(mut live) = live {
         let running = fresh || app.runs.is_running(ResponseId { thread, turn }).await;
+        if !running && !catch_up(app, thread, turn, &mut run, sink).await {
+            return false;
+        }
+        if run.status().is_final() {
+            return true;
+        }
         loop {
             // Not running here: only what arrived since the subscription (its end, if
             // it ended since) is still to come.
@@ -439,6 +445,27 @@ async fn feed(
         }
     }
     send(sink, &run.interrupted()).await
+}
+
+/// The run ended since the rollout was read, and its last events may not have reached
+/// this subscription yet; they are in the rollout (a turn's end is published only once it
+/// is durable), so they are read from there. `false` once the client has gone.
+async fn catch_up(
+    app: &App,
+    thread: ThreadId,
+    turn: TurnId,
+    run: &mut RunStream,
+    sink: &Sink,
+) -> bool {
+    let Ok((_, stored)) = read(app, thread).await else {
+        return true;
+    };
+    let mut out = Vec::new();
+    // Events already sent are skipped by the fold (it keeps the last seq it took).
+    for event in stored.events.iter().filter(|e| e.turn_id == Some(turn)) {
+        out.extend(run.step(event));
+    }
+    send(sink, &out).await
 }
 
 async fn send(sink: &Sink, events: &[ApEvent]) -> bool {
