@@ -190,6 +190,9 @@ pub struct ModelConfig {
     pub memory: memory::MemorySettings,
     /// `[goals]` as written (the kernel's defaults fill in the rest).
     pub goals: goals::GoalsToml,
+    /// The model and provider of `[goals] evaluator_profile`, which answers a goal's
+    /// evaluator verifiers; `None`: the thread's model.
+    pub goal_evaluator: Option<(String, String)>,
     /// `[[skills.config]]`, in file order (the last entry matching a skill decides).
     pub skill_toggles: Vec<rein_protocol::SkillToggle>,
 }
@@ -299,6 +302,10 @@ pub fn resolve(
         known(&second.provider)?;
     }
     let advisor = resolve_advisor(&file, &provider, path, &known)?;
+    let goal_evaluator = match &file.goals.evaluator_profile {
+        Some(name) => profile_model(&file, name, &provider, path, &known)?,
+        None => None,
+    };
     let instructions = file
         .model_instructions_file
         .as_deref()
@@ -334,6 +341,7 @@ pub fn resolve(
         hook_continuations: hook_continuations(&file.hooks, path)?,
         memory: file.memory.resolve(),
         goals: file.goals.clone(),
+        goal_evaluator,
         skill_toggles: file
             .skills
             .resolve()
@@ -388,22 +396,7 @@ fn resolve_advisor(
     };
     let model = match &advisor.profile {
         None => None,
-        Some(name) => {
-            let profile = file
-                .profiles
-                .get(name)
-                .ok_or_else(|| ConfigError::UnknownProfile {
-                    name: name.clone(),
-                    known: join_keys(&file.profiles),
-                    config_path: path.to_owned(),
-                })?;
-            let provider = profile
-                .model_provider
-                .clone()
-                .unwrap_or_else(|| main_provider.to_owned());
-            known(&provider)?;
-            profile.model.clone().map(|m| (m, provider))
-        }
+        Some(name) => profile_model(file, name, main_provider, path, known)?,
     };
     Ok(AdvisorConfig {
         mode: advisor.mode,
@@ -413,6 +406,31 @@ fn resolve_advisor(
             std::time::Duration::from_millis,
         ),
     })
+}
+
+/// The model (and provider, by default the main one) of profile `name`, for a second
+/// model (the advisor, a goal's evaluator); an unknown profile fails the load.
+fn profile_model(
+    file: &ConfigToml,
+    name: &str,
+    main_provider: &str,
+    path: &Path,
+    known: &dyn Fn(&str) -> Result<(), ConfigError>,
+) -> Result<Option<(String, String)>, ConfigError> {
+    let profile = file
+        .profiles
+        .get(name)
+        .ok_or_else(|| ConfigError::UnknownProfile {
+            name: name.to_owned(),
+            known: join_keys(&file.profiles),
+            config_path: path.to_owned(),
+        })?;
+    let provider = profile
+        .model_provider
+        .clone()
+        .unwrap_or_else(|| main_provider.to_owned());
+    known(&provider)?;
+    Ok(profile.model.clone().map(|m| (m, provider)))
 }
 
 fn join_keys<V>(map: &BTreeMap<String, V>) -> String {

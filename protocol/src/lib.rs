@@ -42,7 +42,7 @@ pub use event::{
 };
 pub use fingerprint::{RequestFingerprint, ToolFingerprint};
 pub use goal::{
-    check_objective, BudgetKind, Criterion, GoalBudget, GoalChange, GoalCheckpoint, GoalError,
+    check_criteria, check_objective, BudgetKind, Criterion, GoalBudget, GoalChange, GoalCheckpoint, GoalError,
     GoalOrigin, GoalStatus, GoalUsage, ThreadGoal, Verifier, VerifierOutcome, MAX_OBJECTIVE_CHARS,
 };
 pub use hooks::{HookEventName, HookRunStatus, HookSource};

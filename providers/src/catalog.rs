@@ -74,7 +74,8 @@ impl ProviderCatalog {
             .into_iter()
             .flatten()
             .map(|m| (m.model.clone(), m.provider.clone()));
-        for (model, provider) in seconds.chain(config.advisor.model.clone()) {
+        let judges = config.advisor.model.iter().chain(&config.goal_evaluator).cloned();
+        for (model, provider) in seconds.chain(judges) {
             let client = client_for(&provider)?;
             routes
                 .entry(model.clone())

@@ -4,15 +4,17 @@
 //! folded by the one reducer; what to do after a turn is `crate::goal::policy`.
 
 use rein_protocol::{
-    check_objective, BudgetKind, ErrorCode, EventMsg, GoalBudget, GoalChange, GoalCheckpoint,
+    check_criteria, check_objective, BudgetKind, ErrorCode, EventMsg, GoalBudget, GoalChange, GoalCheckpoint,
     GoalError, GoalOrigin, GoalStatus, GoalUsage, Item, ItemId, OpResult, ThreadGoal, ToolOutcome,
-    TurnId, VerifierOutcome,
+    TurnId, Verifier, VerifierOutcome,
 };
 use tokio::sync::oneshot;
 use tokio::time::Instant;
 
 use super::SubmissionLoop;
+use crate::goal::evaluator::{transcript_tail, Evaluator, Evidence};
 use crate::goal::policy::{self, Next};
+use crate::goal::verify::VerifyPlan;
 use crate::goal::{GoalAnswer, GoalReply, GoalRequest};
 
 /// How long a checkpoint's note may be, in characters.
@@ -177,6 +179,7 @@ impl SubmissionLoop {
             goal.budget = goal.budget.merged(budget);
         }
         if let Some(criteria) = change.criteria {
+            check_criteria(&criteria)?;
             goal.criteria = criteria;
         }
         if change.auto_resume.is_some() {
@@ -233,14 +236,13 @@ impl SubmissionLoop {
                 self.change_goal(change).map(|g| GoalReply::Goal(Some(g)))
             }
             GoalRequest::Update { status, note } => {
-                let Some(goal) = self.goal() else {
+                if self.goal().is_none() {
                     return Err(GoalError::NoGoal);
-                };
+                }
                 match status {
                     GoalStatus::Complete => {
-                        let criteria: Vec<_> = goal.verifiers().map(|(c, _)| c.clone()).collect();
-                        if !criteria.is_empty() {
-                            return Ok(GoalReply::Verify(criteria));
+                        if let Some(plan) = self.verify_plan(note.clone()) {
+                            return Ok(GoalReply::Verify(std::sync::Arc::new(plan)));
                         }
                     }
                     GoalStatus::Blocked | GoalStatus::Paused => {}
@@ -275,6 +277,56 @@ impl SubmissionLoop {
                 }
                 Ok(GoalReply::Goal(self.goal().cloned()))
             }
+        }
+    }
+
+    /// What the verifiers of a `complete` report need: the criteria with verifiers, the
+    /// evaluator model when one asks for it, and the evidence it reads. `None`: the goal
+    /// has no verifier, and `complete` is taken as said.
+    fn verify_plan(&self, report: Option<String>) -> Option<VerifyPlan> {
+        let goal = self.goal()?;
+        let criteria: Vec<_> = goal.verifiers().map(|(c, _)| c.clone()).collect();
+        if criteria.is_empty() {
+            return None;
+        }
+        let evaluated = goal
+            .verifiers()
+            .any(|(_, v)| matches!(v, Verifier::Evaluator { .. }));
+        let evaluator = evaluated.then(|| std::sync::Arc::new(self.evaluator()));
+        let evidence = Evidence {
+            objective: goal.objective.clone(),
+            report,
+            transcript: evaluated
+                .then(|| transcript_tail(&self.state.history))
+                .unwrap_or_default(),
+        };
+        Some(VerifyPlan {
+            criteria,
+            evaluator,
+            evidence,
+        })
+    }
+
+    /// The goal's evaluator: `[goals] evaluator_profile`'s model, else the thread's. A
+    /// model the catalog does not know fails each evaluator check (never passes it).
+    fn evaluator(&self) -> Evaluator {
+        let config = &self.services.config;
+        let model_name = config.goal_evaluator_model.clone().unwrap_or_else(|| {
+            self.state
+                .settings
+                .as_ref()
+                .map(|s| s.model.clone())
+                .unwrap_or_default()
+        });
+        let client = self
+            .services
+            .models
+            .client(&model_name)
+            .map_err(|e| e.to_string());
+        Evaluator {
+            model_name,
+            client,
+            timeout: config.goal_evaluator_timeout,
         }
     }
 
