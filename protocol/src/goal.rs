@@ -86,6 +86,11 @@ pub struct GoalBudget {
 }
 
 impl GoalBudget {
+    /// No limit at all.
+    pub fn is_unlimited(&self) -> bool {
+        *self == GoalBudget::default()
+    }
+
     /// `self` with every limit `change` sets replaced.
     pub fn merged(self, change: GoalBudget) -> GoalBudget {
         GoalBudget {
@@ -210,6 +215,10 @@ pub struct ThreadGoal {
     pub budget: GoalBudget,
     #[serde(default)]
     pub usage: GoalUsage,
+    /// What the goal gave its sub-agents' goals (tokens and goal turns, summed): counted
+    /// as spent, so a tree of goals never spends more than the root's budget.
+    #[serde(default, skip_serializing_if = "GoalBudget::is_unlimited")]
+    pub carved: GoalBudget,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub criteria: Vec<Criterion>,
     /// Goal turns in a row that made no progress.
@@ -243,6 +252,22 @@ impl ThreadGoal {
     pub fn driven(&self) -> bool {
         self.status == GoalStatus::Active
             || (self.status == GoalStatus::UsageLimited && self.retry_at_ms.is_some())
+    }
+
+    /// The usage the budget is checked against: the goal's own and what it carved out
+    /// for sub-agents.
+    pub fn spent(&self) -> GoalUsage {
+        GoalUsage {
+            tokens: self
+                .usage
+                .tokens
+                .saturating_add(self.carved.tokens.unwrap_or(0)),
+            time_ms: self.usage.time_ms,
+            turns: self
+                .usage
+                .turns
+                .saturating_add(self.carved.turns.unwrap_or(0)),
+        }
     }
 
     pub fn verifiers(&self) -> impl Iterator<Item = (&Criterion, &Verifier)> {
@@ -294,6 +319,8 @@ pub enum GoalError {
         status: GoalStatus,
     },
     ReadOnly,
+    /// A sub-agent's goal asked for budget the parent's goal has no more of.
+    NothingToCarve,
     /// A criterion the kernel could not check (an MCP verifier without a server, its
     /// arguments not an object, an empty command or prompt).
     InvalidCriterion {
@@ -322,6 +349,9 @@ impl fmt::Display for GoalError {
                 status.as_str()
             ),
             GoalError::ReadOnly => f.write_str("the thread is read-only"),
+            GoalError::NothingToCarve => f.write_str(
+                "the goal's budget has nothing left to give a sub-agent's goal",
+            ),
             GoalError::InvalidCriterion { message } => {
                 write!(f, "invalid acceptance criterion: {message}")
             }

@@ -34,6 +34,11 @@ pub enum GoalRequest {
     Wait {
         requested: std::time::Duration,
     },
+    /// A sub-agent is spawned with a goal asking this budget: carve it out of this
+    /// thread's goal, if it has an active one.
+    Carve {
+        asked: rein_protocol::GoalBudget,
+    },
 }
 
 /// The loop's answer to a [`GoalRequest`].
@@ -44,6 +49,8 @@ pub enum GoalReply {
     Verify(std::sync::Arc<verify::VerifyPlan>),
     /// Wait this long (the request bounded by the goal's budget).
     Wait(std::time::Duration),
+    /// The sub-agent's goal gets this budget.
+    Carved(rein_protocol::GoalBudget),
 }
 
 pub type GoalAnswer = Result<GoalReply, GoalError>;

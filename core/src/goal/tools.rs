@@ -38,7 +38,7 @@ fn goal_json(goal: Option<&ThreadGoal>) -> serde_json::Value {
         None => json!({"goal": null}),
         Some(g) => json!({
             "goal": g,
-            "remaining": remaining(&g.budget, &g.usage),
+            "remaining": remaining(&g.budget, &g.spent()),
         }),
     }
 }
@@ -160,7 +160,9 @@ impl Tool for UpdateGoal {
             let plan = match ask(&ctx, request).await {
                 Ok(GoalReply::Goal(goal)) => return updated(goal.as_ref(), &[]),
                 Ok(GoalReply::Verify(plan)) => plan,
-                Ok(GoalReply::Wait(_)) => return ToolResult::err("unexpected answer"),
+                Ok(GoalReply::Wait(_) | GoalReply::Carved(_)) => {
+                    return ToolResult::err("unexpected answer")
+                }
                 Err(message) => return ToolResult::err(message),
             };
             let mut outcomes = Vec::with_capacity(plan.criteria.len());

@@ -159,6 +159,7 @@ impl SubmissionLoop {
                 status: GoalStatus::Active,
                 budget: GoalBudget::default(),
                 usage: GoalUsage::default(),
+                carved: GoalBudget::default(),
                 criteria: Vec::new(),
                 idle_turns: 0,
                 reason: None,
@@ -259,6 +260,7 @@ impl SubmissionLoop {
                 self.goal_driver.turn.waited = true;
                 Ok(GoalReply::Wait(granted))
             }
+            GoalRequest::Carve { asked } => self.carve(asked).map(GoalReply::Carved),
             GoalRequest::Verified { outcomes } => {
                 let passed: Vec<bool> = outcomes.iter().map(|o| o.passed).collect();
                 if self.goal_driver.last_passed.as_ref() != Some(&passed) {
@@ -278,6 +280,35 @@ impl SubmissionLoop {
                 Ok(GoalReply::Goal(self.goal().cloned()))
             }
         }
+    }
+
+    /// A sub-agent's goal asks for `asked`: without an active goal here it gets that; with
+    /// one, `policy::carve` of what is left, and what it gets of the tokens and goal turns is
+    /// recorded as carved (spent) on this goal. Wall time is not carved: the child runs
+    /// beside this thread, so it only gets at most the wall time left.
+    fn carve(&mut self, asked: GoalBudget) -> Result<GoalBudget, GoalError> {
+        let Some(mut goal) = self.goal().filter(|g| g.status == GoalStatus::Active).cloned()
+        else {
+            return Ok(asked);
+        };
+        let left = policy::remaining(&goal.budget, &goal.spent());
+        if [left.tokens, left.wall_time_ms, left.turns.map(u64::from)].contains(&Some(0)) {
+            return Err(GoalError::NothingToCarve);
+        }
+        let given = policy::carve(&asked, &left);
+        let add = |carved: Option<u64>, limit: Option<u64>, given: Option<u64>| {
+            limit.map(|_| carved.unwrap_or(0).saturating_add(given.unwrap_or(0)))
+        };
+        goal.carved.tokens = add(goal.carved.tokens, goal.budget.tokens, given.tokens);
+        goal.carved.turns = add(
+            goal.carved.turns.map(u64::from),
+            goal.budget.turns.map(u64::from),
+            given.turns.map(u64::from),
+        )
+        .map(|t| u32::try_from(t).unwrap_or(u32::MAX));
+        goal.reason = None;
+        self.record_goal(goal, GoalOrigin::Automatic);
+        Ok(given)
     }
 
     /// What the verifiers of a `complete` report need: the criteria with verifiers, the
@@ -356,7 +387,7 @@ impl SubmissionLoop {
             return false;
         };
         matches!(
-            goal.usage.exceeds(&goal.budget),
+            goal.spent().exceeds(&goal.budget),
             Some(BudgetKind::Tokens | BudgetKind::WallTime)
         )
     }
@@ -393,7 +424,7 @@ impl SubmissionLoop {
                     )
                 } else {
                     // The user's own turn: new input is progress, continue at once.
-                    match goal.usage.exceeds(&goal.budget) {
+                    match goal.spent().exceeds(&goal.budget) {
                         Some(kind) => Next::BudgetLimited(kind),
                         None => Next::Continue {
                             after: std::time::Duration::ZERO,
@@ -485,11 +516,11 @@ impl SubmissionLoop {
             goal.reason = None;
             goal = self.record_goal(goal, GoalOrigin::Automatic);
         }
-        if let Some(kind) = goal.usage.exceeds(&goal.budget) {
+        if let Some(kind) = goal.spent().exceeds(&goal.budget) {
             self.budget_limit(kind);
             return;
         }
-        let remaining = policy::remaining(&goal.budget, &goal.usage);
+        let remaining = policy::remaining(&goal.budget, &goal.spent());
         let feedback = std::mem::take(&mut self.goal_driver.feedback);
         let text = policy::continuation_text(
             &goal,
