@@ -83,7 +83,10 @@ pub enum GoalCommand {
     Clear,
     /// `/goal OBJECTIVE`, or `/goal --auto-resume OBJECTIVE`: a goal that continues by
     /// itself when the session is loaded again after rein died mid-goal.
-    Set { objective: String, auto_resume: bool },
+    Set {
+        objective: String,
+        auto_resume: bool,
+    },
 }
 
 /// The command a prompt is, when its whole text is `/name [args]` with a known name.

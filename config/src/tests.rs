@@ -301,7 +301,10 @@ evaluator_timeout_ms = 2500
         Some(("judge-model".into(), "ollama".into()))
     );
     assert_eq!(config.goals.evaluator_timeout_ms, Some(2500));
-    assert_eq!(resolve_with("", opts(None, &[])).unwrap().goal_evaluator, None);
+    assert_eq!(
+        resolve_with("", opts(None, &[])).unwrap().goal_evaluator,
+        None
+    );
     let unknown = resolve_with("[goals]\nevaluator_profile = \"nope\"\n", opts(None, &[]));
     assert!(matches!(unknown, Err(ConfigError::UnknownProfile { name, .. }) if name == "nope"));
 }

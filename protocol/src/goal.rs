@@ -349,9 +349,9 @@ impl fmt::Display for GoalError {
                 status.as_str()
             ),
             GoalError::ReadOnly => f.write_str("the thread is read-only"),
-            GoalError::NothingToCarve => f.write_str(
-                "the goal's budget has nothing left to give a sub-agent's goal",
-            ),
+            GoalError::NothingToCarve => {
+                f.write_str("the goal's budget has nothing left to give a sub-agent's goal")
+            }
             GoalError::InvalidCriterion { message } => {
                 write!(f, "invalid acceptance criterion: {message}")
             }

@@ -74,7 +74,12 @@ impl ProviderCatalog {
             .into_iter()
             .flatten()
             .map(|m| (m.model.clone(), m.provider.clone()));
-        let judges = config.advisor.model.iter().chain(&config.goal_evaluator).cloned();
+        let judges = config
+            .advisor
+            .model
+            .iter()
+            .chain(&config.goal_evaluator)
+            .cloned();
         for (model, provider) in seconds.chain(judges) {
             let client = client_for(&provider)?;
             routes

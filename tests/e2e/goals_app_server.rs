@@ -197,8 +197,10 @@ fn criteria_set_over_the_wire_are_checked_and_bad_ones_refused() {
         refused(&mut server, json!([{}])),
         "Invalid params: criteria[0]: needs a description or a verifier"
     );
-    assert!(refused(&mut server, json!([{ "verify": { "type": "telepathy" } }]))
-        .starts_with("Invalid params"));
+    assert!(
+        refused(&mut server, json!([{ "verify": { "type": "telepathy" } }]))
+            .starts_with("Invalid params")
+    );
     let none = result(server.call("thread/goal/get", json!({ "threadId": thread })));
     assert_eq!(none["goal"], Value::Null, "a refused goal left nothing");
 

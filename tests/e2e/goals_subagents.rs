@@ -75,7 +75,10 @@ fn a_sub_agent_goal_gets_its_budget_carved_out_of_the_parents() {
     let tokens_left = (100_000 - carved["usage"]["tokens"].as_u64().unwrap()).div_ceil(2);
     assert_eq!(carved["carved"]["tokens"], tokens_left, "{carved}");
     assert_eq!(goals[2]["status"], "complete");
-    assert_eq!(goals[2]["carved"], carved["carved"], "the carve stays spent");
+    assert_eq!(
+        goals[2]["carved"], carved["carved"],
+        "the carve stays spent"
+    );
 
     let spawned = events
         .iter()

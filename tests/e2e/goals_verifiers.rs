@@ -207,7 +207,15 @@ fn an_evaluator_of_a_second_profile_refuses_then_passes_the_goal() {
         .collect();
     assert_eq!(
         models,
-        ["mock", "judge-model", "mock", "mock", "mock", "judge-model", "mock"]
+        [
+            "mock",
+            "judge-model",
+            "mock",
+            "mock",
+            "mock",
+            "judge-model",
+            "mock"
+        ]
     );
     // The evaluator's request: its own instructions, no tools, the question, the
     // objective and the transcript, and the verdict's schema.
@@ -218,7 +226,10 @@ fn an_evaluator_of_a_second_profile_refuses_then_passes_the_goal() {
         .starts_with("You check one acceptance criterion"));
     assert_eq!(judge["tools"].as_array().map_or(0, Vec::len), 0);
     let asked = judge["input"].to_string();
-    assert!(asked.contains("Does the README have a usage section?"), "{asked}");
+    assert!(
+        asked.contains("Does the README have a usage section?"),
+        "{asked}"
+    );
     assert!(asked.contains("write the README"), "{asked}");
     assert!(asked.contains("tool call update_goal"), "{asked}");
     assert_eq!(
@@ -270,7 +281,10 @@ fn a_bad_verdict_is_a_failed_check_never_a_pass() {
             .starts_with("the evaluator's answer is not the verdict asked for"),
         "{garbage:?}"
     );
-    assert!(garbage.1.ends_with("it said: Sure, it passes."), "{garbage:?}");
+    assert!(
+        garbage.1.ends_with("it said: Sure, it passes."),
+        "{garbage:?}"
+    );
     assert!(missing.1.contains("missing field `reason`"), "{missing:?}");
     assert!(!of_type(&events, "goal.updated")
         .iter()

@@ -4,8 +4,8 @@
 //! events through the event map, like every other notification.
 
 use rein_app_server_protocol::{
-    ThreadGoal as WireGoal, ThreadGoalClearParams, ThreadGoalClearResponse, ThreadGoalGetParams,
-    ThreadGoalCriterion, ThreadGoalGetResponse, ThreadGoalSetParams, ThreadGoalSetResponse,
+    ThreadGoal as WireGoal, ThreadGoalClearParams, ThreadGoalClearResponse, ThreadGoalCriterion,
+    ThreadGoalGetParams, ThreadGoalGetResponse, ThreadGoalSetParams, ThreadGoalSetResponse,
     ThreadGoalStatus, ThreadGoalVerifier,
 };
 use rein_protocol::{

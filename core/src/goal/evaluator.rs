@@ -77,7 +77,12 @@ fn verdict_schema() -> serde_json::Value {
 
 impl Evaluator {
     /// Ask the evaluator whether `criterion` is met; the outcome says why either way.
-    pub async fn check(&self, criterion: &str, prompt: &str, evidence: &Evidence) -> VerifierOutcome {
+    pub async fn check(
+        &self,
+        criterion: &str,
+        prompt: &str,
+        evidence: &Evidence,
+    ) -> VerifierOutcome {
         let outcome = |passed, output: String| VerifierOutcome {
             criterion: criterion.to_owned(),
             passed,
@@ -92,7 +97,10 @@ impl Evaluator {
         let text = match tokio::time::timeout(self.timeout, collect_text(client, request)).await {
             Err(_) => {
                 let ms = self.timeout.as_millis();
-                return outcome(false, format!("the evaluator gave no answer within {ms} ms"));
+                return outcome(
+                    false,
+                    format!("the evaluator gave no answer within {ms} ms"),
+                );
             }
             Ok(Err(message)) => {
                 return outcome(false, format!("the evaluator's request failed: {message}"))
@@ -153,7 +161,9 @@ pub fn transcript_tail(history: &[Arc<Item>]) -> String {
     let mut size = 0;
     for item in history.iter().rev() {
         let line = match item.as_ref() {
-            Item::UserMessage { .. } => format!("user: {}", item.message_text().unwrap_or_default()),
+            Item::UserMessage { .. } => {
+                format!("user: {}", item.message_text().unwrap_or_default())
+            }
             Item::AgentMessage { text, .. } => format!("assistant: {text}"),
             Item::ToolCall {
                 name, arguments, ..
@@ -198,7 +208,10 @@ mod tests {
             "{\"pass\": true, \"reason\": \"fine\", \"score\": 1}",
         ] {
             let why = parse_verdict(bad).err().unwrap();
-            assert!(why.starts_with("the evaluator's answer is not the verdict"), "{why}");
+            assert!(
+                why.starts_with("the evaluator's answer is not the verdict"),
+                "{why}"
+            );
         }
         assert!(parse_verdict("{\"pass\": true}")
             .err()

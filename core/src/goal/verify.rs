@@ -111,7 +111,10 @@ async fn mcp(
     arguments: serde_json::Value,
 ) -> VerifierOutcome {
     if !arguments.is_object() {
-        return failed(criterion, "the MCP verifier's arguments are not a JSON object".into());
+        return failed(
+            criterion,
+            "the MCP verifier's arguments are not a JSON object".into(),
+        );
     }
     let tools = ctx.thread.sources.freeze();
     let found = tools.iter().find_map(|candidate| {

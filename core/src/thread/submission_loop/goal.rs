@@ -4,9 +4,9 @@
 //! folded by the one reducer; what to do after a turn is `crate::goal::policy`.
 
 use rein_protocol::{
-    check_criteria, check_objective, BudgetKind, ErrorCode, EventMsg, GoalBudget, GoalChange, GoalCheckpoint,
-    GoalError, GoalOrigin, GoalStatus, GoalUsage, Item, ItemId, OpResult, ThreadGoal, ToolOutcome,
-    TurnId, Verifier, VerifierOutcome,
+    check_criteria, check_objective, BudgetKind, ErrorCode, EventMsg, GoalBudget, GoalChange,
+    GoalCheckpoint, GoalError, GoalOrigin, GoalStatus, GoalUsage, Item, ItemId, OpResult,
+    ThreadGoal, ToolOutcome, TurnId, Verifier, VerifierOutcome,
 };
 use tokio::sync::oneshot;
 use tokio::time::Instant;
@@ -287,7 +287,10 @@ impl SubmissionLoop {
     /// recorded as carved (spent) on this goal. Wall time is not carved: the child runs
     /// beside this thread, so it only gets at most the wall time left.
     fn carve(&mut self, asked: GoalBudget) -> Result<GoalBudget, GoalError> {
-        let Some(mut goal) = self.goal().filter(|g| g.status == GoalStatus::Active).cloned()
+        let Some(mut goal) = self
+            .goal()
+            .filter(|g| g.status == GoalStatus::Active)
+            .cloned()
         else {
             return Ok(asked);
         };
@@ -327,9 +330,12 @@ impl SubmissionLoop {
         let evidence = Evidence {
             objective: goal.objective.clone(),
             report,
-            transcript: evaluated
-                .then(|| transcript_tail(&self.state.history))
-                .unwrap_or_default(),
+            // Only an evaluator reads the transcript.
+            transcript: if evaluated {
+                transcript_tail(&self.state.history)
+            } else {
+                String::new()
+            },
         };
         Some(VerifyPlan {
             criteria,
