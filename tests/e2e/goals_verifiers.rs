@@ -290,3 +290,40 @@ fn a_bad_verdict_is_a_failed_check_never_a_pass() {
         .iter()
         .any(|g| g["goal"]["status"] == "complete"));
 }
+
+/// An MCP verifier's tool need not be offered to the model: past `mcp_tool_budget` the
+/// server's tools are behind `tool_search`, and the kernel still calls the one it checks.
+#[test]
+#[cfg_attr(
+    not(rein_has_python),
+    ignore = "needs python3 (scripts/test-setup.sh installs the MCP SDK with it)"
+)]
+fn an_mcp_verifier_reaches_a_tool_behind_tool_search() {
+    let mock = MockModel::start(json!({"replies": [
+        update("complete"), text("done"),
+    ], "when_exhausted": "error"}));
+    let home = home_with_scripted(&mock, "");
+    let path = home.path().join("config.toml");
+    let config = std::fs::read_to_string(&path).unwrap();
+    std::fs::write(&path, format!("mcp_tool_budget = 1\n{config}")).unwrap();
+    let work = tempfile::tempdir().unwrap();
+    let there = work.path().canonicalize().unwrap().join("there.txt");
+    std::fs::write(&there, "x").unwrap();
+    let check = format!("scripted/exists={}", json!({"path": there}));
+    let (code, events) = run_goal(
+        &home,
+        work.path(),
+        &["--goal", "check there.txt", "--verify-mcp", &check],
+    );
+    assert_eq!(code, 0, "{events:#?}");
+    let offered = rein_test_support::mock_model::tool_names(&mock.requests()[0]);
+    assert!(offered.contains(&"tool_search".to_owned()), "{offered:?}");
+    assert!(
+        !offered.iter().any(|t| t.starts_with("mcp__scripted__")),
+        "{offered:?}"
+    );
+    assert_eq!(
+        outcomes(&events),
+        [vec![(true, format!("{} exists", there.display()))]]
+    );
+}

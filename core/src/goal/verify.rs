@@ -116,7 +116,8 @@ async fn mcp(
             "the MCP verifier's arguments are not a JSON object".into(),
         );
     }
-    let tools = ctx.thread.sources.freeze();
+    // Every MCP tool the thread can run, also one behind `tool_search` not found yet.
+    let tools = ctx.thread.sources.runnable();
     let found = tools.iter().find_map(|candidate| {
         let call = ToolCall {
             call_id: call_id.clone(),
@@ -134,7 +135,7 @@ async fn mcp(
             criterion,
             format!(
                 "the thread has no MCP tool {tool} of server {server} (is the server \
-                 configured and running, and is the tool offered directly?)"
+                 configured and running?)"
             ),
         );
     };
