@@ -116,3 +116,36 @@ fn a_sub_agent_goal_gets_its_budget_carved_out_of_the_parents() {
         .collect();
     assert!(tools.contains(&"update_goal"), "{tools:?}");
 }
+
+/// A parent goal with nothing left to give: `spawn_agent {goal}` is refused with the
+/// reason, no child is created (its model is never asked), and nothing is carved.
+#[test]
+fn a_spawn_the_parents_goal_cannot_pay_for_creates_no_child() {
+    let parent = MockModel::start(json!({ "replies": [
+        call("spawn_agent", json!({ "message": "Count.", "model": "child",
+            "goal": { "objective": "count" } })),
+        { "text": "I will count myself." },
+        { "text": "Wrapped up." }
+    ], "when_exhausted": "error" }));
+    let child = MockModel::start(json!({ "replies": [{ "text": "never asked" }] }));
+    let home = tree_home(&parent, &child);
+    let work = tempfile::tempdir().unwrap();
+    let out = home
+        .exec(&["--json", "-C"])
+        .arg(work.path())
+        .args(["--goal", "count", "--goal-turns", "1"])
+        .output()
+        .unwrap();
+    let events = json_lines(&out.stdout);
+    assert_eq!(out.status.code(), Some(4), "budget limited: {events:#?}");
+    assert_eq!(child.requests().len(), 0, "no child was started");
+    // The model read why.
+    assert!(parent.requests()[1].to_string().contains(
+        "the agent's goal was refused: the goal's budget has nothing left to give a \
+         sub-agent's goal"
+    ));
+    assert!(events
+        .iter()
+        .filter(|e| e["type"] == "goal.updated")
+        .all(|e| e["goal"].get("carved").is_none()));
+}
