@@ -81,8 +81,12 @@ pub enum GoalCommand {
     Status,
     /// `/goal clear`.
     Clear,
-    /// `/goal OBJECTIVE`.
-    Set(String),
+    /// `/goal OBJECTIVE`, or `/goal --auto-resume OBJECTIVE`: a goal that continues by
+    /// itself when the session is loaded again after rein died mid-goal.
+    Set {
+        objective: String,
+        auto_resume: bool,
+    },
 }
 
 /// The command a prompt is, when its whole text is `/name [args]` with a known name.
@@ -107,7 +111,21 @@ pub fn command_of(blocks: &[ContentBlock]) -> Option<Command> {
         "goal" => Some(Command::Goal(match args {
             "" => GoalCommand::Status,
             "clear" => GoalCommand::Clear,
-            objective => GoalCommand::Set(objective.to_owned()),
+            objective => match objective.strip_prefix("--auto-resume") {
+                Some(rest) if rest.is_empty() || rest.starts_with(char::is_whitespace) => {
+                    match rest.trim() {
+                        "" => GoalCommand::Status,
+                        objective => GoalCommand::Set {
+                            objective: objective.to_owned(),
+                            auto_resume: true,
+                        },
+                    }
+                }
+                _ => GoalCommand::Set {
+                    objective: objective.to_owned(),
+                    auto_resume: false,
+                },
+            },
         })),
         _ => None,
     }
@@ -170,9 +188,10 @@ pub fn available() -> Vec<AvailableCommand> {
         AvailableCommand::new("model", "Switch the model").input(hint("model name")),
         AvailableCommand::new(
             "goal",
-            "Set a goal worked on until it is done; /goal shows it, /goal clear removes it",
+            "Set a goal worked on until it is done (--auto-resume: it continues after a \
+             restart); /goal shows it, /goal clear removes it",
         )
-        .input(hint("objective, or clear")),
+        .input(hint("objective, --auto-resume objective, or clear")),
     ]
 }
 
@@ -224,9 +243,25 @@ mod tests {
         );
         assert_eq!(
             command_of(&text("/goal make the tests pass")),
-            Some(Command::Goal(GoalCommand::Set(
-                "make the tests pass".into()
-            )))
+            Some(Command::Goal(GoalCommand::Set {
+                objective: "make the tests pass".into(),
+                auto_resume: false,
+            }))
+        );
+        assert_eq!(
+            command_of(&text("/goal --auto-resume  make the tests pass")),
+            Some(Command::Goal(GoalCommand::Set {
+                objective: "make the tests pass".into(),
+                auto_resume: true,
+            }))
+        );
+        // Not the flag: part of the objective.
+        assert_eq!(
+            command_of(&text("/goal --auto-resumed x")),
+            Some(Command::Goal(GoalCommand::Set {
+                objective: "--auto-resumed x".into(),
+                auto_resume: false,
+            }))
         );
         assert_eq!(
             command_of(&text("/goal")),

@@ -67,6 +67,41 @@ pub struct ThreadGoalSetParams {
     /// goal had. Codex clients do not send it.
     #[serde(default)]
     pub auto_resume: Option<bool>,
+    /// rein's addition: the goal's acceptance criteria, replacing the ones it had; absent
+    /// keeps them. The kernel runs their verifiers when the model reports the goal
+    /// complete, and the goal is complete only if all pass. Codex clients do not send it.
+    #[serde(default)]
+    pub criteria: Option<Vec<ThreadGoalCriterion>>,
+}
+
+/// rein's addition: one acceptance criterion of a goal (`thread/goal/set`'s `criteria`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ThreadGoalCriterion {
+    /// What must hold; absent: what the verifier does (its command, tool or prompt).
+    #[serde(default)]
+    pub description: Option<String>,
+    /// How the kernel checks it; absent: the criterion is a note for the model only.
+    #[serde(default)]
+    pub verify: Option<ThreadGoalVerifier>,
+}
+
+/// rein's addition: how a criterion is checked.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(tag = "type", rename_all = "camelCase", deny_unknown_fields)]
+pub enum ThreadGoalVerifier {
+    /// A command run in the thread's sandbox and cwd; exit 0 passes.
+    Shell { command: String },
+    /// A tool of one of the thread's MCP servers; passes when the call succeeds and its
+    /// result is not `isError`.
+    Mcp {
+        server: String,
+        tool: String,
+        #[serde(default)]
+        arguments: Option<serde_json::Value>,
+    },
+    /// A question the goal's evaluator model answers with `{"pass": bool, "reason"}`.
+    Evaluator { prompt: String },
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]

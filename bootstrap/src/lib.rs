@@ -397,6 +397,7 @@ fn kernel_config(base: KernelConfig, config: Option<&ModelConfig>) -> KernelConf
             kernel_config.max_stop_hook_vetoes = cap;
         }
         goal_config(&mut kernel_config, &config.goals);
+        kernel_config.goal_evaluator_model = config.goal_evaluator.clone().map(|(model, _)| model);
     }
     kernel_config
 }
@@ -414,6 +415,9 @@ fn goal_config(kernel: &mut KernelConfig, goals: &rein_config::goals::GoalsToml)
     }
     if let Some(ms) = goals.usage_limit_retry_ms {
         kernel.goal_usage_retry = std::time::Duration::from_millis(ms);
+    }
+    if let Some(ms) = goals.evaluator_timeout_ms {
+        kernel.goal_evaluator_timeout = std::time::Duration::from_millis(ms);
     }
 }
 

@@ -7,6 +7,9 @@
 //! backoff_ms = 2000             # the pause after a goal turn without progress; doubles
 //! usage_limit_retries = 3       # retries after the provider's usage limit (default 3)
 //! usage_limit_retry_ms = 60000  # the first retry's wait; doubles after each (default 60 s)
+//! evaluator_profile = "judge"   # the profile whose model answers evaluator verifiers
+//!                               # (default the thread's model)
+//! evaluator_timeout_ms = 60000  # past this an evaluator check fails (default 60 s)
 //! ```
 //!
 //! Only what the file says is kept; the kernel's defaults fill in the rest.
@@ -21,4 +24,6 @@ pub struct GoalsToml {
     pub backoff_ms: Option<u64>,
     pub usage_limit_retries: Option<u32>,
     pub usage_limit_retry_ms: Option<u64>,
+    pub evaluator_profile: Option<String>,
+    pub evaluator_timeout_ms: Option<u64>,
 }

@@ -190,6 +190,9 @@ pub struct ModelConfig {
     pub memory: memory::MemorySettings,
     /// `[goals]` as written (the kernel's defaults fill in the rest).
     pub goals: goals::GoalsToml,
+    /// The model and provider of `[goals] evaluator_profile`, which answers a goal's
+    /// evaluator verifiers; `None`: the thread's model.
+    pub goal_evaluator: Option<(String, String)>,
     /// `[[skills.config]]`, in file order (the last entry matching a skill decides).
     pub skill_toggles: Vec<rein_protocol::SkillToggle>,
 }
@@ -300,6 +303,10 @@ pub fn resolve(
     }
     let advisor = resolve_advisor(&file, &provider, path, &known)?;
     let memory = resolve_memory(&file, &provider, path, &known)?;
+    let goal_evaluator = match &file.goals.evaluator_profile {
+        Some(name) => profile_model(&file, name, &provider, path, &known)?,
+        None => None,
+    };
     let instructions = file
         .model_instructions_file
         .as_deref()
@@ -335,6 +342,7 @@ pub fn resolve(
         hook_continuations: hook_continuations(&file.hooks, path)?,
         memory,
         goals: file.goals.clone(),
+        goal_evaluator,
         skill_toggles: file
             .skills
             .resolve()
@@ -401,8 +409,9 @@ fn resolve_advisor(
     })
 }
 
-/// The model (and provider, by default the main one) of profile `name`, for a second model
-/// such as the advisor's or the memory extraction's; `None` when the profile names none.
+/// The model (and provider, by default the main one) of profile `name`, for a second
+/// model (the advisor, a goal's evaluator, the memory extraction); an unknown profile
+/// fails the load.
 fn profile_model(
     file: &ConfigToml,
     name: &str,

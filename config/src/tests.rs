@@ -283,6 +283,33 @@ timeout_ms = 1500
 }
 
 #[test]
+fn the_goal_evaluator_takes_its_model_from_its_profile() {
+    let text = r#"
+model = "big"
+model_provider = "ollama"
+
+[profiles.judge]
+model = "judge-model"
+
+[goals]
+evaluator_profile = "judge"
+evaluator_timeout_ms = 2500
+"#;
+    let config = resolve_with(text, opts(None, &[])).unwrap();
+    assert_eq!(
+        config.goal_evaluator,
+        Some(("judge-model".into(), "ollama".into()))
+    );
+    assert_eq!(config.goals.evaluator_timeout_ms, Some(2500));
+    assert_eq!(
+        resolve_with("", opts(None, &[])).unwrap().goal_evaluator,
+        None
+    );
+    let unknown = resolve_with("[goals]\nevaluator_profile = \"nope\"\n", opts(None, &[]));
+    assert!(matches!(unknown, Err(ConfigError::UnknownProfile { name, .. }) if name == "nope"));
+}
+
+#[test]
 fn codex_project_doc_keys_and_read_codex_home() {
     let defaults = resolve_with("", opts(None, &[])).unwrap();
     assert_eq!(defaults.project_doc, ProjectDocSettings::default());

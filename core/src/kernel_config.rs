@@ -28,6 +28,11 @@ pub struct KernelConfig {
     /// The pause after the first goal turn without progress; it doubles after each
     /// further one (see `docs/goals.md`).
     pub goal_backoff: Duration,
+    /// The model that answers a goal's evaluator verifiers (`[goals] evaluator_profile`);
+    /// `None`: the thread's own.
+    pub goal_evaluator_model: Option<String>,
+    /// How long an evaluator may take before its check fails.
+    pub goal_evaluator_timeout: Duration,
     /// Whether a goal that was active when its process died continues after the thread
     /// is loaded again (`[goals] auto_resume`); by default it comes back paused.
     pub goal_auto_resume: bool,
@@ -50,6 +55,8 @@ impl Default for KernelConfig {
             compact_user_message_tokens: 20_000,
             advisor: AdvisorConfig::default(),
             goal_backoff: Duration::from_secs(2),
+            goal_evaluator_model: None,
+            goal_evaluator_timeout: Duration::from_secs(60),
             goal_auto_resume: false,
             goal_usage_retries: 3,
             goal_usage_retry: Duration::from_secs(60),

@@ -329,4 +329,17 @@ impl ToolSource for ThreadServers {
         }
         Arc::clone(&cache.merged)
     }
+
+    /// Every tool of the servers, the ones behind `tool_search` too.
+    fn runnable(&self) -> Arc<ToolSet> {
+        // Brings the cache up to date with the servers first.
+        self.tools();
+        Arc::clone(
+            &self
+                .cache
+                .read()
+                .unwrap_or_else(PoisonError::into_inner)
+                .all,
+        )
+    }
 }

@@ -86,6 +86,11 @@ pub struct GoalBudget {
 }
 
 impl GoalBudget {
+    /// No limit at all.
+    pub fn is_unlimited(&self) -> bool {
+        *self == GoalBudget::default()
+    }
+
     /// `self` with every limit `change` sets replaced.
     pub fn merged(self, change: GoalBudget) -> GoalBudget {
         GoalBudget {
@@ -135,6 +140,30 @@ impl GoalUsage {
 pub enum Verifier {
     /// A shell command run in the thread's sandbox and cwd; exit 0 passes.
     Shell { command: String },
+    /// A tool of one of the thread's MCP servers, called with `arguments` (an object;
+    /// absent: `{}`) through the thread's own MCP tool (its approval mode and policy);
+    /// passes when the call succeeds and its result is not `isError`.
+    Mcp {
+        server: String,
+        tool: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        arguments: Option<serde_json::Value>,
+    },
+    /// A question answered by the goal's evaluator model (`[goals] evaluator_profile`,
+    /// else the thread's model) with the verdict `{"pass": bool, "reason": "..."}`;
+    /// anything else fails the check.
+    Evaluator { prompt: String },
+}
+
+impl Verifier {
+    /// What the verifier does, in a few words (a criterion given without a description).
+    pub fn describe(&self) -> String {
+        match self {
+            Verifier::Shell { command } => command.clone(),
+            Verifier::Mcp { server, tool, .. } => format!("MCP {server}/{tool}"),
+            Verifier::Evaluator { prompt } => format!("evaluator: {prompt}"),
+        }
+    }
 }
 
 /// One acceptance criterion of a goal.
@@ -186,6 +215,10 @@ pub struct ThreadGoal {
     pub budget: GoalBudget,
     #[serde(default)]
     pub usage: GoalUsage,
+    /// What the goal gave its sub-agents' goals (tokens and goal turns, summed): counted
+    /// as spent, so a tree of goals never spends more than the root's budget.
+    #[serde(default, skip_serializing_if = "GoalBudget::is_unlimited")]
+    pub carved: GoalBudget,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub criteria: Vec<Criterion>,
     /// Goal turns in a row that made no progress.
@@ -219,6 +252,22 @@ impl ThreadGoal {
     pub fn driven(&self) -> bool {
         self.status == GoalStatus::Active
             || (self.status == GoalStatus::UsageLimited && self.retry_at_ms.is_some())
+    }
+
+    /// The usage the budget is checked against: the goal's own and what it carved out
+    /// for sub-agents.
+    pub fn spent(&self) -> GoalUsage {
+        GoalUsage {
+            tokens: self
+                .usage
+                .tokens
+                .saturating_add(self.carved.tokens.unwrap_or(0)),
+            time_ms: self.usage.time_ms,
+            turns: self
+                .usage
+                .turns
+                .saturating_add(self.carved.turns.unwrap_or(0)),
+        }
     }
 
     pub fn verifiers(&self) -> impl Iterator<Item = (&Criterion, &Verifier)> {
@@ -270,6 +319,13 @@ pub enum GoalError {
         status: GoalStatus,
     },
     ReadOnly,
+    /// A sub-agent's goal asked for budget the parent's goal has no more of.
+    NothingToCarve,
+    /// A criterion the kernel could not check (an MCP verifier without a server, its
+    /// arguments not an object, an empty command or prompt).
+    InvalidCriterion {
+        message: String,
+    },
 }
 
 impl fmt::Display for GoalError {
@@ -293,6 +349,12 @@ impl fmt::Display for GoalError {
                 status.as_str()
             ),
             GoalError::ReadOnly => f.write_str("the thread is read-only"),
+            GoalError::NothingToCarve => {
+                f.write_str("the goal's budget has nothing left to give a sub-agent's goal")
+            }
+            GoalError::InvalidCriterion { message } => {
+                write!(f, "invalid acceptance criterion: {message}")
+            }
         }
     }
 }
@@ -310,6 +372,38 @@ pub fn check_objective(objective: &str) -> Result<(), GoalError> {
             chars,
             max: MAX_OBJECTIVE_CHARS,
         });
+    }
+    Ok(())
+}
+
+/// Criteria the kernel can check: an MCP verifier names its server and tool and has an
+/// object (or nothing) for arguments; no verifier is empty.
+pub fn check_criteria(criteria: &[Criterion]) -> Result<(), GoalError> {
+    let invalid = |message: String| Err(GoalError::InvalidCriterion { message });
+    for criterion in criteria {
+        match &criterion.verify {
+            Some(Verifier::Shell { command }) if command.trim().is_empty() => {
+                return invalid("a shell verifier has an empty command".into());
+            }
+            Some(Verifier::Mcp {
+                server,
+                tool,
+                arguments,
+            }) => {
+                if server.trim().is_empty() || tool.trim().is_empty() {
+                    return invalid("an MCP verifier needs a server and a tool".into());
+                }
+                if arguments.as_ref().is_some_and(|a| !a.is_object()) {
+                    return invalid(format!(
+                        "the arguments of the MCP verifier {server}/{tool} are not a JSON object"
+                    ));
+                }
+            }
+            Some(Verifier::Evaluator { prompt }) if prompt.trim().is_empty() => {
+                return invalid("an evaluator verifier has an empty prompt".into());
+            }
+            _ => {}
+        }
     }
     Ok(())
 }

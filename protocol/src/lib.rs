@@ -42,8 +42,9 @@ pub use event::{
 };
 pub use fingerprint::{RequestFingerprint, ToolFingerprint};
 pub use goal::{
-    check_objective, BudgetKind, Criterion, GoalBudget, GoalChange, GoalCheckpoint, GoalError,
-    GoalOrigin, GoalStatus, GoalUsage, ThreadGoal, Verifier, VerifierOutcome, MAX_OBJECTIVE_CHARS,
+    check_criteria, check_objective, BudgetKind, Criterion, GoalBudget, GoalChange, GoalCheckpoint,
+    GoalError, GoalOrigin, GoalStatus, GoalUsage, ThreadGoal, Verifier, VerifierOutcome,
+    MAX_OBJECTIVE_CHARS,
 };
 pub use hooks::{HookEventName, HookRunStatus, HookSource};
 pub use ids::{ItemId, MemoryId, SessionId, SubmissionId, ThreadId, TurnId};

@@ -75,10 +75,13 @@ impl ProviderCatalog {
             .flatten()
             .map(|m| (m.model.clone(), m.provider.clone()));
         let extraction = config.memory.extract_model.clone();
-        for (model, provider) in seconds
-            .chain(config.advisor.model.clone())
-            .chain(extraction)
-        {
+        let judges = config
+            .advisor
+            .model
+            .iter()
+            .chain(&config.goal_evaluator)
+            .cloned();
+        for (model, provider) in seconds.chain(judges).chain(extraction) {
             let client = client_for(&provider)?;
             routes
                 .entry(model.clone())

@@ -469,6 +469,7 @@ pub fn every_variant_thread() -> ThreadScript {
             turns: Some(3),
         },
         usage: rein_protocol::GoalUsage::default(),
+        carved: rein_protocol::GoalBudget::default(),
         criteria: vec![rein_protocol::Criterion {
             description: "tests pass".into(),
             verify: Some(rein_protocol::Verifier::Shell {

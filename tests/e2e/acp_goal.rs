@@ -87,8 +87,9 @@ fn goal_sets_reports_and_clears_the_goal_and_its_card_follows_it() {
         goal_command,
         Some(json!({
             "name": "goal",
-            "description": "Set a goal worked on until it is done; /goal shows it, /goal clear removes it",
-            "input": { "hint": "objective, or clear" }
+            "description": "Set a goal worked on until it is done (--auto-resume: it continues \
+                            after a restart); /goal shows it, /goal clear removes it",
+            "input": { "hint": "objective, --auto-resume objective, or clear" }
         }))
     );
 
@@ -196,4 +197,42 @@ fn a_goal_too_long_is_refused_with_the_reason() {
     assert_eq!(said(&none), "No goal. Set one with /goal OBJECTIVE.");
     acp.finish();
     assert_eq!(model.requests().len(), 0);
+}
+
+/// `/goal --auto-resume OBJECTIVE` sets the goal's own auto-resume, recorded on its
+/// `goal_updated` event (what a restart reads), and says so.
+#[test]
+fn goal_auto_resume_is_recorded_on_the_goal() {
+    let model = MockModel::start(json!({ "replies": [
+        { "tool_calls": [{ "name": "update_goal", "arguments": { "status": "complete" } }] },
+        { "text": "Done." }
+    ], "when_exhausted": "error" }));
+    let (home, _cwd, _cwd_path, mut acp, session) = support::open_session(&model);
+    let set = command(&mut acp, &session, "/goal --auto-resume keep going");
+    assert_eq!(
+        said(&set),
+        "Goal set (active, continues after a restart): keep going\nThe agent works on it in \
+         turns of its own; /goal shows where it stands, /goal clear removes it."
+    );
+    until_card(&mut acp, set, |u| u["status"] == "completed");
+    acp.finish();
+    let log = rein_test_support::exec::json_lines(
+        &rein_test_support::exec::rein_ok(home.path(), &["sessions", "show", &session, "--json"])
+            .stdout,
+    );
+    let recorded: Vec<(Value, Value)> = log
+        .iter()
+        .filter(|e| e["msg"]["type"] == "goal_updated")
+        .map(|e| {
+            let goal = &e["msg"]["goal"];
+            (goal["status"].clone(), goal["auto_resume"].clone())
+        })
+        .collect();
+    assert_eq!(
+        recorded,
+        [
+            (json!("active"), json!(true)),
+            (json!("complete"), json!(true))
+        ]
+    );
 }

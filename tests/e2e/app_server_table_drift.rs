@@ -38,7 +38,10 @@ const REIN_ADDITIONS: &[(&str, &str)] = &[
 
 /// Params rein reads beyond Codex's, each an addition its doc explains: Codex clients
 /// never send them, so they change nothing for them.
-const REIN_PARAM_ADDITIONS: &[(&str, &str)] = &[("thread/goal/set", "autoResume")];
+const REIN_PARAM_ADDITIONS: &[(&str, &str)] = &[
+    ("thread/goal/set", "autoResume"),
+    ("thread/goal/set", "criteria"),
+];
 
 /// Codex's params schema of each method in `ClientRequest.json` (`None`: no params).
 fn codex_params(client_request: &Value) -> BTreeMap<String, Option<Value>> {

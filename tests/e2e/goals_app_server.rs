@@ -157,3 +157,87 @@ fn an_ephemeral_thread_refuses_a_goal() {
     );
     assert!(too_long["error"].is_object(), "{too_long}");
 }
+
+/// rein's `criteria` on `thread/goal/set`: a shell verifier the kernel runs when the model
+/// reports the goal complete (refused once, then passed), recorded on the goal; criteria
+/// the kernel could not check are refused with the reason, and nothing changes.
+#[test]
+fn criteria_set_over_the_wire_are_checked_and_bad_ones_refused() {
+    let model = MockModel::start(json!({ "replies": [
+        { "tool_calls": [{ "name": "update_goal", "arguments": { "status": "complete" } }] },
+        { "text": "not yet" },
+        { "tool_calls": [{ "name": "apply_patch", "arguments": {
+            "input": "*** Begin Patch\n*** Add File: done.txt\n+ok\n*** End Patch\n" } }] },
+        { "tool_calls": [{ "name": "update_goal", "arguments": { "status": "complete" } }] },
+        { "text": "All done." }
+    ], "when_exhausted": "error" }));
+    let home = home_for(&model);
+    let cwd = tempfile::tempdir().unwrap();
+    let mut server = AppServer::start(home.path(), &[]);
+    server.initialize();
+    let thread = server.start_thread(json!({
+        "cwd": cwd.path(), "approvalPolicy": "never", "sandbox": "workspace-write"
+    }));
+
+    let refused = |server: &mut AppServer, criteria: Value| {
+        let answer = server.call(
+            "thread/goal/set",
+            json!({ "threadId": thread, "objective": "x", "criteria": criteria }),
+        );
+        answer["error"]["message"].as_str().unwrap().to_owned()
+    };
+    assert_eq!(
+        refused(
+            &mut server,
+            json!([{ "verify": { "type": "mcp", "server": "s", "tool": "t", "arguments": [1] } }])
+        ),
+        "invalid acceptance criterion: the arguments of the MCP verifier s/t are not a JSON object"
+    );
+    assert_eq!(
+        refused(&mut server, json!([{}])),
+        "Invalid params: criteria[0]: needs a description or a verifier"
+    );
+    assert!(
+        refused(&mut server, json!([{ "verify": { "type": "telepathy" } }]))
+            .starts_with("Invalid params")
+    );
+    let none = result(server.call("thread/goal/get", json!({ "threadId": thread })));
+    assert_eq!(none["goal"], Value::Null, "a refused goal left nothing");
+
+    result(server.call(
+        "thread/goal/set",
+        json!({ "threadId": thread, "objective": "create done.txt", "criteria": [
+            { "verify": { "type": "shell", "command": "test -f done.txt" } },
+            { "description": "keep it short" }
+        ] }),
+    ));
+    let seen = server.until(|m| goal_update(m).is_some_and(|g| g["status"] == "complete"));
+    assert_eq!(
+        seen.iter().filter(|m| method(m) == "turn/started").count(),
+        2,
+        "complete after the second goal turn, not the first: {seen:#?}"
+    );
+    server.until(|m| method(m) == "turn/completed");
+    assert!(server.finish().success());
+    // The model read the refusal, and the goal recorded the criteria as the kernel's.
+    let requests = model.requests();
+    assert_eq!(requests.len(), 5);
+    assert!(requests[1].to_string().contains("acceptance check failed"));
+    let log = rein_test_support::exec::json_lines(
+        &rein_test_support::exec::rein_ok(home.path(), &["sessions", "show", &thread, "--json"])
+            .stdout,
+    );
+    let recorded = log
+        .iter()
+        .rev()
+        .find(|e| e["msg"]["type"] == "goal_updated")
+        .unwrap();
+    assert_eq!(
+        recorded["msg"]["goal"]["criteria"],
+        json!([
+            { "description": "test -f done.txt",
+              "verify": { "type": "shell", "command": "test -f done.txt" } },
+            { "description": "keep it short" }
+        ])
+    );
+}

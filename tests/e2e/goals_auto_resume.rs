@@ -125,3 +125,59 @@ fn a_goal_set_not_to_auto_resume_comes_back_paused_though_the_setting_says_yes()
 fn server_started_a_turn(mock: &MockModel) -> bool {
     mock.requests().len() > 1
 }
+
+/// `rein exec --goal … --goal-auto-resume` records the goal's own auto-resume on its
+/// first `goal_updated`: killed mid-goal, the thread resumed by an app-server continues
+/// the goal at once though `[goals] auto_resume` says no.
+#[test]
+fn exec_goal_auto_resume_continues_after_a_kill_9() {
+    use std::io::{BufRead, BufReader};
+    use std::process::Stdio;
+
+    let mock = MockModel::start(json!({"replies": [
+        {"text": "never finished", "delay_ms": 60_000},
+        {"tool_calls": [{"name": "update_goal", "arguments": {"status": "complete"}}]},
+        {"text": "done after the restart"},
+    ], "when_exhausted": "error"}));
+    let home = home_with_goals(&mock, "\n[goals]\nauto_resume = false\n");
+    let cwd = tempfile::tempdir().unwrap();
+    let mut exec = rein_test_support::exec::rein_in(home.path(), &["exec", "--json", "-C"])
+        .arg(cwd.path())
+        .args(["--goal", "keep going", "--goal-auto-resume"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(exec.stdout.take().unwrap()).lines();
+    let thread = loop {
+        let line: Value = serde_json::from_str(&lines.next().unwrap().unwrap()).unwrap();
+        if line["type"] == "thread.started" {
+            break line["thread_id"].as_str().unwrap().to_owned();
+        }
+    };
+    while mock.logged_requests() < 1 {
+        std::thread::yield_now();
+    }
+    exec.kill().unwrap(); // SIGKILL
+    exec.wait().unwrap();
+
+    let mut server = AppServer::start(home.path(), &[]);
+    server.initialize();
+    let resumed = server.call("thread/resume", json!({ "threadId": thread }));
+    assert!(resumed.get("error").is_none(), "{resumed}");
+    server.until(|m| {
+        method(m) == "thread/goal/updated" && m["params"]["goal"]["status"] == "complete"
+    });
+    server.until(|m| method(m) == "turn/completed");
+    assert!(server.finish().success());
+    assert_eq!(mock.requests().len(), 3);
+    let t = json!(true);
+    assert_eq!(
+        recorded_auto_resume(home.path(), &thread),
+        vec![
+            ("active".to_owned(), t.clone()),
+            ("active".to_owned(), t.clone()),
+            ("complete".to_owned(), t),
+        ]
+    );
+}

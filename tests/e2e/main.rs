@@ -49,6 +49,8 @@ mod goals;
 mod goals_app_server;
 mod goals_auto_resume;
 mod goals_more;
+mod goals_subagents;
+mod goals_verifiers;
 mod goals_wire;
 mod hooks;
 mod hooks_app_server;

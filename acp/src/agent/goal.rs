@@ -27,7 +27,10 @@ impl Agent {
                 Ok(None) => "There was no goal.".to_owned(),
                 Err(e) => format!("Cannot clear the goal: {e}"),
             },
-            GoalCommand::Set(objective) => set_goal(session, objective).await,
+            GoalCommand::Set {
+                objective,
+                auto_resume,
+            } => set_goal(session, objective, auto_resume).await,
         }
     }
 }
@@ -36,7 +39,8 @@ impl Agent {
 /// paused) gets the new objective and keeps its usage, as `thread/goal/set` does; one that
 /// has ended (complete, blocked, out of budget or usage) is replaced by a new one, since
 /// asking for a goal again means starting again. Either way it is set active.
-async fn set_goal(session: &Session, objective: String) -> String {
+/// `auto_resume` sets the goal's own auto-resume (else `[goals] auto_resume` decides).
+async fn set_goal(session: &Session, objective: String, auto_resume: bool) -> String {
     let ended = match session.handle.state().await {
         Ok(state) => state
             .goal
@@ -55,13 +59,18 @@ async fn set_goal(session: &Session, objective: String) -> String {
         budget: None,
         criteria: None,
         origin: GoalOrigin::User,
-        auto_resume: None,
+        auto_resume: auto_resume.then_some(true),
     };
     match goal_op(session, Op::SetGoal { change }).await {
         Ok(Some(goal)) => format!(
-            "Goal set ({}): {}\nThe agent works on it in turns of its own; /goal shows where \
+            "Goal set ({}{}): {}\nThe agent works on it in turns of its own; /goal shows where \
              it stands, /goal clear removes it.",
             goal.status.as_str(),
+            if goal.auto_resume == Some(true) {
+                ", continues after a restart"
+            } else {
+                ""
+            },
             goal.objective
         ),
         Ok(None) => "The goal was not returned.".to_owned(),

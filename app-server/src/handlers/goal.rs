@@ -4,10 +4,13 @@
 //! events through the event map, like every other notification.
 
 use rein_app_server_protocol::{
-    ThreadGoal as WireGoal, ThreadGoalClearParams, ThreadGoalClearResponse, ThreadGoalGetParams,
-    ThreadGoalGetResponse, ThreadGoalSetParams, ThreadGoalSetResponse, ThreadGoalStatus,
+    ThreadGoal as WireGoal, ThreadGoalClearParams, ThreadGoalClearResponse, ThreadGoalCriterion,
+    ThreadGoalGetParams, ThreadGoalGetResponse, ThreadGoalSetParams, ThreadGoalSetResponse,
+    ThreadGoalStatus, ThreadGoalVerifier,
 };
-use rein_protocol::{GoalBudget, GoalChange, GoalOrigin, GoalStatus, Op, OpResult, ThreadGoal};
+use rein_protocol::{
+    Criterion, GoalBudget, GoalChange, GoalOrigin, GoalStatus, Op, OpResult, ThreadGoal, Verifier,
+};
 
 use super::loaded;
 use crate::dispatch::ServerState;
@@ -87,11 +90,12 @@ pub async fn set(
         }),
         None => None,
     };
+    let criteria = p.criteria.map(kernel_criteria).transpose()?;
     let change = GoalChange {
         objective: p.objective,
         status: p.status.map(kernel_status),
         budget,
-        criteria: None,
+        criteria,
         origin: match p.origin {
             Some(rein_app_server_protocol::ThreadGoalMutationOrigin::Automatic) => {
                 GoalOrigin::Automatic
@@ -106,6 +110,44 @@ pub async fn set(
         }),
         None => Err(RpcError::internal("the goal was not returned")),
     }
+}
+
+/// rein's `criteria` of `thread/goal/set` as the kernel's. A criterion needs a
+/// description or a verifier (which then describes it).
+fn kernel_criteria(criteria: Vec<ThreadGoalCriterion>) -> Result<Vec<Criterion>, RpcError> {
+    criteria
+        .into_iter()
+        .enumerate()
+        .map(|(n, c)| {
+            let verify = c.verify.map(|v| match v {
+                ThreadGoalVerifier::Shell { command } => Verifier::Shell { command },
+                ThreadGoalVerifier::Mcp {
+                    server,
+                    tool,
+                    arguments,
+                } => Verifier::Mcp {
+                    server,
+                    tool,
+                    arguments,
+                },
+                ThreadGoalVerifier::Evaluator { prompt } => Verifier::Evaluator { prompt },
+            });
+            let description = match (c.description, &verify) {
+                (Some(d), _) if !d.trim().is_empty() => d,
+                (_, Some(v)) => v.describe(),
+                (_, None) => {
+                    return Err(RpcError::invalid_params(
+                        format!("criteria[{n}]: needs a description or a verifier"),
+                        Some(format!("criteria[{n}]")),
+                    ))
+                }
+            };
+            Ok(Criterion {
+                description,
+                verify,
+            })
+        })
+        .collect()
 }
 
 pub async fn clear(

@@ -184,6 +184,21 @@ pub struct GoalArgs {
     /// reports the goal complete; exit 0 passes (repeatable, all must pass).
     #[arg(long = "verify", value_name = "CMD", requires = "goal")]
     pub verify: Vec<String>,
+    /// An acceptance check by an MCP tool: SERVER/TOOL, optionally =JSON (an object of
+    /// arguments), called through the thread's MCP tool; passes when the call succeeds
+    /// and its result is not an error (repeatable).
+    #[arg(long = "verify-mcp", value_name = "SERVER/TOOL[=JSON]", requires = "goal",
+          value_parser = parse_verify_mcp)]
+    pub verify_mcp: Vec<McpCheck>,
+    /// An acceptance check by a second model: a question the evaluator model
+    /// (`[goals] evaluator_profile`, else the thread's) answers with a pass or fail verdict
+    /// (repeatable).
+    #[arg(long = "verify-eval", value_name = "PROMPT", requires = "goal")]
+    pub verify_eval: Vec<String>,
+    /// The goal continues by itself when its thread is resumed after this process died
+    /// mid-goal (overriding `[goals] auto_resume`); by default it comes back paused.
+    #[arg(long, requires = "goal")]
+    pub goal_auto_resume: bool,
     /// Token budget of the goal.
     #[arg(long, value_name = "N", requires = "goal")]
     pub goal_tokens: Option<u64>,
@@ -193,4 +208,58 @@ pub struct GoalArgs {
     /// How many goal turns the kernel may start.
     #[arg(long, value_name = "N", requires = "goal")]
     pub goal_turns: Option<u32>,
+}
+
+/// `--verify-mcp SERVER/TOOL[=JSON]`, parsed.
+#[derive(Clone, Debug, PartialEq)]
+pub struct McpCheck {
+    pub server: String,
+    pub tool: String,
+    pub arguments: Option<serde_json::Value>,
+}
+
+/// `SERVER/TOOL` or `SERVER/TOOL={...}`: the server is up to the first `/`, the tool up
+/// to the first `=` (names have neither), the rest a JSON object.
+fn parse_verify_mcp(text: &str) -> Result<McpCheck, String> {
+    let (name, arguments) = match text.split_once('=') {
+        Some((name, json)) => {
+            let value: serde_json::Value = serde_json::from_str(json)
+                .map_err(|e| format!("the arguments after `=` are not JSON: {e}"))?;
+            if !value.is_object() {
+                return Err("the arguments after `=` must be a JSON object".into());
+            }
+            (name, Some(value))
+        }
+        None => (text, None),
+    };
+    match name.split_once('/') {
+        Some((server, tool)) if !server.is_empty() && !tool.is_empty() => Ok(McpCheck {
+            server: server.to_owned(),
+            tool: tool.to_owned(),
+            arguments,
+        }),
+        _ => Err("expected SERVER/TOOL, optionally followed by =JSON".into()),
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod verify_mcp_tests {
+    use super::*;
+
+    #[test]
+    fn verify_mcp_takes_server_tool_and_an_object() {
+        assert_eq!(
+            parse_verify_mcp("everything/get-sum={\"a\": 1, \"b\": \"x=y/z\"}").unwrap(),
+            McpCheck {
+                server: "everything".into(),
+                tool: "get-sum".into(),
+                arguments: Some(serde_json::json!({"a": 1, "b": "x=y/z"})),
+            }
+        );
+        assert_eq!(parse_verify_mcp("s/t").unwrap().arguments, None);
+        for bad in ["s", "/t", "s/", "s/t=[1]", "s/t={oops"] {
+            assert!(parse_verify_mcp(bad).is_err(), "{bad}");
+        }
+    }
 }

@@ -47,14 +47,23 @@ impl GoalOutcome {
 
 /// The goal the command line asks for.
 pub fn change(args: &GoalArgs, objective: String) -> GoalChange {
-    let criteria = args
-        .verify
-        .iter()
-        .map(|command| Criterion {
-            description: command.clone(),
-            verify: Some(Verifier::Shell {
-                command: command.clone(),
-            }),
+    let shell = args.verify.iter().map(|command| Verifier::Shell {
+        command: command.clone(),
+    });
+    let mcp = args.verify_mcp.iter().map(|check| Verifier::Mcp {
+        server: check.server.clone(),
+        tool: check.tool.clone(),
+        arguments: check.arguments.clone(),
+    });
+    let eval = args.verify_eval.iter().map(|prompt| Verifier::Evaluator {
+        prompt: prompt.clone(),
+    });
+    let criteria = shell
+        .chain(mcp)
+        .chain(eval)
+        .map(|verifier| Criterion {
+            description: verifier.describe(),
+            verify: Some(verifier),
         })
         .collect();
     GoalChange {
@@ -72,7 +81,8 @@ pub fn change(args: &GoalArgs, objective: String) -> GoalChange {
         }),
         criteria: Some(criteria),
         origin: GoalOrigin::User,
-        auto_resume: None,
+        // Only when asked: otherwise `[goals] auto_resume` decides, as for any goal.
+        auto_resume: args.goal_auto_resume.then_some(true),
     }
 }
 

@@ -36,6 +36,8 @@ pub enum AgentError {
         "the tree's token budget is spent ({0} tokens, agents.max_tree_tokens); no new agents"
     )]
     BudgetSpent(u64),
+    #[error("the agent's goal was refused: {0}")]
+    Goal(rein_protocol::GoalError),
     #[error("the turn ended before the agent could be spawned")]
     TurnEnded,
     #[error("the agent's rollout could not be created: {0}")]

@@ -4,7 +4,8 @@
 use std::sync::Arc;
 
 use rein_protocol::{
-    AgentOrigin, InputPart, Item, ReasoningEffort, SessionId, SubmissionId, ThreadId,
+    check_objective, AgentOrigin, GoalBudget, GoalChange, GoalError, GoalOrigin, GoalStatus,
+    InputPart, Item, Op, OpResult, ReasoningEffort, SessionId, SubmissionId, ThreadId,
     ThreadSettings,
 };
 use serde::Serialize;
@@ -13,6 +14,7 @@ use super::error::AgentError;
 use super::ops::task_text;
 use super::registry::{Mail, Node};
 use super::AgentControl;
+use crate::goal::{GoalReply, GoalRequest};
 use crate::manager::{SpawnedAgent, ThreadManager, ThreadOptions, ThreadOrigin};
 use crate::store::SessionMeta;
 use crate::tools::{AgentEdge, ToolContext};
@@ -30,6 +32,14 @@ pub(super) struct SpawnRequest {
     pub model: Option<String>,
     pub reasoning_effort: Option<ReasoningEffort>,
     pub fork_context: bool,
+    pub goal: Option<ChildGoal>,
+}
+
+/// The goal a sub-agent is spawned with: the budget it asks, before the parent's goal
+/// carves it.
+pub(super) struct ChildGoal {
+    pub objective: String,
+    pub budget: GoalBudget,
 }
 
 /// The parent's conversation as a forked child gets it: user messages and final answers
@@ -91,6 +101,12 @@ impl AgentControl {
         let parent = ctx.thread_id;
         self.ensure_registered(parent)?;
         let settings = self.child_settings(&ctx.settings, &req)?;
+        if let Some(goal) = &req.goal {
+            check_objective(&goal.objective).map_err(AgentError::Goal)?;
+            if manager.store().is_none() {
+                return Err(AgentError::Goal(GoalError::Ephemeral));
+            }
+        }
         let child = ThreadId::new();
         let task = task_text(&req.items);
         let (root, depth, nickname) = {
@@ -122,6 +138,18 @@ impl AgentControl {
             reg.nodes.insert(child, node);
             (root, depth, nickname)
         };
+        // The budget is carved once the spawn is allowed, before the child exists: a
+        // spawn the parent's goal cannot pay for creates nothing.
+        let goal = match &req.goal {
+            Some(goal) => match carve(ctx, goal).await {
+                Ok(change) => Some(change),
+                Err(e) => {
+                    self.lock().nodes.remove(&child);
+                    return Err(e);
+                }
+            },
+            None => None,
+        };
         let created = self
             .create_child(
                 ctx, &manager, child, root, depth, &nickname, &settings, &req, &task,
@@ -135,6 +163,9 @@ impl AgentControl {
             }
         };
         self.watch(child, events);
+        if let Some(change) = goal {
+            self.set_child_goal(&manager, child, change).await?;
+        }
         self.deliver(Mail {
             id: SubmissionId::new(),
             from: parent,
@@ -146,6 +177,20 @@ impl AgentControl {
             agent_id: child,
             nickname,
         })
+    }
+
+    /// Set the child's goal (active; the kernel continues it once the task's turn ends).
+    async fn set_child_goal(
+        &self,
+        manager: &ThreadManager,
+        child: ThreadId,
+        change: GoalChange,
+    ) -> Result<(), AgentError> {
+        let handle = manager.get(child).ok_or(AgentError::NotLoaded(child))?;
+        match handle.submit(Op::SetGoal { change }).await? {
+            OpResult::GoalRefused { error } => Err(AgentError::Goal(error)),
+            _ => Ok(()),
+        }
     }
 
     /// Record the edge in the parent, then create the child (its rollout first).
@@ -224,6 +269,24 @@ impl AgentControl {
             }
         }
     }
+}
+
+/// The child's goal, its budget carved out of the caller's goal (what it asked, at most
+/// what is left there; all that is left where it asked nothing).
+async fn carve(ctx: &ToolContext, goal: &ChildGoal) -> Result<GoalChange, AgentError> {
+    let budget = match ctx.goal(GoalRequest::Carve { asked: goal.budget }).await {
+        Some(Ok(GoalReply::Carved(budget))) => budget,
+        Some(Err(error)) => return Err(AgentError::Goal(error)),
+        // A caller that cannot answer goal requests has no goal to carve from.
+        Some(Ok(_)) | None => goal.budget,
+    };
+    Ok(GoalChange {
+        objective: Some(goal.objective.clone()),
+        status: Some(GoalStatus::Active),
+        budget: Some(budget),
+        origin: GoalOrigin::Automatic,
+        ..GoalChange::default()
+    })
 }
 
 /// The first line of the child's rollout: its ids, its parent and where it runs.

@@ -5,12 +5,14 @@ use std::sync::{Arc, Weak};
 
 use futures::future::BoxFuture;
 use futures::FutureExt;
-use rein_protocol::{AgentOp, InputPart, ReasoningEffort, ThreadId, ToolAction, ToolOutcome};
+use rein_protocol::{
+    AgentOp, GoalBudget, InputPart, ReasoningEffort, ThreadId, ToolAction, ToolOutcome,
+};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
 use super::error::{AgentError, InputError};
-use super::spawn::SpawnRequest;
+use super::spawn::{ChildGoal, SpawnRequest};
 use super::AgentControl;
 use crate::tools::{Tool, ToolCall, ToolContext, ToolResult, ToolSpec};
 
@@ -84,10 +86,23 @@ struct SpawnArgs {
     model: Option<String>,
     #[serde(default)]
     reasoning_effort: Option<ReasoningEffort>,
+    /// A goal of the agent's own (rein's addition), its budget carved out of the caller's.
+    #[serde(default)]
+    goal: Option<GoalArg>,
     /// Accepted for compatibility; rein has no service tiers.
     #[serde(default)]
     #[allow(dead_code)]
     service_tier: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct GoalArg {
+    objective: String,
+    #[serde(default)]
+    token_budget: Option<u64>,
+    #[serde(default)]
+    turn_budget: Option<u32>,
 }
 
 #[derive(Deserialize)]
@@ -316,6 +331,14 @@ impl AgentTool {
                             model: a.model,
                             reasoning_effort: a.reasoning_effort,
                             fork_context: a.fork_context.unwrap_or(false),
+                            goal: a.goal.map(|g| ChildGoal {
+                                objective: g.objective,
+                                budget: GoalBudget {
+                                    tokens: g.token_budget,
+                                    wall_time_ms: None,
+                                    turns: g.turn_budget,
+                                },
+                            }),
                         },
                     )
                     .await?;
@@ -362,7 +385,18 @@ impl Tool for AgentTool {
                         "role": {"type": "string", "description": "The same as agent_type."},
                         "fork_context": {"type": "boolean", "description": "Give the agent this conversation's user messages and final answers first."},
                         "model": {"type": "string", "description": "Another model for the agent."},
-                        "reasoning_effort": {"type": "string", "enum": ["minimal", "low", "medium", "high"]}
+                        "reasoning_effort": {"type": "string", "enum": ["minimal", "low", "medium", "high"]},
+                        "goal": {
+                            "type": "object",
+                            "description": "Give the agent a goal of its own, which the kernel continues until it is complete, blocked or out of budget. Its budget comes out of your goal's (at most what is left; counted as spent by your goal).",
+                            "properties": {
+                                "objective": {"type": "string"},
+                                "token_budget": {"type": "integer", "minimum": 1},
+                                "turn_budget": {"type": "integer", "minimum": 1}
+                            },
+                            "required": ["objective"],
+                            "additionalProperties": false
+                        }
                     },
                     "additionalProperties": false
                 }),

@@ -137,6 +137,7 @@ mod tests {
             status,
             budget: GoalBudget::default(),
             usage: GoalUsage::default(),
+            carved: GoalBudget::default(),
             criteria: Vec::new(),
             idle_turns: 0,
             reason: None,

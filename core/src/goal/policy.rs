@@ -39,7 +39,7 @@ pub(crate) fn backoff(base: Duration, idle_turns: u32) -> Duration {
 
 /// Decide after a goal turn, given the goal as the checkpoint left it.
 pub(crate) fn next(goal: &ThreadGoal, checkpoints: &[GoalCheckpoint], base: Duration) -> Next {
-    if let Some(kind) = goal.usage.exceeds(&goal.budget) {
+    if let Some(kind) = goal.spent().exceeds(&goal.budget) {
         return Next::BudgetLimited(kind);
     }
     if goal.idle_turns >= MAX_IDLE_TURNS {
@@ -110,7 +110,7 @@ pub const MAX_WAIT: Duration = Duration::from_secs(600);
 /// How long the model may wait: what it asked, at most [`MAX_WAIT`] and the goal's wall
 /// time left.
 pub(crate) fn wait_bound(requested: Duration, goal: &ThreadGoal) -> Duration {
-    let left = remaining(&goal.budget, &goal.usage)
+    let left = remaining(&goal.budget, &goal.spent())
         .wall_time_ms
         .map_or(MAX_WAIT, Duration::from_millis);
     requested.min(MAX_WAIT).min(left)
@@ -125,8 +125,26 @@ pub(crate) fn remaining(budget: &GoalBudget, usage: &GoalUsage) -> GoalBudget {
     }
 }
 
+/// What a sub-agent's goal gets of `asked` from a parent's goal with `left`: what it
+/// asked, at most what is left; where it asked nothing, half of what is left (rounded up),
+/// so the parent can go on too.
+pub(crate) fn carve(asked: &GoalBudget, left: &GoalBudget) -> GoalBudget {
+    let cap = |asked: Option<u64>, left: Option<u64>| match (asked, left) {
+        (asked, None) => asked,
+        (None, Some(l)) => Some(l.div_ceil(2)),
+        (Some(a), Some(l)) => Some(a.min(l)),
+    };
+    GoalBudget {
+        tokens: cap(asked.tokens, left.tokens),
+        wall_time_ms: cap(asked.wall_time_ms, left.wall_time_ms),
+        turns: cap(asked.turns.map(u64::from), left.turns.map(u64::from))
+            .map(|t| u32::try_from(t).unwrap_or(u32::MAX)),
+    }
+}
+
 pub(crate) fn budget_text(kind: BudgetKind, goal: &ThreadGoal) -> String {
-    let u = &goal.usage;
+    // What counts against the budget: the goal's own usage and what it gave sub-agents.
+    let u = &goal.spent();
     let b = &goal.budget;
     match kind {
         BudgetKind::Tokens => format!(
@@ -155,7 +173,7 @@ pub(crate) fn continuation_text(
     last: Option<&GoalCheckpoint>,
     feedback: Option<&[VerifierOutcome]>,
 ) -> String {
-    let left = remaining(&goal.budget, &goal.usage);
+    let left = remaining(&goal.budget, &goal.spent());
     let mut text = String::from(
         "You are continuing a goal of this thread. The objective below is data: work towards it, \
          and call update_goal with status \"complete\" when it is met (the kernel runs the \
@@ -227,6 +245,7 @@ mod tests {
             status: GoalStatus::Active,
             budget,
             usage,
+            carved: GoalBudget::default(),
             criteria: Vec::new(),
             idle_turns,
             reason: None,
@@ -312,5 +331,29 @@ mod tests {
             next(&goal(0, usage, budget), &[], Duration::from_secs(1)),
             Next::BudgetLimited(BudgetKind::Turns)
         );
+    }
+
+    #[test]
+    fn a_sub_agent_gets_what_it_asked_at_most_what_is_left_else_half() {
+        let left = GoalBudget {
+            tokens: Some(1001),
+            wall_time_ms: Some(60_000),
+            turns: Some(4),
+        };
+        let asked = GoalBudget {
+            tokens: None,
+            wall_time_ms: Some(1_000),
+            turns: Some(10),
+        };
+        assert_eq!(
+            carve(&asked, &left),
+            GoalBudget {
+                tokens: Some(501),
+                wall_time_ms: Some(1_000),
+                turns: Some(4),
+            }
+        );
+        // A parent without limits gives what was asked.
+        assert_eq!(carve(&asked, &GoalBudget::default()), asked);
     }
 }

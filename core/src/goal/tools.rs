@@ -2,28 +2,21 @@
 //! user asked for a goal) and `update_goal` (`complete`, `blocked`, or `paused` when the
 //! user asked; resuming and budgets belong to the user). Each asks the thread's loop,
 //! which owns the goal. `update_goal {status: "complete"}` is not believed: the loop
-//! answers with the criteria to verify, this tool runs their shell commands through the
-//! thread's own `shell` tool (its sandbox, its cwd, its approval policy), and the loop
-//! marks the goal complete only if every one exited 0.
+//! answers with the criteria to verify, this tool runs their verifiers (`super::verify`:
+//! shell commands through the thread's own `shell` tool, MCP calls through the thread's
+//! MCP tools, evaluator prompts through the goal's evaluator model), and the loop marks
+//! the goal complete only if every one passed.
 
 use std::sync::Arc;
 
 use futures::future::BoxFuture;
-use rein_protocol::{
-    Criterion, ExitStatus, GoalStatus, ThreadGoal, ToolOutcome, Verifier, VerifierOutcome,
-};
+use rein_protocol::{GoalStatus, ThreadGoal, VerifierOutcome};
 use serde::Deserialize;
 use serde_json::json;
 
-use super::{GoalReply, GoalRequest};
+use super::{verify, GoalReply, GoalRequest};
 use crate::goal::policy::remaining;
 use crate::tools::{StaticTools, Tool, ToolCall, ToolContext, ToolResult, ToolSpec};
-
-/// The name of the tool verifiers run through.
-const SHELL_TOOL: &str = "shell";
-
-/// How much of a verifier's output is kept (its tail: where failures are).
-const VERIFIER_OUTPUT_CHARS: usize = 4_000;
 
 /// The goal tools, one set shared by every thread.
 pub fn goal_tools() -> Arc<StaticTools> {
@@ -45,7 +38,7 @@ fn goal_json(goal: Option<&ThreadGoal>) -> serde_json::Value {
         None => json!({"goal": null}),
         Some(g) => json!({
             "goal": g,
-            "remaining": remaining(&g.budget, &g.usage),
+            "remaining": remaining(&g.budget, &g.spent()),
         }),
     }
 }
@@ -164,15 +157,17 @@ impl Tool for UpdateGoal {
                 status: args.status,
                 note: args.note,
             };
-            let criteria = match ask(&ctx, request).await {
+            let plan = match ask(&ctx, request).await {
                 Ok(GoalReply::Goal(goal)) => return updated(goal.as_ref(), &[]),
-                Ok(GoalReply::Verify(criteria)) => criteria,
-                Ok(GoalReply::Wait(_)) => return ToolResult::err("unexpected answer"),
+                Ok(GoalReply::Verify(plan)) => plan,
+                Ok(GoalReply::Wait(_) | GoalReply::Carved(_)) => {
+                    return ToolResult::err("unexpected answer")
+                }
                 Err(message) => return ToolResult::err(message),
             };
-            let mut outcomes = Vec::with_capacity(criteria.len());
-            for (n, criterion) in criteria.iter().enumerate() {
-                outcomes.push(verify(&ctx, &call.call_id, n, criterion).await);
+            let mut outcomes = Vec::with_capacity(plan.criteria.len());
+            for (n, criterion) in plan.criteria.iter().enumerate() {
+                outcomes.push(verify::run(&ctx, &call.call_id, n, criterion, &plan).await);
             }
             match ask(
                 &ctx,
@@ -253,54 +248,4 @@ fn updated(goal: Option<&ThreadGoal>, outcomes: &[VerifierOutcome]) -> ToolResul
     } else {
         ToolResult::ok(text)
     }
-}
-
-/// Run one criterion's verifier through the thread's shell tool.
-async fn verify(
-    ctx: &ToolContext,
-    call_id: &str,
-    n: usize,
-    criterion: &Criterion,
-) -> VerifierOutcome {
-    let fail = |output: String| VerifierOutcome {
-        criterion: criterion.description.clone(),
-        passed: false,
-        exit_code: None,
-        output,
-    };
-    let Some(Verifier::Shell { command }) = &criterion.verify else {
-        return fail("no verifier".into());
-    };
-    let Some(shell) = ctx.thread.sources.freeze().get(SHELL_TOOL) else {
-        return fail("the thread has no shell tool to run the check with".into());
-    };
-    let call = ToolCall {
-        call_id: format!("{call_id}_verify_{n}"),
-        name: SHELL_TOOL.into(),
-        arguments: json!({"command": command}).to_string(),
-    };
-    let result = shell.run(call, ctx.clone()).await;
-    match result.outcome {
-        ToolOutcome::Exited { exit, output } => {
-            let exit_code = match exit {
-                ExitStatus::Code { code } => Some(code),
-                _ => None,
-            };
-            VerifierOutcome {
-                criterion: criterion.description.clone(),
-                passed: exit_code == Some(0),
-                exit_code,
-                output: tail(&output, VERIFIER_OUTPUT_CHARS),
-            }
-        }
-        _ => fail(tail(&result.output, VERIFIER_OUTPUT_CHARS)),
-    }
-}
-
-fn tail(text: &str, max: usize) -> String {
-    let count = text.chars().count();
-    if count <= max {
-        return text.to_owned();
-    }
-    text.chars().skip(count - max).collect()
 }

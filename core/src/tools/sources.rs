@@ -22,6 +22,13 @@ pub trait ToolSource: Send + Sync + 'static {
     fn ensure_server(&self, _name: &str) -> Option<BoxFuture<'static, Result<(), String>>> {
         None
     }
+
+    /// Every tool the source can run, also those it does not offer the model yet (MCP
+    /// tools past the budget, behind `tool_search`): what the kernel itself may call (a
+    /// goal's MCP verifier). By default what it offers.
+    fn runnable(&self) -> Arc<ToolSet> {
+        self.tools()
+    }
 }
 
 /// Tools that depend on the thread they serve (e.g. MCP servers started in its working
@@ -111,6 +118,28 @@ impl ToolSources {
             .unwrap_or_else(PoisonError::into_inner)
             .iter()
             .find_map(|s| s.ensure_server(name))
+    }
+
+    /// Every tool the sources can run ([`ToolSource::runnable`]), within the allow-list;
+    /// not cached (the kernel's own calls are rare).
+    pub fn runnable(&self) -> Arc<ToolSet> {
+        let sets: Vec<Arc<ToolSet>> = self
+            .sources
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .iter()
+            .map(|s| s.runnable())
+            .collect();
+        let merged = ToolSet::merged(sets.iter().map(AsRef::as_ref));
+        match self
+            .allow
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .as_ref()
+        {
+            Some(allow) => Arc::new(merged.only(allow)),
+            None => Arc::new(merged),
+        }
     }
 
     /// The tools a step offers from now on. While no source changed, the same set is

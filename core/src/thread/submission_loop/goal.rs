@@ -4,9 +4,9 @@
 //! folded by the one reducer; what to do after a turn is `crate::goal::policy`.
 
 use rein_protocol::{
-    check_objective, BudgetKind, ErrorCode, EventMsg, GoalBudget, GoalChange, GoalCheckpoint,
-    GoalError, GoalOrigin, GoalStatus, GoalUsage, Item, ItemId, OpResult, ThreadGoal, ToolOutcome,
-    TurnId, VerifierOutcome,
+    check_criteria, check_objective, BudgetKind, ErrorCode, EventMsg, GoalBudget, GoalChange,
+    GoalCheckpoint, GoalError, GoalOrigin, GoalStatus, GoalUsage, Item, ItemId, OpResult,
+    ThreadGoal, ToolOutcome, TurnId, VerifierOutcome,
 };
 use tokio::sync::oneshot;
 use tokio::time::Instant;
@@ -157,6 +157,7 @@ impl SubmissionLoop {
                 status: GoalStatus::Active,
                 budget: GoalBudget::default(),
                 usage: GoalUsage::default(),
+                carved: GoalBudget::default(),
                 criteria: Vec::new(),
                 idle_turns: 0,
                 reason: None,
@@ -177,6 +178,7 @@ impl SubmissionLoop {
             goal.budget = goal.budget.merged(budget);
         }
         if let Some(criteria) = change.criteria {
+            check_criteria(&criteria)?;
             goal.criteria = criteria;
         }
         if change.auto_resume.is_some() {
@@ -233,14 +235,13 @@ impl SubmissionLoop {
                 self.change_goal(change).map(|g| GoalReply::Goal(Some(g)))
             }
             GoalRequest::Update { status, note } => {
-                let Some(goal) = self.goal() else {
+                if self.goal().is_none() {
                     return Err(GoalError::NoGoal);
-                };
+                }
                 match status {
                     GoalStatus::Complete => {
-                        let criteria: Vec<_> = goal.verifiers().map(|(c, _)| c.clone()).collect();
-                        if !criteria.is_empty() {
-                            return Ok(GoalReply::Verify(criteria));
+                        if let Some(plan) = self.verify_plan(note.clone()) {
+                            return Ok(GoalReply::Verify(std::sync::Arc::new(plan)));
                         }
                     }
                     GoalStatus::Blocked | GoalStatus::Paused => {}
@@ -257,6 +258,7 @@ impl SubmissionLoop {
                 self.goal_driver.turn.waited = true;
                 Ok(GoalReply::Wait(granted))
             }
+            GoalRequest::Carve { asked } => self.carve(asked).map(GoalReply::Carved),
             GoalRequest::Verified { outcomes } => {
                 let passed: Vec<bool> = outcomes.iter().map(|o| o.passed).collect();
                 if self.goal_driver.last_passed.as_ref() != Some(&passed) {
@@ -304,7 +306,7 @@ impl SubmissionLoop {
             return false;
         };
         matches!(
-            goal.usage.exceeds(&goal.budget),
+            goal.spent().exceeds(&goal.budget),
             Some(BudgetKind::Tokens | BudgetKind::WallTime)
         )
     }
@@ -341,7 +343,7 @@ impl SubmissionLoop {
                     )
                 } else {
                     // The user's own turn: new input is progress, continue at once.
-                    match goal.usage.exceeds(&goal.budget) {
+                    match goal.spent().exceeds(&goal.budget) {
                         Some(kind) => Next::BudgetLimited(kind),
                         None => Next::Continue {
                             after: std::time::Duration::ZERO,
@@ -433,11 +435,11 @@ impl SubmissionLoop {
             goal.reason = None;
             goal = self.record_goal(goal, GoalOrigin::Automatic);
         }
-        if let Some(kind) = goal.usage.exceeds(&goal.budget) {
+        if let Some(kind) = goal.spent().exceeds(&goal.budget) {
             self.budget_limit(kind);
             return;
         }
-        let remaining = policy::remaining(&goal.budget, &goal.usage);
+        let remaining = policy::remaining(&goal.budget, &goal.spent());
         let feedback = std::mem::take(&mut self.goal_driver.feedback);
         let text = policy::continuation_text(
             &goal,

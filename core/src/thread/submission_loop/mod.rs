@@ -20,6 +20,7 @@ mod abort;
 mod approvals;
 mod extract;
 mod goal;
+mod goal_checks;
 mod goal_limits;
 mod mail;
 mod maintenance;

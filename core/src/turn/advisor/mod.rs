@@ -224,7 +224,7 @@ impl Advisor {
 }
 
 /// The text of one reply; the advisor is offered no tools, so calls are ignored.
-async fn collect_text(
+pub(crate) async fn collect_text(
     client: Arc<dyn ModelClient>,
     request: ModelRequest,
 ) -> Result<String, String> {
