@@ -155,7 +155,7 @@ fn parse_verdict(text: &str) -> Result<Verdict, String> {
 }
 
 /// The end of a transcript, as plain lines (`user:`, `assistant:`, `tool call`, `tool
-/// output`), at most [`EVIDENCE_CHARS`] characters: the evaluator's evidence.
+/// output`), at most `EVIDENCE_CHARS` characters: the evaluator's evidence.
 pub fn transcript_tail(history: &[Arc<Item>]) -> String {
     let mut lines: Vec<String> = Vec::new();
     let mut size = 0;
