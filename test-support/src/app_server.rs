@@ -141,7 +141,12 @@ impl AppServer {
     pub fn start_thread(&mut self, params: Value) -> String {
         let r = self.call("thread/start", params);
         let id = r["result"]["thread"]["id"].as_str().unwrap().to_owned();
-        let started = self.recv();
+        // `thread/started` follows the answer; only an MCP server's status, which its
+        // supervisor reports whenever it changes, may come between.
+        let mut started = self.recv();
+        while method(&started).starts_with("mcpServer/") {
+            started = self.recv();
+        }
         assert_eq!(started["method"], "thread/started");
         id
     }

@@ -170,11 +170,17 @@ fn a_tree_killed_mid_turn_comes_back_whole_on_resume() {
     // The steer that was in Babbage's mailbox at the kill is delivered again: it starts a
     // turn on the restored child, whose result then wakes the root (mail to an idle
     // thread), and the root's model reads the tree with list_agents.
-    let woken = b.until(|m| method(m) == "turn/completed" && thread_of(m) == Some(root.as_str()));
-    assert!(
-        woken
+    b.until(|m| method(m) == "turn/completed" && thread_of(m) == Some(root.as_str()));
+    // Looked for in everything received: the child may have finished while `thread/read`
+    // above was waiting for its answer (which reads past notifications).
+    let ended = |thread: &str| {
+        b.transcript
             .iter()
-            .any(|m| method(m) == "turn/completed" && thread_of(m) == Some(babbage.as_str())),
+            .rposition(|m| method(m) == "turn/completed" && thread_of(m) == Some(thread))
+    };
+    let (child_done, root_woke) = (ended(&babbage), ended(&root));
+    assert!(
+        child_done.is_some() && child_done < root_woke,
         "the restored child finished its delivered mail before the root woke"
     );
     let child_requests = child_model.requests();
