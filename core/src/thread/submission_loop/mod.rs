@@ -7,9 +7,8 @@ use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 
 use rein_protocol::{
-    ApprovalDecision, ClientRequest, ClientResponse, ErrorCode, EventMsg, InputMode, InputOutcome,
-    InputPart, InterruptOutcome, ItemId, Op, OpResult, RejectReason, SessionGrant, SettingsChange,
-    Submission, SubmissionId, ThreadId, ThreadSettings, ToolOutcome, TurnAbortReason, TurnId,
+    ApprovalDecision, ClientRequest, ClientResponse, ErrorCode, EventMsg, InterruptOutcome, ItemId,
+    Op, OpResult, SessionGrant, Submission, ThreadId, ToolOutcome, TurnAbortReason, TurnId,
 };
 use tokio::sync::{mpsc, oneshot};
 use tokio::time::Instant;
@@ -22,6 +21,7 @@ mod extract;
 mod goal;
 mod goal_checks;
 mod goal_limits;
+mod input;
 mod mail;
 mod maintenance;
 mod read_only;
@@ -33,10 +33,9 @@ use crate::manager::KernelServices;
 use crate::thread::emitter::Emitter;
 use crate::thread::handle::LoopMsg;
 use crate::thread::open_items::OpenItems;
-use crate::thread::router::{self, Input, Route};
 use crate::thread::state::ThreadState;
 use crate::tools::ThreadTools;
-use crate::turn::pending::{PendingEntry, PendingInput};
+use crate::turn::pending::PendingInput;
 use crate::turn::sink::{RunId, TaskMsg, TaskMsgKind};
 use crate::turn::TaskOutcome;
 
@@ -335,111 +334,6 @@ impl SubmissionLoop {
                 },
             ),
             (None, _) => {}
-        }
-    }
-
-    fn validate(&self, settings: &ThreadSettings) -> Result<(), String> {
-        self.services
-            .models
-            .client(&settings.model)
-            .map(|_| ())
-            .map_err(|e| e.to_string())?;
-        if let Some(effort) = &settings.reasoning_effort {
-            self.services
-                .models
-                .check_effort(&settings.model, effort)
-                .map_err(|e| e.to_string())?;
-        }
-        if !settings.cwd.is_absolute() {
-            return Err(format!(
-                "cwd must be an absolute path: {}",
-                settings.cwd.display()
-            ));
-        }
-        Ok(())
-    }
-
-    fn on_input(
-        &mut self,
-        id: SubmissionId,
-        items: Vec<InputPart>,
-        mode: InputMode,
-        change: &SettingsChange,
-        output_schema: Option<serde_json::Value>,
-    ) -> InputOutcome {
-        let route = router::route(
-            &self.state,
-            Input {
-                items: &items,
-                mode,
-                change,
-            },
-            |s| self.validate(s),
-        );
-        if !matches!(route, Route::Reject(_)) {
-            self.goal_saw_input();
-        }
-        match route {
-            Route::Reject(reason) => InputOutcome::Rejected { reason },
-            Route::Start { settings } => {
-                self.apply_settings(settings);
-                let turn_id = TurnId::from(id);
-                let mut inputs = self.pending.take_all();
-                inputs.push(PendingEntry {
-                    submission: id,
-                    items,
-                    mail: false,
-                });
-                match self.start_turn(turn_id, inputs, false, output_schema.map(Arc::new)) {
-                    Ok(()) => InputOutcome::Started { turn_id },
-                    Err(reason) => InputOutcome::Rejected { reason },
-                }
-            }
-            Route::Queue { behind, settings } => {
-                self.apply_settings(settings);
-                self.pending.push(PendingEntry {
-                    submission: id,
-                    items,
-                    mail: false,
-                });
-                InputOutcome::Queued { behind }
-            }
-            Route::Steer { turn_id, settings } => {
-                self.apply_settings(settings);
-                self.pending.push(PendingEntry {
-                    submission: id,
-                    items,
-                    mail: false,
-                });
-                InputOutcome::Steered { turn_id }
-            }
-        }
-    }
-
-    fn apply_settings(&mut self, settings: Option<ThreadSettings>) {
-        if let Some(settings) = settings {
-            if self.state.settings.as_ref() != Some(&settings) {
-                self.emit(None, EventMsg::SettingsChanged { settings });
-            }
-        }
-    }
-
-    fn on_recover(&mut self) -> InputOutcome {
-        let Some(turn) = self
-            .state
-            .recoverable_turn
-            .clone()
-            .filter(|_| self.state.is_idle())
-        else {
-            return InputOutcome::Rejected {
-                reason: RejectReason::NothingToRecover,
-            };
-        };
-        let turn_id = turn.id;
-        let inputs = self.pending.take_all();
-        match self.start_turn(turn_id, inputs, true, turn.output_schema) {
-            Ok(()) => InputOutcome::Started { turn_id },
-            Err(reason) => InputOutcome::Rejected { reason },
         }
     }
 
