@@ -39,6 +39,29 @@ fn run_goal(home: &Home, work: &std::path::Path, args: &[&str]) -> (i32, Vec<Val
     (code, json_lines(&out.stdout))
 }
 
+/// `rein exec --goal OBJECTIVE --verify-mcp scripted/exists={"path": FILE}` in a fresh
+/// working directory, `FILE` there (made first when `exists`): its file, exit code and
+/// JSONL events.
+fn run_exists_goal(
+    home: &Home,
+    objective: &str,
+    file: &str,
+    exists: bool,
+) -> (std::path::PathBuf, i32, Vec<Value>) {
+    let work = tempfile::tempdir().unwrap();
+    let path = work.path().canonicalize().unwrap().join(file);
+    if exists {
+        std::fs::write(&path, "x").unwrap();
+    }
+    let check = format!("scripted/exists={}", json!({"path": path}));
+    let (code, events) = run_goal(
+        home,
+        work.path(),
+        &["--goal", objective, "--verify-mcp", &check],
+    );
+    (path, code, events)
+}
+
 fn of_type<'a>(events: &'a [Value], t: &str) -> Vec<&'a Value> {
     events.iter().filter(|e| e["type"] == t).collect()
 }
@@ -95,14 +118,7 @@ fn an_mcp_verifier_fails_until_the_model_makes_it_pass() {
         patch("done.txt"), update("complete"), text("done"),
     ], "when_exhausted": "error"}));
     let home = home_with_scripted(&mock, "");
-    let work = tempfile::tempdir().unwrap();
-    let done = work.path().canonicalize().unwrap().join("done.txt");
-    let check = format!("scripted/exists={}", json!({"path": done}));
-    let (code, events) = run_goal(
-        &home,
-        work.path(),
-        &["--goal", "create done.txt", "--verify-mcp", &check],
-    );
+    let (done, code, events) = run_exists_goal(&home, "create done.txt", "done.txt", false);
     assert_eq!(code, 0, "{events:#?}");
     let missing = format!("{} does not exist yet", done.display());
     let ran = outcomes(&events);
@@ -136,15 +152,7 @@ fn an_mcp_verifier_that_needs_approval_is_declined_and_fails() {
     ], "when_exhausted": "error"}));
     // Every tool of the server asks first.
     let home = home_with_scripted(&mock, "default_tools_approval_mode = \"prompt\"\n");
-    let work = tempfile::tempdir().unwrap();
-    let there = work.path().canonicalize().unwrap().join("there.txt");
-    std::fs::write(&there, "x").unwrap();
-    let check = format!("scripted/exists={}", json!({"path": there}));
-    let (code, events) = run_goal(
-        &home,
-        work.path(),
-        &["--goal", "check there.txt", "--verify-mcp", &check],
-    );
+    let (_, code, events) = run_exists_goal(&home, "check there.txt", "there.txt", true);
     assert_eq!(code, 3, "blocked: {events:#?}");
     let ran = outcomes(&events);
     // exec's approval policy is `never`: the call is declined by the policy, the tool
@@ -306,15 +314,7 @@ fn an_mcp_verifier_reaches_a_tool_behind_tool_search() {
     let path = home.path().join("config.toml");
     let config = std::fs::read_to_string(&path).unwrap();
     std::fs::write(&path, format!("mcp_tool_budget = 1\n{config}")).unwrap();
-    let work = tempfile::tempdir().unwrap();
-    let there = work.path().canonicalize().unwrap().join("there.txt");
-    std::fs::write(&there, "x").unwrap();
-    let check = format!("scripted/exists={}", json!({"path": there}));
-    let (code, events) = run_goal(
-        &home,
-        work.path(),
-        &["--goal", "check there.txt", "--verify-mcp", &check],
-    );
+    let (there, code, events) = run_exists_goal(&home, "check there.txt", "there.txt", true);
     assert_eq!(code, 0, "{events:#?}");
     let offered = rein_test_support::mock_model::tool_names(&mock.requests()[0]);
     assert!(offered.contains(&"tool_search".to_owned()), "{offered:?}");
